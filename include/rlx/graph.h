@@ -1,0 +1,104 @@
+// The IR: an append-only SSA graph. Nodes are created in topological order and
+// each has one output; a NodeId is the node's index.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rlx/attrs.h"
+#include "rlx/shape.h"
+#include "rlx/tensor.h"
+
+namespace rlx {
+
+enum class Op : uint16_t {
+#define RLX_OP(e, name, mn, mx, infer) e,
+#include "rlx/ops.def"
+#undef RLX_OP
+};
+
+struct OpInfo {
+  Op op;
+  const char* name;
+  int min_inputs;
+  int max_inputs;  // -1 = any
+};
+
+const OpInfo& op_info(Op op);
+inline const char* op_name(Op op) { return op_info(op).name; }
+int num_ops();
+// Looks an op up by its table name; throws rlx::Error for unknown names.
+Op parse_op(std::string_view name);
+bool is_leaf(Op op);
+
+using NodeId = int32_t;
+
+struct Node {
+  NodeId id = -1;
+  Op op = Op::Input;
+  std::vector<NodeId> inputs;
+  Attrs attrs;
+  Shape shape;
+  std::string name;    // inputs and params: the binding name; others optional
+  std::string origin;  // provenance from the source model, shown in errors
+  Tensor value;        // Constant data
+  // "node %12 (matmul 'fc1')"
+  std::string label() const;
+};
+
+struct GraphOutput {
+  std::string name;
+  NodeId node;
+};
+
+class Graph {
+ public:
+  // Appends a node, runs shape inference and returns its id. Throws rlx::Error
+  // naming the node, op, input shapes and origin when inference fails.
+  NodeId add(Op op, std::vector<NodeId> inputs, Attrs attrs = {}, std::string name = {},
+             std::string origin = {});
+  // Leaves.
+  NodeId input(const std::string& name, Shape shape);
+  NodeId param(const std::string& name, Shape shape);
+  NodeId constant(Tensor value, std::string name = {});
+
+  void add_output(const std::string& name, NodeId id);
+
+  const Node& node(NodeId id) const { return nodes_.at(size_t(id)); }
+  Node& node(NodeId id) { return nodes_.at(size_t(id)); }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  size_t size() const { return nodes_.size(); }
+  const std::vector<GraphOutput>& outputs() const { return outputs_; }
+  std::vector<GraphOutput>& outputs() { return outputs_; }
+  std::vector<NodeId> inputs() const;  // Input nodes in creation order
+  std::vector<NodeId> params() const;
+
+  // Re-runs shape inference and structural checks on every node. Throws the
+  // first problem with full node context.
+  void verify() const;
+  // Appends a node without inference (deserialization, passes that copy nodes
+  // whose shape is known). Checks arity and input ids only.
+  NodeId append_raw(Node n);
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<GraphOutput> outputs_;
+};
+
+// Shape inference for one node given its input shapes. Public so the runtime
+// can re-specialize graphs to concrete shapes.
+Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs);
+// Error context for a node: "node %3 (matmul) [2,3] f32, [4,5] f32 (origin)".
+std::string node_context(const Graph& g, const Node& n);
+
+// Text printer: one line per node, "%12 = matmul %3, %7 : [2,64] f32   # origin".
+std::string to_text(const Graph& g);
+std::string to_dot(const Graph& g);
+
+// JSON (de)serialization of a graph, including constants (base64) and attrs.
+std::string to_json(const Graph& g);
+Graph from_json(std::string_view json, const std::string& source_name = "<json>");
+
+}  // namespace rlx

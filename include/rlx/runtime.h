@@ -1,0 +1,65 @@
+// compile(graph) -> Executable; Session runs it with named inputs and outputs.
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rlx/graph.h"
+#include "rlx/io.h"
+
+namespace rlx {
+
+struct CompileOptions {
+  int opt_level = 1;  // 0: verify only; 1: fold constants (incl. weights), CSE, DCE
+  // Upper bound on the bytes one folded constant may take, so folding never
+  // blows memory up (an expand of a weight, say).
+  size_t max_folded_bytes = size_t(64) << 20;
+};
+
+// A memory plan for one set of concrete input shapes.
+struct Plan {
+  std::vector<Dims> dims;         // concrete dims of every node
+  std::vector<int64_t> offset;    // arena byte offset, or -1 when not in the arena
+  size_t arena_bytes = 0;         // peak activation bytes
+};
+
+class Executable {
+ public:
+  // Verifies, binds params from `weights` by node name (zero-copy when dtype
+  // and layout match), optimizes, and prepares the CPU kernels. Lists every op
+  // the CPU backend cannot run in one error.
+  static std::shared_ptr<Executable> compile(Graph graph, const TensorMap& weights,
+                                             const CompileOptions& options = {});
+
+  const Graph& graph() const { return graph_; }
+  // Plan for these input dims (cached per shape signature).
+  std::shared_ptr<const Plan> plan_for(const std::map<std::string, Dims>& input_dims) const;
+  // Plan for the graph's declared input shapes (needs them static).
+  std::shared_ptr<const Plan> static_plan() const;
+  const std::vector<Tensor>& bound() const { return bound_; }
+
+ private:
+  Graph graph_;
+  std::vector<Tensor> bound_;  // per node: param/constant data
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<const Plan>> plans_;
+  friend class Session;
+};
+
+class Session {
+ public:
+  explicit Session(std::shared_ptr<const Executable> exe) : exe_(std::move(exe)) {}
+  // Inputs by name (cast to the declared dtype when they differ); returns
+  // outputs by name. Throws rlx::Error on missing/extra inputs or bad shapes.
+  TensorMap run(const TensorMap& inputs);
+  size_t last_arena_bytes() const { return arena_bytes_; }
+
+ private:
+  std::shared_ptr<const Executable> exe_;
+  std::shared_ptr<Buffer> arena_;
+  size_t arena_bytes_ = 0;
+};
+
+}  // namespace rlx

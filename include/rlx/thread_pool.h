@@ -1,0 +1,18 @@
+// One process-wide pool of worker threads. Kernels split work with
+// parallel_for; nested calls run inline so kernels may call each other.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+namespace rlx {
+
+// Sets the number of threads (including the caller). 0 = all cores.
+void set_num_threads(int n);
+int num_threads();
+
+// Calls fn(begin, end) over [0, n) in chunks of at least `grain` items,
+// spread over the pool; returns when all chunks are done. Exceptions thrown by
+// fn are rethrown on the caller.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace rlx

@@ -1,0 +1,10 @@
+// TEMPORARY: replaced by the real kernels of this family.
+#include "backends/cpu/kernels.h"
+#include "rlx/error.h"
+
+namespace rlx::cpu {
+
+void conv(const KernelCall& c) { throw make_error(c.node.label(), ": kernel not written yet"); }
+void conv_transpose(const KernelCall& c) { throw make_error(c.node.label(), ": kernel not written yet"); }
+
+}  // namespace rlx::cpu

@@ -1,0 +1,29 @@
+// The CPU kernel interface. Inputs arrive contiguous; outputs are contiguous
+// and preallocated with the planned dims and dtype. Kernels read dtypes from
+// the tensors (a f16 graph may run an f32 kernel through the upcast path).
+#pragma once
+#include <span>
+
+#include "rlx/graph.h"
+#include "rlx/tensor.h"
+
+namespace rlx::cpu {
+
+struct KernelCall {
+  const Node& node;
+  std::span<const Tensor> in;
+  Tensor& out;
+};
+
+using KernelFn = void (*)(const KernelCall&);
+
+struct KernelEntry {
+  KernelFn fn = nullptr;  // nullptr: the CPU backend cannot run this op (a listed gap)
+  // True when the kernel handles every dtype itself (movement, indexing,
+  // cast); false when f16/bf16 are computed by upcasting to f32.
+  bool all_dtypes = false;
+};
+
+KernelEntry kernel_for(Op op);
+
+}  // namespace rlx::cpu

@@ -1,0 +1,72 @@
+// Every CPU kernel, by family; one .cc file per family implements its block.
+#pragma once
+#include "backends/cpu/kernel.h"
+
+namespace rlx::cpu {
+
+// leaves.cc
+void full(const KernelCall& c);
+void arange(const KernelCall& c);
+
+// elementwise.cc: the op is read from c.node.op
+void unary(const KernelCall& c);
+void binary(const KernelCall& c);
+void compare(const KernelCall& c);
+void logical(const KernelCall& c);  // logical_and/or/not, bitwise_not
+void where(const KernelCall& c);
+void cast(const KernelCall& c);
+
+// reduce.cc
+void reduce(const KernelCall& c);  // sum mean max min prod
+void arg_reduce(const KernelCall& c);
+void softmax(const KernelCall& c);  // softmax and log_softmax
+void cumsum(const KernelCall& c);
+
+// movement.cc
+void reshape(const KernelCall& c);
+void transpose(const KernelCall& c);
+void slice(const KernelCall& c);
+void concat(const KernelCall& c);
+void expand(const KernelCall& c);
+void pad(const KernelCall& c);
+void tile(const KernelCall& c);
+void flip(const KernelCall& c);
+
+// indexing.cc
+void gather(const KernelCall& c);
+void gather_elements(const KernelCall& c);
+void gather_nd(const KernelCall& c);
+void scatter_elements(const KernelCall& c);
+void scatter_nd(const KernelCall& c);
+void topk(const KernelCall& c);
+void one_hot(const KernelCall& c);
+void embedding(const KernelCall& c);
+
+// matmul.cc
+void matmul(const KernelCall& c);
+
+// conv.cc
+void conv(const KernelCall& c);
+void conv_transpose(const KernelCall& c);
+
+// pool.cc
+void max_pool2d(const KernelCall& c);
+void avg_pool2d(const KernelCall& c);
+void adaptive_avg_pool2d(const KernelCall& c);
+
+// norm.cc
+void layer_norm(const KernelCall& c);
+void rms_norm(const KernelCall& c);
+void group_norm(const KernelCall& c);
+void batch_norm(const KernelCall& c);
+void layer_norm_2d(const KernelCall& c);
+
+// attention.cc
+void attention(const KernelCall& c);
+// rope.cc
+void rope(const KernelCall& c);
+// resample.cc
+void resize(const KernelCall& c);
+void grid_sample(const KernelCall& c);
+
+}  // namespace rlx::cpu

@@ -1,0 +1,136 @@
+#include "rlx/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace rlx {
+namespace {
+
+// A fixed pool. One job at a time: the caller publishes a job, workers and the
+// caller pull chunk indices from an atomic counter until none are left.
+class Pool {
+ public:
+  ~Pool() { resize(1); }
+
+  void resize(int n) {
+    n = std::max(1, n);
+    {
+      std::unique_lock lk(mu_);
+      stop_ = true;
+      ++generation_;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+    stop_ = false;
+    size_ = n;
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+
+  int size() const { return size_; }
+
+  void run(int64_t chunks, const std::function<void(int64_t)>& chunk_fn) {
+    thread_local bool inside = false;
+    if (inside || size_ == 1 || chunks == 1) {  // nested or trivial: run inline
+      for (int64_t c = 0; c < chunks; ++c) chunk_fn(c);
+      return;
+    }
+    std::lock_guard job_lock(job_mu_);
+    inside = true;
+    {
+      std::unique_lock lk(mu_);
+      job_ = &chunk_fn;
+      chunks_ = chunks;
+      next_.store(0);
+      pending_ = int(workers_.size());
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    work();
+    {
+      std::unique_lock lk(mu_);
+      done_cv_.wait(lk, [&] { return pending_ == 0; });
+      job_ = nullptr;
+    }
+    inside = false;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void work() {
+    for (int64_t c; (c = next_.fetch_add(1)) < chunks_;) {
+      try {
+        (*job_)(c);
+      } catch (...) {
+        std::lock_guard lk(err_mu_);
+        if (!error_) error_ = std::current_exception();
+      }
+    }
+  }
+
+  void worker_loop() {
+    uint64_t seen = generation_;
+    for (;;) {
+      {
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (stop_) return;
+      }
+      work();
+      {
+        std::lock_guard lk(mu_);
+        if (--pending_ == 0) done_cv_.notify_one();
+      }
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  int size_ = 1;
+  std::mutex mu_, job_mu_, err_mu_;
+  std::condition_variable cv_, done_cv_;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  const std::function<void(int64_t)>* job_ = nullptr;
+  int64_t chunks_ = 0;
+  std::atomic<int64_t> next_{0};
+  int pending_ = 0;
+  std::exception_ptr error_;
+};
+
+int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+Pool& pool() {
+  static Pool p;
+  static std::once_flag once;
+  std::call_once(once, [] { p.resize(default_threads()); });
+  return p;
+}
+
+}  // namespace
+
+void set_num_threads(int n) { pool().resize(n <= 0 ? default_threads() : n); }
+int num_threads() { return pool().size(); }
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  Pool& p = pool();
+  // A few chunks per thread balances uneven work without much overhead.
+  int64_t chunks = std::min<int64_t>((n + grain - 1) / grain, int64_t(p.size()) * 4);
+  if (chunks <= 1) {
+    fn(0, n);
+    return;
+  }
+  const int64_t step = (n + chunks - 1) / chunks;
+  chunks = (n + step - 1) / step;
+  p.run(chunks, [&](int64_t c) { fn(c * step, std::min(n, (c + 1) * step)); });
+}
+
+}  // namespace rlx

@@ -1,0 +1,107 @@
+#include "rlx/attrs.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "rlx/error.h"
+
+namespace rlx {
+namespace {
+const char* kind_name(const AttrValue& v) {
+  static const char* names[] = {"int", "float", "string", "int list", "float list"};
+  return names[v.index()];
+}
+}  // namespace
+
+Attrs& Attrs::set(const std::string& name, AttrValue v) {
+  auto it = std::lower_bound(items_.begin(), items_.end(), name,
+                             [](const auto& a, const std::string& n) { return a.first < n; });
+  if (it != items_.end() && it->first == name)
+    it->second = std::move(v);
+  else
+    items_.insert(it, {name, std::move(v)});
+  return *this;
+}
+
+const AttrValue* Attrs::find(const std::string& name) const {
+  auto it = std::lower_bound(items_.begin(), items_.end(), name,
+                             [](const auto& a, const std::string& n) { return a.first < n; });
+  return it != items_.end() && it->first == name ? &it->second : nullptr;
+}
+
+const AttrValue& Attrs::get(const std::string& name) const {
+  const AttrValue* v = find(name);
+  RLX_CHECK(v, "missing attribute '", name, "'");
+  return *v;
+}
+
+int64_t Attrs::i(const std::string& name) const {
+  const AttrValue& v = get(name);
+  if (auto p = std::get_if<int64_t>(&v)) return *p;
+  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected int");
+}
+int64_t Attrs::i(const std::string& name, int64_t def) const { return has(name) ? i(name) : def; }
+
+double Attrs::f(const std::string& name) const {
+  const AttrValue& v = get(name);
+  if (auto p = std::get_if<double>(&v)) return *p;
+  if (auto p = std::get_if<int64_t>(&v)) return double(*p);
+  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected float");
+}
+double Attrs::f(const std::string& name, double def) const { return has(name) ? f(name) : def; }
+
+const std::string& Attrs::s(const std::string& name) const {
+  const AttrValue& v = get(name);
+  if (auto p = std::get_if<std::string>(&v)) return *p;
+  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected string");
+}
+std::string Attrs::s(const std::string& name, const std::string& def) const {
+  return has(name) ? s(name) : def;
+}
+
+const std::vector<int64_t>& Attrs::ints(const std::string& name) const {
+  const AttrValue& v = get(name);
+  if (auto p = std::get_if<std::vector<int64_t>>(&v)) return *p;
+  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected int list");
+}
+std::vector<int64_t> Attrs::ints(const std::string& name, std::vector<int64_t> def) const {
+  return has(name) ? ints(name) : def;
+}
+
+std::vector<double> Attrs::floats(const std::string& name) const {
+  const AttrValue& v = get(name);
+  if (auto p = std::get_if<std::vector<double>>(&v)) return *p;
+  if (auto p = std::get_if<std::vector<int64_t>>(&v)) return {p->begin(), p->end()};
+  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected float list");
+}
+
+std::string attr_value_str(const AttrValue& v) {
+  struct V {
+    std::string operator()(int64_t x) const { return std::to_string(x); }
+    std::string operator()(double x) const {
+      char b[32];
+      std::snprintf(b, sizeof b, "%g", x);
+      return b;
+    }
+    std::string operator()(const std::string& x) const { return "\"" + x + "\""; }
+    std::string operator()(const std::vector<int64_t>& x) const {
+      std::string s = "[";
+      for (size_t i = 0; i < x.size(); ++i) s += (i ? "," : "") + (*this)(x[i]);
+      return s + "]";
+    }
+    std::string operator()(const std::vector<double>& x) const {
+      std::string s = "[";
+      for (size_t i = 0; i < x.size(); ++i) s += (i ? "," : "") + (*this)(x[i]);
+      return s + "]";
+    }
+  };
+  return std::visit(V{}, v);
+}
+
+std::string Attrs::str() const {
+  std::string s;
+  for (const auto& [k, v] : items_) s += (s.empty() ? "" : ", ") + k + "=" + attr_value_str(v);
+  return s;
+}
+
+}  // namespace rlx

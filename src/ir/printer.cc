@@ -1,0 +1,52 @@
+#include <sstream>
+
+#include "rlx/graph.h"
+
+namespace rlx {
+
+std::string to_text(const Graph& g) {
+  std::ostringstream os;
+  for (const Node& n : g.nodes()) {
+    os << "%" << n.id << " = " << op_name(n.op);
+    if (n.op == Op::Input || n.op == Op::Param) os << " \"" << n.name << "\"";
+    for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", %" : " %") << n.inputs[i];
+    if (!n.attrs.items().empty()) os << " {" << n.attrs.str() << "}";
+    os << " : " << n.shape.str();
+    if (!n.origin.empty())
+      os << "   # " << n.origin;
+    else if (!n.name.empty() && n.op != Op::Input && n.op != Op::Param)
+      os << "   # " << n.name;
+    os << "\n";
+  }
+  for (const auto& o : g.outputs()) os << "output \"" << o.name << "\" = %" << o.node << "\n";
+  return os.str();
+}
+
+std::string to_dot(const Graph& g) {
+  auto esc = [](std::string s) {
+    std::string r;
+    for (char c : s) r += c == '"' ? std::string("\\\"") : std::string(1, c);
+    return r;
+  };
+  std::ostringstream os;
+  os << "digraph rlx {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n";
+  for (const Node& n : g.nodes()) {
+    std::string label = "%" + std::to_string(n.id) + " " + op_name(n.op);
+    if (!n.name.empty()) label += "\\n" + esc(n.name);
+    label += "\\n" + n.shape.str();
+    const char* style = n.op == Op::Input ? ", style=filled, fillcolor=\"#d0e8ff\""
+                        : is_leaf(n.op)   ? ", style=filled, fillcolor=\"#eeeeee\""
+                                          : "";
+    os << "  n" << n.id << " [label=\"" << label << "\"" << style << "];\n";
+    for (NodeId in : n.inputs) os << "  n" << in << " -> n" << n.id << ";\n";
+  }
+  for (const auto& o : g.outputs()) {
+    os << "  out_" << o.node << " [label=\"" << esc(o.name)
+       << "\", shape=ellipse, style=filled, fillcolor=\"#d8f5d0\"];\n";
+    os << "  n" << o.node << " -> out_" << o.node << ";\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace rlx

@@ -1,0 +1,172 @@
+// Graph <-> JSON. Constants are stored inline as base64 of their raw bytes.
+#include <nlohmann/json.hpp>
+
+#include "rlx/error.h"
+#include "rlx/graph.h"
+
+namespace rlx {
+namespace {
+using json = nlohmann::json;
+
+constexpr const char* kFormat = "rlx-graph";
+constexpr int kVersion = 1;
+
+const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64_encode(const unsigned char* p, size_t n) {
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = uint32_t(p[i]) << 16;
+    if (i + 1 < n) v |= uint32_t(p[i + 1]) << 8;
+    if (i + 2 < n) v |= p[i + 2];
+    out += kB64[(v >> 18) & 63];
+    out += kB64[(v >> 12) & 63];
+    out += i + 1 < n ? kB64[(v >> 6) & 63] : '=';
+    out += i + 2 < n ? kB64[v & 63] : '=';
+  }
+  return out;
+}
+
+std::vector<unsigned char> base64_decode(const std::string& s) {
+  RLX_CHECK(s.size() % 4 == 0, "bad base64 length ", s.size());
+  auto val = [](char c) -> int {
+    const char* p = std::strchr(kB64, c);
+    return c && p ? int(p - kB64) : -1;
+  };
+  std::vector<unsigned char> out;
+  out.reserve(s.size() / 4 * 3);
+  for (size_t i = 0; i < s.size(); i += 4) {
+    int v[4];
+    for (int k = 0; k < 4; ++k) {
+      v[k] = s[i + k] == '=' ? 0 : val(s[i + k]);
+      RLX_CHECK(v[k] >= 0, "bad base64 character");
+    }
+    uint32_t w = uint32_t(v[0]) << 18 | uint32_t(v[1]) << 12 | uint32_t(v[2]) << 6 | uint32_t(v[3]);
+    out.push_back(uint8_t(w >> 16));
+    if (s[i + 2] != '=') out.push_back(uint8_t(w >> 8));
+    if (s[i + 3] != '=') out.push_back(uint8_t(w));
+  }
+  return out;
+}
+
+json dims_json(const std::vector<Dim>& dims) {
+  json a = json::array();
+  for (const Dim& d : dims) a.push_back(d.is_static() ? json(d.value) : json(d.sym));
+  return a;
+}
+
+std::vector<Dim> dims_from(const json& a) {
+  RLX_CHECK(a.is_array(), "shape must be an array");
+  std::vector<Dim> dims;
+  for (const auto& d : a) {
+    if (d.is_number_integer()) {
+      RLX_CHECK(d.get<int64_t>() >= 0, "negative dim ", d.get<int64_t>());
+      dims.emplace_back(d.get<int64_t>());
+    } else if (d.is_string()) {
+      dims.push_back(Dim::symbol(d.get<std::string>()));
+    } else {
+      throw make_error("dim must be an integer or a symbol name");
+    }
+  }
+  return dims;
+}
+
+json attr_json(const AttrValue& v) {
+  // Tagged so that 1 (int) and 1.0 (float) survive the round trip.
+  struct V {
+    json operator()(int64_t x) const { return {{"i", x}}; }
+    json operator()(double x) const { return {{"f", x}}; }
+    json operator()(const std::string& x) const { return {{"s", x}}; }
+    json operator()(const std::vector<int64_t>& x) const { return {{"ints", x}}; }
+    json operator()(const std::vector<double>& x) const { return {{"floats", x}}; }
+  };
+  return std::visit(V{}, v);
+}
+
+AttrValue attr_from(const json& j) {
+  RLX_CHECK(j.is_object() && j.size() == 1, "attribute must be a one-key object");
+  const auto& [k, v] = *j.items().begin();
+  if (k == "i") return v.get<int64_t>();
+  if (k == "f") return v.get<double>();
+  if (k == "s") return v.get<std::string>();
+  if (k == "ints") return v.get<std::vector<int64_t>>();
+  if (k == "floats") return v.get<std::vector<double>>();
+  throw make_error("unknown attribute kind '", k, "'");
+}
+
+}  // namespace
+
+std::string to_json(const Graph& g) {
+  json nodes = json::array();
+  for (const Node& n : g.nodes()) {
+    json j = {{"op", op_name(n.op)}, {"inputs", n.inputs}, {"shape", dims_json(n.shape.dims)},
+              {"dtype", dtype_name(n.shape.dtype)}};
+    if (!n.name.empty()) j["name"] = n.name;
+    if (!n.origin.empty()) j["origin"] = n.origin;
+    if (!n.attrs.items().empty()) {
+      json a = json::object();
+      for (const auto& [k, v] : n.attrs.items()) a[k] = attr_json(v);
+      j["attrs"] = a;
+    }
+    if (n.op == Op::Constant)
+      j["data"] = base64_encode(static_cast<const unsigned char*>(n.value.raw()), n.value.nbytes());
+    nodes.push_back(std::move(j));
+  }
+  json outs = json::array();
+  for (const auto& o : g.outputs()) outs.push_back({{"name", o.name}, {"node", o.node}});
+  json doc = {{"format", kFormat}, {"version", kVersion}, {"nodes", nodes}, {"outputs", outs}};
+  return doc.dump(1);
+}
+
+Graph from_json(std::string_view text, const std::string& source) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    throw make_error(source, ": invalid JSON: ", e.what());
+  }
+  Graph g;
+  size_t index = 0;
+  try {
+    RLX_CHECK(doc.is_object() && doc.value("format", "") == kFormat,
+              "not an rlx graph (missing \"format\": \"", kFormat, "\")");
+    RLX_CHECK(doc.value("version", 0) == kVersion, "unsupported graph version ",
+              doc.value("version", 0));
+    for (const auto& j : doc.at("nodes")) {
+      Node n;
+      n.op = parse_op(j.at("op").get<std::string>());
+      n.inputs = j.value("inputs", std::vector<NodeId>{});
+      n.shape = Shape(dims_from(j.at("shape")), parse_dtype(j.at("dtype").get<std::string>()));
+      n.name = j.value("name", "");
+      n.origin = j.value("origin", "");
+      if (j.contains("attrs"))
+        for (const auto& [k, v] : j["attrs"].items()) n.attrs.set(k, attr_from(v));
+      if (n.op == Op::Constant) {
+        auto bytes = base64_decode(j.at("data").get<std::string>());
+        RLX_CHECK(n.shape.is_static(), "constant with symbolic shape");
+        Tensor t(n.shape.concrete(), n.shape.dtype);
+        RLX_CHECK(bytes.size() == t.nbytes(), "constant data has ", bytes.size(),
+                  " bytes, shape ", n.shape.str(), " needs ", t.nbytes());
+        std::memcpy(t.raw(), bytes.data(), bytes.size());
+        n.value = t;
+      }
+      g.append_raw(std::move(n));
+      ++index;
+    }
+    for (const auto& o : doc.at("outputs"))
+      g.add_output(o.at("name").get<std::string>(), o.at("node").get<NodeId>());
+  } catch (const json::exception& e) {
+    throw make_error(source, ": node ", index, ": malformed graph JSON: ", e.what());
+  } catch (const Error& e) {
+    throw e.with_context(source + ": node " + std::to_string(index));
+  }
+  try {
+    g.verify();
+  } catch (const Error& e) {
+    throw e.with_context(source);
+  }
+  return g;
+}
+
+}  // namespace rlx

@@ -1,0 +1,515 @@
+// Shape inference for every op in the op table. Symbolic dims flow through
+// where the rule is exact; where it is not, the result is the anonymous "?"
+// and becomes concrete when the runtime specializes the graph to input shapes.
+#include <algorithm>
+#include <cmath>
+
+#include "rlx/error.h"
+#include "rlx/graph.h"
+
+namespace rlx {
+namespace {
+
+using In = std::vector<const Shape*>;
+const Dim kUnknown = Dim::symbol("?");
+
+Dim broadcast_dim(const Dim& a, const Dim& b) {
+  if (a.is_static() && a.value == 1) return b;
+  if (b.is_static() && b.value == 1) return a;
+  if (a == b) return a;
+  if (a.is_static() && b.is_static())
+    throw make_error("cannot broadcast dims ", a.value, " and ", b.value);
+  return a.is_static() ? a : b.is_static() ? b : kUnknown;
+}
+
+std::vector<Dim> broadcast_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
+  size_t r = std::max(a.size(), b.size());
+  std::vector<Dim> out(r);
+  for (size_t i = 0; i < r; ++i) {
+    Dim da = i < r - a.size() ? Dim(1) : a[i - (r - a.size())];
+    Dim db = i < r - b.size() ? Dim(1) : b[i - (r - b.size())];
+    out[i] = broadcast_dim(da, db);
+  }
+  return out;
+}
+
+void same_dtype(const Shape& a, const Shape& b) {
+  RLX_CHECK(a.dtype == b.dtype, "dtype mismatch: ", a.str(), " vs ", b.str());
+}
+
+// Applies f to a dim when static, else yields "?".
+template <typename F>
+Dim map_dim(const Dim& d, F f) {
+  return d.is_static() ? Dim(f(d.value)) : kUnknown;
+}
+
+Shape infer_leaf(const Node& n, const In&) {
+  if (n.op == Op::Full) return Shape(n.attrs.ints("shape"), parse_dtype(n.attrs.s("dtype")));
+  if (n.op == Op::Arange) {
+    int64_t count = n.attrs.i("count");
+    RLX_CHECK(count >= 0, "arange count must be >= 0, got ", count);
+    return Shape(Dims{count}, parse_dtype(n.attrs.s("dtype", "i64")));
+  }
+  return n.shape;
+}
+
+Shape infer_unary(const Node&, const In& in) { return *in[0]; }
+Shape infer_unary_any(const Node&, const In& in) { return *in[0]; }
+Shape infer_first(const Node&, const In& in) { return *in[0]; }
+
+Shape infer_logical_not(const Node&, const In& in) { return Shape(in[0]->dims, DType::Bool); }
+
+Shape infer_binary(const Node&, const In& in) {
+  same_dtype(*in[0], *in[1]);
+  return Shape(broadcast_dims(in[0]->dims, in[1]->dims), in[0]->dtype);
+}
+
+Shape infer_logical(const Node&, const In& in) {
+  return Shape(broadcast_dims(in[0]->dims, in[1]->dims), DType::Bool);
+}
+
+Shape infer_compare(const Node&, const In& in) {
+  same_dtype(*in[0], *in[1]);
+  return Shape(broadcast_dims(in[0]->dims, in[1]->dims), DType::Bool);
+}
+
+Shape infer_where(const Node&, const In& in) {
+  RLX_CHECK(in[0]->dtype == DType::Bool, "where: condition must be bool, got ", in[0]->str());
+  same_dtype(*in[1], *in[2]);
+  return Shape(broadcast_dims(broadcast_dims(in[0]->dims, in[1]->dims), in[2]->dims),
+               in[1]->dtype);
+}
+
+Shape infer_cast(const Node& n, const In& in) {
+  return Shape(in[0]->dims, parse_dtype(n.attrs.s("dtype")));
+}
+
+std::vector<bool> reduced_axes(const Node& n, int rank) {
+  std::vector<bool> red(size_t(rank), false);
+  auto axes = n.attrs.ints("axes", {});
+  if (axes.empty()) std::fill(red.begin(), red.end(), true);
+  for (int64_t a : axes) {
+    int ax = normalize_axis(a, rank);
+    RLX_CHECK(!red[size_t(ax)], "axis ", a, " listed twice");
+    red[size_t(ax)] = true;
+  }
+  return red;
+}
+
+Shape infer_reduce(const Node& n, const In& in) {
+  const int r = in[0]->rank();
+  auto red = reduced_axes(n, r);
+  bool keep = n.attrs.i("keepdims", 0) != 0;
+  std::vector<Dim> out;
+  for (int i = 0; i < r; ++i) {
+    if (!red[size_t(i)])
+      out.push_back(in[0]->dims[i]);
+    else if (keep)
+      out.emplace_back(1);
+  }
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_arg_reduce(const Node& n, const In& in) {
+  const int r = in[0]->rank();
+  int ax = normalize_axis(n.attrs.i("axis"), r);
+  std::vector<Dim> out;
+  for (int i = 0; i < r; ++i) {
+    if (i != ax)
+      out.push_back(in[0]->dims[i]);
+    else if (n.attrs.i("keepdims", 0))
+      out.emplace_back(1);
+  }
+  return Shape(out, DType::I64);
+}
+
+Shape infer_reshape(const Node& n, const In& in) {
+  const auto& target = n.attrs.ints("shape");
+  std::vector<Dim> out;
+  int infer_at = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == -1) {
+      RLX_CHECK(infer_at < 0, "reshape: more than one -1 in ", dims_str(target));
+      infer_at = int(i);
+      out.push_back(kUnknown);
+      continue;
+    }
+    RLX_CHECK(target[i] >= 0, "reshape: bad target dim ", target[i]);
+    known *= target[i];
+    out.emplace_back(target[i]);
+  }
+  if (!in[0]->is_static()) return Shape(out, in[0]->dtype);
+  int64_t total = in[0]->numel();
+  if (infer_at >= 0) {
+    RLX_CHECK(known != 0 && total % known == 0, "reshape: cannot reshape ", in[0]->str(), " to ",
+              dims_str(target));
+    out[size_t(infer_at)] = Dim(total / known);
+  } else {
+    RLX_CHECK(known == total, "reshape: cannot reshape ", in[0]->str(), " (", total,
+              " elements) to ", dims_str(target), " (", known, " elements)");
+  }
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_transpose(const Node& n, const In& in) {
+  const auto& perm = n.attrs.ints("perm");
+  const int r = in[0]->rank();
+  RLX_CHECK(int(perm.size()) == r, "transpose: perm of ", perm.size(), " axes for rank ", r);
+  std::vector<bool> seen(size_t(r), false);
+  std::vector<Dim> out;
+  for (int64_t p : perm) {
+    int a = normalize_axis(p, r);
+    RLX_CHECK(!seen[size_t(a)], "transpose: axis ", p, " repeated in perm");
+    seen[size_t(a)] = true;
+    out.push_back(in[0]->dims[size_t(a)]);
+  }
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_slice(const Node& n, const In& in) {
+  const int r = in[0]->rank();
+  int ax = normalize_axis(n.attrs.i("axis"), r);
+  int64_t step = n.attrs.i("step", 1);
+  RLX_CHECK(step != 0, "slice: step must not be 0");
+  std::vector<Dim> out = in[0]->dims;
+  out[size_t(ax)] = map_dim(in[0]->dims[size_t(ax)], [&](int64_t len) {
+    int64_t s, e;
+    // Python semantics, as in PyTorch/NumPy: clamp, then count.
+    auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(hi, v)); };
+    int64_t start = n.attrs.i("start", step > 0 ? 0 : INT64_MAX);
+    int64_t end = n.attrs.i("end", step > 0 ? INT64_MAX : INT64_MIN);
+    if (step > 0) {
+      s = clampi(start < 0 ? start + len : start, 0, len);
+      e = clampi(end < 0 ? end + len : end, 0, len);
+      return e > s ? (e - s + step - 1) / step : 0;
+    }
+    s = clampi(start < 0 ? start + len : start, -1, len - 1);
+    e = clampi(end < 0 && end != INT64_MIN ? end + len : end, -1, len - 1);
+    return s > e ? (s - e - step - 1) / -step : 0;
+  });
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_concat(const Node& n, const In& in) {
+  const int r = in[0]->rank();
+  int ax = normalize_axis(n.attrs.i("axis"), r);
+  std::vector<Dim> out = in[0]->dims;
+  for (size_t k = 1; k < in.size(); ++k) {
+    same_dtype(*in[0], *in[k]);
+    RLX_CHECK(in[k]->rank() == r, "concat: rank mismatch ", in[0]->str(), " vs ", in[k]->str());
+    for (int d = 0; d < r; ++d) {
+      if (d == ax) continue;
+      const Dim &a = out[size_t(d)], &b = in[k]->dims[size_t(d)];
+      RLX_CHECK(!(a.is_static() && b.is_static() && a.value != b.value),
+                "concat: dim ", d, " differs: ", in[0]->str(), " vs ", in[k]->str());
+    }
+    const Dim& extra = in[k]->dims[size_t(ax)];
+    Dim& acc = out[size_t(ax)];
+    acc = acc.is_static() && extra.is_static() ? Dim(acc.value + extra.value) : kUnknown;
+  }
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_expand(const Node& n, const In& in) {
+  const auto& target = n.attrs.ints("shape");
+  RLX_CHECK(target.size() >= in[0]->dims.size(), "expand: target ", dims_str(target),
+            " has lower rank than ", in[0]->str());
+  std::vector<Dim> t;
+  size_t lead = target.size() - in[0]->dims.size();
+  for (size_t i = 0; i < target.size(); ++i) {
+    // -1 keeps the input's dim, as in torch.expand.
+    if (target[i] == -1) {
+      RLX_CHECK(i >= lead, "expand: -1 in a new leading dim");
+      t.push_back(in[0]->dims[i - lead]);
+    } else {
+      t.emplace_back(target[i]);
+    }
+  }
+  std::vector<Dim> out = broadcast_dims(in[0]->dims, t);
+  for (size_t i = 0; i < out.size(); ++i)
+    RLX_CHECK(!t[i].is_static() || !out[i].is_static() || out[i].value == t[i].value,
+              "expand: cannot expand ", in[0]->str(), " to ", dims_str(target));
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_pad(const Node& n, const In& in) {
+  const auto& pads = n.attrs.ints("pads");
+  const int r = in[0]->rank();
+  RLX_CHECK(int(pads.size()) == 2 * r, "pad: need ", 2 * r, " pads for rank ", r, ", got ",
+            pads.size());
+  std::string mode = n.attrs.s("mode", "constant");
+  RLX_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate",
+            "pad: unknown mode '", mode, "'");
+  std::vector<Dim> out = in[0]->dims;
+  for (int i = 0; i < r; ++i) {
+    int64_t b = pads[size_t(i)], e = pads[size_t(i + r)];
+    out[size_t(i)] = map_dim(out[size_t(i)], [&](int64_t d) {
+      if (mode == "reflect")
+        RLX_CHECK(b < d && e < d, "pad: reflect padding ", b, "/", e, " needs dim > pad, dim is ", d);
+      if (mode == "replicate") RLX_CHECK(d > 0 || (b == 0 && e == 0), "pad: replicate of empty dim");
+      RLX_CHECK(d + b + e >= 0, "pad: negative result size");
+      return d + b + e;
+    });
+  }
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_tile(const Node& n, const In& in) {
+  const auto& reps = n.attrs.ints("repeats");
+  const int r = in[0]->rank();
+  RLX_CHECK(int(reps.size()) == r, "tile: ", reps.size(), " repeats for rank ", r);
+  std::vector<Dim> out = in[0]->dims;
+  for (int i = 0; i < r; ++i) {
+    RLX_CHECK(reps[size_t(i)] >= 0, "tile: negative repeat");
+    out[size_t(i)] = map_dim(out[size_t(i)], [&](int64_t d) { return d * reps[size_t(i)]; });
+  }
+  return Shape(out, in[0]->dtype);
+}
+
+void check_index_dtype(const Shape& s, const char* what) {
+  RLX_CHECK(s.dtype == DType::I64 || s.dtype == DType::I32, what, ": indices must be i32 or i64, got ",
+            s.str());
+}
+
+Shape infer_gather(const Node& n, const In& in) {
+  check_index_dtype(*in[1], "gather");
+  const int r = in[0]->rank();
+  int ax = normalize_axis(n.attrs.i("axis", 0), r);
+  std::vector<Dim> out(in[0]->dims.begin(), in[0]->dims.begin() + ax);
+  out.insert(out.end(), in[1]->dims.begin(), in[1]->dims.end());
+  out.insert(out.end(), in[0]->dims.begin() + ax + 1, in[0]->dims.end());
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_gather_elements(const Node& n, const In& in) {
+  check_index_dtype(*in[1], "gather_elements");
+  RLX_CHECK(in[0]->rank() == in[1]->rank(), "gather_elements: rank of indices ", in[1]->str(),
+            " differs from data ", in[0]->str());
+  normalize_axis(n.attrs.i("axis"), in[0]->rank());
+  return Shape(in[1]->dims, in[0]->dtype);
+}
+
+Shape infer_gather_nd(const Node& n, const In& in) {
+  check_index_dtype(*in[1], "gather_nd");
+  const auto& d = in[0]->dims;
+  const auto& id = in[1]->dims;
+  int64_t b = n.attrs.i("batch_dims", 0);
+  RLX_CHECK(!id.empty() && id.back().is_static(), "gather_nd: indices need a static last dim");
+  int64_t k = id.back().value;
+  RLX_CHECK(b >= 0 && b + k <= int64_t(d.size()) && b < int64_t(id.size()),
+            "gather_nd: index depth ", k, " with batch_dims ", b, " exceeds data ", in[0]->str());
+  std::vector<Dim> out(id.begin(), id.end() - 1);
+  out.insert(out.end(), d.begin() + b + k, d.end());
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_topk(const Node& n, const In& in) {
+  const int r = in[0]->rank();
+  int ax = normalize_axis(n.attrs.i("axis", -1), r);
+  int64_t k = n.attrs.i("k");
+  std::vector<Dim> out = in[0]->dims;
+  const Dim& len = out[size_t(ax)];
+  RLX_CHECK(k >= 0 && (!len.is_static() || k <= len.value), "topk: k=", k, " out of range for ",
+            in[0]->str());
+  out[size_t(ax)] = Dim(k);
+  return Shape(out, n.attrs.i("output", 0) == 1 ? DType::I64 : in[0]->dtype);
+}
+
+Shape infer_one_hot(const Node& n, const In& in) {
+  check_index_dtype(*in[0], "one_hot");
+  std::vector<Dim> out = in[0]->dims;
+  int64_t depth = n.attrs.i("depth");
+  RLX_CHECK(depth > 0, "one_hot: depth must be > 0, got ", depth);
+  out.emplace_back(depth);
+  return Shape(out, parse_dtype(n.attrs.s("dtype", "i64")));
+}
+
+Shape infer_embedding(const Node&, const In& in) {
+  RLX_CHECK(in[0]->rank() == 2, "embedding: table must be 2-d, got ", in[0]->str());
+  check_index_dtype(*in[1], "embedding");
+  std::vector<Dim> out = in[1]->dims;
+  out.push_back(in[0]->dims[1]);
+  return Shape(out, in[0]->dtype);
+}
+
+Shape infer_matmul(const Node&, const In& in) {
+  same_dtype(*in[0], *in[1]);
+  std::vector<Dim> a = in[0]->dims, b = in[1]->dims;
+  RLX_CHECK(!a.empty() && !b.empty(), "matmul: scalars are not allowed");
+  bool a1 = a.size() == 1, b1 = b.size() == 1;
+  if (a1) a.insert(a.begin(), Dim(1));
+  if (b1) b.emplace_back(1);
+  const Dim &k1 = a.back(), &k2 = b[b.size() - 2];
+  RLX_CHECK(!(k1.is_static() && k2.is_static() && k1.value != k2.value),
+            "matmul: inner dims differ: ", in[0]->str(), " @ ", in[1]->str());
+  std::vector<Dim> batch = broadcast_dims(std::vector<Dim>(a.begin(), a.end() - 2),
+                                          std::vector<Dim>(b.begin(), b.end() - 2));
+  if (!a1) batch.push_back(a[a.size() - 2]);
+  if (!b1) batch.push_back(b.back());
+  return Shape(batch, in[0]->dtype);
+}
+
+// Spatial dims of conv/pool outputs; floor or ceil division, PyTorch rules.
+int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t dil,
+                   bool ceil_mode) {
+  int64_t eff = dil * (k - 1) + 1;
+  int64_t span = in + pb + pe - eff;
+  RLX_CHECK(span >= 0, "window of ", eff, " is larger than padded input ", in + pb + pe);
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  // The last window must start inside the input or left padding (PyTorch rule).
+  if (ceil_mode && (out - 1) * s >= in + pb) --out;
+  return out;
+}
+
+std::vector<int64_t> ints_or(const Node& n, const char* name, size_t count, int64_t def) {
+  auto v = n.attrs.ints(name, std::vector<int64_t>(count, def));
+  RLX_CHECK(v.size() == count, name, " needs ", count, " values, got ", v.size());
+  return v;
+}
+
+Shape infer_conv(const Node& n, const In& in) {
+  const Shape &x = *in[0], &w = *in[1];
+  same_dtype(x, w);
+  const int sp = x.rank() - 2;
+  RLX_CHECK(sp >= 1 && sp <= 3 && w.rank() == x.rank(), "conv: expected x [N,C,...] and w [O,C/g,...], got ",
+            x.str(), " and ", w.str());
+  RLX_CHECK(w.is_static(), "conv: weight shape must be static");
+  int64_t g = n.attrs.i("groups", 1);
+  const auto wd = w.concrete();
+  RLX_CHECK(g >= 1 && wd[0] % g == 0, "conv: groups=", g, " does not divide ", wd[0], " out channels");
+  if (x.dims[1].is_static())
+    RLX_CHECK(x.dims[1].value == wd[1] * g, "conv: input has ", x.dims[1].value,
+              " channels, weight expects ", wd[1] * g, " (groups=", g, ")");
+  if (in.size() == 3)
+    RLX_CHECK(in[2]->rank() == 1 && in[2]->dims[0] == Dim(wd[0]), "conv: bias ", in[2]->str(),
+              " does not match ", wd[0], " out channels");
+  auto stride = ints_or(n, "stride", size_t(sp), 1);
+  auto dil = ints_or(n, "dilation", size_t(sp), 1);
+  auto pads = ints_or(n, "pads", size_t(2 * sp), 0);
+  std::vector<Dim> out{x.dims[0], Dim(wd[0])};
+  for (int i = 0; i < sp; ++i)
+    out.push_back(map_dim(x.dims[size_t(2 + i)], [&](int64_t d) {
+      return window_out(d, wd[size_t(2 + i)], stride[size_t(i)], pads[size_t(i)],
+                        pads[size_t(i + sp)], dil[size_t(i)], false);
+    }));
+  return Shape(out, x.dtype);
+}
+
+Shape infer_conv_transpose(const Node& n, const In& in) {
+  const Shape &x = *in[0], &w = *in[1];
+  same_dtype(x, w);
+  const int sp = x.rank() - 2;
+  RLX_CHECK(sp >= 1 && sp <= 3 && w.rank() == x.rank() && w.is_static(),
+            "conv_transpose: expected x [N,C,...] and static w [C,O/g,...], got ", x.str(), " and ",
+            w.str());
+  int64_t g = n.attrs.i("groups", 1);
+  const auto wd = w.concrete();
+  if (x.dims[1].is_static())
+    RLX_CHECK(x.dims[1].value == wd[0], "conv_transpose: input has ", x.dims[1].value,
+              " channels, weight has ", wd[0]);
+  RLX_CHECK(g >= 1 && wd[0] % g == 0, "conv_transpose: bad groups ", g);
+  auto stride = ints_or(n, "stride", size_t(sp), 1);
+  auto dil = ints_or(n, "dilation", size_t(sp), 1);
+  auto pads = ints_or(n, "pads", size_t(2 * sp), 0);
+  auto opad = ints_or(n, "output_padding", size_t(sp), 0);
+  if (in.size() == 3)
+    RLX_CHECK(in[2]->rank() == 1 && in[2]->dims[0] == Dim(wd[1] * g), "conv_transpose: bias ",
+              in[2]->str(), " does not match ", wd[1] * g, " out channels");
+  std::vector<Dim> out{x.dims[0], Dim(wd[1] * g)};
+  for (int i = 0; i < sp; ++i)
+    out.push_back(map_dim(x.dims[size_t(2 + i)], [&](int64_t d) {
+      int64_t o = (d - 1) * stride[size_t(i)] - pads[size_t(i)] - pads[size_t(i + sp)] +
+                  dil[size_t(i)] * (wd[size_t(2 + i)] - 1) + opad[size_t(i)] + 1;
+      RLX_CHECK(o > 0, "conv_transpose: output size ", o, " <= 0");
+      return o;
+    }));
+  return Shape(out, x.dtype);
+}
+
+Shape infer_pool(const Node& n, const In& in) {
+  const Shape& x = *in[0];
+  RLX_CHECK(x.rank() == 4 || x.rank() == 3, "pool: expected [N,]C,H,W, got ", x.str());
+  auto k = n.attrs.ints("kernel");
+  RLX_CHECK(k.size() == 2, "pool: kernel needs 2 values");
+  auto stride = n.attrs.ints("stride", k);
+  auto pads = ints_or(n, "pads", 4, 0);
+  auto dil = ints_or(n, "dilation", 2, 1);
+  bool ceil_mode = n.attrs.i("ceil_mode", 0) != 0;
+  for (int i = 0; i < 2; ++i)
+    RLX_CHECK(pads[size_t(i)] * 2 <= k[size_t(i)] && pads[size_t(i + 2)] * 2 <= k[size_t(i)],
+              "pool: pad should be at most half of kernel size");
+  std::vector<Dim> out = x.dims;
+  for (int i = 0; i < 2; ++i) {
+    size_t d = size_t(x.rank() - 2 + i);
+    out[d] = map_dim(x.dims[d], [&](int64_t v) {
+      return window_out(v, k[size_t(i)], stride[size_t(i)], pads[size_t(i)], pads[size_t(i + 2)],
+                        dil[size_t(i)], ceil_mode);
+    });
+  }
+  return Shape(out, x.dtype);
+}
+
+Shape infer_adaptive_pool(const Node& n, const In& in) {
+  const Shape& x = *in[0];
+  RLX_CHECK(x.rank() == 4 || x.rank() == 3, "adaptive_avg_pool2d: expected [N,]C,H,W, got ", x.str());
+  auto o = n.attrs.ints("output");
+  RLX_CHECK(o.size() == 2 && o[0] > 0 && o[1] > 0, "adaptive_avg_pool2d: bad output size");
+  std::vector<Dim> out = x.dims;
+  out[out.size() - 2] = Dim(o[0]);
+  out[out.size() - 1] = Dim(o[1]);
+  return Shape(out, x.dtype);
+}
+
+Shape infer_attention(const Node& n, const In& in) {
+  const Shape &q = *in[0], &k = *in[1], &v = *in[2];
+  RLX_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4,
+            "attention: q, k, v must be [B,H,S,D], got ", q.str(), ", ", k.str(), ", ", v.str());
+  same_dtype(q, k);
+  same_dtype(q, v);
+  if (q.dims[1].is_static() && k.dims[1].is_static())
+    RLX_CHECK(k.dims[1].value > 0 && q.dims[1].value % k.dims[1].value == 0,
+              "attention: ", q.dims[1].value, " query heads not a multiple of ", k.dims[1].value,
+              " key heads");
+  RLX_CHECK(q.dims[3] == k.dims[3] || !q.dims[3].is_static() || !k.dims[3].is_static(),
+            "attention: q and k head dims differ");
+  std::string mask = n.attrs.s("mask", "none");
+  RLX_CHECK(mask == "none" || mask == "causal" || mask == "sliding" || mask == "bias",
+            "attention: unknown mask '", mask, "'");
+  RLX_CHECK((mask == "bias") == (in.size() == 4), "attention: mask 'bias' needs exactly a 4th input");
+  return Shape({q.dims[0], q.dims[1], q.dims[2], v.dims[3]}, q.dtype);
+}
+
+Shape infer_resize(const Node& n, const In& in) {
+  const Shape& x = *in[0];
+  RLX_CHECK(x.rank() == 4, "resize: expected NCHW, got ", x.str());
+  auto size = n.attrs.ints("size");
+  RLX_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0, "resize: bad size");
+  std::string mode = n.attrs.s("mode", "nearest");
+  RLX_CHECK(mode == "nearest" || mode == "nearest_exact" || mode == "bilinear" || mode == "bicubic",
+            "resize: unknown mode '", mode, "'");
+  return Shape({x.dims[0], x.dims[1], Dim(size[0]), Dim(size[1])}, x.dtype);
+}
+
+Shape infer_grid_sample(const Node&, const In& in) {
+  const Shape &x = *in[0], &g = *in[1];
+  RLX_CHECK(x.rank() == 4 && g.rank() == 4 && g.dims[3] == Dim(2),
+            "grid_sample: expected x [N,C,H,W] and grid [N,H,W,2], got ", x.str(), ", ", g.str());
+  same_dtype(x, g);
+  return Shape({x.dims[0], x.dims[1], g.dims[1], g.dims[2]}, x.dtype);
+}
+
+}  // namespace
+
+Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs) {
+  switch (n.op) {
+#define RLX_OP(e, name, mn, mx, infer) \
+  case Op::e:                          \
+    return infer(n, inputs);
+#include "rlx/ops.def"
+#undef RLX_OP
+  }
+  throw make_error("infer_shape: bad op id ", int(n.op));
+}
+
+}  // namespace rlx

@@ -1,0 +1,23 @@
+#include <vector>
+
+#include "opt/passes.h"
+#include "opt/rewrite.h"
+
+namespace rlx::opt {
+
+Graph eliminate_dead_code(const Graph& g) {
+  std::vector<bool> live(g.size(), false);
+  for (const auto& o : g.outputs()) live[size_t(o.node)] = true;
+  for (size_t i = g.size(); i-- > 0;) {
+    const Node& n = g.node(NodeId(i));
+    if (n.op == Op::Input) live[i] = true;  // inputs are the signature
+    if (!live[i]) continue;
+    for (NodeId in : n.inputs) live[size_t(in)] = true;
+  }
+  Rewriter rw(g);
+  for (const Node& n : g.nodes())
+    if (live[size_t(n.id)]) rw.copy(n.id);
+  return rw.finish();
+}
+
+}  // namespace rlx::opt

@@ -1,0 +1,23 @@
+// Graph -> Graph passes. Each returns a new graph (the IR is append-only) and
+// keeps names, origins and outputs.
+#pragma once
+#include <functional>
+#include <span>
+
+#include "rlx/graph.h"
+
+namespace rlx::opt {
+
+// Computes one node from its input values (the backend's kernels).
+using Evaluator = std::function<Tensor(const Node&, std::span<const Tensor>)>;
+
+// Replaces every non-leaf node whose inputs are all constants by a constant,
+// unless the result would exceed `max_bytes`.
+Graph fold_constants(const Graph& g, const Evaluator& eval, size_t max_bytes);
+// Merges nodes with the same op, inputs and attributes (and small constants
+// with equal bytes).
+Graph eliminate_common_subexpressions(const Graph& g);
+// Drops nodes no output depends on. Inputs stay (they are the signature).
+Graph eliminate_dead_code(const Graph& g);
+
+}  // namespace rlx::opt

@@ -1,0 +1,34 @@
+// Copying a graph node by node with remapped inputs: the building block of
+// every pass, since graphs are append-only.
+#pragma once
+#include <vector>
+
+#include "rlx/graph.h"
+
+namespace rlx::opt {
+
+class Rewriter {
+ public:
+  explicit Rewriter(const Graph& src) : src_(src), map_(src.size(), -1) {}
+  // Copies node `id` (inputs must already be mapped) and records the mapping.
+  NodeId copy(NodeId id) {
+    Node n = src_.node(id);
+    for (NodeId& in : n.inputs) in = map_[size_t(in)];
+    return map_[size_t(id)] = out_.append_raw(std::move(n));
+  }
+  void map(NodeId old_id, NodeId new_id) { map_[size_t(old_id)] = new_id; }
+  NodeId mapped(NodeId old_id) const { return map_[size_t(old_id)]; }
+  Graph& out() { return out_; }
+  // Re-attaches the source graph's outputs and returns the result.
+  Graph finish() {
+    for (const auto& o : src_.outputs()) out_.add_output(o.name, map_[size_t(o.node)]);
+    return std::move(out_);
+  }
+
+ private:
+  const Graph& src_;
+  Graph out_;
+  std::vector<NodeId> map_;
+};
+
+}  // namespace rlx::opt

@@ -1,0 +1,84 @@
+#include "opt/passes.h"
+#include "rlx/error.h"
+#include "rlx/runtime.h"
+#include "runtime/execute.h"
+#include "runtime/plan.h"
+
+namespace rlx {
+namespace {
+
+// Params become constants holding the weight (a zero-copy view of the mmap
+// when dtype matches), so folding and the runtime treat them alike.
+Graph bind_params(const Graph& g, const TensorMap& weights) {
+  std::string missing;
+  Graph out;
+  std::vector<NodeId> map(g.size());
+  for (const Node& src : g.nodes()) {
+    Node n = src;
+    for (NodeId& in : n.inputs) in = map[size_t(in)];
+    if (n.op == Op::Param) {
+      auto it = weights.find(n.name);
+      if (it == weights.end()) {
+        missing += (missing.empty() ? "" : ", ") + n.name + " " + n.shape.str();
+        map[size_t(src.id)] = out.append_raw(std::move(n));
+        continue;
+      }
+      const Tensor& w = it->second;
+      RLX_CHECK(Shape(w.dims(), n.shape.dtype) == n.shape || !n.shape.is_static(), "weight '",
+                n.name, "' has shape ", w.shape().str(), " but the graph declares ",
+                n.shape.str());
+      n.op = Op::Constant;
+      n.value = w.dtype() == n.shape.dtype ? w.contiguous() : w.to(n.shape.dtype);
+      n.shape = n.value.shape();
+    }
+    map[size_t(src.id)] = out.append_raw(std::move(n));
+  }
+  RLX_CHECK(missing.empty(), "missing weights: ", missing);
+  for (const auto& o : g.outputs()) out.add_output(o.name, map[size_t(o.node)]);
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<Executable> Executable::compile(Graph graph, const TensorMap& weights,
+                                                const CompileOptions& options) {
+  graph.verify();
+  RLX_CHECK(!graph.outputs().empty(), "graph has no outputs");
+  std::string gaps = runtime::unsupported_ops(graph);
+  RLX_CHECK(gaps.empty(), gaps);
+  Graph g = bind_params(graph, weights);
+  if (options.opt_level >= 1) {
+    auto eval = [](const Node& n, std::span<const Tensor> in) {
+      return runtime::evaluate_node(n, in, n.shape.concrete());
+    };
+    g = opt::fold_constants(g, eval, options.max_folded_bytes);
+    g = opt::eliminate_common_subexpressions(g);
+    g = opt::eliminate_dead_code(g);
+  }
+  auto exe = std::shared_ptr<Executable>(new Executable());
+  exe->bound_.resize(g.size());
+  for (const Node& n : g.nodes())
+    if (n.op == Op::Constant) exe->bound_[size_t(n.id)] = n.value;
+  exe->graph_ = std::move(g);
+  return exe;
+}
+
+std::shared_ptr<const Plan> Executable::plan_for(
+    const std::map<std::string, Dims>& input_dims) const {
+  std::string key = runtime::shape_signature(input_dims);
+  std::lock_guard lk(mu_);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  auto plan = std::make_shared<const Plan>(
+      runtime::plan_memory(graph_, runtime::specialize(graph_, input_dims)));
+  plans_.emplace(key, plan);
+  return plan;
+}
+
+std::shared_ptr<const Plan> Executable::static_plan() const {
+  std::map<std::string, Dims> dims;
+  for (NodeId id : graph_.inputs()) dims[graph_.node(id).name] = graph_.node(id).shape.concrete();
+  return plan_for(dims);
+}
+
+}  // namespace rlx

@@ -1,0 +1,106 @@
+#include "runtime/plan.h"
+
+#include <algorithm>
+
+#include "rlx/error.h"
+
+namespace rlx::runtime {
+
+std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& input_dims) {
+  std::map<std::string, int64_t> symbols;
+  std::vector<Shape> shapes(g.size());
+  std::vector<Dims> dims(g.size());
+  for (const Node& n : g.nodes()) {
+    Shape s;
+    if (n.op == Op::Input) {
+      auto it = input_dims.find(n.name);
+      RLX_CHECK(it != input_dims.end(), "missing input '", n.name, "' (", n.shape.str(), ")");
+      const Dims& d = it->second;
+      RLX_CHECK(int(d.size()) == n.shape.rank(), "input '", n.name, "' has shape ", dims_str(d),
+                ", expected ", n.shape.str());
+      for (size_t i = 0; i < d.size(); ++i) {
+        const Dim& decl = n.shape.dims[i];
+        if (decl.is_static()) {
+          RLX_CHECK(decl.value == d[i], "input '", n.name, "' has shape ", dims_str(d),
+                    ", expected ", n.shape.str());
+        } else if (decl.sym != "?") {
+          auto [sit, fresh] = symbols.emplace(decl.sym, d[i]);
+          RLX_CHECK(fresh || sit->second == d[i], "input '", n.name, "': dim '", decl.sym, "' is ",
+                    d[i], " here but ", sit->second, " in another input");
+        }
+      }
+      s = Shape(d, n.shape.dtype);
+    } else if (is_leaf(n.op)) {
+      s = n.shape;
+      for (auto& d : s.dims)
+        if (!d.is_static()) {
+          auto it = symbols.find(d.sym);
+          RLX_CHECK(it != symbols.end(), n.label(), ": dim '", d.sym, "' is not bound by any input");
+          d = Dim(it->second);
+        }
+    } else {
+      std::vector<const Shape*> in;
+      for (NodeId i : n.inputs) in.push_back(&shapes[size_t(i)]);
+      try {
+        s = infer_shape(n, in);
+      } catch (const Error& e) {
+        std::string ctx = n.label() + " with inputs ";
+        for (size_t k = 0; k < in.size(); ++k) ctx += (k ? ", " : "") + in[k]->str();
+        throw e.with_context(ctx + (n.origin.empty() ? "" : " from " + n.origin));
+      }
+    }
+    dims[size_t(n.id)] = s.concrete();
+    shapes[size_t(n.id)] = std::move(s);
+  }
+  return dims;
+}
+
+Plan plan_memory(const Graph& g, std::vector<Dims> dims) {
+  Plan p;
+  p.offset.assign(g.size(), -1);
+  std::vector<bool> is_output(g.size(), false);
+  for (const auto& o : g.outputs()) is_output[size_t(o.node)] = true;
+  std::vector<size_t> last_use(g.size(), 0);
+  for (const Node& n : g.nodes())
+    for (NodeId in : n.inputs) last_use[size_t(in)] = size_t(n.id);
+
+  struct Block {
+    size_t offset, size;
+  };
+  std::vector<Block> live;  // sorted by offset
+  std::vector<std::vector<NodeId>> frees_after(g.size());
+  size_t peak = 0;
+  for (const Node& n : g.nodes()) {
+    const size_t id = size_t(n.id);
+    if (!is_leaf(n.op) && !is_output[id]) {
+      size_t bytes = size_t(numel(dims[id])) * dtype_size(n.shape.dtype);
+      size_t need = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+      size_t at = 0;
+      auto it = live.begin();
+      for (; it != live.end(); ++it) {
+        if (it->offset >= at + need) break;
+        at = std::max(at, it->offset + it->size);
+      }
+      live.insert(it, {at, need});
+      p.offset[id] = int64_t(at);
+      peak = std::max(peak, at + need);
+      // A node nobody reads is freed right after it runs.
+      frees_after[std::max(last_use[id], id)].push_back(n.id);
+    }
+    for (NodeId dead : frees_after[id]) {
+      auto off = size_t(p.offset[size_t(dead)]);
+      live.erase(std::find_if(live.begin(), live.end(), [&](const Block& b) { return b.offset == off; }));
+    }
+  }
+  p.dims = std::move(dims);
+  p.arena_bytes = peak;
+  return p;
+}
+
+std::string shape_signature(const std::map<std::string, Dims>& input_dims) {
+  std::string s;
+  for (const auto& [name, d] : input_dims) s += name + dims_str(d) + ";";
+  return s;
+}
+
+}  // namespace rlx::runtime

@@ -1,0 +1,60 @@
+#include <set>
+
+#include "rlx/error.h"
+#include "rlx/runtime.h"
+#include "runtime/execute.h"
+
+namespace rlx {
+
+TensorMap Session::run(const TensorMap& inputs) {
+  const Graph& g = exe_->graph_;
+  std::map<std::string, Dims> input_dims;
+  std::set<std::string> declared;
+  for (NodeId id : g.inputs()) declared.insert(g.node(id).name);
+  for (const auto& [name, t] : inputs) {
+    RLX_CHECK(declared.count(name), "unknown input '", name, "'; the graph takes: ", [&] {
+      std::string s;
+      for (const auto& d : declared) s += (s.empty() ? "" : ", ") + d;
+      return s;
+    }());
+    input_dims[name] = t.dims();
+  }
+  auto plan = exe_->plan_for(input_dims);
+  if (!arena_ || arena_->size() < plan->arena_bytes) arena_ = make_aligned_buffer(plan->arena_bytes);
+  arena_bytes_ = plan->arena_bytes;
+
+  std::vector<Tensor> values(g.size());
+  std::vector<bool> is_output(g.size(), false);
+  for (const auto& o : g.outputs()) is_output[size_t(o.node)] = true;
+  std::vector<Tensor> args;
+  for (const Node& n : g.nodes()) {
+    const size_t id = size_t(n.id);
+    if (n.op == Op::Input) {
+      const Tensor& t = inputs.at(n.name);
+      values[id] = t.dtype() == n.shape.dtype ? t.contiguous() : t.to(n.shape.dtype);
+      continue;
+    }
+    if (n.op == Op::Constant) {
+      values[id] = exe_->bound_[id];
+      continue;
+    }
+    RLX_CHECK(n.op != Op::Param, n.label(), ": parameter '", n.name, "' was never bound");
+    const Dims& d = plan->dims[id];
+    Tensor out = plan->offset[id] >= 0 ? Tensor(arena_, size_t(plan->offset[id]), d, n.shape.dtype)
+                                       : Tensor(d, n.shape.dtype);
+    args.clear();
+    for (NodeId in : n.inputs) args.push_back(values[size_t(in)]);
+    try {
+      runtime::execute_node(n, args, out);
+    } catch (const Error& e) {
+      throw e.with_context("while running " + node_context(g, n));
+    }
+    values[id] = std::move(out);
+  }
+  TensorMap result;
+  // Outputs never live in the arena (the planner skips them), so callers own them.
+  for (const auto& o : g.outputs()) result[o.name] = values[size_t(o.node)];
+  return result;
+}
+
+}  // namespace rlx

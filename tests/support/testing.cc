@@ -1,0 +1,79 @@
+#include "support/testing.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace rlx::testing {
+
+Tensor random_tensor(const Dims& dims, DType t, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 rng(seed);
+  Tensor d(dims, DType::F64);
+  double* p = d.data<double>();
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    if (t == DType::Bool) {
+      p[i] = double(rng() & 1);
+    } else if (is_integer(t)) {
+      p[i] = double(std::uniform_int_distribution<int64_t>(int64_t(lo), int64_t(hi))(rng));
+    } else {
+      p[i] = std::uniform_real_distribution<double>(lo, hi)(rng);
+    }
+  }
+  return d.to(t);
+}
+
+Tensor run_op(Op op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  Graph g;
+  std::vector<NodeId> ins;
+  TensorMap feed;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string name = "x" + std::to_string(i);
+    ins.push_back(g.input(name, inputs[i].shape()));
+    feed[name] = inputs[i];
+  }
+  g.add_output("y", g.add(op, ins, attrs));
+  return run_graph(g, feed, {}, 0).at("y");
+}
+
+TensorMap run_graph(const Graph& g, const TensorMap& inputs, const TensorMap& weights,
+                    int opt_level) {
+  CompileOptions o;
+  o.opt_level = opt_level;
+  auto exe = Executable::compile(g, weights, o);
+  Session s(exe);
+  return s.run(inputs);
+}
+
+::testing::AssertionResult all_close(const Tensor& got, const Tensor& want, double atol,
+                                     double rtol) {
+  if (got.dims() != want.dims())
+    return ::testing::AssertionFailure()
+           << "dims differ: got " << dims_str(got.dims()) << ", want " << dims_str(want.dims());
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double a = got.item_as_double(i), b = want.item_as_double(i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (std::isinf(a) && a == b) continue;
+    double err = std::abs(a - b);
+    if (!(err <= atol + rtol * std::abs(b))) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+    if (err > worst || std::isnan(err)) worst = err;
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << bad << " of " << got.numel() << " elements differ (atol " << atol << ", rtol " << rtol
+         << ", max |err| " << worst << "); first at flat index " << first << ": got "
+         << got.item_as_double(first) << ", want " << want.item_as_double(first) << " in "
+         << dims_str(got.dims());
+}
+
+::testing::AssertionResult all_equal(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype())
+    return ::testing::AssertionFailure() << "dtype differs: got " << dtype_name(got.dtype())
+                                         << ", want " << dtype_name(want.dtype());
+  return all_close(got, want, 0, 0);
+}
+
+}  // namespace rlx::testing

@@ -1,0 +1,32 @@
+// Shared test helpers: random tensors, running one op or a whole graph, and
+// closeness checks with readable failure messages.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rlx/rlx.h"
+
+namespace rlx::testing {
+
+// Uniform in [lo, hi) for floats; integers in [lo, hi] for integer dtypes; bool 50/50.
+Tensor random_tensor(const Dims& dims, DType t, uint64_t seed, double lo = -1, double hi = 1);
+
+// Builds a graph with one Input per tensor ("x0", "x1", ...), one `op` node
+// and one output, compiles it without optimizations and runs it.
+Tensor run_op(Op op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+
+// Compiles (with the given opt level) and runs a whole graph.
+TensorMap run_graph(const Graph& g, const TensorMap& inputs, const TensorMap& weights = {},
+                    int opt_level = 1);
+
+// |got - want| <= atol + rtol * |want| element-wise, same dims; NaNs must
+// match NaNs. Compares as double, so it works for every dtype.
+::testing::AssertionResult all_close(const Tensor& got, const Tensor& want, double atol = 1e-5,
+                                     double rtol = 1e-5);
+// Exact equality of dims, dtype and every element.
+::testing::AssertionResult all_equal(const Tensor& got, const Tensor& want);
+
+}  // namespace rlx::testing
