@@ -29,7 +29,9 @@ class Pool {
     workers_.clear();
     stop_ = false;
     size_ = n;
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+    // Workers start from the current generation, so a job published before a
+    // new thread first runs is still seen by it.
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this, g = generation_] { worker_loop(g); });
   }
 
   int size() const { return size_; }
@@ -74,8 +76,7 @@ class Pool {
     }
   }
 
-  void worker_loop() {
-    uint64_t seen = generation_;
+  void worker_loop(uint64_t seen) {
     for (;;) {
       {
         std::unique_lock lk(mu_);
