@@ -1,0 +1,64 @@
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "rlx/error.h"
+#include "rlx/model.h"
+
+namespace rlx {
+namespace fs = std::filesystem;
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  RLX_CHECK(f, p.string(), ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string sniff(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  char buf[64] = {};
+  f.read(buf, sizeof buf);
+  return std::string(buf, size_t(f.gcount()));
+}
+
+Model load_rlx_graph(const fs::path& graph_file) {
+  Model m;
+  m.source = graph_file.string();
+  m.format = "rlx-graph";
+  m.graph = from_json(read_text(graph_file), graph_file.string());
+  fs::path w = graph_file.parent_path() / kWeightsFile;
+  if (fs::exists(w)) m.weights = read_safetensors(w.string());
+  return m;
+}
+
+}  // namespace
+
+Model load_model(const std::string& path) {
+  fs::path p(path);
+  RLX_CHECK(fs::exists(p), path, ": no such file or directory");
+  if (fs::is_directory(p)) {
+    if (fs::exists(p / kGraphFile)) return load_rlx_graph(p / kGraphFile);
+    if (fs::exists(p / "torch-ir.json"))
+      throw make_error(path, ": PyTorch exports (torch-ir.json) are not supported yet");
+    throw make_error(path, ": directory has no ", kGraphFile);
+  }
+  std::string head = sniff(p);
+  if (head.rfind("GGUF", 0) == 0) throw make_error(path, ": GGUF models are not supported yet");
+  if (head.find('{') != std::string::npos) return load_rlx_graph(p);
+  throw make_error(path, ": unrecognized model format (expected an rlx graph JSON or a directory "
+                         "holding ", kGraphFile, ")");
+}
+
+void save_model(const std::string& dir, const Graph& g, const TensorMap& weights) {
+  fs::create_directories(dir);
+  std::ofstream f(fs::path(dir) / kGraphFile, std::ios::binary);
+  RLX_CHECK(f, dir, ": cannot write ", kGraphFile);
+  f << to_json(g);
+  RLX_CHECK(f.good(), dir, ": write of ", kGraphFile, " failed");
+  if (!weights.empty()) write_safetensors((fs::path(dir) / kWeightsFile).string(), weights);
+}
+
+}  // namespace rlx

@@ -1,0 +1,107 @@
+// rlx inspect MODEL [--format text|json|dot]
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+
+namespace rlx::cli {
+namespace {
+
+struct InspectOptions {
+  std::string model, format = "text";
+};
+
+struct Facts {
+  std::map<std::string, int> histogram;
+  size_t param_count = 0, param_bytes = 0, const_bytes = 0;
+  std::string peak;  // planned peak activation bytes, or why it is unknown
+  size_t peak_bytes = 0;
+};
+
+Facts gather_facts(const Model& m) {
+  Facts f;
+  for (const Node& n : m.graph.nodes()) {
+    ++f.histogram[op_name(n.op)];
+    if (n.op == Op::Param) {
+      ++f.param_count;
+      auto it = m.weights.find(n.name);
+      f.param_bytes += it != m.weights.end() ? it->second.nbytes()
+                       : n.shape.is_static()
+                           ? size_t(n.shape.numel()) * dtype_size(n.shape.dtype)
+                           : 0;
+    }
+    if (n.op == Op::Constant) f.const_bytes += n.value.nbytes();
+  }
+  bool static_inputs = true;
+  for (NodeId id : m.graph.inputs()) static_inputs &= m.graph.node(id).shape.is_static();
+  if (!static_inputs) {
+    f.peak = "depends on input shapes (symbolic dims)";
+    return f;
+  }
+  try {
+    auto exe = Executable::compile(m.graph, m.weights);
+    f.peak_bytes = exe->static_plan()->arena_bytes;
+    f.peak = human_bytes(double(f.peak_bytes));
+  } catch (const Error& e) {
+    f.peak = std::string("unknown (") + e.what() + ")";
+  }
+  return f;
+}
+
+void print_text(const Model& m, const Facts& f) {
+  const Graph& g = m.graph;
+  std::printf("model: %s (%s)\n", m.source.c_str(), m.format.c_str());
+  std::printf("nodes: %zu   params: %zu (%s)   constants: %s\n", g.size(), f.param_count,
+              human_bytes(double(f.param_bytes)).c_str(), human_bytes(double(f.const_bytes)).c_str());
+  std::printf("planned peak activation memory: %s\n", f.peak.c_str());
+  for (NodeId id : g.inputs())
+    std::printf("input  %s %s\n", g.node(id).name.c_str(), g.node(id).shape.str().c_str());
+  for (const auto& o : g.outputs())
+    std::printf("output %s %s\n", o.name.c_str(), g.node(o.node).shape.str().c_str());
+  std::vector<std::pair<int, std::string>> hist;
+  for (const auto& [op, n] : f.histogram) hist.push_back({-n, op});
+  std::sort(hist.begin(), hist.end());
+  std::printf("\nop histogram:\n");
+  for (const auto& [n, op] : hist) std::printf("  %-22s %d\n", op.c_str(), -n);
+  std::printf("\ngraph:\n%s", to_text(g).c_str());
+}
+
+void print_json(const Model& m, const Facts& f) {
+  nlohmann::json j = {{"model", m.source},
+                      {"format", m.format},
+                      {"nodes", m.graph.size()},
+                      {"param_count", f.param_count},
+                      {"param_bytes", f.param_bytes},
+                      {"constant_bytes", f.const_bytes},
+                      {"op_histogram", f.histogram},
+                      {"graph", nlohmann::json::parse(to_json(m.graph))}};
+  if (f.peak_bytes)
+    j["peak_activation_bytes"] = f.peak_bytes;
+  else
+    j["peak_activation_bytes"] = nullptr;
+  std::printf("%s\n", j.dump(1).c_str());
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto o = std::make_shared<InspectOptions>();
+  auto* cmd = app.add_subcommand("inspect", "Show a model's graph, op histogram and memory");
+  cmd->add_option("model", o->model, "Model: a directory with model.rlx.json, or a graph JSON")
+      ->required();
+  cmd->add_option("-f,--format", o->format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "dot"}));
+  cmd->callback([o] {
+    Model m = load_model(o->model);
+    if (o->format == "dot") {
+      std::printf("%s", to_dot(m.graph).c_str());
+      return;
+    }
+    Facts f = gather_facts(m);
+    o->format == "json" ? print_json(m, f) : print_text(m, f);
+  });
+}
+
+}  // namespace rlx::cli

@@ -1,0 +1,75 @@
+// rlx run MODEL --inputs IN.safetensors [--out OUT.safetensors] [--threads N] [--bench N]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "commands.h"
+
+namespace rlx::cli {
+namespace {
+
+struct RunOptions {
+  std::string model, inputs, out;
+  int threads = 0;
+  int bench = 0;
+};
+
+std::string signature(const Graph& g) {
+  std::string s;
+  for (NodeId id : g.inputs())
+    s += (s.empty() ? "" : ", ") + g.node(id).name + " " + g.node(id).shape.str();
+  return s.empty() ? "(none)" : s;
+}
+
+void run(const RunOptions& o) {
+  set_num_threads(o.threads);
+  Model m = load_model(o.model);
+  TensorMap inputs;
+  if (!o.inputs.empty()) inputs = read_safetensors(o.inputs);
+  for (NodeId id : m.graph.inputs())
+    RLX_CHECK(inputs.count(m.graph.node(id).name), o.model, " takes inputs ",
+              signature(m.graph), "; '", m.graph.node(id).name, "' is missing",
+              o.inputs.empty() ? " (pass --inputs FILE.safetensors)" : " from " + o.inputs);
+  auto exe = Executable::compile(std::move(m.graph), m.weights);
+  Session session(exe);
+  TensorMap outputs = session.run(inputs);
+  for (const auto& [name, t] : outputs) std::printf("%s\n", tensor_summary(name, t).c_str());
+  std::printf("peak activation memory: %s\n", human_bytes(double(session.last_arena_bytes())).c_str());
+  if (!o.out.empty()) {
+    write_safetensors(o.out, outputs);
+    std::printf("wrote %zu output(s) to %s\n", outputs.size(), o.out.c_str());
+  }
+  if (o.bench > 0) {
+    session.run(inputs);  // warm-up
+    std::vector<double> ms;
+    for (int i = 0; i < o.bench; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      session.run(inputs);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                       .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("latency over %d runs (%d threads): median %.3f ms, min %.3f ms\n", o.bench,
+                num_threads(), ms[ms.size() / 2], ms.front());
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run a model on inputs from a safetensors file");
+  cmd->add_option("model", o->model, "Model: a directory with model.rlx.json, or a graph JSON")
+      ->required();
+  cmd->add_option("-i,--inputs", o->inputs, "Inputs by name (safetensors)");
+  cmd->add_option("-o,--out", o->out, "Write outputs by name to this safetensors file");
+  cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--bench", o->bench, "Time N runs after a warm-up; print median and min")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace rlx::cli

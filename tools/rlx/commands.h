@@ -1,0 +1,19 @@
+// Each subcommand registers itself on the app; one file per subcommand.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "rlx/rlx.h"
+
+namespace rlx::cli {
+
+void add_run_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
+void add_version_command(CLI::App& app);
+
+// "logits  [1,10] f32  min -1.2 max 3.4 mean 0.1  [0.12, -0.5, ...]"
+std::string tensor_summary(const std::string& name, const Tensor& t);
+// 1234567 -> "1.18 MiB"
+std::string human_bytes(double bytes);
+
+}  // namespace rlx::cli
