@@ -254,6 +254,33 @@ TEST(IndexingTopK, Errors) {
   EXPECT_THROW(run_op(Op::TopK, {x}, {}), Error);  // k is required
 }
 
+TEST(IndexingShapeInfer, ScatterAcceptsSymbolicDimsAndRejectsStaticMismatch) {
+  auto sym = [](const char* n) { return Dim::symbol(n); };
+  Graph g;
+  NodeId d = g.input("d", Shape({sym("n"), Dim(4)}, DType::F32));
+  NodeId i = g.input("i", Shape({sym("m"), Dim(1)}, DType::I64));
+  NodeId u = g.input("u", Shape({sym("m"), Dim(4)}, DType::F32));
+  NodeId s = g.add(Op::ScatterND, {d, i, u}, {{"reduction", std::string("max")}});
+  EXPECT_EQ(g.node(s).shape, g.node(d).shape);
+  NodeId bad = g.input("bad", Shape({sym("m"), Dim(5)}, DType::F32));
+  EXPECT_THROW(g.add(Op::ScatterND, {d, i, bad}), Error);
+  NodeId ie = g.input("ie", Shape({sym("m"), Dim(2)}, DType::I32));
+  NodeId ue = g.input("ue", Shape({sym("k"), Dim(2)}, DType::F32));
+  NodeId se = g.add(Op::ScatterElements, {d, ie, ue}, {{"axis", int64_t(0)}});
+  EXPECT_EQ(g.node(se).shape, g.node(d).shape);
+  NodeId ue3 = g.input("ue3", Shape({sym("m"), Dim(3)}, DType::F32));
+  EXPECT_THROW(g.add(Op::ScatterElements, {d, ie, ue3}), Error);
+  // gather_nd: batch dims must agree when static; k must be static.
+  NodeId gi = g.input("gi", Shape({Dim(3), sym("m"), Dim(1)}, DType::I64));
+  NodeId gd = g.input("gd", Shape({Dim(3), Dim(7), Dim(2)}, DType::F32));
+  NodeId gn = g.add(Op::GatherND, {gd, gi}, {{"batch_dims", int64_t(1)}});
+  EXPECT_EQ(g.node(gn).shape, Shape({Dim(3), sym("m"), Dim(2)}, DType::F32));
+  NodeId gd2 = g.input("gd2", Shape({Dim(2), Dim(7), Dim(2)}, DType::F32));
+  EXPECT_THROW(g.add(Op::GatherND, {gd2, gi}, {{"batch_dims", int64_t(1)}}), Error);
+  NodeId gk = g.input("gk", Shape({Dim(3), sym("k")}, DType::I64));
+  EXPECT_THROW(g.add(Op::GatherND, {gd, gk}), Error);
+}
+
 // ---- PyTorch goldens, one Python process for the whole file.
 
 struct TorchCase {
