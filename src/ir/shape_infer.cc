@@ -282,11 +282,32 @@ Shape infer_gather(const Node& n, const In& in) {
   return Shape(out, in[0]->dtype);
 }
 
+// For gather/scatter_elements: indices may be smaller than data in every dim
+// but `axis` (PyTorch's rule; ONNX's equal shapes are the common case).
+void check_index_dims_fit(const Shape& idx, const Shape& data, int axis, const char* what) {
+  for (int d = 0; d < data.rank(); ++d) {
+    const Dim &a = idx.dims[size_t(d)], &b = data.dims[size_t(d)];
+    RLX_CHECK(d == axis || !a.is_static() || !b.is_static() || a.value <= b.value, what,
+              ": indices ", idx.str(), " exceed data ", data.str(), " in dim ", d);
+  }
+}
+
+bool dims_compatible(const Dim& a, const Dim& b) {
+  return !a.is_static() || !b.is_static() || a.value == b.value;
+}
+
+void check_reduction(const Node& n, const char* what) {
+  std::string r = n.attrs.s("reduction", "none");
+  RLX_CHECK(r == "none" || r == "add" || r == "mul" || r == "max" || r == "min", what,
+            ": unknown reduction '", r, "' (none, add, mul, max, min)");
+}
+
 Shape infer_gather_elements(const Node& n, const In& in) {
   check_index_dtype(*in[1], "gather_elements");
   RLX_CHECK(in[0]->rank() == in[1]->rank(), "gather_elements: rank of indices ", in[1]->str(),
             " differs from data ", in[0]->str());
-  normalize_axis(n.attrs.i("axis"), in[0]->rank());
+  int ax = normalize_axis(n.attrs.i("axis"), in[0]->rank());
+  check_index_dims_fit(*in[1], *in[0], ax, "gather_elements");
   return Shape(in[1]->dims, in[0]->dtype);
 }
 
@@ -297,11 +318,52 @@ Shape infer_gather_nd(const Node& n, const In& in) {
   int64_t b = n.attrs.i("batch_dims", 0);
   RLX_CHECK(!id.empty() && id.back().is_static(), "gather_nd: indices need a static last dim");
   int64_t k = id.back().value;
-  RLX_CHECK(b >= 0 && b + k <= int64_t(d.size()) && b < int64_t(id.size()),
-            "gather_nd: index depth ", k, " with batch_dims ", b, " exceeds data ", in[0]->str());
+  RLX_CHECK(b >= 0 && k >= 1 && b + k <= int64_t(d.size()) && b < int64_t(id.size()),
+            "gather_nd: index depth ", k, " with batch_dims ", b, " does not fit data ",
+            in[0]->str(), " and indices ", in[1]->str());
+  for (int64_t i = 0; i < b; ++i)
+    RLX_CHECK(dims_compatible(d[size_t(i)], id[size_t(i)]), "gather_nd: batch dim ", i,
+              " differs: data ", in[0]->str(), ", indices ", in[1]->str());
   std::vector<Dim> out(id.begin(), id.end() - 1);
   out.insert(out.end(), d.begin() + b + k, d.end());
   return Shape(out, in[0]->dtype);
+}
+
+Shape infer_scatter_elements(const Node& n, const In& in) {
+  const Shape &d = *in[0], &idx = *in[1], &u = *in[2];
+  check_index_dtype(idx, "scatter_elements");
+  same_dtype(d, u);
+  RLX_CHECK(d.rank() >= 1 && idx.rank() == d.rank() && u.rank() == d.rank(),
+            "scatter_elements: data, indices and updates need one rank >= 1, got ", d.str(), ", ",
+            idx.str(), ", ", u.str());
+  int ax = normalize_axis(n.attrs.i("axis", 0), d.rank());
+  for (int i = 0; i < d.rank(); ++i)
+    RLX_CHECK(dims_compatible(idx.dims[size_t(i)], u.dims[size_t(i)]),
+              "scatter_elements: updates ", u.str(), " must match indices ", idx.str());
+  check_index_dims_fit(idx, d, ax, "scatter_elements");
+  check_reduction(n, "scatter_elements");
+  return d;
+}
+
+// ONNX ScatterND: indices [..., k] with 1 <= k <= rank(data), updates of
+// shape indices.shape[:-1] + data.shape[k:].
+Shape infer_scatter_nd(const Node& n, const In& in) {
+  const Shape &d = *in[0], &idx = *in[1], &u = *in[2];
+  check_index_dtype(idx, "scatter_nd");
+  same_dtype(d, u);
+  RLX_CHECK(idx.rank() >= 1 && idx.dims.back().is_static(),
+            "scatter_nd: indices need rank >= 1 and a static last dim, got ", idx.str());
+  int64_t k = idx.dims.back().value;
+  RLX_CHECK(k >= 1 && k <= d.rank(), "scatter_nd: index depth ", k, " does not fit data ",
+            d.str());
+  std::vector<Dim> want(idx.dims.begin(), idx.dims.end() - 1);
+  want.insert(want.end(), d.dims.begin() + k, d.dims.end());
+  bool ok = u.dims.size() == want.size();
+  for (size_t i = 0; ok && i < want.size(); ++i) ok = dims_compatible(u.dims[i], want[i]);
+  RLX_CHECK(ok, "scatter_nd: updates ", u.str(), " should have dims indices[:-1] + data[", k,
+            ":] for data ", d.str(), " and indices ", idx.str());
+  check_reduction(n, "scatter_nd");
+  return d;
 }
 
 Shape infer_topk(const Node& n, const In& in) {
@@ -313,7 +375,10 @@ Shape infer_topk(const Node& n, const In& in) {
   RLX_CHECK(k >= 0 && (!len.is_static() || k <= len.value), "topk: k=", k, " out of range for ",
             in[0]->str());
   out[size_t(ax)] = Dim(k);
-  return Shape(out, n.attrs.i("output", 0) == 1 ? DType::I64 : in[0]->dtype);
+  int64_t output = n.attrs.i("output", 0);
+  RLX_CHECK(output == 0 || output == 1, "topk: output must be 0 (values) or 1 (indices), got ",
+            output);
+  return Shape(out, output == 1 ? DType::I64 : in[0]->dtype);
 }
 
 Shape infer_one_hot(const Node& n, const In& in) {
