@@ -285,5 +285,28 @@ TEST(AttentionErrors, BadShapesAndAttrsThrow) {
   EXPECT_THROW(att({random_tensor({4, 3, 8}, DType::F32, 1), t.k, t.v}), Error);
 }
 
+TEST(AttentionShapeInference, ValidatesWhenAdded) {
+  Graph g;
+  const Dim s = Dim::symbol("s");
+  auto in = [&](const char* n, std::vector<Dim> d, DType t = DType::F32) {
+    return g.input(n, Shape(std::move(d), t));
+  };
+  NodeId q = in("q", {Dim(1), Dim(4), s, Dim(8)});
+  NodeId k = in("k", {Dim(1), Dim(2), s, Dim(8)});
+  NodeId v = in("v", {Dim(1), Dim(2), s, Dim(6)});
+  NodeId v3 = in("v3", {Dim(1), Dim(3), s, Dim(6)});
+  NodeId b = in("b", {Dim(1), Dim(1), s, s});
+  NodeId b5 = in("b5", {Dim(1), Dim(5), s, s});
+  NodeId bb = in("bb", {s, s}, DType::Bool);
+  EXPECT_EQ(g.node(g.add(Op::Attention, {q, k, v})).shape.dims[3], Dim(6));
+  EXPECT_NO_THROW(g.add(Op::Attention, {q, k, v, b}, {{"mask", std::string("bias")}}));
+  EXPECT_NO_THROW(g.add(Op::Attention, {q, k, v, bb}, {{"mask", std::string("bias")}}));
+  EXPECT_THROW(g.add(Op::Attention, {q, k, v, b5}, {{"mask", std::string("bias")}}), Error);
+  EXPECT_THROW(g.add(Op::Attention, {q, k, v3}), Error);
+  EXPECT_THROW(
+      g.add(Op::Attention, {q, k, v}, {{"mask", std::string("sliding")}, {"window", int64_t(0)}}),
+      Error);
+}
+
 }  // namespace
 }  // namespace rlx

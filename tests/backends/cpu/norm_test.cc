@@ -357,5 +357,36 @@ TEST(NormErrors, BadShapesAndAttrsThrow) {
   EXPECT_THROW(run_op(Op::LayerNorm2d, {rnd({1, 6, 2, 2}, 1), c5}), Error);
 }
 
+// Shape inference validates at graph-build time, also with symbolic dims.
+TEST(NormShapeInference, ValidatesParamsAndGroupsWhenAdded) {
+  Graph g;
+  const Dim seq = Dim::symbol("seq");
+  NodeId x = g.input("x", Shape({Dim(2), seq, Dim(8)}, DType::F32));
+  NodeId g8 = g.input("g8", Shape({Dim(8)}, DType::F32));
+  NodeId g4 = g.input("g4", Shape({Dim(4)}, DType::F32));
+  NodeId gs = g.input("gs", Shape({seq, Dim(8)}, DType::F32));
+  NodeId g8d = g.input("g8d", Shape({Dim(8)}, DType::F64));
+  EXPECT_EQ(g.node(g.add(Op::LayerNorm, {x, g8, g8})).shape.dims[1], seq);
+  EXPECT_NO_THROW(g.add(Op::LayerNorm, {x, gs}, {{"naxes", int64_t(2)}}));
+  EXPECT_NO_THROW(g.add(Op::RmsNorm, {x, g8}));
+  EXPECT_THROW(g.add(Op::LayerNorm, {x, g4}), Error);
+  EXPECT_THROW(g.add(Op::LayerNorm, {x, g8d}), Error);
+  EXPECT_THROW(g.add(Op::RmsNorm, {x, g8}, {{"naxes", int64_t(3)}}), Error);
+  EXPECT_THROW(g.add(Op::LayerNorm, {x}, {{"naxes", int64_t(-1)}}), Error);
+  // group_norm: C = seq is symbolic, so only groups >= 1 can be checked; C = 8 is static.
+  NodeId nc = g.input("nc", Shape({Dim(2), Dim(8), seq}, DType::F32));
+  EXPECT_NO_THROW(
+      g.add(Op::GroupNorm, {x, g.input("gc", Shape({seq}, DType::F32))}, {{"groups", int64_t(3)}}));
+  EXPECT_NO_THROW(g.add(Op::GroupNorm, {nc, g8, g8}, {{"groups", int64_t(4)}}));
+  EXPECT_THROW(g.add(Op::GroupNorm, {nc}, {{"groups", int64_t(3)}}), Error);
+  EXPECT_THROW(g.add(Op::GroupNorm, {nc, g4}, {{"groups", int64_t(2)}}), Error);
+  EXPECT_THROW(g.add(Op::BatchNorm, {nc, g8, g8, g8, g4}), Error);
+  EXPECT_NO_THROW(g.add(Op::BatchNorm, {nc, g8, g8, g8, g8}));
+  NodeId img = g.input("img", Shape({Dim(1), Dim(8), seq, seq}, DType::F32));
+  EXPECT_NO_THROW(g.add(Op::LayerNorm2d, {img, g8, g8}));
+  EXPECT_THROW(g.add(Op::LayerNorm2d, {img, g4}), Error);
+  EXPECT_THROW(g.add(Op::LayerNorm2d, {nc}), Error);
+}
+
 }  // namespace
 }  // namespace rlx

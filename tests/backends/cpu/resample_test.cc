@@ -306,5 +306,24 @@ TEST(ResampleErrors, BadAttrsAndShapesThrow) {
       Error);
 }
 
+TEST(ResampleShapeInference, ValidatesWhenAdded) {
+  Graph g;
+  NodeId x = g.input("x", Shape({Dim(1), Dim(3), Dim::symbol("h"), Dim::symbol("w")}, DType::F32));
+  NodeId grid = g.input("grid", Shape({Dim(1), Dim(5), Dim(6), Dim(2)}, DType::F32));
+  Attrs ok{{"size", std::vector<int64_t>{4, 5}},
+           {"mode", std::string("bicubic")},
+           {"align_corners", int64_t(1)},
+           {"antialias", int64_t(1)}};
+  EXPECT_EQ(g.node(g.add(Op::Resize, {x}, ok)).shape.dims[3], Dim(5));
+  EXPECT_THROW(g.add(Op::Resize, {x},
+                     {{"size", std::vector<int64_t>{4, 5}},
+                      {"mode", std::string("nearest")},
+                      {"antialias", int64_t(1)}}),
+               Error);
+  EXPECT_NO_THROW(g.add(Op::GridSample, {x, grid}, {{"padding", std::string("reflection")}}));
+  EXPECT_THROW(g.add(Op::GridSample, {x, grid}, {{"padding", std::string("circular")}}), Error);
+  EXPECT_THROW(g.add(Op::GridSample, {x, grid}, {{"mode", std::string("area")}}), Error);
+}
+
 }  // namespace
 }  // namespace rlx

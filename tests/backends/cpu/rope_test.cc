@@ -204,5 +204,24 @@ TEST(RopeErrors, BadShapesAndAttrsThrow) {
   EXPECT_THROW(run_op(Op::Rope, {x, p, zero_ff}), Error);
 }
 
+TEST(RopeShapeInference, ValidatesWhenAdded) {
+  Graph g;
+  const Dim seq = Dim::symbol("seq");
+  NodeId x = g.input("x", Shape({Dim(1), Dim(2), seq, Dim(8)}, DType::F32));
+  NodeId p = g.input("p", Shape({seq}, DType::I64));
+  NodeId p3 = g.input("p3", Shape({Dim(3)}, DType::I64));
+  NodeId pf = g.input("pf", Shape({seq}, DType::F32));
+  NodeId ff = g.input("ff", Shape({Dim(2)}, DType::F32));
+  EXPECT_NO_THROW(g.add(Op::Rope, {x, p}));
+  EXPECT_NO_THROW(g.add(Op::Rope, {x, p3}));  // seq may be 3
+  EXPECT_NO_THROW(g.add(Op::Rope, {x, p, ff}, {{"rotary_dims", int64_t(4)}}));
+  EXPECT_THROW(g.add(Op::Rope, {x, p, ff}), Error);  // needs D/2 = 4 factors
+  EXPECT_THROW(g.add(Op::Rope, {x, pf}), Error);
+  EXPECT_THROW(g.add(Op::Rope, {x, p}, {{"rotary_dims", int64_t(3)}}), Error);
+  EXPECT_THROW(g.add(Op::Rope, {x, p}, {{"style", std::string("half")}}), Error);
+  NodeId x4 = g.input("x4", Shape({Dim(1), Dim(2), Dim(4), Dim(8)}, DType::F32));
+  EXPECT_THROW(g.add(Op::Rope, {x4, p3}), Error);
+}
+
 }  // namespace
 }  // namespace rlx
