@@ -291,9 +291,12 @@ def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol):
 
     # Run the final graph once on the example values: gives every node's
     # concrete output (shape/dtype metadata) and checks the graph.
+    # Fresh copies: tracing ran the (functionalized) write-backs on its inputs.
+    run_vals = [inp.tensors[info].clone() if role == "input" else v
+                for (role, info), v in zip(traced.roles, traced.values)]
     rec = _Recorder(gm)
     with torch.no_grad():
-        graph_out = rec.run(*traced.values)
+        graph_out = rec.run(*run_vals)
     vals = rec.env_vals
 
     used = set()

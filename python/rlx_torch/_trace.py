@@ -139,12 +139,18 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level):
 
     def fn(*flat):
         args, kwargs = rebuild(list(flat[nw:]))
-        out = functional_call(model, dict(zip(names, flat[:nw])), tuple(args), kwargs)
+        pb = dict(zip(names, flat[:nw]))
+        # Tied weights: every alias must be swapped too, or it is baked in.
+        pb.update({a: pb[b] for a, b in aliases.items()})
+        out = functional_call(model, pb, tuple(args), kwargs)
         leaves, spec = pytree.tree_flatten(out)
         out_spec[:] = [spec]
         return leaves
 
-    values = [t.detach() for _, t, _ in state] + list(tensor_inputs)
+    # Real-mode tracing runs the ops: clone buffers so that a forward which
+    # mutates one cannot change the model.
+    values = [t.detach() if kind == "param" else t.detach().clone() for _, t, kind in state]
+    values += list(tensor_inputs)
     with torch.no_grad():
         gm = make_fx(functionalize(fn), decomposition_table=decomposition_table_113(level),
                      tracing_mode="real")(*values)
