@@ -148,6 +148,8 @@ def _clean_graph(gm, notes):
         if name in _DROP_IDENTITY:
             n.replace_all_uses_with(n.args[0])
             g.erase_node(n)
+        elif name.startswith(("aten._assert", "aten.sym_constrain_range")) and not n.users:
+            g.erase_node(n)  # runtime checks torch.export inserts
         elif name.startswith("aten.copy_") and n.args[0].op == "placeholder" and not n.users:
             # functionalize writes input mutations back with copy_ at the end.
             notes.append(f"dropped write-back to input {n.args[0].name} (mutated in forward)")
@@ -311,6 +313,7 @@ def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol):
         return s
 
     phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert len(phs) == len(traced.roles)
     inputs_json, weights_json, weight_tensors = [], [], {}
     dyn = _dynamic_lists(dynamic, inp.ids, inp.tensors)
     # Inputs first so that they keep their signature names.

@@ -74,7 +74,7 @@ def _op_name(op):
 def _filter_high(table):
     for op in list(table.keys()):
         if _op_name(op) in HIGH_KEEP:
-            del table[op]
+            table.pop(op)  # dict and torch 2.5's CustomDecompTable both have pop
     return table
 
 
@@ -101,8 +101,13 @@ def trace(model, tensor_inputs, rebuild, level):
     """tensor_inputs: flat list of example tensors; rebuild(flat) -> (args, kwargs)."""
     if level not in LEVELS:
         raise ValueError(f"decomposition must be one of {LEVELS}, got {level!r}")
-    if torch_version() >= (2, 1) and hasattr(torch, "export"):
-        return _trace_export(model, tensor_inputs, rebuild, level)
+    if torch_version() >= (2, 1):
+        try:
+            import torch.export  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            return _trace_export(model, tensor_inputs, rebuild, level)
     return _trace_make_fx(model, tensor_inputs, rebuild, level)
 
 
@@ -164,16 +169,19 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level):
 
 
 def _trace_export(model, tensor_inputs, rebuild, level):  # pragma: no cover (torch >= 2.1)
+    """torch >= 2.1 (untested here: the project's torch is 1.13)."""
     from torch.export import export
     from torch.export.graph_signature import InputKind, OutputKind
+    from torch.fx._pytree import tree_flatten_spec
 
     args, kwargs = rebuild(list(tensor_inputs))
-    ep = export(model, tuple(args), kwargs)
+    with torch.no_grad():
+        ep = export(model, tuple(args), kwargs)
     if level == "aten":
         ep = ep.run_decompositions({})
     else:
         try:
-            from torch.export import default_decompositions
+            from torch.export import default_decompositions  # torch >= 2.5
             table = default_decompositions()
         except ImportError:
             from torch._decomp import core_aten_decompositions
@@ -184,27 +192,33 @@ def _trace_export(model, tensor_inputs, rebuild, level):  # pragma: no cover (to
     gm = ep.graph_module
     sig = ep.graph_signature
     consts = getattr(ep, "constants", {}) or {}
+    call_sig = ep.module_call_graph[0].signature
+    # User inputs in exported order (export may reorder kwargs); the leaves are
+    # the very tensor objects passed in, so identity maps them to our indices.
+    user_leaves = tree_flatten_spec((tuple(args), kwargs), call_sig.in_spec)
+    index_of = {id(t): i for i, t in enumerate(tensor_inputs)}
     kinds = {InputKind.PARAMETER: "param", InputKind.BUFFER: "buffer",
              InputKind.CONSTANT_TENSOR: "const"}
-    roles, values, n_user = [], [], 0
+    roles, values, k_user = [], [], 0
     phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for spec, ph in zip(sig.input_specs, phs):
         if spec.kind in kinds:
             val = ep.state_dict[spec.target] if spec.target in ep.state_dict else consts[spec.target]
             roles.append((kinds[spec.kind], spec.target))
             values.append(val.detach())
-        elif spec.kind == InputKind.USER_INPUT and hasattr(spec.arg, "name") and \
-                type(spec.arg).__name__ == "TensorArgument":
-            roles.append(("input", n_user))
-            values.append(tensor_inputs[n_user])
-            n_user += 1
+            continue
+        leaf = None
+        if spec.kind == InputKind.USER_INPUT:
+            leaf = user_leaves[k_user]
+            k_user += 1
+        if isinstance(leaf, torch.Tensor) and id(leaf) in index_of:
+            roles.append(("input", index_of[id(leaf)]))
+            values.append(leaf)
+        elif not ph.users:
+            roles.append(("unused", None))  # specialised python scalar etc.
+            values.append(leaf)
         else:
-            # Non-tensor user inputs are specialised into the graph; anything
-            # else (tokens, custom objects) is outside the format.
-            if ph.users:
-                raise NotImplementedError(f"unsupported exported input {spec}")
-            roles.append(("unused", None))
-            values.append(None)
+            raise NotImplementedError(f"unsupported exported input {spec}")
     # Keep only user outputs (buffer mutations are dropped: eval-mode export).
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     outs = list(out_node.args[0])
@@ -215,7 +229,5 @@ def _trace_export(model, tensor_inputs, rebuild, level):  # pragma: no cover (to
     out_node.args = (keep,)
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    with torch.no_grad():
-        eager = model(*args, **kwargs)
-    _, out_spec = pytree.tree_flatten(eager)
-    return Traced(gm, roles, values, out_spec, "torch.export + run_decompositions", notes), {}
+    return Traced(gm, roles, values, call_sig.out_spec,
+                  "torch.export + run_decompositions", notes), {}
