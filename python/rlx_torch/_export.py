@@ -96,22 +96,32 @@ class _Inputs:
         self.kw_keys = list(kwargs.keys())
         groups = list(args) + [kwargs[k] for k in self.kw_keys]
         self.leaves, self.spec = pytree.tree_flatten(groups)
-        self.tensor_pos = [i for i, v in enumerate(self.leaves) if isinstance(v, torch.Tensor)]
-        self.tensors = [self.leaves[i].detach().clone() for i in self.tensor_pos]
+        # The same tensor object passed twice (mha(x, x, x)) is one input: the
+        # model may test identity (`query is key` picks MHA's fast path).
+        first = {}
+        self.slots = []  # (leaf position, input index)
+        for i, v in enumerate(self.leaves):
+            if isinstance(v, torch.Tensor):
+                self.slots.append((i, first.setdefault(id(v), len(first))))
+        uniq = {k: i for i, k in reversed(self.slots)}
+        self.tensors = [self.leaves[uniq[k]].detach().clone() for k in range(len(first))]
         # Ids: the parameter name, suffixed with the leaf index for nested values.
         base = _input_names(model, args, kwargs)
         self.ids = []
+        seen = set()
         for g, name in enumerate(base):
             gl, _ = pytree.tree_flatten(groups[g])
-            nt = sum(isinstance(v, torch.Tensor) for v in gl)
-            for k in range(nt):
-                self.ids.append(_sanitize(name if nt == 1 and isinstance(groups[g], torch.Tensor)
-                                          else f"{name}_{k}"))
+            tl = [v for v in gl if isinstance(v, torch.Tensor)]
+            for k, v in enumerate(tl):
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    self.ids.append(_sanitize(name if isinstance(groups[g], torch.Tensor)
+                                              else f"{name}_{k}"))
 
     def rebuild(self, tensors):
         leaves = list(self.leaves)
-        for p, t in zip(self.tensor_pos, tensors):
-            leaves[p] = t
+        for p, k in self.slots:
+            leaves[p] = tensors[k]
         groups = pytree.tree_unflatten(leaves, self.spec)
         return tuple(groups[: self.nargs]), dict(zip(self.kw_keys, groups[self.nargs:]))
 
@@ -255,7 +265,9 @@ def _spec_json(spec, counter):
         return {"list": kids}
     if spec.type is tuple:
         return {"tuple": kids}
-    return {"namedtuple": spec.type.__name__, "fields": list(getattr(spec.type, "_fields", [])),
+    # 1.13 registers namedtuples under the `namedtuple` factory, class in context.
+    cls = spec.context if isinstance(spec.context, type) else spec.type
+    return {"namedtuple": cls.__name__, "fields": list(getattr(cls, "_fields", [])),
             "items": kids}
 
 

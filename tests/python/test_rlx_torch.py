@@ -423,6 +423,43 @@ class SmallCases(unittest.TestCase):
         self.assertEqual(doc["extra"]["output_structure"],
                          {"tuple": [{"leaf": 0}, {"leaf": 1}, {"list": [{"leaf": 2}]}]})
 
+    def test_namedtuple_and_none_outputs(self):
+        NT = __import__("collections").namedtuple("NT", "a b")
+
+        class M(nn.Module):
+            def forward(self, x):
+                return NT(x + 1, None), x.sum()
+
+        doc, _, ref = self.export(M(), (torch.randn(2),))
+        self.assertEqual(doc["outputs"][1], {"const": {"none": True}})
+        self.assertEqual(doc["outputs"][2]["shape"], [])
+        self.assertEqual(doc["extra"]["output_structure"],
+                         {"tuple": [{"namedtuple": "NT", "fields": ["a", "b"],
+                                     "items": [{"leaf": 0}, {"leaf": 1}]}, {"leaf": 2}]})
+        self.assertEqual(sorted(ref), ["in::x", "out::0", "out::2"])
+
+    def test_same_tensor_twice_is_one_input(self):
+        torch.manual_seed(0)
+        mha = nn.MultiheadAttention(8, 2, batch_first=True)
+        x = torch.randn(1, 3, 8)
+        doc, _, ref = self.export(mha, (x, x, x), kwargs={"need_weights": False})
+        self.assertEqual([i["id"] for i in doc["inputs"]], ["query"])
+        # identity preserved -> 1.13 picks the fused fast path
+        self.assertIn("aten._native_multi_head_attention.default", [n["op"] for n in doc["nodes"]])
+        with torch.no_grad():
+            want = mha.eval()(x, x, x, need_weights=False)[0]
+        torch.testing.assert_close(ref["out::0"], want)
+        doc, _, _ = self.export(mha, (x, x.clone(), x.clone()), kwargs={"need_weights": False})
+        self.assertEqual([i["id"] for i in doc["inputs"]], ["query", "key", "value"])
+
+    def test_data_dependent_python_value_is_an_error(self):
+        class M(nn.Module):
+            def forward(self, x):
+                return x * x.max().item()
+
+        with self.assertRaises(RuntimeError):
+            self.export(M(), (torch.randn(3),))
+
     def test_tuple_producing_node_uses_getitem(self):
         class M(nn.Module):
             def forward(self, x):
