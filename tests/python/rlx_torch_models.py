@@ -164,6 +164,15 @@ def multi_out():
     return MultiOut(), (x, pair, {"bias": torch.randn(8), "alpha": 0.25, "mode": "sum"})
 
 
+def cnn_misc():
+    """GroupNorm, SiLU, Hardswish, LeakyReLU, Upsample, LogSoftmax."""
+    _seed()
+    m = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.GroupNorm(2, 8), nn.SiLU(), nn.Hardswish(),
+                      nn.LeakyReLU(0.1), nn.Upsample(scale_factor=2), nn.AdaptiveAvgPool2d(1),
+                      nn.Flatten(), nn.Linear(8, 6), nn.LogSoftmax(-1))
+    return m, (torch.randn(2, 4, 5, 5),)
+
+
 ALL = {
     "mlp": mlp,
     "cnn_bn": cnn_bn,
@@ -172,4 +181,5 @@ ALL = {
     "gpt": gpt,
     "resnet18": resnet18,
     "multi_out": multi_out,
+    "cnn_misc": cnn_misc,
 }

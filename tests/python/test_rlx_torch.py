@@ -177,8 +177,15 @@ def run_ir(doc, weights, inputs):
 # ------------------------------------------------------------------ tests
 
 LEVELS = ("aten", "core", "high")
-MODELS = ["mlp", "cnn_bn", "transformer_fast", "transformer_slow", "gpt", "resnet18",
-          "multi_out"]
+try:
+    import torchvision  # noqa: F401  (Debian: python3-torchvision)
+    HAVE_TORCHVISION = True
+except ImportError:
+    HAVE_TORCHVISION = False
+MODELS = ["mlp", "cnn_bn", "transformer_fast", "transformer_slow", "gpt", "multi_out",
+          "cnn_misc"]
+if HAVE_TORCHVISION:
+    MODELS.insert(5, "resnet18")
 
 
 class ExportedModels(unittest.TestCase):
@@ -293,12 +300,20 @@ class ExportedModels(unittest.TestCase):
 
     def test_decomposition_levels(self):
         # BN stays whole at "high" and "aten", is decomposed at "core".
-        self.assertIn("aten.native_batch_norm.default", self.ops("resnet18", "high"))
-        self.assertIn("aten.native_batch_norm.default", self.ops("resnet18", "aten"))
-        core = self.ops("resnet18", "core")
+        self.assertIn("aten.native_batch_norm.default", self.ops("cnn_bn", "high"))
+        self.assertIn("aten.native_batch_norm.default", self.ops("cnn_bn", "aten"))
+        core = self.ops("cnn_bn", "core")
         self.assertNotIn("aten.native_batch_norm.default", core)
         self.assertTrue({"aten.rsqrt.default", "aten.sqrt.default"} & core.keys())
         self.assertIn("aten.convolution.default", core)
+        # silu: decomposed at core, whole at high; group norm core at both
+        misc_core, misc_high = self.ops("cnn_misc", "core"), self.ops("cnn_misc", "high")
+        self.assertNotIn("aten.silu.default", misc_core)
+        self.assertIn("aten.sigmoid.default", misc_core)
+        self.assertIn("aten.silu.default", misc_high)
+        self.assertIn("aten.native_group_norm.default", misc_high)
+        self.assertNotIn("aten.hardswish.default", misc_high)
+        self.assertIn("aten.hardswish.default", self.ops("cnn_misc", "aten"))
         # high keeps layer norm / softmax / embedding / gelu whole
         gpt = self.ops("gpt", "high")
         for op in ("native_layer_norm", "_softmax", "embedding", "gelu"):
@@ -311,6 +326,14 @@ class ExportedModels(unittest.TestCase):
         for lvl in ("core", "high"):
             for name in MODELS:
                 self.assertFalse([o for o in self.ops(name, lvl) if o.startswith("prims.")])
+
+    @unittest.skipUnless(HAVE_TORCHVISION, "python3-torchvision not installed")
+    def test_resnet18_ops(self):
+        ops = self.ops("resnet18", "high")
+        self.assertEqual(ops["aten.convolution.default"], 20)
+        self.assertEqual(ops["aten.native_batch_norm.default"], 20)
+        self.assertEqual(ops["aten.relu.default"], 17)  # relu_ functionalized
+        self.assertEqual(ops["aten.addmm.default"], 1)
 
     def test_transformer_fast_and_slow_paths(self):
         fast = self.ops("transformer_fast", "aten")
