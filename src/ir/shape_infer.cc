@@ -55,7 +55,6 @@ Shape infer_leaf(const Node& n, const In&) {
 
 Shape infer_unary(const Node&, const In& in) { return *in[0]; }
 Shape infer_unary_any(const Node&, const In& in) { return *in[0]; }
-Shape infer_first(const Node&, const In& in) { return *in[0]; }
 
 Shape infer_logical_not(const Node&, const In& in) { return Shape(in[0]->dims, DType::Bool); }
 
