@@ -402,6 +402,22 @@ void cumsum_typed(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, b
   using A = CumAcc<T>;
   auto cvt_in = [](T v) { return std::is_floating_point_v<T> ? A(v) : A(int64_t(v)); };
   auto fin = [](A s) { return std::is_floating_point_v<T> ? T(s) : T(int64_t(s)); };
+  if (inner == 1) {  // contiguous rows: one running sum each
+    const int64_t d = rev ? -1 : 1;
+    parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, len)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t o = b; o < e; ++o) {
+                     const T* xr = x + o * len + (rev ? len - 1 : 0);
+                     T* yr = y + o * len + (rev ? len - 1 : 0);
+                     A s = 0;
+                     if (excl)
+                       for (int64_t k = 0; k < len; ++k) yr[k * d] = fin(s), s += cvt_in(xr[k * d]);
+                     else
+                       for (int64_t k = 0; k < len; ++k) s += cvt_in(xr[k * d]), yr[k * d] = fin(s);
+                   }
+                 });
+    return;
+  }
   const int64_t iblk = std::min<int64_t>(inner, 512);
   const int64_t nib = (inner + iblk - 1) / iblk;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, len * iblk));
