@@ -351,6 +351,18 @@ TEST(Conv, SameResultForAnyThreadCount) {
   set_num_threads(0);
 }
 
+TEST(Conv, HalfPrecisionRunsThroughF32) {
+  // Upcast by the runtime; tolerance at f16's 2^-11 relative rounding of
+  // outputs up to ~|18| (18 taps of |x w| <= 1).
+  ConvCase c{"f16", {1, 2, 6, 6}, {4, 2, 3, 3}, {2, 1}, {1, 1, 1, 1}, {}, {}, 1, true, DType::F16};
+  Inputs in = make_inputs(c, false, 91);
+  Tensor got = run_op(Op::Conv, in.list(), attrs_of(c, false));
+  EXPECT_EQ(got.dtype(), DType::F16);
+  Tensor b64 = in.b->to(DType::F64);
+  EXPECT_TRUE(
+      all_close(got, ref_conv(c, in.x.to(DType::F64), in.w.to(DType::F64), &b64), 1e-2, 1e-3));
+}
+
 TEST(Conv, EmptyBatchAndEmptyChannels) {
   Tensor x = random_tensor({0, 3, 5, 5}, DType::F32, 1),
          w = random_tensor({4, 3, 3, 3}, DType::F32, 2);

@@ -150,6 +150,19 @@ TEST(MatMul, IntegerDtypes) {
   EXPECT_EQ(run_op(Op::MatMul, {a, b}).item_as_double(0), double(int8_t(30000 & 0xff)));
 }
 
+TEST(MatMul, HalfPrecisionRunsThroughF32) {
+  // f16/bf16 are upcast to f32 by the runtime; the result is rounded back, so
+  // compare at the output type's precision (2^-11 / 2^-8 relative, K = 24).
+  for (DType dt : {DType::F16, DType::BF16}) {
+    Tensor a = random_tensor({2, 5, 24}, dt, 31), b = random_tensor({24, 3}, dt, 32);
+    Tensor got = run_op(Op::MatMul, {a, b});
+    EXPECT_EQ(got.dtype(), dt);
+    const double tol = dt == DType::F16 ? 4e-3 : 3e-2;
+    EXPECT_TRUE(all_close(got, ref_matmul(a.to(DType::F64), b.to(DType::F64)), tol, tol))
+        << dtype_name(dt);
+  }
+}
+
 TEST(MatMul, EmptyOperands) {
   // Empty batch, M = 0, N = 0: empty results of the right shape.
   EXPECT_EQ(run_op(Op::MatMul,
