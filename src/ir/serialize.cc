@@ -184,9 +184,21 @@ Graph from_json(std::string_view text, const std::string& source) {
       if (n.op == Op::Constant) {
         auto bytes = base64_decode(j.at("data").get<std::string>());
         RLX_CHECK(n.shape.is_static(), "constant with symbolic shape");
-        Tensor t(n.shape.concrete(), n.shape.dtype);
-        RLX_CHECK(bytes.size() == t.nbytes(), "constant data has ", bytes.size(),
-                  " bytes, shape ", n.shape.str(), " needs ", t.nbytes());
+        // Size check before allocating: the data, not the (untrusted) shape,
+        // bounds the allocation, and a huge shape must not overflow numel.
+        const Dims d = n.shape.concrete();
+        uint64_t nonzero = 1;  // product of the non-zero dims, kept far from overflow
+        bool empty = false;
+        for (int64_t v : d) {
+          empty = empty || v == 0;
+          RLX_CHECK(v == 0 || nonzero <= (uint64_t(1) << 56) / uint64_t(v), "constant shape ",
+                    n.shape.str(), " is too large");
+          if (v) nonzero *= uint64_t(v);
+        }
+        const uint64_t need = empty ? 0 : nonzero * dtype_size(n.shape.dtype);
+        RLX_CHECK(bytes.size() == need, "constant data has ", bytes.size(), " bytes, shape ",
+                  n.shape.str(), " needs ", need);
+        Tensor t(d, n.shape.dtype);
         std::memcpy(t.raw(), bytes.data(), bytes.size());
         n.value = t;
       }

@@ -417,6 +417,18 @@ TEST(GraphJson, MalformedDocumentsAreErrors) {
       {"constant byte count",
        small("[{\"op\":\"constant\",\"shape\":[2],\"dtype\":\"f32\",\"data\":\"AAAA\"}]"),
        "constant data has 3 bytes, shape [2] f32 needs 8"},
+      {"constant huge shape (no allocation)",
+       small("[{\"op\":\"constant\",\"shape\":[1099511627776,1024],\"dtype\":\"f32\",\"data\":\"\"}"
+             "]"),
+       "needs 4503599627370496"},
+      {"constant shape overflowing numel",
+       small("[{\"op\":\"constant\",\"shape\":[4611686018427387906,4],\"dtype\":\"u8\",\"data\":"
+             "\"AAAAAAAAAAA=\"}]"),
+       "too large"},
+      {"empty constant with huge dims",
+       small("[{\"op\":\"constant\",\"shape\":[4611686018427387904,4611686018427387904,0],"
+             "\"dtype\":\"u8\",\"data\":\"\"}]"),
+       "too large"},
       {"constant without data", small("[{\"op\":\"constant\",\"shape\":[2],\"dtype\":\"f32\"}]"),
        "node 0"},
       {"constant bad base64",

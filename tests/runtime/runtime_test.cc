@@ -109,6 +109,21 @@ TEST(RuntimeSpecialize, BindsSymbolsFromInputs) {
   EXPECT_EQ(runtime::shape_signature({{"x", {3, 5}}, {"a", {}}}), "a[];x[3,5];");
 }
 
+TEST(RuntimeSpecialize, HugeStaticShapesAreErrorsNotOverflows) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({1, 1}));
+  b.set_origin("blowup");
+  NodeId e =
+      b.op(Op::Expand, {x}, {{"shape", std::vector<int64_t>{int64_t(1) << 40, int64_t(1) << 40}}});
+  g.add_output("y", b.relu(e));
+  std::string msg = error_of([&] { runtime::specialize(g, {{"x", {1, 1}}}); });
+  EXPECT_NE(msg.find("node %1 (expand): shape [1099511627776,1099511627776] f32 is too large"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("blowup"), std::string::npos) << msg;
+}
+
 TEST(RuntimeSpecialize, InferenceErrorsNameTheNode) {
   // Static inference cannot see that the symbols disagree; specialization can.
   Graph g;
