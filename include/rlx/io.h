@@ -10,8 +10,12 @@ namespace rlx {
 using TensorMap = std::map<std::string, Tensor>;
 
 // Maps the file and returns views into it (the mapping lives as long as any
-// view). The header is validated against the file size before anything is
-// allocated; every problem is an rlx::Error naming the file and tensor.
+// view); a tensor whose data is misaligned for its dtype, or a bool tensor
+// with bytes other than 0/1, is copied instead. The header is validated
+// against the file size before anything is allocated, following the format's
+// rules (no duplicate keys, string->string __metadata__, tensors tiling the
+// data section without overlaps or holes); every problem is an rlx::Error
+// naming the file and tensor.
 TensorMap read_safetensors(const std::string& path);
 // Same, from memory the caller keeps alive (used by tests and fuzzing).
 TensorMap read_safetensors_bytes(const void* data, size_t size, const std::string& source_name);
