@@ -116,7 +116,10 @@ json attr_json(const AttrValue& v) {
 
 AttrValue attr_from(const json& j) {
   RLX_CHECK(j.is_object() && j.size() == 1, "attribute must be a one-key object");
-  const auto& [k, v] = *j.items().begin();
+  // Not `*j.items().begin()`: that binds to a proxy of a dead temporary.
+  const auto it = j.begin();
+  const std::string& k = it.key();
+  const json& v = it.value();
   if (k == "i") return v.get<int64_t>();
   if (k == "f") return float_from(v);
   if (k == "s") return v.get<std::string>();
@@ -199,7 +202,7 @@ Graph from_json(std::string_view text, const std::string& source) {
         RLX_CHECK(bytes.size() == need, "constant data has ", bytes.size(), " bytes, shape ",
                   n.shape.str(), " needs ", need);
         Tensor t(d, n.shape.dtype);
-        std::memcpy(t.raw(), bytes.data(), bytes.size());
+        if (!bytes.empty()) std::memcpy(t.raw(), bytes.data(), bytes.size());
         n.value = t;
       }
       g.append_raw(std::move(n));
