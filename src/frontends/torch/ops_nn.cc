@@ -162,7 +162,19 @@ Value sdpa(LowerCtx& c) {
   Attrs a{{"mask", std::string(causal ? "causal" : "none")}};
   if (c.has(6, "scale")) a.set("scale", c.f(6, "scale"));
   std::vector<NodeId> in{as_bhsd(c, q), as_bhsd(c, k), as_bhsd(c, v)};
-  if (c.has(3, "attn_mask")) {
+  bool known = c.shape(q).is_static() && c.shape(k).is_static();
+  int64_t L = known ? c.dims(q).end()[-2] : 0, S = known ? c.dims(k).end()[-2] : 0;
+  if (causal && L != S) {
+    // PyTorch's is_causal is tril(ones(L, S)), aligned top-left; the
+    // attention op's causal mask is aligned bottom-right (KV caches): pass
+    // PyTorch's mask as a bias instead.
+    DType t = c.shape(q).dtype;
+    Tensor bias({L, S}, DType::F32);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < S; ++j) bias.data<float>()[i * S + j] = j <= i ? 0.f : -INFINITY;
+    in.push_back(c.b.constant(bias.to(t)));
+    a.set("mask", std::string("bias"));
+  } else if (c.has(3, "attn_mask")) {
     RLX_CHECK(!causal, "attn_mask together with is_causal is not supported");
     NodeId m = c.tensor(3, "attn_mask");
     DType t = c.shape(q).dtype;
@@ -217,6 +229,7 @@ void register_nn(Registry& r) {
   r.add("aten.mm", [](LowerCtx& c) { return Value::tensor(c.b.matmul(c.tensor(0), c.tensor(1))); });
   r.alias("aten.bmm", "aten.mm");
   r.alias("aten.matmul", "aten.mm");
+  r.alias("aten.mv", "aten.mm");  // MatMul treats a 1-d operand like NumPy
   r.add("aten.addmm", addmm);
   r.add("aten.baddbmm", addmm);
   r.add("aten.linear", [](LowerCtx& c) {
