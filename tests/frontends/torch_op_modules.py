@@ -82,6 +82,12 @@ case("repeat_roll_flip", "shape",
 case("pad", "shape",
      lambda x: (F.pad(x, (1, 2)), F.pad(x, (0, 1, 2, 0), value=-1.5), F.pad(x, (1, 1, 1, 1, 1, 1))),
      x234)
+case("pad_modes", "shape",
+     lambda x, y: (F.pad(x, (1, 2), mode="reflect"), F.pad(x, (2, 1), mode="replicate"), F.pad(y, (1, 2, 2, 1), mode="reflect"),
+                   F.pad(y, (1, 0, 0, 3), mode="replicate"), F.pad(y, (1, 1, 1, 1), mode="circular")), x234, r(1, 2, 4, 5))
+case("scatter", "indexing",
+     lambda x, idx, src: (x.scatter(1, idx, src), x.scatter(0, idx[:1] % 3, 2.5)), r(3, 5), torch.tensor([[0, 2, 4], [1, 3, 0], [4, 4, 4]]),
+     r(3, 3))
 case("pixel_shuffle", "shape",
      lambda x: (F.pixel_shuffle(x, 2), F.pixel_unshuffle(F.pixel_shuffle(x, 2), 2)), r(1, 8, 3, 5))
 case("tril_triu", "shape",
@@ -238,6 +244,10 @@ case("upsample_aa", "resample",
      lambda x: (F.interpolate(x, size=(3, 2), mode="bilinear", antialias=True),
                 F.interpolate(x, size=(8, 9), mode="bilinear", antialias=True),
                 F.interpolate(x, size=(2, 3), mode="bilinear", antialias=True, align_corners=True)), img)
+case("upsample_exact_bicubic_aa", "resample",
+     lambda x: (F.interpolate(x, size=(7, 9), mode="nearest-exact"), F.interpolate(x, scale_factor=0.5, mode="nearest-exact"),
+                F.interpolate(x, size=(3, 2), mode="bicubic", antialias=True),
+                F.interpolate(x, size=(8, 9), mode="bicubic", antialias=True)), img)
 case("grid_sample", "resample",
      lambda x, g: (F.grid_sample(x, g, align_corners=False), F.grid_sample(x, g, align_corners=True),
                    F.grid_sample(x, g, mode="nearest", align_corners=False),

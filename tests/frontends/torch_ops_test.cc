@@ -45,6 +45,13 @@ const std::vector<Export>& exports() {
       return v;
     }
     json m = json::parse(f);
+    // Everything is loaded lazily per case: remove the exports at exit.
+    static const std::string keep = out.string();
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(keep, ec);
+      fs::remove(keep + ".log", ec);
+    });
     for (const auto& e : m) {
       Export x;
       x.name = e.at("name");

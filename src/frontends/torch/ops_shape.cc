@@ -2,6 +2,8 @@
 // splits, padding, repeat/roll/flip and pixel (un)shuffle.
 #include <numeric>
 
+#include <algorithm>
+
 #include "frontends/torch/lowering.h"
 #include "rlx/error.h"
 
@@ -201,6 +203,23 @@ void register_shape_ops(Registry& r) {
     NodeId x = c.tensor(0, "self");
     return Value::tensor(slice(c, x, axis(c, x, c.i(1, "dim", 0)), c.i(2, "start", 0),
                                c.i(3, "end", INT64_MAX), c.i(4, "step", 1)));
+  });
+  // slice_scatter(self, src, dim, start, end, step): self with the slice
+  // replaced by src; unit steps only, as cat(before, src, after).
+  r.add("aten.slice_scatter", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self"), src = c.cast(c.tensor(1, "src"), c.shape(x).dtype);
+    int ax = axis(c, x, c.i(2, "dim", 0));
+    int64_t len = c.dims(x)[size_t(ax)];
+    auto clampi = [len](int64_t v) { return std::clamp(v < 0 ? v + len : v, int64_t(0), len); };
+    int64_t start = clampi(c.i(3, "start", 0)), end = clampi(c.i(4, "end", INT64_MAX));
+    RLX_CHECK(c.i(5, "step", 1) == 1, "slice_scatter with a step other than 1 is not supported");
+    RLX_CHECK(c.dims(src)[size_t(ax)] == std::max<int64_t>(end - start, 0),
+              "slice_scatter: src does not fit the slice");
+    std::vector<NodeId> parts;
+    if (start > 0) parts.push_back(slice(c, x, ax, 0, start));
+    parts.push_back(src);
+    if (end < len) parts.push_back(slice(c, x, ax, end, len));
+    return Value::tensor(parts.size() == 1 ? parts[0] : c.b.concat(parts, ax));
   });
   r.add("aten.narrow", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
