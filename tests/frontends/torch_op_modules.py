@@ -177,6 +177,15 @@ case("promote", "promotion",
      ri(-9, 9, 3, 4), ri(1, 5, 3, 4) * torch.where(torch.rand(3, 4) > 0.5, 1, -1), r(3, 4), torch.rand(3, 4) > 0.5,
      r(3, 4).double())
 
+# f16/bf16: PyTorch computes in f32 and rounds per op, as rlx does.
+case("half", "half",
+     lambda h, b, f: (h * 2, h + f, h.float() * f, (h + h).sum(-1), b * 3, b + f, h.to(torch.bfloat16), f.half(),
+                      torch.relu(b), b.exp(), b.neg()),
+     r(3, 4).half(), r(3, 4).bfloat16(), r(3, 4))
+case("empty_tensors", "shape",
+     lambda x, e: (x[:, 0:0], torch.cat([x, e], 1), e.sum(1), e * 2, x[2:2].flatten(), e.transpose(0, 1)),
+     r(3, 4), r(3, 0))
+
 # ---- matmul
 case("mm_bmm_matmul", "matmul",
      lambda a, b, c, d, v: (a @ b, torch.mm(a, b), torch.bmm(c, d), c @ b, v @ b, a @ v[:4].unsqueeze(1).squeeze(1)[:4],
