@@ -274,6 +274,32 @@ case("adaptive_avg_pool", "pool",
      r(1, 2, 7, 6))
 
 
+# ---- argument corners likely to be dropped by a lowering
+case("round_decimals", "unary", lambda x: (torch.round(x, decimals=2), torch.round(x * 100, decimals=-1)), r(4, 5) * 3)
+case("logical_float", "binary", lambda x, i: (torch.logical_not(x), torch.logical_and(x, i), torch.logical_or(i, x)),
+     torch.tensor([0.0, 1.5, -2.0, 0.0]), torch.tensor([0, 0, 3, 1]))
+case("int_arith", "promotion",
+     lambda i, j: (i // 2, torch.div(i, 3, rounding_mode="floor"), torch.div(i, 3, rounding_mode="trunc"), i % 3,
+                   torch.fmod(i, 3), i ** 2, 2 ** j.abs(), i.clamp(-2, 3), i.clamp(min=0.5), i / 2, i * True,
+                   torch.where(i > 0, i, 0.5), torch.cat([i.float(), j.double()]), torch.cat([i, j.int()])),
+     ri(-9, 9, 8), ri(-3, 3, 8))
+case("cumsum_mean_dtype", "reduce",
+     lambda x, m: (x.cumsum(0, dtype=torch.float64), m.cumsum(-1), x.mean(1, dtype=torch.float64), m.sum(0, keepdim=True),
+                   x.std(1, unbiased=False), x.var(0, correction=0) if hasattr(torch, "correction") else x.var(0)),
+     r(4, 5), torch.rand(4, 5) > 0.5)
+case("pool_args", "pool",
+     lambda x: (F.avg_pool2d(x, 2, divisor_override=3), F.max_pool2d(x, 3, 1, 1, dilation=2),
+                F.avg_pool2d(x, (3, 2), (2, 1), (1, 0)), F.max_pool2d(x, 2, 3)), r(1, 2, 7, 6))
+case("interp_scale", "resample",
+     lambda x: (F.interpolate(x, scale_factor=1.7, mode="nearest"), F.interpolate(x, scale_factor=1.7, mode="bilinear"),
+                F.interpolate(x, scale_factor=0.6, mode="bilinear"), F.interpolate(x, scale_factor=(1.5, 0.7), mode="bicubic"),
+                F.interpolate(x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True),
+                F.interpolate(x, scale_factor=0.5, mode="nearest")), img)
+case("layer_norm_nobias", "norm", lambda x, w: F.layer_norm(x, (6,), w, None, 1e-6), r(4, 6), r(6))
+case("masked_fill_tensor", "binary", lambda x, m, v: (x.masked_fill(m, v), torch.where(m, v, x)), r(3, 4),
+     torch.rand(3, 4) > 0.5, torch.tensor(-3.0))
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     only = set(sys.argv[2:])

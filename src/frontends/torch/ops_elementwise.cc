@@ -194,6 +194,16 @@ void register_elementwise(Registry& r) {
     r.add(std::string("aten.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
     r.add(std::string("prims.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
   }
+  // round(x, decimals): PyTorch scales by 10^|d|, rounds half to even, scales back.
+  r.add("aten.round.decimals", [](LowerCtx& c) {
+    int64_t d = c.i(1, "decimals", 0);
+    DType t = c.out_dtype();
+    NodeId x = c.cast(c.tensor(0, "self"), t);
+    if (d == 0) return Value::tensor(c.b.unary(Op::Round, x));
+    NodeId ten = c.scalar(std::pow(10.0, double(d < 0 ? -d : d)), t);
+    if (d > 0) return Value::tensor(c.b.div(c.b.unary(Op::Round, c.b.mul(x, ten)), ten));
+    return Value::tensor(c.b.mul(c.b.unary(Op::Round, c.b.div(x, ten)), ten));
+  });
   r.add("aten.gelu", [](LowerCtx& c) {
     return unary(c, c.str(1, "approximate", "none") == "tanh" ? Op::GeluTanh : Op::Gelu);
   });

@@ -80,14 +80,20 @@ Value avg_pool(LowerCtx& c) {
   auto k = pair(c.ints(1, "kernel_size"), {});
   auto s = pair(c.ints(2, "stride", {}), k);
   auto p = pair(c.ints(3, "padding", {0}), {0, 0});
-  RLX_CHECK(!c.has(6, "divisor_override"), "avg_pool2d divisor_override is not supported");
-  return Value::tensor(
-      c.b.op(Op::AvgPool2d, {x},
-             {{"kernel", k},
-              {"stride", s},
-              {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
-              {"ceil_mode", int64_t(c.flag(4, "ceil_mode", false))},
-              {"count_include_pad", int64_t(c.flag(5, "count_include_pad", true))}}));
+  bool ceil = c.flag(4, "ceil_mode", false), include_pad = c.flag(5, "count_include_pad", true);
+  // divisor_override: window sum / divisor. Without ceil_mode every window
+  // with count_include_pad divides by k0*k1, so rescale that average.
+  int64_t divisor = c.i(6, "divisor_override", 0);
+  RLX_CHECK(divisor == 0 || !ceil, "avg_pool2d divisor_override with ceil_mode is not supported");
+  NodeId y = c.b.op(Op::AvgPool2d, {x},
+                    {{"kernel", k},
+                     {"stride", s},
+                     {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
+                     {"ceil_mode", int64_t(ceil)},
+                     {"count_include_pad", int64_t(include_pad || divisor != 0)}});
+  if (divisor != 0)
+    y = c.b.mul(y, c.scalar(double(k[0] * k[1]) / double(divisor), c.shape(x).dtype));
+  return Value::tensor(y);
 }
 
 // layer_norm(x, normalized_shape, weight, bias, eps)
@@ -216,11 +222,24 @@ Value upsample(LowerCtx& c, const std::string& mode, bool has_align, bool antial
   const Dims& o = c.out().shape;
   RLX_CHECK(o.size() == 4, "only 2-d upsampling (NCHW) is supported");
   bool align = has_align && c.flag(2, "align_corners", false);
-  return Value::tensor(c.b.op(Op::Resize, {x},
-                              {{"size", std::vector<int64_t>{o[2], o[3]}},
-                               {"mode", mode},
-                               {"align_corners", int64_t(align)},
-                               {"antialias", int64_t(antialias)}}));
+  Attrs a{{"size", std::vector<int64_t>{o[2], o[3]}},
+          {"mode", mode},
+          {"align_corners", int64_t(align)},
+          {"antialias", int64_t(antialias)}};
+  // PyTorch maps coordinates with the given scale factors, not out/in:
+  // .vec overloads take scale_factors: [h, w]; the others scales_h, scales_w.
+  size_t pos = has_align ? 3 : 2;
+  std::vector<double> scales;
+  if (const Value* v = c.arg(pos, "scale_factors"); v && v->kind == Value::List) {
+    for (const Value& e : v->items) scales.push_back(e.number());
+  } else if (c.has(pos, "scales_h") || c.has(pos + 1, "scales_w")) {
+    scales = {c.f(pos, "scales_h", 0), c.f(pos + 1, "scales_w", 0)};
+  }
+  if (!scales.empty()) {
+    RLX_CHECK(scales.size() == 2, "expected 2 scale factors, got ", scales.size());
+    a.set("scales", scales);
+  }
+  return Value::tensor(c.b.op(Op::Resize, {x}, a));
 }
 
 }  // namespace
