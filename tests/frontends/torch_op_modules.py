@@ -300,6 +300,18 @@ case("masked_fill_tensor", "binary", lambda x, m, v: (x.masked_fill(m, v), torch
      torch.rand(3, 4) > 0.5, torch.tensor(-3.0))
 
 
+
+def _assign(x, v):
+    y = x.clone()
+    y[:, 0] = 1.5
+    y[1:3] = v[:2]
+    y[..., -1] *= 2
+    return y
+
+
+case("inplace_assign", "shape", _assign, r(4, 3, 5), r(4, 3, 5))
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     only = set(sys.argv[2:])

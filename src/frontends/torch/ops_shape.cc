@@ -24,6 +24,22 @@ NodeId slice(LowerCtx& c, NodeId x, int ax, int64_t start, int64_t end, int64_t 
                 {{"axis", int64_t(ax)}, {"start", start}, {"end", end}, {"step", step}});
 }
 
+// x with x[ax, start:end] replaced by src, as cat(before, src, after).
+NodeId scatter_range(LowerCtx& c, NodeId x, NodeId src, int ax, int64_t start, int64_t end) {
+  src = c.cast(src, c.shape(x).dtype);
+  int64_t len = c.dims(x)[size_t(ax)];
+  auto clampi = [len](int64_t v) { return std::clamp(v < 0 ? v + len : v, int64_t(0), len); };
+  start = clampi(start);
+  end = std::max(clampi(end), start);
+  RLX_CHECK(c.dims(src)[size_t(ax)] == end - start, "scatter: src ", c.shape(src).str(),
+            " does not fit the range [", start, ", ", end, ") of axis ", ax);
+  std::vector<NodeId> parts;
+  if (start > 0) parts.push_back(slice(c, x, ax, 0, start));
+  parts.push_back(src);
+  if (end < len) parts.push_back(slice(c, x, ax, end, len));
+  return parts.size() == 1 ? parts[0] : c.b.concat(parts, ax);
+}
+
 Value tuple(std::vector<NodeId> ids) {
   Value v;
   v.kind = Value::Tuple;
@@ -205,21 +221,24 @@ void register_shape_ops(Registry& r) {
                                c.i(3, "end", INT64_MAX), c.i(4, "step", 1)));
   });
   // slice_scatter(self, src, dim, start, end, step): self with the slice
-  // replaced by src; unit steps only, as cat(before, src, after).
+  // replaced by src; unit steps only. select_scatter(self, src, dim, index)
+  // is the one-element slice with src unsqueezed.
   r.add("aten.slice_scatter", [](LowerCtx& c) {
-    NodeId x = c.tensor(0, "self"), src = c.cast(c.tensor(1, "src"), c.shape(x).dtype);
+    NodeId x = c.tensor(0, "self");
     int ax = axis(c, x, c.i(2, "dim", 0));
-    int64_t len = c.dims(x)[size_t(ax)];
-    auto clampi = [len](int64_t v) { return std::clamp(v < 0 ? v + len : v, int64_t(0), len); };
-    int64_t start = clampi(c.i(3, "start", 0)), end = clampi(c.i(4, "end", INT64_MAX));
     RLX_CHECK(c.i(5, "step", 1) == 1, "slice_scatter with a step other than 1 is not supported");
-    RLX_CHECK(c.dims(src)[size_t(ax)] == std::max<int64_t>(end - start, 0),
-              "slice_scatter: src does not fit the slice");
-    std::vector<NodeId> parts;
-    if (start > 0) parts.push_back(slice(c, x, ax, 0, start));
-    parts.push_back(src);
-    if (end < len) parts.push_back(slice(c, x, ax, end, len));
-    return Value::tensor(parts.size() == 1 ? parts[0] : c.b.concat(parts, ax));
+    return Value::tensor(
+        scatter_range(c, x, c.tensor(1, "src"), ax, c.i(3, "start", 0), c.i(4, "end", INT64_MAX)));
+  });
+  r.add("aten.select_scatter", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self"), src = c.tensor(1, "src");
+    int ax = axis(c, x, c.i(2, "dim"));
+    int64_t len = c.dims(x)[size_t(ax)], idx = c.i(3, "index");
+    RLX_CHECK(idx >= -len && idx < len, "select_scatter index ", idx, " out of range for ", len);
+    if (idx < 0) idx += len;
+    Dims d = c.dims(src);
+    d.insert(d.begin() + ax, 1);
+    return Value::tensor(scatter_range(c, x, c.b.reshape(src, d), ax, idx, idx + 1));
   });
   r.add("aten.narrow", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
