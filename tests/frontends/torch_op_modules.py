@@ -312,6 +312,21 @@ def _assign(x, v):
 case("inplace_assign", "shape", _assign, r(4, 3, 5), r(4, 3, 5))
 
 
+def _index_put(x, i, j, v):
+    y = x.clone()
+    y[y < 0] = 0.0
+    y[i] = v[0, 0]
+    y[i, j] = -1.0
+    pass
+    z = x.clone().index_put((i,), v[:2, :1], accumulate=True)
+    w = x.clone()
+    w[-1, -2] = 3.0
+    return y, z, w
+
+
+case("index_put", "indexing", _index_put, r(4, 3, 5), torch.tensor([0, -1]), torch.tensor([2, 1]), r(4, 3, 5))
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     only = set(sys.argv[2:])

@@ -491,6 +491,9 @@ TEST(TorchOpsHandWritten, CompositeOps) {
   Tensor x4 = random_tensor({2, 3, 5, 6}, DType::F32, 31),
          x3 = random_tensor({2, 3, 8}, DType::F32, 32);
   json none = kNone, obj = json::object();
+  Tensor idx_j({2}, DType::I64);
+  idx_j.data<int64_t>()[0] = 2;
+  idx_j.data<int64_t>()[1] = -1;
   std::vector<Case> cases = {
       {"linear",
        "aten.linear.default",
@@ -666,6 +669,13 @@ TEST(TorchOpsHandWritten, CompositeOps) {
        {ref("x"), ints({2, 2}), num(4.5)},
        obj,
        "y = x['x'].new_full((2, 2), 4.5)"},
+      // x[:, j] = v: 1.13 cannot export it (None inside index_put's indices)
+      {"index_put_slice_first",
+       "aten.index_put.default",
+       {{"x", x3}, {"j", idx_j}, {"v", random_tensor({}, DType::F32, 43)}},
+       {ref("x"), json{{"list", {kNone, ref("j")}}}, ref("v"), B(false)},
+       obj,
+       "y = x['x'].clone()\ny[:, x['j']] = x['v']"},
       {"narrow",
        "aten.narrow.default",
        {{"x", x3}},
