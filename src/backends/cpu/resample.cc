@@ -46,9 +46,12 @@ struct Taps {
 };
 
 // PyTorch's area_pixel_compute_scale (float arithmetic for float tensors).
+// `user_scale` > 0 is F.interpolate's scale_factor, which PyTorch uses
+// instead of in/out when given (they differ when in * scale is not whole).
 template <typename T>
-T pixel_scale(int64_t in, int64_t out, bool align_corners) {
+T pixel_scale(int64_t in, int64_t out, bool align_corners, double user_scale) {
   if (align_corners) return out > 1 ? T(in - 1) / T(out - 1) : T(0);
+  if (user_scale > 0) return T(1.0 / user_scale);
   return T(in) / T(out);
 }
 
@@ -81,7 +84,8 @@ T aa_filter(T x, bool cubic) {
 }
 
 template <typename T>
-Taps<T> make_taps(int64_t in, int64_t out, Mode mode, bool align_corners, bool antialias) {
+Taps<T> make_taps(int64_t in, int64_t out, Mode mode, bool align_corners, bool antialias,
+                  double user_scale) {
   Taps<T> tp;
   auto alloc = [&](int64_t K) {
     tp.K = K;
@@ -91,7 +95,7 @@ Taps<T> make_taps(int64_t in, int64_t out, Mode mode, bool align_corners, bool a
   auto clampi = [in](int64_t v) { return std::clamp<int64_t>(v, 0, in - 1); };
   if (mode == Mode::Nearest || mode == Mode::NearestExact) {
     alloc(1);
-    const float scale = float(in) / float(out);
+    const float scale = user_scale > 0 ? float(1.0 / user_scale) : float(in) / float(out);
     for (int64_t o = 0; o < out; ++o) {
       int64_t s;
       if (mode == Mode::Nearest)
@@ -104,7 +108,7 @@ Taps<T> make_taps(int64_t in, int64_t out, Mode mode, bool align_corners, bool a
     return tp;
   }
   const bool cubic = mode == Mode::Bicubic;
-  const T scale = pixel_scale<T>(in, out, align_corners);
+  const T scale = pixel_scale<T>(in, out, align_corners, user_scale);
   if (antialias) {
     const int base = cubic ? 4 : 2;
     const T support = scale >= T(1) ? T(base * 0.5) * scale : T(base * 0.5);
@@ -167,12 +171,13 @@ void axpy_plain(T* y, const T* x, T a, int64_t n) {
 }
 
 template <typename T>
-void resize_t(const KernelCall& c, Mode mode, bool align_corners, bool antialias) {
+void resize_t(const KernelCall& c, Mode mode, bool align_corners, bool antialias,
+              const std::vector<double>& scales) {
   const Tensor& x = c.in[0];
   const int64_t P = x.dim(0) * x.dim(1), IH = x.dim(2), IW = x.dim(3);
   const int64_t OH = c.out.dim(2), OW = c.out.dim(3);
-  const Taps<T> th = make_taps<T>(IH, OH, mode, align_corners, antialias);
-  const Taps<T> tw = make_taps<T>(IW, OW, mode, align_corners, antialias);
+  const Taps<T> th = make_taps<T>(IH, OH, mode, align_corners, antialias, scales[0]);
+  const Taps<T> tw = make_taps<T>(IW, OW, mode, align_corners, antialias, scales[1]);
   const int64_t rows_per_task = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OW * tw.K));
   const int64_t chunks = (OH + rows_per_task - 1) / rows_per_task;
   const T* xp = x.data<T>();
@@ -364,10 +369,14 @@ void resize(const KernelCall& c) {
   if (c.out.numel() == 0) return;  // N or C is 0
   RLX_CHECK(x.dim(2) > 0 && x.dim(3) > 0, who, ": input spatial size must be > 0, got ",
             x.shape().str());
+  std::vector<double> scales{0, 0};
+  for (const auto& [k, v] : c.node.attrs.items())
+    if (k == "scales") scales = c.node.attrs.floats("scales");
+  RLX_CHECK(scales.size() == 2, who, ": scales must be [h, w], got ", scales.size(), " values");
   if (x.dtype() == DType::F32)
-    resize_t<float>(c, mode, align, aa);
+    resize_t<float>(c, mode, align, aa, scales);
   else
-    resize_t<double>(c, mode, align, aa);
+    resize_t<double>(c, mode, align, aa, scales);
 }
 
 void grid_sample(const KernelCall& c) {

@@ -24,6 +24,15 @@ void register_creation(Registry& r) {
   r.add("aten.full", [](LowerCtx& c) { return full_of(c, c.f(1, "fill_value")); });
   r.add("aten.full_like", [](LowerCtx& c) { return full_of(c, c.f(1, "fill_value")); });
   r.add("aten.new_full", [](LowerCtx& c) { return full_of(c, c.f(2, "fill_value")); });
+  // fill(self, value) / zero(self): functionalized in-place fills.
+  r.add("aten.fill", [](LowerCtx& c) {
+    const Value* v = c.arg(1, "value");
+    RLX_CHECK(v, "fill needs a value");
+    if (v->is_number()) return full_of(c, v->number());
+    const TensorMeta& o = c.out();
+    return Value::tensor(c.b.op(Op::Expand, {c.cast(v->id, o.dtype)}, {{"shape", o.shape}}));
+  });
+  r.add("aten.zero", [](LowerCtx& c) { return full_of(c, 0); });
   r.add("aten.scalar_tensor", [](LowerCtx& c) { return full_of(c, c.f(0, "s")); });
   for (const char* op :
        {"aten.zeros", "aten.zeros_like", "aten.new_zeros", "aten.empty", "aten.empty_like",

@@ -22,12 +22,14 @@ Value arith(LowerCtx& c, Op op) {
   return Value::tensor(c.b.binary(op, a, b));
 }
 
-// add/sub with alpha: a + alpha * b.
+// add/sub with alpha: self + alpha * other; rsub: other - alpha * self.
 Value add_sub(LowerCtx& c, Op op, bool reversed = false) {
   DType t = c.out_dtype();
   NodeId a = c.as_tensor(operand(c, 0, "self"), t);
   NodeId b = c.as_tensor(operand(c, 1, "other"), t);
-  if (c.has(2, "alpha") && c.f(2, "alpha") != 1) b = c.b.mul(b, c.scalar(c.f(2, "alpha"), t));
+  NodeId& scaled = reversed ? a : b;
+  if (c.has(2, "alpha") && c.f(2, "alpha") != 1)
+    scaled = c.b.mul(scaled, c.scalar(c.f(2, "alpha"), t));
   return Value::tensor(reversed ? c.b.binary(op, b, a) : c.b.binary(op, a, b));
 }
 
@@ -99,6 +101,15 @@ Value pow(LowerCtx& c) {
   return Value::tensor(c.b.binary(Op::Pow, c.as_tensor(base, t), c.as_tensor(e, t)));
 }
 
+// bitwise_and/or/xor: rlx has logical kernels only, which equal the bitwise
+// ops on bool tensors.
+Value bitwise_bool(LowerCtx& c, Op op) {
+  const Value &x = operand(c, 0, "self"), &y = operand(c, 1, "other");
+  RLX_CHECK(c.out_dtype() == DType::Bool, c.node.op, " on ", dtype_name(c.out_dtype()),
+            " tensors is not supported (only bool)");
+  return Value::tensor(c.b.op(op, {c.as_tensor(x, DType::Bool), c.as_tensor(y, DType::Bool)}));
+}
+
 Value logical(LowerCtx& c, Op op) {
   NodeId a = c.tensor(0, "self");
   if (op == Op::LogicalNot) return Value::tensor(c.b.unary(op, a));
@@ -148,6 +159,9 @@ void register_elementwise(Registry& r) {
   r.add("aten.logical_and", [](LowerCtx& c) { return logical(c, Op::LogicalAnd); });
   r.add("aten.logical_or", [](LowerCtx& c) { return logical(c, Op::LogicalOr); });
   r.add("aten.logical_not", [](LowerCtx& c) { return logical(c, Op::LogicalNot); });
+  r.add("aten.bitwise_and", [](LowerCtx& c) { return bitwise_bool(c, Op::LogicalAnd); });
+  r.add("aten.bitwise_or", [](LowerCtx& c) { return bitwise_bool(c, Op::LogicalOr); });
+  r.add("aten.bitwise_xor", [](LowerCtx& c) { return bitwise_bool(c, Op::Ne); });
   r.add("aten.bitwise_not",
         [](LowerCtx& c) { return Value::tensor(c.b.unary(Op::BitwiseNot, c.tensor(0))); });
   r.add("aten.where", where);
@@ -180,6 +194,16 @@ void register_elementwise(Registry& r) {
     r.add(std::string("aten.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
     r.add(std::string("prims.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
   }
+  // round(x, decimals): PyTorch scales by 10^|d|, rounds half to even, scales back.
+  r.add("aten.round.decimals", [](LowerCtx& c) {
+    int64_t d = c.i(1, "decimals", 0);
+    DType t = c.out_dtype();
+    NodeId x = c.cast(c.tensor(0, "self"), t);
+    if (d == 0) return Value::tensor(c.b.unary(Op::Round, x));
+    NodeId ten = c.scalar(std::pow(10.0, double(d < 0 ? -d : d)), t);
+    if (d > 0) return Value::tensor(c.b.div(c.b.unary(Op::Round, c.b.mul(x, ten)), ten));
+    return Value::tensor(c.b.mul(c.b.unary(Op::Round, c.b.div(x, ten)), ten));
+  });
   r.add("aten.gelu", [](LowerCtx& c) {
     return unary(c, c.str(1, "approximate", "none") == "tanh" ? Op::GeluTanh : Op::Gelu);
   });
@@ -194,6 +218,12 @@ void register_elementwise(Registry& r) {
     NodeId y = c.b.unary(Op::Elu, x, {{"alpha", alpha}});
     if (scale != 1) y = c.b.mul(y, c.scalar(scale, c.out_dtype()));
     return Value::tensor(y);
+  });
+  r.add("aten.celu", [](LowerCtx& c) {  // celu(x, a) = a * elu(x / a)
+    double alpha = c.f(1, "alpha", 1);
+    DType t = c.out_dtype();
+    NodeId x = c.b.div(c.cast(c.tensor(0, "self"), t), c.scalar(alpha, t));
+    return Value::tensor(c.b.mul(c.b.unary(Op::Elu, x, {{"alpha", 1.0}}), c.scalar(alpha, t)));
   });
   r.add("aten.softplus", [](LowerCtx& c) {
     return unary(c, Op::Softplus,

@@ -1,4 +1,5 @@
 // Indexing: gather, index_select and advanced indexing (aten.index.Tensor).
+#include <algorithm>
 #include <numeric>
 
 #include "frontends/torch/lowering.h"
@@ -63,9 +64,81 @@ Value index_tensor(LowerCtx& c) {
   return Value::tensor(y);
 }
 
+// index_put(self, indices, values, accumulate): x[indices] = values (or +=).
+// A boolean mask becomes a where(); integer indices become a scatter_nd over
+// the indexed dims moved to the front (values must then broadcast to
+// [index shape..., remaining dims...], which holds for leading indices and
+// for scalar values).
+Value index_put(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  DType t = c.shape(x).dtype;
+  const Value* list = c.arg(1, "indices");
+  RLX_CHECK(list && list->kind == Value::List, "index_put: indices must be a list");
+  NodeId v = c.cast(c.tensor(2, "values"), t);
+  bool acc = c.flag(3, "accumulate", false);
+  const int r = c.rank(x);
+  std::vector<std::pair<int, NodeId>> idx;
+  for (size_t k = 0; k < list->items.size(); ++k)
+    if (list->items[k].kind == Value::Tensor) idx.push_back({int(k), list->items[k].id});
+  RLX_CHECK(!idx.empty(), "index_put with no index tensors");
+  DType it = c.shape(idx[0].second).dtype;
+  if (it == DType::Bool || it == DType::U8) {
+    RLX_CHECK(idx.size() == 1, "index_put: a boolean mask must be the only index");
+    NodeId m = c.cast(idx[0].second, DType::Bool);
+    Dims md = c.dims(m);
+    RLX_CHECK(numel(c.dims(v)) == 1, "index_put with a boolean mask needs one value, got ",
+              c.shape(v).str(), " (a data-dependent count)");
+    Dims d(size_t(idx[0].first), 1);  // mask dims sit at the index position
+    d.insert(d.end(), md.begin(), md.end());
+    d.resize(size_t(r), 1);
+    m = c.b.reshape(m, d);
+    v = c.b.reshape(v, {});
+    if (acc) return Value::tensor(c.b.add(x, c.b.op(Op::Where, {m, v, c.scalar(0, t)})));
+    return Value::tensor(c.b.op(Op::Where, {m, v, x}));
+  }
+  bool leading = true;
+  for (size_t k = 0; k < idx.size(); ++k) leading &= idx[k].first == int(k);
+  RLX_CHECK(leading || numel(c.dims(v)) == 1,
+            "index_put: tensor values with indices after a full slice are not supported");
+  std::vector<int64_t> perm;
+  for (auto& [d, i] : idx) perm.push_back(d);
+  for (int d = 0; d < r; ++d)
+    if (std::find(perm.begin(), perm.end(), d) == perm.end()) perm.push_back(d);
+  NodeId xt = leading ? x : c.b.transpose(x, perm);
+  Dims xd = c.dims(x);
+  // Normalize negative indices and broadcast the index tensors together.
+  NodeId zero = -1;
+  std::vector<NodeId> norm;
+  for (auto& [d, i] : idx) {
+    NodeId ii = c.cast(as_index(c, i), DType::I64);
+    NodeId neg = c.b.binary(Op::Lt, ii, c.scalar(0, DType::I64));
+    ii = c.b.op(Op::Where, {neg, c.b.add(ii, c.scalar(double(xd[size_t(d)]), DType::I64)), ii});
+    norm.push_back(ii);
+    NodeId z = c.b.mul(ii, c.scalar(0, DType::I64));
+    zero = zero < 0 ? z : c.b.add(zero, z);
+  }
+  Dims bshape = c.dims(zero), col = bshape;
+  col.push_back(1);
+  std::vector<NodeId> cols;
+  for (NodeId ii : norm) cols.push_back(c.b.reshape(c.b.add(ii, zero), col));
+  NodeId stacked = c.b.concat(cols, int64_t(bshape.size()));
+  Dims ud = bshape;
+  for (size_t k = idx.size(); k < size_t(r); ++k) ud.push_back(c.dims(xt)[k]);
+  if (c.dims(v) != ud) v = c.b.op(Op::Expand, {v}, {{"shape", ud}});
+  NodeId y =
+      c.b.op(Op::ScatterND, {xt, stacked, v}, {{"reduction", std::string(acc ? "add" : "none")}});
+  if (!leading) {
+    std::vector<int64_t> inv(perm.size());
+    for (size_t k = 0; k < perm.size(); ++k) inv[size_t(perm[k])] = int64_t(k);
+    y = c.b.transpose(y, inv);
+  }
+  return Value::tensor(y);
+}
+
 }  // namespace
 
 void register_indexing(Registry& r) {
+  r.add("aten.index_put", index_put);
   r.add("aten.gather", [](LowerCtx& c) {
     return Value::tensor(c.b.op(Op::GatherElements,
                                 {c.tensor(0, "self"), as_index(c, c.tensor(2, "index"))},

@@ -80,14 +80,20 @@ Value avg_pool(LowerCtx& c) {
   auto k = pair(c.ints(1, "kernel_size"), {});
   auto s = pair(c.ints(2, "stride", {}), k);
   auto p = pair(c.ints(3, "padding", {0}), {0, 0});
-  RLX_CHECK(!c.has(6, "divisor_override"), "avg_pool2d divisor_override is not supported");
-  return Value::tensor(
-      c.b.op(Op::AvgPool2d, {x},
-             {{"kernel", k},
-              {"stride", s},
-              {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
-              {"ceil_mode", int64_t(c.flag(4, "ceil_mode", false))},
-              {"count_include_pad", int64_t(c.flag(5, "count_include_pad", true))}}));
+  bool ceil = c.flag(4, "ceil_mode", false), include_pad = c.flag(5, "count_include_pad", true);
+  // divisor_override: window sum / divisor. Without ceil_mode every window
+  // with count_include_pad divides by k0*k1, so rescale that average.
+  int64_t divisor = c.i(6, "divisor_override", 0);
+  RLX_CHECK(divisor == 0 || !ceil, "avg_pool2d divisor_override with ceil_mode is not supported");
+  NodeId y = c.b.op(Op::AvgPool2d, {x},
+                    {{"kernel", k},
+                     {"stride", s},
+                     {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
+                     {"ceil_mode", int64_t(ceil)},
+                     {"count_include_pad", int64_t(include_pad || divisor != 0)}});
+  if (divisor != 0)
+    y = c.b.mul(y, c.scalar(double(k[0] * k[1]) / double(divisor), c.shape(x).dtype));
+  return Value::tensor(y);
 }
 
 // layer_norm(x, normalized_shape, weight, bias, eps)
@@ -162,7 +168,19 @@ Value sdpa(LowerCtx& c) {
   Attrs a{{"mask", std::string(causal ? "causal" : "none")}};
   if (c.has(6, "scale")) a.set("scale", c.f(6, "scale"));
   std::vector<NodeId> in{as_bhsd(c, q), as_bhsd(c, k), as_bhsd(c, v)};
-  if (c.has(3, "attn_mask")) {
+  bool known = c.shape(q).is_static() && c.shape(k).is_static();
+  int64_t L = known ? c.dims(q).end()[-2] : 0, S = known ? c.dims(k).end()[-2] : 0;
+  if (causal && L != S) {
+    // PyTorch's is_causal is tril(ones(L, S)), aligned top-left; the
+    // attention op's causal mask is aligned bottom-right (KV caches): pass
+    // PyTorch's mask as a bias instead.
+    DType t = c.shape(q).dtype;
+    Tensor bias({L, S}, DType::F32);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < S; ++j) bias.data<float>()[i * S + j] = j <= i ? 0.f : -INFINITY;
+    in.push_back(c.b.constant(bias.to(t)));
+    a.set("mask", std::string("bias"));
+  } else if (c.has(3, "attn_mask")) {
     RLX_CHECK(!causal, "attn_mask together with is_causal is not supported");
     NodeId m = c.tensor(3, "attn_mask");
     DType t = c.shape(q).dtype;
@@ -204,11 +222,24 @@ Value upsample(LowerCtx& c, const std::string& mode, bool has_align, bool antial
   const Dims& o = c.out().shape;
   RLX_CHECK(o.size() == 4, "only 2-d upsampling (NCHW) is supported");
   bool align = has_align && c.flag(2, "align_corners", false);
-  return Value::tensor(c.b.op(Op::Resize, {x},
-                              {{"size", std::vector<int64_t>{o[2], o[3]}},
-                               {"mode", mode},
-                               {"align_corners", int64_t(align)},
-                               {"antialias", int64_t(antialias)}}));
+  Attrs a{{"size", std::vector<int64_t>{o[2], o[3]}},
+          {"mode", mode},
+          {"align_corners", int64_t(align)},
+          {"antialias", int64_t(antialias)}};
+  // PyTorch maps coordinates with the given scale factors, not out/in:
+  // .vec overloads take scale_factors: [h, w]; the others scales_h, scales_w.
+  size_t pos = has_align ? 3 : 2;
+  std::vector<double> scales;
+  if (const Value* v = c.arg(pos, "scale_factors"); v && v->kind == Value::List) {
+    for (const Value& e : v->items) scales.push_back(e.number());
+  } else if (c.has(pos, "scales_h") || c.has(pos + 1, "scales_w")) {
+    scales = {c.f(pos, "scales_h", 0), c.f(pos + 1, "scales_w", 0)};
+  }
+  if (!scales.empty()) {
+    RLX_CHECK(scales.size() == 2, "expected 2 scale factors, got ", scales.size());
+    a.set("scales", scales);
+  }
+  return Value::tensor(c.b.op(Op::Resize, {x}, a));
 }
 
 }  // namespace
@@ -217,6 +248,7 @@ void register_nn(Registry& r) {
   r.add("aten.mm", [](LowerCtx& c) { return Value::tensor(c.b.matmul(c.tensor(0), c.tensor(1))); });
   r.alias("aten.bmm", "aten.mm");
   r.alias("aten.matmul", "aten.mm");
+  r.alias("aten.mv", "aten.mm");  // MatMul treats a 1-d operand like NumPy
   r.add("aten.addmm", addmm);
   r.add("aten.baddbmm", addmm);
   r.add("aten.linear", [](LowerCtx& c) {

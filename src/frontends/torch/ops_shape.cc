@@ -2,6 +2,8 @@
 // splits, padding, repeat/roll/flip and pixel (un)shuffle.
 #include <numeric>
 
+#include <algorithm>
+
 #include "frontends/torch/lowering.h"
 #include "rlx/error.h"
 
@@ -20,6 +22,22 @@ Value to_out_shape(LowerCtx& c) {
 NodeId slice(LowerCtx& c, NodeId x, int ax, int64_t start, int64_t end, int64_t step = 1) {
   return c.b.op(Op::Slice, {x},
                 {{"axis", int64_t(ax)}, {"start", start}, {"end", end}, {"step", step}});
+}
+
+// x with x[ax, start:end] replaced by src, as cat(before, src, after).
+NodeId scatter_range(LowerCtx& c, NodeId x, NodeId src, int ax, int64_t start, int64_t end) {
+  src = c.cast(src, c.shape(x).dtype);
+  int64_t len = c.dims(x)[size_t(ax)];
+  auto clampi = [len](int64_t v) { return std::clamp(v < 0 ? v + len : v, int64_t(0), len); };
+  start = clampi(start);
+  end = std::max(clampi(end), start);
+  RLX_CHECK(c.dims(src)[size_t(ax)] == end - start, "scatter: src ", c.shape(src).str(),
+            " does not fit the range [", start, ", ", end, ") of axis ", ax);
+  std::vector<NodeId> parts;
+  if (start > 0) parts.push_back(slice(c, x, ax, 0, start));
+  parts.push_back(src);
+  if (end < len) parts.push_back(slice(c, x, ax, end, len));
+  return parts.size() == 1 ? parts[0] : c.b.concat(parts, ax);
 }
 
 Value tuple(std::vector<NodeId> ids) {
@@ -201,6 +219,26 @@ void register_shape_ops(Registry& r) {
     NodeId x = c.tensor(0, "self");
     return Value::tensor(slice(c, x, axis(c, x, c.i(1, "dim", 0)), c.i(2, "start", 0),
                                c.i(3, "end", INT64_MAX), c.i(4, "step", 1)));
+  });
+  // slice_scatter(self, src, dim, start, end, step): self with the slice
+  // replaced by src; unit steps only. select_scatter(self, src, dim, index)
+  // is the one-element slice with src unsqueezed.
+  r.add("aten.slice_scatter", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    int ax = axis(c, x, c.i(2, "dim", 0));
+    RLX_CHECK(c.i(5, "step", 1) == 1, "slice_scatter with a step other than 1 is not supported");
+    return Value::tensor(
+        scatter_range(c, x, c.tensor(1, "src"), ax, c.i(3, "start", 0), c.i(4, "end", INT64_MAX)));
+  });
+  r.add("aten.select_scatter", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self"), src = c.tensor(1, "src");
+    int ax = axis(c, x, c.i(2, "dim"));
+    int64_t len = c.dims(x)[size_t(ax)], idx = c.i(3, "index");
+    RLX_CHECK(idx >= -len && idx < len, "select_scatter index ", idx, " out of range for ", len);
+    if (idx < 0) idx += len;
+    Dims d = c.dims(src);
+    d.insert(d.begin() + ax, 1);
+    return Value::tensor(scatter_range(c, x, c.b.reshape(src, d), ax, idx, idx + 1));
   });
   r.add("aten.narrow", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");

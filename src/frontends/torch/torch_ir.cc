@@ -1,5 +1,8 @@
 #include "frontends/torch/torch_ir.h"
 
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "rlx/error.h"
@@ -24,9 +27,15 @@ Arg parse_arg(const json& j) {
     // inf/nan arrive as strings or as large numbers depending on the writer.
     if (v.is_string()) {
       std::string s = v.get<std::string>();
-      a.f = s == "inf" || s == "Infinity"     ? INFINITY
-            : s == "-inf" || s == "-Infinity" ? -INFINITY
-                                              : NAN;
+      if (s == "inf" || s == "Infinity") {
+        a.f = INFINITY;
+      } else if (s == "-inf" || s == "-Infinity") {
+        a.f = -INFINITY;
+      } else {
+        RLX_CHECK(s == "nan" || s == "NaN", "a float Arg string must be nan, inf or -inf, got '", s,
+                  "'");
+        a.f = NAN;
+      }
     } else {
       a.f = v.get<double>();
     }
@@ -91,10 +100,54 @@ TensorMeta parse_meta(const std::string& source, const Dims& shape, const std::s
   return m;
 }
 
+namespace {
+
+// The exporter writes +-inf as 1e999 / -1e999 (valid JSON), which nlohmann
+// rejects as "number overflow": rewrite every number literal outside strings
+// that overflows a double into the strings "inf" / "-inf", which float Args
+// accept.
+std::string quote_overflowing_numbers(const std::string& text) {
+  std::string out;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size();) {
+    char ch = text[i];
+    if (in_string) {
+      out += ch;
+      if (ch == '\\' && i + 1 < text.size())
+        out += text[++i];
+      else if (ch == '"')
+        in_string = false;
+      ++i;
+    } else if (ch == '"') {
+      in_string = true;
+      out += ch;
+      ++i;
+    } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+      size_t j = i + 1;
+      while (j < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.' ||
+              text[j] == 'e' || text[j] == 'E' || text[j] == '+' || text[j] == '-'))
+        ++j;
+      std::string tok = text.substr(i, j - i);
+      bool exp = tok.find_first_of("eE") != std::string::npos;
+      double v = exp ? std::strtod(tok.c_str(), nullptr) : 0;
+      out += exp && std::isinf(v) ? (v > 0 ? "\"inf\"" : "\"-inf\"") : tok;
+      i = j;
+    } else {
+      out += ch;
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Document parse(const std::string& text, const std::string& source) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = json::parse(
+        text.find_first_of("eE") == std::string::npos ? text : quote_overflowing_numbers(text));
   } catch (const json::exception& e) {
     throw make_error(source, ": invalid JSON: ", e.what());
   }
@@ -139,8 +192,9 @@ Document parse(const std::string& text, const std::string& source) {
       n.id = j.at("id").get<std::string>();
       n.op = j.at("op").get<std::string>();
       for (const auto& a : j.value("args", json::array())) n.args.push_back(parse_arg(a));
-      for (const auto& [k, v] : j.value("kwargs", json::object()).items())
-        n.kwargs.emplace(k, parse_arg(v));
+      // Bind the kwargs object first: items() of a temporary dangles.
+      const json kwargs = j.value("kwargs", json::object());
+      for (const auto& [k, v] : kwargs.items()) n.kwargs.emplace(k, parse_arg(v));
       n.out = parse_out(j.value("out", json()), source);
       d.nodes.push_back(std::move(n));
     }

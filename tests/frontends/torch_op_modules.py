@@ -1,0 +1,359 @@
+"""One small nn.Module per aten op family for tests/frontends/torch_ops_test.cc.
+
+`python3 torch_op_modules.py OUTDIR` exports every case at every decomposition
+level into OUTDIR/<case>@<level> (a level whose op list equals an earlier
+level's is skipped) and writes OUTDIR/manifest.json:
+[{"name", "family", "level", "dir", "ops"}] or {"name", "error"}.
+"""
+import json
+import os
+import shutil
+import sys
+import traceback
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+import rlx_torch  # noqa: E402
+
+
+class Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+CASES = []  # (name, family, module factory, inputs factory)
+
+
+def case(name, family, fn, *inputs):
+    mod = fn if isinstance(fn, nn.Module) else Fn(fn)
+    CASES.append((name, family, mod, inputs))
+
+
+def r(*s):
+    return torch.randn(*s)
+
+
+def pos(*s):
+    return torch.rand(*s) + 0.1
+
+
+def ri(lo, hi, *s):
+    return torch.randint(lo, hi, s)
+
+
+torch.manual_seed(0)
+
+# ---- shape / movement
+x234 = r(2, 3, 4)
+case("view", "shape", lambda x: (x.view(4, 6), x.view(-1), x.view(2, 12)), x234)
+case("reshape_noncontig", "shape", lambda x: x.transpose(0, 2).reshape(6, 4), x234)
+case("reshape", "shape", lambda x: (x.reshape(3, 8), torch.reshape(x, (-1, 2))), x234)
+case("flatten", "shape", lambda x: (x.flatten(1), torch.flatten(x, 0, 1), x.flatten()), x234)
+case("unsqueeze_squeeze", "shape",
+     lambda x: (x.unsqueeze(-1), x.unsqueeze(0), x.unsqueeze(1).squeeze(1),
+                x[:, :1].squeeze(), x[:1].squeeze(0), x.squeeze(-1)), x234)
+case("permute_transpose", "shape",
+     lambda x, m: (x.permute(2, 0, 1), x.transpose(-1, -2), m.t(), x.permute(0, 2, 1) + 1), x234,
+     r(3, 5))
+case("expand", "shape", lambda x, y: (x.expand(3, 4, 5), y.expand(2, -1, 4) * 2, x.expand_as(
+    torch.zeros(2, 3, 4, 5))), r(4, 1), r(1, 3, 4))
+case("slice", "shape",
+     lambda x: (x[:, 1:], x[..., ::2], x[:, -2:, 1:3], x[1:, :, :-1], x[:, 0:100], x.narrow(2, 1, 2)),
+     x234)
+case("cat_stack", "shape",
+     lambda a, b: (torch.cat([a, b], 0), torch.cat([a, b, a], -1), torch.stack([a, b], 1),
+                   torch.stack([a, b], -1), torch.stack([a, b])), r(2, 3), r(2, 3))
+case("clone_contiguous_detach", "shape",
+     lambda x: (x.t().contiguous() + 1, x.clone() * 2, x.detach() - 1), r(3, 4))
+case("select", "shape", lambda x: (x[1], x[:, -1], x[..., 2], x.select(1, 0)), x234)
+case("split", "shape",
+     lambda x: (*torch.split(x, [1, 3, 2], dim=1), *torch.split(x, 4, dim=-1),
+                *x.chunk(3, 0), *x.unbind(1)), r(3, 6, 7))
+case("repeat_roll_flip", "shape",
+     lambda x: (x.repeat(2, 1, 3), x.repeat(2, 1, 1, 1), torch.roll(x, 1, 0), torch.roll(x, (2, -1), (1, 2)),
+                torch.roll(x, 3), torch.flip(x, [0, 2]), x.flip(-1)), x234)
+case("pad", "shape",
+     lambda x: (F.pad(x, (1, 2)), F.pad(x, (0, 1, 2, 0), value=-1.5), F.pad(x, (1, 1, 1, 1, 1, 1))),
+     x234)
+case("pad_modes", "shape",
+     lambda x, y: (F.pad(x, (1, 2), mode="reflect"), F.pad(x, (2, 1), mode="replicate"), F.pad(y, (1, 2, 2, 1), mode="reflect"),
+                   F.pad(y, (1, 0, 0, 3), mode="replicate"), F.pad(y, (1, 1, 1, 1), mode="circular")), x234, r(1, 2, 4, 5))
+case("scatter", "indexing",
+     lambda x, idx, src: (x.scatter(1, idx, src), x.scatter(0, idx[:1] % 3, 2.5)), r(3, 5), torch.tensor([[0, 2, 4], [1, 3, 0], [4, 4, 4]]),
+     r(3, 3))
+case("pixel_shuffle", "shape",
+     lambda x: (F.pixel_shuffle(x, 2), F.pixel_unshuffle(F.pixel_shuffle(x, 2), 2)), r(1, 8, 3, 5))
+case("tril_triu", "shape",
+     lambda x: (x.tril(), x.triu(), x.tril(-1), x.triu(2), torch.tril(x[0], 1)), r(2, 4, 5))
+
+# ---- creation
+case("full_ones_zeros", "creation",
+     lambda x: (x + torch.full((3, 4), 2.5), torch.full_like(x, 7), torch.zeros(3, 4) + x,
+                torch.zeros_like(x), x.new_zeros(2, 2), torch.ones(4) * x, torch.ones_like(x, dtype=torch.int64),
+                x.new_ones(3), torch.scalar_tensor(3.0) + x, torch.full((2,), 3, dtype=torch.int32)),
+     r(3, 4))
+case("empty", "creation",
+     lambda x: (torch.empty(3, 4).fill_(1.5) + x, torch.empty_like(x).zero_(), x.new_empty(2, 3).fill_(2)),
+     r(3, 4))
+case("arange", "creation",
+     lambda x: (torch.arange(5) + x, torch.arange(1, 10, 2), torch.arange(0, 1, 0.125),
+                torch.arange(5, dtype=torch.float32) * x, torch.arange(10, 0, -3)), ri(0, 5, 5))
+case("to_copy", "creation",
+     lambda x, i: (x.to(torch.float64), x.int(), x.to(torch.bool), i.float(), i.to(torch.int32), x > 0,
+                   (x > 0).to(torch.float32), x.long()), r(3, 4) * 3, ri(-5, 5, 3, 4))
+case("dropout_eval", "creation",
+     nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.ReLU(), nn.Dropout2d(0.3)), r(2, 4))
+
+# ---- elementwise unary
+xs = r(4, 5) * 3
+UNARY = {
+    "relu": torch.relu, "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "exp": torch.exp,
+    "neg": torch.neg, "abs": torch.abs, "sin": torch.sin, "cos": torch.cos, "erf": torch.erf,
+    "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "sign": torch.sign,
+    "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "leaky_relu": F.leaky_relu, "leaky_relu_0.2": lambda x: F.leaky_relu(x, 0.2),
+    "leaky_relu_neg": lambda x: F.leaky_relu(x, -0.5), "hardtanh": F.hardtanh,
+    "hardtanh_args": lambda x: F.hardtanh(x, -2.0, 0.5), "relu6": F.relu6,
+    "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish, "elu": F.elu,
+    "elu_alpha": lambda x: F.elu(x, 0.5), "selu": F.selu, "celu": lambda x: F.celu(x, 2.0),
+    "softplus": F.softplus, "softplus_beta": lambda x: F.softplus(x, 2.0, 1.0), "mish": F.mish,
+}
+for n, f in UNARY.items():
+    case("unary_" + n, "unary", f, xs)
+case("unary_round_half", "unary", torch.round, torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49]))
+POSITIVE = {"log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal}
+for n, f in POSITIVE.items():
+    case("unary_" + n, "unary", f, pos(4, 5) * 3)
+case("unary_int", "unary", lambda i: (i.abs(), -i, i.sign(), i.float().exp(), torch.sqrt(i.abs())),
+     ri(-5, 5, 6))
+
+# ---- elementwise binary
+a, b = r(3, 4), r(3, 4)
+case("add_sub_mul", "binary",
+     lambda a, b, c: (a + b, a - b, a * b, a + c, c - a, torch.add(a, b, alpha=2), torch.sub(a, b, alpha=0.5),
+                      a + 2.5, a * 3, a - 1, 2 - a, torch.rsub(a, b), torch.rsub(a, 2.0, alpha=3)),
+     a, b, r(4))
+case("div", "binary",
+     lambda a, b: (a / b, a / 4, torch.div(a, b, rounding_mode="floor"), torch.div(a, b, rounding_mode="trunc"),
+                   torch.div(a, 0.7, rounding_mode="floor"), 1 / a), a * 5, b + 2.0)
+case("pow", "binary",
+     lambda a, p: (a ** 2, a ** 3, p ** 0.5, p ** -1.5, 2 ** a, p ** a, torch.pow(p, 1.7)), a, pos(3, 4))
+case("clamp", "binary",
+     lambda a, lo, hi: (a.clamp(-0.5, 0.5), a.clamp(min=0.1), a.clamp(max=-0.1), torch.clamp_min(a, 0.2),
+                        torch.clamp_max(a, 0.3), a.clamp(lo, hi), torch.clamp(a, min=lo), a.clip(-1, 1)),
+     a * 2, -pos(3, 4), pos(4))
+case("compare", "binary",
+     lambda a, b: (a < b, a <= b, a > b, a >= b, a == b, a != b, a < 0, a >= 0.5, a == a, a != 1),
+     a, torch.where(torch.rand(3, 4) > 0.5, a, b))
+case("logical", "binary",
+     lambda m, n, i: (m & n, m | n, ~m, torch.logical_and(m, n), torch.logical_or(m, n), torch.logical_not(m),
+                      torch.logical_not(i), ~i, torch.logical_and(i, m)),
+     torch.rand(3, 4) > 0.5, torch.rand(3, 4) > 0.5, ri(-3, 3, 3, 4))
+case("where_masked_fill", "binary",
+     lambda a, b, m: (torch.where(m, a, b), torch.where(m, a, 0.0), torch.where(a > 0, 1.0, -1.0),
+                      a.masked_fill(m, -1e9), a.masked_fill(~m, float("-inf")), a.masked_fill(m[0], 3)),
+     a, b, torch.rand(3, 4) > 0.5)
+case("bitwise_bool", "binary", lambda m, n: (m ^ n, torch.bitwise_and(m, n), m | n), torch.rand(3, 4) > 0.5,
+     torch.rand(3, 4) > 0.5)
+case("fill", "creation", lambda x, v: (x.clone().fill_(v), torch.zeros_like(x).fill_(2), x.clone().zero_()),
+     r(3, 4), torch.tensor(1.5))
+case("minmax_mod", "binary",
+     lambda a, b: (torch.maximum(a, b), torch.minimum(a, b), torch.remainder(a, 0.7), torch.fmod(a, 0.7),
+                   a % b), a * 3, b.abs() + 0.5)
+
+# ---- type promotion
+case("promote", "promotion",
+     lambda i, j, f, m, h: (i + 1.5, i * 2, i * f, i / j, i // j, torch.div(i, j, rounding_mode="trunc"),
+                            torch.div(i, j, rounding_mode="floor"), i % j, i - j, m * f, m + m, m + 1,
+                            f + m, i * 0.5, h + i, h * 2.5, f.double() + f, i.int() + i, i.int() * 1.5,
+                            (i > 0) * i, i.float() / 3, i + torch.tensor(2.5), f + torch.tensor(2, dtype=torch.int64)),
+     ri(-9, 9, 3, 4), ri(1, 5, 3, 4) * torch.where(torch.rand(3, 4) > 0.5, 1, -1), r(3, 4), torch.rand(3, 4) > 0.5,
+     r(3, 4).double())
+
+# f16/bf16: PyTorch computes in f32 and rounds per op, as rlx does.
+case("half", "half",
+     lambda h, b, f: (h * 2, h + f, h.float() * f, (h + h).sum(-1), b * 3, b + f, h.to(torch.bfloat16), f.half(),
+                      torch.relu(b), b.exp(), b.neg()),
+     r(3, 4).half(), r(3, 4).bfloat16(), r(3, 4))
+case("empty_tensors", "shape",
+     lambda x, e: (x[:, 0:0], torch.cat([x, e], 1), e.sum(1), e * 2, x[2:2].flatten(), e.transpose(0, 1)),
+     r(3, 4), r(3, 0))
+
+# ---- matmul
+case("mm_bmm_matmul", "matmul",
+     lambda a, b, c, d, v: (a @ b, torch.mm(a, b), torch.bmm(c, d), c @ b, v @ b, a @ v[:4].unsqueeze(1).squeeze(1)[:4],
+                            torch.matmul(c.unsqueeze(0).expand(2, 2, 3, 4), d), c @ v[:4]),
+     r(3, 4), r(4, 5), r(2, 3, 4), r(2, 4, 5), r(4))
+case("addmm_baddbmm", "matmul",
+     lambda bias, a, b, c, d, e: (torch.addmm(bias, a, b), torch.addmm(bias, a, b, beta=0.5, alpha=2),
+                                  torch.baddbmm(e, c, d), torch.baddbmm(e, c, d, beta=0.3, alpha=-1)),
+     r(5), r(3, 4), r(4, 5), r(2, 3, 4), r(2, 4, 5), r(2, 3, 5))
+case("linear", "matmul", nn.Sequential(nn.Linear(6, 5), nn.Linear(5, 3, bias=False)), r(2, 7, 6))
+case("linear_1d", "matmul", nn.Linear(6, 5), r(6))
+
+# ---- reductions
+case("sum_mean", "reduce",
+     lambda x, i: (x.sum(), x.sum(1), x.sum((0, 2), keepdim=True), x.mean(), x.mean(-1), x.mean((1, 2), keepdim=True),
+                   i.sum(), i.sum(0), x.sum(1, dtype=torch.float64), (x > 0).sum(-1)),
+     r(3, 4, 5), ri(-5, 5, 3, 4))
+case("amax_amin", "reduce",
+     lambda x: (x.amax(1), x.amin(-1, keepdim=True), x.amax((0, 2)), x.max(), x.min(), x.max(1)[0],
+                x.min(1, keepdim=True)[1], x.argmax(2), x.argmin()), r(3, 4, 5))
+case("var_std", "reduce",
+     lambda x: (x.var(), x.var(1), x.var(1, unbiased=False), x.var((0, 2), keepdim=True), x.std(), x.std(-1),
+                *torch.var_mean(x, 1), *torch.var_mean(x, (0, 1), unbiased=False), *torch.std_mean(x, 2)),
+     r(3, 4, 5))
+case("cumsum_topk", "reduce",
+     lambda x, i: (x.cumsum(1), x.cumsum(-1), i.cumsum(0), *x.topk(3), *x.topk(2, dim=1, largest=False),
+                   x.topk(2, 0)[0]), r(3, 6), ri(-5, 5, 4, 2))
+case("softmax", "reduce",
+     lambda x: (x.softmax(-1), F.softmax(x, 1), x.log_softmax(-1), F.log_softmax(x, 0),
+                torch.softmax(x, -1, dtype=torch.float64)), r(2, 5, 7) * 4)
+case("logsumexp_prod", "reduce", lambda x: (x.logsumexp(-1), x.prod(1)), r(3, 4))
+
+# ---- norms / nn
+case("layer_norm", "norm", nn.LayerNorm(8), r(2, 3, 8))
+case("layer_norm_2d", "norm", nn.LayerNorm([4, 5], eps=1e-3), r(2, 3, 4, 5))
+case("layer_norm_noaffine", "norm", lambda x: F.layer_norm(x, (6,)), r(4, 6))
+case("group_norm", "norm", nn.GroupNorm(2, 6), r(2, 6, 4, 3))
+case("group_norm_1", "norm", nn.GroupNorm(1, 4, affine=False), r(3, 4, 5))
+case("embedding", "indexing", nn.Embedding(10, 4), ri(0, 10, 2, 5))
+case("embedding_pad", "indexing", nn.Embedding(10, 4, padding_idx=0), ri(0, 10, 7))
+
+# ---- indexing
+case("gather_index_select", "indexing",
+     lambda x, idx, sel: (torch.gather(x, 1, idx), torch.gather(x, -1, idx[:, :, :3]),
+                          x.index_select(2, sel), torch.index_select(x, 0, sel[:2] % 2)),
+     r(2, 4, 5), ri(0, 4, 2, 3, 5), ri(0, 5, 4))
+case("index", "indexing",
+     lambda x, i, j: (x[i], x[:, i], x[..., j], x[i, j[:2]], x[:, i, j[:2]], x[i, :, j[:2]],
+                      x[i.view(2, 1), j[:2].view(1, 2)], x[1, i], x[-1]),
+     r(3, 4, 5), torch.tensor([0, 2]), torch.tensor([3, 0, -1]))
+
+# ---- upsampling / pooling / sampling
+img = r(1, 2, 5, 6)
+case("upsample_nearest", "resample",
+     lambda x: (F.interpolate(x, scale_factor=2, mode="nearest"), F.interpolate(x, size=(7, 9), mode="nearest"),
+                F.interpolate(x, size=(3, 4), mode="nearest")), img)
+case("upsample_bilinear", "resample",
+     lambda x: (F.interpolate(x, scale_factor=2, mode="bilinear"),
+                F.interpolate(x, size=(7, 9), mode="bilinear", align_corners=True),
+                F.interpolate(x, size=(3, 4), mode="bilinear")), img)
+case("upsample_bicubic", "resample",
+     lambda x: (F.interpolate(x, scale_factor=2, mode="bicubic"),
+                F.interpolate(x, size=(7, 9), mode="bicubic", align_corners=True)), img)
+case("upsample_aa", "resample",
+     lambda x: (F.interpolate(x, size=(3, 2), mode="bilinear", antialias=True),
+                F.interpolate(x, size=(8, 9), mode="bilinear", antialias=True),
+                F.interpolate(x, size=(2, 3), mode="bilinear", antialias=True, align_corners=True)), img)
+case("upsample_exact_bicubic_aa", "resample",
+     lambda x: (F.interpolate(x, size=(7, 9), mode="nearest-exact"), F.interpolate(x, scale_factor=0.5, mode="nearest-exact"),
+                F.interpolate(x, size=(3, 2), mode="bicubic", antialias=True),
+                F.interpolate(x, size=(8, 9), mode="bicubic", antialias=True)), img)
+case("grid_sample", "resample",
+     lambda x, g: (F.grid_sample(x, g, align_corners=False), F.grid_sample(x, g, align_corners=True),
+                   F.grid_sample(x, g, mode="nearest", align_corners=False),
+                   F.grid_sample(x, g, padding_mode="border", align_corners=False)),
+     img, torch.rand(1, 3, 4, 2) * 2.4 - 1.2)
+case("max_pool", "pool",
+     lambda x: (F.max_pool2d(x, 2), F.max_pool2d(x, 3, 2, 1), F.max_pool2d(x, 2, ceil_mode=True),
+                F.max_pool2d(x, (2, 3), (1, 2), (1, 1), ceil_mode=True)), r(1, 2, 7, 6))
+case("avg_pool", "pool",
+     lambda x: (F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+                F.avg_pool2d(x, 2, ceil_mode=True), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                F.avg_pool2d(x, 3, 2, 1, ceil_mode=True)), r(1, 2, 7, 6))
+case("adaptive_avg_pool", "pool",
+     lambda x: (F.adaptive_avg_pool2d(x, 1), F.adaptive_avg_pool2d(x, (3, 2)), F.adaptive_avg_pool2d(x, (4, 4))),
+     r(1, 2, 7, 6))
+
+
+# ---- argument corners likely to be dropped by a lowering
+case("round_decimals", "unary", lambda x: (torch.round(x, decimals=2), torch.round(x * 100, decimals=-1)), r(4, 5) * 3)
+case("logical_float", "binary", lambda x, i: (torch.logical_not(x), torch.logical_and(x, i), torch.logical_or(i, x)),
+     torch.tensor([0.0, 1.5, -2.0, 0.0]), torch.tensor([0, 0, 3, 1]))
+case("int_arith", "promotion",
+     lambda i, j: (i // 2, torch.div(i, 3, rounding_mode="floor"), torch.div(i, 3, rounding_mode="trunc"), i % 3,
+                   torch.fmod(i, 3), i ** 2, 2 ** j.abs(), i.clamp(-2, 3), i.clamp(min=0.5), i / 2, i * True,
+                   torch.where(i > 0, i, 0.5), torch.cat([i.float(), j.double()]), torch.cat([i, j.int()])),
+     ri(-9, 9, 8), ri(-3, 3, 8))
+case("cumsum_mean_dtype", "reduce",
+     lambda x, m: (x.cumsum(0, dtype=torch.float64), m.cumsum(-1), x.mean(1, dtype=torch.float64), m.sum(0, keepdim=True),
+                   x.std(1, unbiased=False), x.var(0, correction=0) if hasattr(torch, "correction") else x.var(0)),
+     r(4, 5), torch.rand(4, 5) > 0.5)
+case("pool_args", "pool",
+     lambda x: (F.avg_pool2d(x, 2, divisor_override=3), F.max_pool2d(x, 3, 1, 1, dilation=2),
+                F.avg_pool2d(x, (3, 2), (2, 1), (1, 0)), F.max_pool2d(x, 2, 3)), r(1, 2, 7, 6))
+case("interp_scale", "resample",
+     lambda x: (F.interpolate(x, scale_factor=1.7, mode="nearest"), F.interpolate(x, scale_factor=1.7, mode="bilinear"),
+                F.interpolate(x, scale_factor=0.6, mode="bilinear"), F.interpolate(x, scale_factor=(1.5, 0.7), mode="bicubic"),
+                F.interpolate(x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True),
+                F.interpolate(x, scale_factor=0.5, mode="nearest")), img)
+case("layer_norm_nobias", "norm", lambda x, w: F.layer_norm(x, (6,), w, None, 1e-6), r(4, 6), r(6))
+case("masked_fill_tensor", "binary", lambda x, m, v: (x.masked_fill(m, v), torch.where(m, v, x)), r(3, 4),
+     torch.rand(3, 4) > 0.5, torch.tensor(-3.0))
+
+
+
+def _assign(x, v):
+    y = x.clone()
+    y[:, 0] = 1.5
+    y[1:3] = v[:2]
+    y[..., -1] *= 2
+    return y
+
+
+case("inplace_assign", "shape", _assign, r(4, 3, 5), r(4, 3, 5))
+
+
+def _index_put(x, i, j, v):
+    y = x.clone()
+    y[y < 0] = 0.0
+    y[i] = v[0, 0]
+    y[i, j] = -1.0
+    pass
+    z = x.clone().index_put((i,), v[:2, :1], accumulate=True)
+    w = x.clone()
+    w[-1, -2] = 3.0
+    return y, z, w
+
+
+case("index_put", "indexing", _index_put, r(4, 3, 5), torch.tensor([0, -1]), torch.tensor([2, 1]), r(4, 3, 5))
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    only = set(sys.argv[2:])
+    manifest = []
+    for name, family, mod, inputs in CASES:
+        if only and name not in only:
+            continue
+        seen = []
+        for level in ("aten", "core", "high"):
+            d = os.path.join(out, f"{name}@{level}")
+            try:
+                rlx_torch.export(mod, inputs, d, decomposition=level, name=name)
+                with open(os.path.join(d, "torch-ir.json")) as f:
+                    ops = [n["op"] for n in json.load(f)["nodes"]]
+            except Exception:  # noqa: BLE001
+                manifest.append({"name": f"{name}@{level}", "family": family,
+                                 "error": traceback.format_exc()[-2000:]})
+                continue
+            if sorted(ops) in seen:
+                shutil.rmtree(d)
+                continue
+            seen.append(sorted(ops))
+            manifest.append({"name": f"{name}@{level}", "family": family, "level": level, "dir": d,
+                             "ops": sorted(set(ops))})
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
