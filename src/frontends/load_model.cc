@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "frontends/torch/import.h"
 #include "rlx/error.h"
 #include "rlx/model.h"
 
@@ -41,15 +42,16 @@ Model load_model(const std::string& path) {
   RLX_CHECK(fs::exists(p), path, ": no such file or directory");
   if (fs::is_directory(p)) {
     if (fs::exists(p / kGraphFile)) return load_rlx_graph(p / kGraphFile);
-    if (fs::exists(p / "torch-ir.json"))
-      throw make_error(path, ": PyTorch exports (torch-ir.json) are not supported yet");
-    throw make_error(path, ": directory has no ", kGraphFile);
+    if (fs::exists(p / "torch-ir.json")) return import_torch_export(path);
+    throw make_error(path, ": directory has neither ", kGraphFile, " nor torch-ir.json");
   }
   std::string head = sniff(p);
   if (head.rfind("GGUF", 0) == 0) throw make_error(path, ": GGUF models are not supported yet");
   if (head.find('{') != std::string::npos) return load_rlx_graph(p);
-  throw make_error(path, ": unrecognized model format (expected an rlx graph JSON or a directory "
-                         "holding ", kGraphFile, ")");
+  throw make_error(path,
+                   ": unrecognized model format (expected an rlx graph JSON or a directory "
+                   "holding ",
+                   kGraphFile, ")");
 }
 
 void save_model(const std::string& dir, const Graph& g, const TensorMap& weights) {

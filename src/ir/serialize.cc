@@ -86,7 +86,8 @@ json attr_json(const AttrValue& v) {
 
 AttrValue attr_from(const json& j) {
   RLX_CHECK(j.is_object() && j.size() == 1, "attribute must be a one-key object");
-  const auto& [k, v] = *j.items().begin();
+  const std::string k = j.begin().key();
+  const auto& v = j.begin().value();
   if (k == "i") return v.get<int64_t>();
   if (k == "f") return v.get<double>();
   if (k == "s") return v.get<std::string>();

@@ -282,11 +282,32 @@ Shape infer_gather(const Node& n, const In& in) {
   return Shape(out, in[0]->dtype);
 }
 
+// For gather/scatter_elements: indices may be smaller than data in every dim
+// but `axis` (PyTorch's rule; ONNX's equal shapes are the common case).
+void check_index_dims_fit(const Shape& idx, const Shape& data, int axis, const char* what) {
+  for (int d = 0; d < data.rank(); ++d) {
+    const Dim &a = idx.dims[size_t(d)], &b = data.dims[size_t(d)];
+    RLX_CHECK(d == axis || !a.is_static() || !b.is_static() || a.value <= b.value, what,
+              ": indices ", idx.str(), " exceed data ", data.str(), " in dim ", d);
+  }
+}
+
+bool dims_compatible(const Dim& a, const Dim& b) {
+  return !a.is_static() || !b.is_static() || a.value == b.value;
+}
+
+void check_reduction(const Node& n, const char* what) {
+  std::string r = n.attrs.s("reduction", "none");
+  RLX_CHECK(r == "none" || r == "add" || r == "mul" || r == "max" || r == "min", what,
+            ": unknown reduction '", r, "' (none, add, mul, max, min)");
+}
+
 Shape infer_gather_elements(const Node& n, const In& in) {
   check_index_dtype(*in[1], "gather_elements");
   RLX_CHECK(in[0]->rank() == in[1]->rank(), "gather_elements: rank of indices ", in[1]->str(),
             " differs from data ", in[0]->str());
-  normalize_axis(n.attrs.i("axis"), in[0]->rank());
+  int ax = normalize_axis(n.attrs.i("axis"), in[0]->rank());
+  check_index_dims_fit(*in[1], *in[0], ax, "gather_elements");
   return Shape(in[1]->dims, in[0]->dtype);
 }
 
@@ -297,11 +318,52 @@ Shape infer_gather_nd(const Node& n, const In& in) {
   int64_t b = n.attrs.i("batch_dims", 0);
   RLX_CHECK(!id.empty() && id.back().is_static(), "gather_nd: indices need a static last dim");
   int64_t k = id.back().value;
-  RLX_CHECK(b >= 0 && b + k <= int64_t(d.size()) && b < int64_t(id.size()),
-            "gather_nd: index depth ", k, " with batch_dims ", b, " exceeds data ", in[0]->str());
+  RLX_CHECK(b >= 0 && k >= 1 && b + k <= int64_t(d.size()) && b < int64_t(id.size()),
+            "gather_nd: index depth ", k, " with batch_dims ", b, " does not fit data ",
+            in[0]->str(), " and indices ", in[1]->str());
+  for (int64_t i = 0; i < b; ++i)
+    RLX_CHECK(dims_compatible(d[size_t(i)], id[size_t(i)]), "gather_nd: batch dim ", i,
+              " differs: data ", in[0]->str(), ", indices ", in[1]->str());
   std::vector<Dim> out(id.begin(), id.end() - 1);
   out.insert(out.end(), d.begin() + b + k, d.end());
   return Shape(out, in[0]->dtype);
+}
+
+Shape infer_scatter_elements(const Node& n, const In& in) {
+  const Shape &d = *in[0], &idx = *in[1], &u = *in[2];
+  check_index_dtype(idx, "scatter_elements");
+  same_dtype(d, u);
+  RLX_CHECK(d.rank() >= 1 && idx.rank() == d.rank() && u.rank() == d.rank(),
+            "scatter_elements: data, indices and updates need one rank >= 1, got ", d.str(), ", ",
+            idx.str(), ", ", u.str());
+  int ax = normalize_axis(n.attrs.i("axis", 0), d.rank());
+  for (int i = 0; i < d.rank(); ++i)
+    RLX_CHECK(dims_compatible(idx.dims[size_t(i)], u.dims[size_t(i)]),
+              "scatter_elements: updates ", u.str(), " must match indices ", idx.str());
+  check_index_dims_fit(idx, d, ax, "scatter_elements");
+  check_reduction(n, "scatter_elements");
+  return d;
+}
+
+// ONNX ScatterND: indices [..., k] with 1 <= k <= rank(data), updates of
+// shape indices.shape[:-1] + data.shape[k:].
+Shape infer_scatter_nd(const Node& n, const In& in) {
+  const Shape &d = *in[0], &idx = *in[1], &u = *in[2];
+  check_index_dtype(idx, "scatter_nd");
+  same_dtype(d, u);
+  RLX_CHECK(idx.rank() >= 1 && idx.dims.back().is_static(),
+            "scatter_nd: indices need rank >= 1 and a static last dim, got ", idx.str());
+  int64_t k = idx.dims.back().value;
+  RLX_CHECK(k >= 1 && k <= d.rank(), "scatter_nd: index depth ", k, " does not fit data ",
+            d.str());
+  std::vector<Dim> want(idx.dims.begin(), idx.dims.end() - 1);
+  want.insert(want.end(), d.dims.begin() + k, d.dims.end());
+  bool ok = u.dims.size() == want.size();
+  for (size_t i = 0; ok && i < want.size(); ++i) ok = dims_compatible(u.dims[i], want[i]);
+  RLX_CHECK(ok, "scatter_nd: updates ", u.str(), " should have dims indices[:-1] + data[", k,
+            ":] for data ", d.str(), " and indices ", idx.str());
+  check_reduction(n, "scatter_nd");
+  return d;
 }
 
 Shape infer_topk(const Node& n, const In& in) {
@@ -313,7 +375,10 @@ Shape infer_topk(const Node& n, const In& in) {
   RLX_CHECK(k >= 0 && (!len.is_static() || k <= len.value), "topk: k=", k, " out of range for ",
             in[0]->str());
   out[size_t(ax)] = Dim(k);
-  return Shape(out, n.attrs.i("output", 0) == 1 ? DType::I64 : in[0]->dtype);
+  int64_t output = n.attrs.i("output", 0);
+  RLX_CHECK(output == 0 || output == 1, "topk: output must be 0 (values) or 1 (indices), got ",
+            output);
+  return Shape(out, output == 1 ? DType::I64 : in[0]->dtype);
 }
 
 Shape infer_one_hot(const Node& n, const In& in) {
@@ -461,6 +526,91 @@ Shape infer_adaptive_pool(const Node& n, const In& in) {
   return Shape(out, x.dtype);
 }
 
+// Checks that an optional per-feature parameter (gamma, beta, ...) has dims `want` where both are
+// static.
+void check_param_dims(const char* op, const char* what, const Shape& x, const Shape& p,
+                      const std::vector<Dim>& want) {
+  same_dtype(x, p);
+  bool ok = p.rank() == int(want.size());
+  for (size_t i = 0; ok && i < want.size(); ++i)
+    ok = !(p.dims[i].is_static() && want[i].is_static()) || p.dims[i] == want[i];
+  std::vector<Dim> w = want;
+  RLX_CHECK(ok, op, ": ", what, " ", p.str(), " does not match ", Shape(w, x.dtype).str(),
+            " required by x ", x.str());
+}
+
+void check_eps(const Node& n, const char* op) {
+  double eps = n.attrs.f("eps", 1e-5);
+  RLX_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
+}
+
+// layer_norm and rms_norm: gamma/beta have the trailing `naxes` dims of x.
+Shape infer_layer_norm(const Node& n, const In& in) {
+  const char* op = n.op == Op::RmsNorm ? "rms_norm" : "layer_norm";
+  const Shape& x = *in[0];
+  int64_t naxes = n.attrs.i("naxes", 1);
+  RLX_CHECK(naxes >= 1 && naxes <= x.rank(), op, ": naxes=", naxes, " out of range for x ", x.str());
+  std::vector<Dim> want(x.dims.end() - naxes, x.dims.end());
+  static const char* names[] = {"x", "gamma", "beta"};
+  for (size_t i = 1; i < in.size(); ++i) check_param_dims(op, names[i], x, *in[i], want);
+  check_eps(n, op);
+  return x;
+}
+
+Shape infer_group_norm(const Node& n, const In& in) {
+  const Shape& x = *in[0];
+  RLX_CHECK(x.rank() >= 2, "group_norm: x must be [N,C,...], got ", x.str());
+  int64_t g = n.attrs.i("groups");
+  RLX_CHECK(g >= 1, "group_norm: groups must be >= 1, got ", g);
+  const Dim& c = x.dims[1];
+  if (c.is_static())
+    RLX_CHECK(c.value % g == 0, "group_norm: groups=", g, " does not divide ", c.value, " channels");
+  static const char* names[] = {"x", "gamma", "beta"};
+  for (size_t i = 1; i < in.size(); ++i) check_param_dims("group_norm", names[i], x, *in[i], {c});
+  check_eps(n, "group_norm");
+  return x;
+}
+
+Shape infer_batch_norm(const Node& n, const In& in) {
+  const Shape& x = *in[0];
+  RLX_CHECK(x.rank() >= 2, "batch_norm: x must be [N,C,...], got ", x.str());
+  static const char* names[] = {"x", "mean", "var", "gamma", "beta"};
+  for (size_t i = 1; i < in.size(); ++i)
+    check_param_dims("batch_norm", names[i], x, *in[i], {x.dims[1]});
+  check_eps(n, "batch_norm");
+  return x;
+}
+
+Shape infer_layer_norm_2d(const Node& n, const In& in) {
+  const Shape& x = *in[0];
+  RLX_CHECK(x.rank() == 4, "layer_norm_2d: x must be [N,C,H,W], got ", x.str());
+  static const char* names[] = {"x", "gamma", "beta"};
+  for (size_t i = 1; i < in.size(); ++i)
+    check_param_dims("layer_norm_2d", names[i], x, *in[i], {x.dims[1]});
+  check_eps(n, "layer_norm_2d");
+  return x;
+}
+
+Shape infer_rope(const Node& n, const In& in) {
+  const Shape &x = *in[0], &pos = *in[1];
+  RLX_CHECK(x.rank() == 4, "rope: x must be [B,H,S,D], got ", x.str());
+  check_index_dtype(pos, "rope");
+  RLX_CHECK(pos.rank() == 1 && !(pos.dims[0].is_static() && x.dims[2].is_static() &&
+                                 pos.dims[0].value != x.dims[2].value),
+            "rope: positions ", pos.str(), " must be [S] for x ", x.str());
+  std::string style = n.attrs.s("style", "neox");
+  RLX_CHECK(style == "neox" || style == "interleaved", "rope: unknown style '", style, "'");
+  const Dim& d = x.dims[3];
+  if (n.attrs.has("rotary_dims") || d.is_static()) {
+    int64_t rd = n.attrs.i("rotary_dims", d.value);
+    RLX_CHECK(rd >= 0 && rd % 2 == 0 && (!d.is_static() || rd <= d.value), "rope: rotary_dims=", rd,
+              " must be even and at most D of x ", x.str());
+    if (in.size() == 3) check_param_dims("rope", "freq_factors", x, *in[2], {Dim(rd / 2)});
+  }
+  RLX_CHECK(n.attrs.f("theta", 10000.0) > 0, "rope: theta must be > 0");
+  return x;
+}
+
 Shape infer_attention(const Node& n, const In& in) {
   const Shape &q = *in[0], &k = *in[1], &v = *in[2];
   RLX_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4,
@@ -477,6 +627,28 @@ Shape infer_attention(const Node& n, const In& in) {
   RLX_CHECK(mask == "none" || mask == "causal" || mask == "sliding" || mask == "bias",
             "attention: unknown mask '", mask, "'");
   RLX_CHECK((mask == "bias") == (in.size() == 4), "attention: mask 'bias' needs exactly a 4th input");
+  if (mask == "sliding")
+    RLX_CHECK(n.attrs.i("window") >= 1, "attention: sliding window must be >= 1, got ",
+              n.attrs.i("window"));
+  auto differ = [](const Dim& a, const Dim& b) {
+    return a.is_static() && b.is_static() && a.value != b.value;
+  };
+  RLX_CHECK(!differ(q.dims[0], k.dims[0]) && !differ(k.dims[0], v.dims[0]) &&
+                !differ(k.dims[1], v.dims[1]) && !differ(k.dims[2], v.dims[2]),
+            "attention: batch, heads or lengths of q ", q.str(), ", k ", k.str(), ", v ", v.str(),
+            " do not match");
+  if (in.size() == 4) {
+    const Shape& b = *in[3];
+    RLX_CHECK(b.dtype == q.dtype || b.dtype == DType::Bool, "attention: bias ", b.str(),
+              " must have q's dtype or be bool");
+    std::vector<Dim> full{q.dims[0], q.dims[1], q.dims[2], k.dims[2]};
+    RLX_CHECK(b.rank() <= 4, "attention: bias ", b.str(), " has rank > 4");
+    for (int i = 0; i < b.rank(); ++i) {
+      const Dim &bd = b.dims[size_t(i)], &fd = full[size_t(4 - b.rank() + i)];
+      RLX_CHECK(!(bd.is_static() && bd.value != 1 && differ(bd, fd)), "attention: bias ", b.str(),
+                " does not broadcast to [B,Hq,Sq,Sk]");
+    }
+  }
   return Shape({q.dims[0], q.dims[1], q.dims[2], v.dims[3]}, q.dtype);
 }
 
@@ -488,14 +660,22 @@ Shape infer_resize(const Node& n, const In& in) {
   std::string mode = n.attrs.s("mode", "nearest");
   RLX_CHECK(mode == "nearest" || mode == "nearest_exact" || mode == "bilinear" || mode == "bicubic",
             "resize: unknown mode '", mode, "'");
+  bool interp = mode == "bilinear" || mode == "bicubic";
+  RLX_CHECK(interp || (n.attrs.i("align_corners", 0) == 0 && n.attrs.i("antialias", 0) == 0),
+            "resize: align_corners and antialias need mode bilinear or bicubic, not '", mode, "'");
   return Shape({x.dims[0], x.dims[1], Dim(size[0]), Dim(size[1])}, x.dtype);
 }
 
-Shape infer_grid_sample(const Node&, const In& in) {
+Shape infer_grid_sample(const Node& n, const In& in) {
   const Shape &x = *in[0], &g = *in[1];
   RLX_CHECK(x.rank() == 4 && g.rank() == 4 && g.dims[3] == Dim(2),
             "grid_sample: expected x [N,C,H,W] and grid [N,H,W,2], got ", x.str(), ", ", g.str());
   same_dtype(x, g);
+  std::string mode = n.attrs.s("mode", "bilinear"), pad = n.attrs.s("padding", "zeros");
+  RLX_CHECK(mode == "bilinear" || mode == "nearest" || mode == "bicubic",
+            "grid_sample: unknown mode '", mode, "'");
+  RLX_CHECK(pad == "zeros" || pad == "border" || pad == "reflection",
+            "grid_sample: unknown padding '", pad, "'");
   return Shape({x.dims[0], x.dims[1], g.dims[1], g.dims[2]}, x.dtype);
 }
 

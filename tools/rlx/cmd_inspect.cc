@@ -28,9 +28,8 @@ Facts gather_facts(const Model& m) {
       ++f.param_count;
       auto it = m.weights.find(n.name);
       f.param_bytes += it != m.weights.end() ? it->second.nbytes()
-                       : n.shape.is_static()
-                           ? size_t(n.shape.numel()) * dtype_size(n.shape.dtype)
-                           : 0;
+                       : n.shape.is_static() ? size_t(n.shape.numel()) * dtype_size(n.shape.dtype)
+                                             : 0;
     }
     if (n.op == Op::Constant) f.const_bytes += n.value.nbytes();
   }
@@ -54,7 +53,8 @@ void print_text(const Model& m, const Facts& f) {
   const Graph& g = m.graph;
   std::printf("model: %s (%s)\n", m.source.c_str(), m.format.c_str());
   std::printf("nodes: %zu   params: %zu (%s)   constants: %s\n", g.size(), f.param_count,
-              human_bytes(double(f.param_bytes)).c_str(), human_bytes(double(f.const_bytes)).c_str());
+              human_bytes(double(f.param_bytes)).c_str(),
+              human_bytes(double(f.const_bytes)).c_str());
   std::printf("planned peak activation memory: %s\n", f.peak.c_str());
   for (NodeId id : g.inputs())
     std::printf("input  %s %s\n", g.node(id).name.c_str(), g.node(id).shape.str().c_str());

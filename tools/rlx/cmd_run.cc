@@ -29,14 +29,15 @@ void run(const RunOptions& o) {
   TensorMap inputs;
   if (!o.inputs.empty()) inputs = read_safetensors(o.inputs);
   for (NodeId id : m.graph.inputs())
-    RLX_CHECK(inputs.count(m.graph.node(id).name), o.model, " takes inputs ",
-              signature(m.graph), "; '", m.graph.node(id).name, "' is missing",
+    RLX_CHECK(inputs.count(m.graph.node(id).name), o.model, " takes inputs ", signature(m.graph),
+              "; '", m.graph.node(id).name, "' is missing",
               o.inputs.empty() ? " (pass --inputs FILE.safetensors)" : " from " + o.inputs);
   auto exe = Executable::compile(std::move(m.graph), m.weights);
   Session session(exe);
   TensorMap outputs = session.run(inputs);
   for (const auto& [name, t] : outputs) std::printf("%s\n", tensor_summary(name, t).c_str());
-  std::printf("peak activation memory: %s\n", human_bytes(double(session.last_arena_bytes())).c_str());
+  std::printf("peak activation memory: %s\n",
+              human_bytes(double(session.last_arena_bytes())).c_str());
   if (!o.out.empty()) {
     write_safetensors(o.out, outputs);
     std::printf("wrote %zu output(s) to %s\n", outputs.size(), o.out.c_str());
@@ -47,8 +48,8 @@ void run(const RunOptions& o) {
     for (int i = 0; i < o.bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       session.run(inputs);
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                       .count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
     std::printf("latency over %d runs (%d threads): median %.3f ms, min %.3f ms\n", o.bench,

@@ -1,9 +1,263 @@
-// TEMPORARY: replaced by the real kernels of this family.
+// Scaled dot-product attention.
+//
+//   attention(q [B,Hq,Sq,D], k [B,Hk,Sk,D], v [B,Hk,Sk,Dv][, bias]) -> [B,Hq,Sq,Dv]
+//   out[b,h,i] = sum_j softmax_j(scale * q[b,h,i].k[b,g,j] + bias[b,h,i,j]) v[b,g,j]
+//
+// - GQA / MQA: Hq must be a multiple of Hk; query head h reads key/value head g = h / (Hq / Hk).
+// - scale: default 1 / sqrt(D).
+// - mask (visibility of key j from query i; off = Sk - Sq aligns the LAST query with the LAST key,
+//   which is what decoding with a KV cache needs: Sq = 1 sees every key):
+//     none:    all keys
+//     causal:  j <= i + off
+//     sliding: i + off - window < j <= i + off   (window >= 1 keys, including the diagonal)
+//     bias:    all keys, plus an additive bias broadcastable to [B,Hq,Sq,Sk] (same float dtype as
+//              q; -inf masks a key). A bool bias is also accepted: true = attend, false = masked,
+//              as in torch's scaled_dot_product_attention.
+// - A query row that sees no key (every key masked, e.g. Sk = 0, or a bias row of -inf) yields
+//   zeros rather than NaN. NaN in the inputs propagates.
+//
+// Computation: flash-attention style. Each task takes one (b, h) and a block of queries, walks the
+// visible keys in tiles and keeps per row a running max, a running sum of exp and an unnormalized
+// output accumulator, rescaled when the max grows. Memory is O(block) and Sq x Sk scores are
+// never materialized; keys outside the causal/sliding band are skipped tile by tile.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "backends/cpu/kernels.h"
 #include "rlx/error.h"
+#include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
+namespace {
 
-void attention(const KernelCall& c) { throw make_error(c.node.label(), ": kernel not written yet"); }
+constexpr int64_t kQBlock = 32;  // queries per task
+constexpr int64_t kKBlock = 64;  // keys per tile (a 64 x 128 f32 tile of K is 32 KiB)
+
+bool use_avx2() {
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+}
+
+__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+  }
+  if (i + 8 <= n) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    i += 8;
+  }
+  s0 = _mm256_add_ps(s0, s1);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  float s = _mm_cvtss_f32(h);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// y = y * c + p * x
+__attribute__((target("avx2,fma"))) void scale_axpy_avx2(float* y, float c, const float* x, float p,
+                                                         int64_t n) {
+  const __m256 vc = _mm256_set1_ps(c), vp = _mm256_set1_ps(p);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(x + i),
+                                            _mm256_mul_ps(vc, _mm256_loadu_ps(y + i))));
+  for (; i < n; ++i) y[i] = y[i] * c + p * x[i];
+}
+
+__attribute__((target("avx2,fma"))) void axpy_avx2(float* y, const float* x, float p, int64_t n) {
+  const __m256 vp = _mm256_set1_ps(p);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += p * x[i];
+}
+
+template <typename T>
+T dot(const T* a, const T* b, int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    if (use_avx2()) return dot_avx2(a, b, n);
+  T s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+template <typename T>
+void axpy(T* y, const T* x, T p, int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    if (use_avx2()) return axpy_avx2(y, x, p, n);
+  for (int64_t i = 0; i < n; ++i) y[i] += p * x[i];
+}
+
+template <typename T>
+void scale_axpy(T* y, T c, const T* x, T p, int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    if (use_avx2()) return scale_axpy_avx2(y, c, x, p, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] * c + p * x[i];
+}
+
+enum class Mask { None, Causal, Sliding, Bias };
+
+struct Geometry {
+  int64_t B, Hq, Hk, Sq, Sk, D, Dv;
+  Mask mask;
+  int64_t window;
+  double scale;
+  // Bias element strides for [B,Hq,Sq,Sk] (0 on broadcast dims).
+  int64_t bs[4] = {0, 0, 0, 0};
+};
+
+template <typename T>
+void attention_t(const KernelCall& c, const Geometry& g) {
+  const T* q = c.in[0].data<T>();
+  const T* k = c.in[1].data<T>();
+  const T* v = c.in[2].data<T>();
+  const bool bool_bias = g.mask == Mask::Bias && c.in[3].dtype() == DType::Bool;
+  const T* bias = g.mask == Mask::Bias && !bool_bias ? c.in[3].data<T>() : nullptr;
+  const bool* bmask = bool_bias ? c.in[3].data<bool>() : nullptr;
+  T* out = c.out.data<T>();
+  const int64_t nqb = (g.Sq + kQBlock - 1) / kQBlock;
+  const int64_t group = g.Hq / g.Hk;
+  const int64_t off = g.Sk - g.Sq;
+  const bool banded = g.mask == Mask::Causal || g.mask == Mask::Sliding;
+  const T scale = T(g.scale);
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  const int64_t work = kQBlock * g.Sk * (g.D + g.Dv);
+  parallel_for(
+      g.B * g.Hq * nqb, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, work)),
+      [&](int64_t t0, int64_t t1) {
+        std::vector<T> m(kQBlock), l(kQBlock), acc(size_t(kQBlock * g.Dv)), s(kKBlock);
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t bh = t / nqb, b = bh / g.Hq, h = bh % g.Hq;
+          const int64_t i0 = (t % nqb) * kQBlock, rows = std::min(kQBlock, g.Sq - i0);
+          const T* Q = q + (bh * g.Sq + i0) * g.D;
+          const int64_t kvh = b * g.Hk + h / group;
+          const T* K = k + kvh * g.Sk * g.D;
+          const T* V = v + kvh * g.Sk * g.Dv;
+          std::fill(m.begin(), m.end(), kNegInf);
+          std::fill(l.begin(), l.end(), T(0));
+          std::fill(acc.begin(), acc.end(), T(0));
+          // Keys any row of this block may see: [jlo, jhi).
+          int64_t jlo = 0, jhi = g.Sk;
+          if (banded) jhi = std::clamp<int64_t>(i0 + rows - 1 + off + 1, 0, g.Sk);
+          if (g.mask == Mask::Sliding) jlo = std::clamp<int64_t>(i0 + off - g.window + 1, 0, g.Sk);
+          for (int64_t j0 = jlo; j0 < jhi; j0 += kKBlock) {
+            const int64_t j1 = std::min(jhi, j0 + kKBlock);
+            for (int64_t r = 0; r < rows; ++r) {
+              const int64_t i = i0 + r;
+              int64_t lo = j0, hi = j1;
+              if (banded) hi = std::min(hi, i + off + 1);
+              if (g.mask == Mask::Sliding) lo = std::max(lo, i + off - g.window + 1);
+              if (lo >= hi) continue;
+              const T* qi = Q + r * g.D;
+              const int64_t brow = b * g.bs[0] + h * g.bs[1] + i * g.bs[2];
+              T mx = kNegInf;
+              for (int64_t j = lo; j < hi; ++j) {
+                T sv = dot(qi, K + j * g.D, g.D) * scale;
+                if (bias) sv += bias[brow + j * g.bs[3]];
+                if (bmask && !bmask[brow + j * g.bs[3]]) sv = kNegInf;
+                s[size_t(j - lo)] = sv;
+                if (sv > mx || std::isnan(sv)) mx = std::isnan(mx) ? mx : sv;
+              }
+              if (mx == kNegInf) continue;  // every key of this tile is masked for this row
+              const T m_new = std::isnan(mx) ? mx : std::max(m[size_t(r)], mx);
+              const T corr = std::exp(m[size_t(r)] - m_new);  // 0 on the first visible tile
+              T* a = acc.data() + r * g.Dv;
+              T lsum = l[size_t(r)] * corr;
+              bool first = true;
+              for (int64_t j = lo; j < hi; ++j) {
+                const T p = std::exp(s[size_t(j - lo)] - m_new);
+                lsum += p;
+                if (first && corr != T(1)) {
+                  scale_axpy(a, corr, V + j * g.Dv, p,
+                             g.Dv);  // fold the rescale into the first axpy
+                  first = false;
+                } else {
+                  axpy(a, V + j * g.Dv, p, g.Dv);
+                }
+              }
+              l[size_t(r)] = lsum;
+              m[size_t(r)] = m_new;
+            }
+          }
+          T* O = out + (bh * g.Sq + i0) * g.Dv;
+          for (int64_t r = 0; r < rows; ++r) {
+            const T inv = l[size_t(r)] > 0 || std::isnan(l[size_t(r)]) ? T(1) / l[size_t(r)] : T(0);
+            const bool seen = m[size_t(r)] != kNegInf;
+            for (int64_t d = 0; d < g.Dv; ++d)
+              O[r * g.Dv + d] = seen ? acc[size_t(r * g.Dv + d)] * inv : T(0);
+          }
+        }
+      });
+}
+
+}  // namespace
+
+void attention(const KernelCall& c) {
+  const std::string& who = c.node.label();
+  const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
+  RLX_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4, who,
+            ": q, k, v must be [B,H,S,D], got ", q.shape().str(), ", ", k.shape().str(), ", ",
+            v.shape().str());
+  RLX_CHECK(q.dtype() == DType::F32 || q.dtype() == DType::F64, who,
+            ": q must be a float tensor, got ", q.shape().str());
+  RLX_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), who,
+            ": q, k, v dtypes differ: ", q.shape().str(), ", ", k.shape().str(), ", ",
+            v.shape().str());
+  Geometry g{q.dim(0), q.dim(1), k.dim(1),   q.dim(2), k.dim(2),
+             q.dim(3), v.dim(3), Mask::None, 0,        0.0};
+  RLX_CHECK(
+      k.dim(0) == g.B && v.dim(0) == g.B && v.dim(1) == g.Hk && v.dim(2) == g.Sk && k.dim(3) == g.D,
+      who, ": shapes do not match: q ", q.shape().str(), ", k ", k.shape().str(), ", v ",
+      v.shape().str());
+  RLX_CHECK((g.Hk > 0 && g.Hq % g.Hk == 0) || (g.Hk == 0 && g.Hq == 0), who, ": ", g.Hq,
+            " query heads are not a multiple of ", g.Hk, " key heads");
+  const std::string mask = c.node.attrs.s("mask", "none");
+  if (mask == "none") {
+    g.mask = Mask::None;
+  } else if (mask == "causal") {
+    g.mask = Mask::Causal;
+  } else if (mask == "sliding") {
+    g.mask = Mask::Sliding;
+    g.window = c.node.attrs.i("window");
+    RLX_CHECK(g.window >= 1, who, ": sliding window must be >= 1, got ", g.window);
+  } else if (mask == "bias") {
+    g.mask = Mask::Bias;
+  } else {
+    throw make_error(who, ": unknown mask '", mask, "' (none | causal | sliding | bias)");
+  }
+  RLX_CHECK((g.mask == Mask::Bias) == (c.in.size() == 4), who,
+            ": mask 'bias' needs exactly a 4th input (and only it)");
+  if (g.mask == Mask::Bias) {
+    const Tensor& bias = c.in[3];
+    RLX_CHECK(bias.dtype() == q.dtype() || bias.dtype() == DType::Bool, who, ": bias ",
+              bias.shape().str(), " must have q's dtype or be bool");
+    const Dims full{g.B, g.Hq, g.Sq, g.Sk};
+    bool ok = bias.rank() <= 4;
+    for (int d = 0; ok && d < bias.rank(); ++d) {
+      const int fd = 4 - bias.rank() + d;
+      const int64_t bd = bias.dim(d);
+      ok = bd == 1 || bd == full[size_t(fd)];
+      if (bd != 1) g.bs[fd] = bias.strides()[size_t(d)];
+    }
+    RLX_CHECK(ok, who, ": bias ", bias.shape().str(), " does not broadcast to ", dims_str(full));
+  }
+  g.scale = c.node.attrs.has("scale") ? c.node.attrs.f("scale")
+            : g.D > 0                 ? 1.0 / std::sqrt(double(g.D))
+                                      : 1.0;
+  if (c.out.numel() == 0) return;
+  if (q.dtype() == DType::F32)
+    attention_t<float>(c, g);
+  else
+    attention_t<double>(c, g);
+}
 
 }  // namespace rlx::cpu

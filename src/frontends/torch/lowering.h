@@ -1,0 +1,113 @@
+// Lowering aten ops to rlx IR: the value model, the per-node context with
+// typed argument access, and the registry the op files fill in.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontends/torch/torch_ir.h"
+#include "rlx/builder.h"
+
+namespace rlx::torch_ir {
+
+// What an Arg or a node output evaluates to during lowering.
+struct Value {
+  enum Kind { None, Tensor, Tuple, Int, Float, Bool, Str, DTypeV, List } kind = None;
+  NodeId id = -1;            // Tensor
+  std::vector<Value> items;  // Tuple, List
+  int64_t i = 0;             // Int, Bool
+  double f = 0;              // Float
+  std::string s;             // Str, DTypeV
+  static Value tensor(NodeId id) {
+    Value v;
+    v.kind = Tensor;
+    v.id = id;
+    return v;
+  }
+  static Value integer(int64_t x) {
+    Value v;
+    v.kind = Int;
+    v.i = x;
+    return v;
+  }
+  static Value real(double x) {
+    Value v;
+    v.kind = Float;
+    v.f = x;
+    return v;
+  }
+  bool is_number() const { return kind == Int || kind == Float || kind == Bool; }
+  double number() const { return kind == Float ? f : double(i); }
+};
+
+class LowerCtx {
+ public:
+  LowerCtx(Builder& b, const Node& node, std::vector<Value> args, std::map<std::string, Value> kw)
+      : b(b), node(node), args_(std::move(args)), kwargs_(std::move(kw)) {}
+
+  Builder& b;
+  const Node& node;
+
+  // Argument `pos` (or keyword `name`); nullptr when absent or None.
+  const Value* arg(size_t pos, const char* name = nullptr) const;
+  bool has(size_t pos, const char* name = nullptr) const { return arg(pos, name) != nullptr; }
+  NodeId tensor(size_t pos, const char* name = nullptr) const;
+  std::vector<NodeId> tensors(size_t pos, const char* name = nullptr) const;
+  int64_t i(size_t pos, const char* name = nullptr) const;
+  int64_t i(size_t pos, const char* name, int64_t def) const;
+  double f(size_t pos, const char* name = nullptr) const;
+  double f(size_t pos, const char* name, double def) const;
+  bool flag(size_t pos, const char* name, bool def) const;
+  std::string str(size_t pos, const char* name, const std::string& def) const;
+  std::vector<int64_t> ints(size_t pos, const char* name = nullptr) const;
+  std::vector<int64_t> ints(size_t pos, const char* name, std::vector<int64_t> def) const;
+  std::optional<DType> dtype(size_t pos, const char* name) const;
+
+  const Shape& shape(NodeId id) const { return b.graph().node(id).shape; }
+  int rank(NodeId id) const { return shape(id).rank(); }
+  Dims dims(NodeId id) const { return shape(id).concrete(); }
+  // The node's declared single-tensor output (shape/dtype as PyTorch saw it).
+  const TensorMeta& out() const;
+  DType out_dtype() const { return out().dtype; }
+
+  // A tensor for a tensor-or-number argument, in dtype `t` (numbers become constants).
+  NodeId as_tensor(const Value& v, DType t) const;
+  NodeId cast(NodeId x, DType t) const;
+  NodeId scalar(double v, DType t) const;
+
+ private:
+  std::vector<Value> args_;
+  std::map<std::string, Value> kwargs_;
+};
+
+using LowerFn = std::function<Value(LowerCtx&)>;
+
+class Registry {
+ public:
+  // `name` is "aten.addmm" (every overload) or "aten.add.Scalar" (one overload).
+  void add(const std::string& name, LowerFn fn);
+  void alias(const std::string& name, const std::string& existing);
+  const LowerFn* find(const std::string& op) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, LowerFn> fns_;
+};
+
+// The one registry of every supported aten/prims op.
+const Registry& registry();
+
+// Op family registrations (one file each).
+void register_elementwise(Registry& r);
+void register_shape_ops(Registry& r);
+void register_reductions(Registry& r);
+void register_nn(Registry& r);
+void register_indexing(Registry& r);
+void register_creation(Registry& r);
+
+// PyTorch's type promotion for two operands (tensors rank >= 1 beat 0-d
+// tensors, which beat Python numbers, within the same category).
+DType promote(const LowerCtx& c, const Value& a, const Value& b);
+
+}  // namespace rlx::torch_ir

@@ -1,0 +1,215 @@
+// Element-wise aten and prims ops with PyTorch's type promotion, `alpha`,
+// rounding modes and scalar operands.
+#include <cmath>
+
+#include "frontends/torch/lowering.h"
+#include "rlx/error.h"
+
+namespace rlx::torch_ir {
+namespace {
+
+const Value& operand(LowerCtx& c, size_t pos, const char* name) {
+  const Value* v = c.arg(pos, name);
+  RLX_CHECK(v, "missing operand ", name);
+  return *v;
+}
+
+// Arithmetic computes in the recorded output dtype.
+Value arith(LowerCtx& c, Op op) {
+  DType t = c.out_dtype();
+  NodeId a = c.as_tensor(operand(c, 0, "self"), t);
+  NodeId b = c.as_tensor(operand(c, 1, "other"), t);
+  return Value::tensor(c.b.binary(op, a, b));
+}
+
+// add/sub with alpha: a + alpha * b.
+Value add_sub(LowerCtx& c, Op op, bool reversed = false) {
+  DType t = c.out_dtype();
+  NodeId a = c.as_tensor(operand(c, 0, "self"), t);
+  NodeId b = c.as_tensor(operand(c, 1, "other"), t);
+  if (c.has(2, "alpha") && c.f(2, "alpha") != 1) b = c.b.mul(b, c.scalar(c.f(2, "alpha"), t));
+  return Value::tensor(reversed ? c.b.binary(op, b, a) : c.b.binary(op, a, b));
+}
+
+Value div(LowerCtx& c) {
+  std::string mode = c.str(2, "rounding_mode", "");
+  const Value &x = operand(c, 0, "self"), &y = operand(c, 1, "other");
+  if (mode.empty()) {  // true division: integers promote to float first
+    DType t = c.out_dtype();
+    return Value::tensor(c.b.div(c.as_tensor(x, t), c.as_tensor(y, t)));
+  }
+  DType t = promote(c, x, y);
+  return Value::tensor(
+      c.b.op(Op::Div, {c.as_tensor(x, t), c.as_tensor(y, t)}, {{"rounding", mode}}));
+}
+
+Value compare(LowerCtx& c, Op op) {
+  const Value &x = operand(c, 0, "self"), &y = operand(c, 1, "other");
+  DType t = promote(c, x, y);
+  return Value::tensor(c.b.binary(op, c.as_tensor(x, t), c.as_tensor(y, t)));
+}
+
+Value unary(LowerCtx& c, Op op, Attrs a = {}) {
+  NodeId x = c.tensor(0, "self");
+  // Float-only ops on integer inputs compute in the (float) output dtype.
+  return Value::tensor(c.b.unary(op, c.cast(x, c.out_dtype()), std::move(a)));
+}
+
+Value clamp(LowerCtx& c, const char* lo_name, const char* hi_name, bool has_lo, bool has_hi) {
+  NodeId x = c.cast(c.tensor(0, "self"), c.out_dtype());
+  const Value* lo = has_lo ? c.arg(1, lo_name) : nullptr;
+  const Value* hi = has_hi ? c.arg(has_lo ? 2 : 1, hi_name) : nullptr;
+  bool tensor_bounds = (lo && lo->kind == Value::Tensor) || (hi && hi->kind == Value::Tensor);
+  if (!tensor_bounds) {
+    Attrs a;
+    if (lo) a.set("min", lo->number());
+    if (hi) a.set("max", hi->number());
+    return Value::tensor(c.b.unary(Op::Clamp, x, a));
+  }
+  DType t = c.out_dtype();
+  if (lo) x = c.b.binary(Op::Max, x, c.as_tensor(*lo, t));
+  if (hi) x = c.b.binary(Op::Min, x, c.as_tensor(*hi, t));
+  return Value::tensor(x);
+}
+
+Value where(LowerCtx& c) {
+  NodeId cond = c.cast(c.tensor(0, "condition"), DType::Bool);
+  DType t = c.out_dtype();
+  return Value::tensor(c.b.op(Op::Where, {cond, c.as_tensor(operand(c, 1, "self"), t),
+                                          c.as_tensor(operand(c, 2, "other"), t)}));
+}
+
+Value masked_fill(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  NodeId mask = c.cast(c.tensor(1, "mask"), DType::Bool);
+  DType t = c.shape(x).dtype;
+  return Value::tensor(c.b.op(Op::Where, {mask, c.as_tensor(operand(c, 2, "value"), t), x}));
+}
+
+Value pow(LowerCtx& c) {
+  DType t = c.out_dtype();
+  const Value& base = operand(c, 0, "self");
+  const Value& e = operand(c, 1, "exponent");
+  if (e.is_number() && e.number() == 2) {  // exact and faster than pow
+    NodeId x = c.as_tensor(base, t);
+    return Value::tensor(c.b.mul(x, x));
+  }
+  if (e.is_number() && e.number() == 0.5)
+    return Value::tensor(c.b.unary(Op::Sqrt, c.as_tensor(base, t)));
+  return Value::tensor(c.b.binary(Op::Pow, c.as_tensor(base, t), c.as_tensor(e, t)));
+}
+
+Value logical(LowerCtx& c, Op op) {
+  NodeId a = c.tensor(0, "self");
+  if (op == Op::LogicalNot) return Value::tensor(c.b.unary(op, a));
+  return Value::tensor(c.b.op(op, {a, c.tensor(1, "other")}));
+}
+
+}  // namespace
+
+void register_elementwise(Registry& r) {
+  r.add("aten.add", [](LowerCtx& c) { return add_sub(c, Op::Add); });
+  r.add("aten.sub", [](LowerCtx& c) { return add_sub(c, Op::Sub); });
+  r.add("aten.rsub", [](LowerCtx& c) { return add_sub(c, Op::Sub, true); });
+  r.add("aten.mul", [](LowerCtx& c) { return arith(c, Op::Mul); });
+  r.add("aten.div", div);
+  r.add("aten.true_divide", div);
+  r.add("aten.floor_divide", [](LowerCtx& c) {
+    const Value &x = operand(c, 0, "self"), &y = operand(c, 1, "other");
+    DType t = c.out_dtype();
+    return Value::tensor(c.b.op(Op::Div, {c.as_tensor(x, t), c.as_tensor(y, t)},
+                                {{"rounding", std::string("floor")}}));
+  });
+  r.add("aten.maximum", [](LowerCtx& c) { return arith(c, Op::Max); });
+  r.add("aten.minimum", [](LowerCtx& c) { return arith(c, Op::Min); });
+  r.add("aten.remainder", [](LowerCtx& c) { return arith(c, Op::Mod); });
+  r.add("aten.fmod", [](LowerCtx& c) { return arith(c, Op::Fmod); });
+  r.add("aten.pow", pow);
+  for (auto [name, op] : std::initializer_list<std::pair<const char*, Op>>{{"add", Op::Add},
+                                                                           {"sub", Op::Sub},
+                                                                           {"mul", Op::Mul},
+                                                                           {"div", Op::Div},
+                                                                           {"maximum", Op::Max},
+                                                                           {"minimum", Op::Min},
+                                                                           {"pow", Op::Pow},
+                                                                           {"remainder", Op::Mod},
+                                                                           {"fmod", Op::Fmod}})
+    r.add(std::string("prims.") + name, [op = op](LowerCtx& c) { return arith(c, op); });
+
+  for (auto [name, op] : std::initializer_list<std::pair<const char*, Op>>{{"eq", Op::Eq},
+                                                                           {"ne", Op::Ne},
+                                                                           {"lt", Op::Lt},
+                                                                           {"le", Op::Le},
+                                                                           {"gt", Op::Gt},
+                                                                           {"ge", Op::Ge}}) {
+    r.add(std::string("aten.") + name, [op = op](LowerCtx& c) { return compare(c, op); });
+    r.add(std::string("prims.") + name, [op = op](LowerCtx& c) { return compare(c, op); });
+  }
+  r.add("aten.logical_and", [](LowerCtx& c) { return logical(c, Op::LogicalAnd); });
+  r.add("aten.logical_or", [](LowerCtx& c) { return logical(c, Op::LogicalOr); });
+  r.add("aten.logical_not", [](LowerCtx& c) { return logical(c, Op::LogicalNot); });
+  r.add("aten.bitwise_not",
+        [](LowerCtx& c) { return Value::tensor(c.b.unary(Op::BitwiseNot, c.tensor(0))); });
+  r.add("aten.where", where);
+  r.add("prims.where", where);
+  r.add("aten.masked_fill", masked_fill);
+
+  for (auto [name, op] :
+       std::initializer_list<std::pair<const char*, Op>>{{"relu", Op::Relu},
+                                                         {"silu", Op::Silu},
+                                                         {"sigmoid", Op::Sigmoid},
+                                                         {"tanh", Op::Tanh},
+                                                         {"exp", Op::Exp},
+                                                         {"log", Op::Log},
+                                                         {"sqrt", Op::Sqrt},
+                                                         {"rsqrt", Op::Rsqrt},
+                                                         {"neg", Op::Neg},
+                                                         {"abs", Op::Abs},
+                                                         {"sin", Op::Sin},
+                                                         {"cos", Op::Cos},
+                                                         {"tan", Op::Tan},
+                                                         {"atan", Op::Atan},
+                                                         {"erf", Op::Erf},
+                                                         {"reciprocal", Op::Reciprocal},
+                                                         {"floor", Op::Floor},
+                                                         {"ceil", Op::Ceil},
+                                                         {"round", Op::Round},
+                                                         {"sign", Op::Sign},
+                                                         {"hardswish", Op::HardSwish},
+                                                         {"mish", Op::Mish}}) {
+    r.add(std::string("aten.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
+    r.add(std::string("prims.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
+  }
+  r.add("aten.gelu", [](LowerCtx& c) {
+    return unary(c, c.str(1, "approximate", "none") == "tanh" ? Op::GeluTanh : Op::Gelu);
+  });
+  r.add("aten.leaky_relu", [](LowerCtx& c) {
+    return unary(c, Op::LeakyRelu, {{"slope", c.f(1, "negative_slope", 0.01)}});
+  });
+  r.add("aten.elu", [](LowerCtx& c) {
+    double alpha = c.f(1, "alpha", 1), scale = c.f(2, "scale", 1),
+           in_scale = c.f(3, "input_scale", 1);
+    NodeId x = c.cast(c.tensor(0, "self"), c.out_dtype());
+    if (in_scale != 1) x = c.b.mul(x, c.scalar(in_scale, c.out_dtype()));
+    NodeId y = c.b.unary(Op::Elu, x, {{"alpha", alpha}});
+    if (scale != 1) y = c.b.mul(y, c.scalar(scale, c.out_dtype()));
+    return Value::tensor(y);
+  });
+  r.add("aten.softplus", [](LowerCtx& c) {
+    return unary(c, Op::Softplus,
+                 {{"beta", c.f(1, "beta", 1)}, {"threshold", c.f(2, "threshold", 20)}});
+  });
+  r.add("aten.hardsigmoid", [](LowerCtx& c) { return unary(c, Op::HardSigmoid); });
+  r.add("aten.hardtanh", [](LowerCtx& c) {
+    return unary(c, Op::Clamp, {{"min", c.f(1, "min_val", -1)}, {"max", c.f(2, "max_val", 1)}});
+  });
+  r.add("aten.relu6", [](LowerCtx& c) {
+    return unary(c, Op::Clamp, {{"min", 0.0}, {"max", 6.0}});
+  });
+  r.add("aten.clamp", [](LowerCtx& c) { return clamp(c, "min", "max", true, true); });
+  r.add("aten.clip", [](LowerCtx& c) { return clamp(c, "min", "max", true, true); });
+  r.add("aten.clamp_min", [](LowerCtx& c) { return clamp(c, "min", nullptr, true, false); });
+  r.add("aten.clamp_max", [](LowerCtx& c) { return clamp(c, nullptr, "max", false, true); });
+}
+
+}  // namespace rlx::torch_ir

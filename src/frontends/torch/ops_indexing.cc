@@ -1,0 +1,95 @@
+// Indexing: gather, index_select and advanced indexing (aten.index.Tensor).
+#include <numeric>
+
+#include "frontends/torch/lowering.h"
+#include "rlx/error.h"
+
+namespace rlx::torch_ir {
+namespace {
+
+NodeId as_index(LowerCtx& c, NodeId i) {
+  DType t = c.shape(i).dtype;
+  RLX_CHECK(t != DType::Bool && t != DType::U8,
+            "boolean mask indexing has a data-dependent shape and is not supported");
+  return t == DType::I32 ? i : c.cast(i, DType::I64);
+}
+
+// x[i0, i1, ...] with None for full slices. Index tensors broadcast together;
+// the result's indexed dims go where the first index was when the indexed
+// dims are adjacent, else to the front (NumPy/PyTorch rule).
+Value index_tensor(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  const Value* list = c.arg(1, "indices");
+  RLX_CHECK(list && list->kind == Value::List, "index: indices must be a list");
+  std::vector<std::pair<int, NodeId>> idx;
+  for (size_t k = 0; k < list->items.size(); ++k)
+    if (list->items[k].kind == Value::Tensor)
+      idx.push_back({int(k), as_index(c, list->items[k].id)});
+  RLX_CHECK(!idx.empty(), "index with no index tensors");
+  if (idx.size() == 1)
+    return Value::tensor(c.b.op(Op::Gather, {x, idx[0].second}, {{"axis", int64_t(idx[0].first)}}));
+  const int r = c.rank(x);
+  bool adjacent = true;
+  for (size_t k = 1; k < idx.size(); ++k) adjacent &= idx[k].first == idx[k - 1].first + 1;
+  // Move indexed dims to the front, gather_nd over them with a stacked index.
+  std::vector<int64_t> perm;
+  for (auto& [d, t] : idx) perm.push_back(d);
+  for (int d = 0; d < r; ++d)
+    if (std::find(perm.begin(), perm.end(), d) == perm.end()) perm.push_back(d);
+  NodeId xt = c.b.transpose(x, perm);
+  // Broadcast the index tensors to one shape: add zeros of the common shape.
+  NodeId zero = -1;
+  for (auto& [d, t] : idx) {
+    NodeId z = c.b.mul(t, c.scalar(0, c.shape(t).dtype));
+    zero = zero < 0 ? z : c.b.add(c.cast(zero, DType::I64), c.cast(z, DType::I64));
+  }
+  std::vector<NodeId> cols;
+  Dims bshape = c.dims(zero);
+  Dims col_shape = bshape;
+  col_shape.push_back(1);
+  for (auto& [d, t] : idx)
+    cols.push_back(c.b.reshape(c.b.add(c.cast(t, DType::I64), zero), col_shape));
+  NodeId stacked = c.b.concat(cols, int64_t(bshape.size()));
+  NodeId y = c.b.op(Op::GatherND, {xt, stacked}, {{"batch_dims", int64_t(0)}});
+  if (adjacent && idx[0].first > 0) {
+    // y is [bshape..., rest...]; rest = dims before the first index, then after the last.
+    int nb = int(bshape.size()), before = idx[0].first, after = r - int(idx.size()) - before;
+    std::vector<int64_t> p;
+    for (int k = 0; k < before; ++k) p.push_back(nb + k);
+    for (int k = 0; k < nb; ++k) p.push_back(k);
+    for (int k = 0; k < after; ++k) p.push_back(nb + before + k);
+    y = c.b.transpose(y, p);
+  }
+  return Value::tensor(y);
+}
+
+}  // namespace
+
+void register_indexing(Registry& r) {
+  r.add("aten.gather", [](LowerCtx& c) {
+    return Value::tensor(c.b.op(Op::GatherElements,
+                                {c.tensor(0, "self"), as_index(c, c.tensor(2, "index"))},
+                                {{"axis", c.i(1, "dim")}}));
+  });
+  r.add("aten.index_select", [](LowerCtx& c) {
+    return Value::tensor(c.b.op(Op::Gather,
+                                {c.tensor(0, "self"), as_index(c, c.tensor(2, "index"))},
+                                {{"axis", c.i(1, "dim")}}));
+  });
+  r.add("aten.index", index_tensor);
+  r.add("aten.scatter", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    const Value* src = c.arg(3, "src");
+    RLX_CHECK(src, "scatter needs src or value");
+    NodeId idx = as_index(c, c.tensor(2, "index"));
+    NodeId upd = src->kind == Value::Tensor
+                     ? src->id
+                     : c.b.full(c.dims(idx), src->number(), c.shape(x).dtype);
+    std::string reduce = c.str(4, "reduce", "none");
+    if (reduce == "multiply") reduce = "mul";
+    return Value::tensor(c.b.op(Op::ScatterElements, {x, idx, upd},
+                                {{"axis", c.i(1, "dim")}, {"reduction", reduce}}));
+  });
+}
+
+}  // namespace rlx::torch_ir

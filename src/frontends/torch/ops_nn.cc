@@ -1,0 +1,317 @@
+// Linear algebra and neural-network ops: matmuls, convolution, pooling,
+// norms, attention, embedding, upsampling and grid sampling.
+#include <cmath>
+
+#include "frontends/torch/lowering.h"
+#include "rlx/error.h"
+
+namespace rlx::torch_ir {
+namespace {
+
+Value tuple(std::vector<NodeId> ids) {
+  Value v;
+  v.kind = Value::Tuple;
+  for (NodeId id : ids) v.items.push_back(id >= 0 ? Value::tensor(id) : Value{});
+  return v;
+}
+
+NodeId scaled(LowerCtx& c, NodeId x, double s) {
+  return s == 1 ? x : c.b.mul(x, c.scalar(s, c.shape(x).dtype));
+}
+
+Value addmm(LowerCtx& c) {  // beta * bias + alpha * (a @ b); baddbmm the same, batched
+  NodeId bias = c.tensor(0, "self");
+  NodeId prod = scaled(c, c.b.matmul(c.tensor(1), c.tensor(2)), c.f(4, "alpha", 1));
+  double beta = c.f(3, "beta", 1);
+  if (beta == 0) return Value::tensor(prod);
+  return Value::tensor(c.b.add(prod, scaled(c, bias, beta)));
+}
+
+Value convolution(LowerCtx& c) {
+  NodeId x = c.tensor(0, "input"), w = c.tensor(1, "weight");
+  const int sp = c.rank(x) - 2;
+  auto stride = c.ints(3, "stride"), padding = c.ints(4, "padding"), dil = c.ints(5, "dilation");
+  bool transposed = c.flag(6, "transposed", false);
+  auto out_pad = c.ints(7, "output_padding", {});
+  int64_t groups = c.i(8, "groups", 1);
+  auto expand = [&](std::vector<int64_t> v) {
+    if (v.size() == 1) v.assign(size_t(sp), v[0]);
+    return v;
+  };
+  stride = expand(stride);
+  dil = expand(dil);
+  padding = expand(padding);
+  std::vector<int64_t> pads = padding;
+  pads.insert(pads.end(), padding.begin(), padding.end());
+  std::vector<NodeId> in{x, w};
+  if (c.has(2, "bias")) in.push_back(c.tensor(2, "bias"));
+  Attrs a{{"stride", stride}, {"pads", pads}, {"dilation", dil}, {"groups", groups}};
+  if (transposed) {
+    a.set("output_padding",
+          out_pad.empty() ? std::vector<int64_t>(size_t(sp), 0) : expand(out_pad));
+    return Value::tensor(c.b.op(Op::ConvTranspose, in, a));
+  }
+  return Value::tensor(c.b.op(Op::Conv, in, a));
+}
+
+std::vector<int64_t> pair(std::vector<int64_t> v, std::vector<int64_t> def) {
+  if (v.empty()) return def;
+  if (v.size() == 1) v.push_back(v[0]);
+  return v;
+}
+
+Value max_pool(LowerCtx& c, bool with_indices) {
+  NodeId x = c.tensor(0, "self");
+  auto k = pair(c.ints(1, "kernel_size"), {});
+  auto s = pair(c.ints(2, "stride", {}), k);
+  auto p = pair(c.ints(3, "padding", {0}), {0, 0});
+  auto d = pair(c.ints(4, "dilation", {1}), {1, 1});
+  NodeId y = c.b.op(Op::MaxPool2d, {x},
+                    {{"kernel", k},
+                     {"stride", s},
+                     {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
+                     {"dilation", d},
+                     {"ceil_mode", int64_t(c.flag(5, "ceil_mode", false))}});
+  return with_indices ? tuple({y, -1}) : Value::tensor(y);
+}
+
+Value avg_pool(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  auto k = pair(c.ints(1, "kernel_size"), {});
+  auto s = pair(c.ints(2, "stride", {}), k);
+  auto p = pair(c.ints(3, "padding", {0}), {0, 0});
+  RLX_CHECK(!c.has(6, "divisor_override"), "avg_pool2d divisor_override is not supported");
+  return Value::tensor(
+      c.b.op(Op::AvgPool2d, {x},
+             {{"kernel", k},
+              {"stride", s},
+              {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
+              {"ceil_mode", int64_t(c.flag(4, "ceil_mode", false))},
+              {"count_include_pad", int64_t(c.flag(5, "count_include_pad", true))}}));
+}
+
+// layer_norm(x, normalized_shape, weight, bias, eps)
+NodeId layer_norm(LowerCtx& c, NodeId x, int64_t naxes, NodeId w, NodeId b, double eps) {
+  std::vector<NodeId> in{x};
+  if (w >= 0 || b >= 0) in.push_back(w >= 0 ? w : c.b.full(c.dims(b), 1, c.shape(b).dtype));
+  if (b >= 0) in.push_back(b);
+  return c.b.op(Op::LayerNorm, in, {{"naxes", naxes}, {"eps", eps}});
+}
+
+// mean and rstd over the trailing `naxes` dims, kept as size-1 dims (native_layer_norm's extras).
+std::pair<NodeId, NodeId> moments(LowerCtx& c, NodeId x, std::vector<int64_t> axes, double eps) {
+  NodeId mean = c.b.reduce(Op::ReduceMean, x, axes, true);
+  NodeId d = c.b.sub(x, mean);
+  NodeId var = c.b.reduce(Op::ReduceMean, c.b.mul(d, d), axes, true);
+  NodeId rstd = c.b.unary(Op::Rsqrt, c.b.add(var, c.scalar(eps, c.shape(x).dtype)));
+  return {mean, rstd};
+}
+
+NodeId opt_tensor(LowerCtx& c, size_t pos, const char* name) {
+  return c.has(pos, name) ? c.tensor(pos, name) : -1;
+}
+
+Value native_layer_norm(LowerCtx& c) {
+  NodeId x = c.tensor(0, "input");
+  int64_t naxes = int64_t(c.ints(1, "normalized_shape").size());
+  double eps = c.f(4, "eps", 1e-5);
+  NodeId y = layer_norm(c, x, naxes, opt_tensor(c, 2, "weight"), opt_tensor(c, 3, "bias"), eps);
+  std::vector<int64_t> axes;
+  for (int64_t k = 0; k < naxes; ++k) axes.push_back(c.rank(x) - naxes + k);
+  auto [mean, rstd] = moments(c, x, axes, eps);
+  return tuple({y, mean, rstd});
+}
+
+NodeId batch_norm(LowerCtx& c, NodeId x, NodeId w, NodeId b, NodeId mean, NodeId var, double eps) {
+  int64_t C = c.dims(x)[1];
+  DType t = c.shape(x).dtype;
+  if (w < 0) w = c.b.full({C}, 1, t);
+  if (b < 0) b = c.b.full({C}, 0, t);
+  return c.b.op(Op::BatchNorm, {x, mean, var, w, b}, {{"eps", eps}});
+}
+
+Value group_norm(LowerCtx& c, NodeId x, int64_t groups, NodeId w, NodeId b, double eps,
+                 bool extras) {
+  int64_t C = c.dims(x)[1];
+  DType t = c.shape(x).dtype;
+  if (w < 0) w = c.b.full({C}, 1, t);
+  if (b < 0) b = c.b.full({C}, 0, t);
+  NodeId y = c.b.op(Op::GroupNorm, {x, w, b}, {{"groups", groups}, {"eps", eps}});
+  if (!extras) return Value::tensor(y);
+  // mean/rstd per (N, G)
+  Dims d = c.dims(x);
+  NodeId g = c.b.reshape(x, {d[0], groups, -1});
+  auto [mean, rstd] = moments(c, g, {2}, eps);
+  return tuple({y, c.b.reshape(mean, {d[0], groups}), c.b.reshape(rstd, {d[0], groups})});
+}
+
+// q [.., L, E], k/v [.., S, E] -> [B, H, L, E] views for the attention op.
+NodeId as_bhsd(LowerCtx& c, NodeId t) {
+  Dims d = c.dims(t);
+  if (d.size() == 4) return t;
+  Dims e(4 - d.size(), 1);
+  e.insert(e.end(), d.begin(), d.end());
+  return c.b.reshape(t, e);
+}
+
+Value sdpa(LowerCtx& c) {
+  NodeId q = c.tensor(0, "query"), k = c.tensor(1, "key"), v = c.tensor(2, "value");
+  Dims out_dims = c.dims(q);
+  out_dims.back() = c.dims(v).back();
+  bool causal = c.flag(5, "is_causal", false);
+  Attrs a{{"mask", std::string(causal ? "causal" : "none")}};
+  if (c.has(6, "scale")) a.set("scale", c.f(6, "scale"));
+  std::vector<NodeId> in{as_bhsd(c, q), as_bhsd(c, k), as_bhsd(c, v)};
+  if (c.has(3, "attn_mask")) {
+    RLX_CHECK(!causal, "attn_mask together with is_causal is not supported");
+    NodeId m = c.tensor(3, "attn_mask");
+    DType t = c.shape(q).dtype;
+    if (c.shape(m).dtype == DType::Bool)  // true = attend
+      m = c.b.op(Op::Where, {m, c.scalar(0, t), c.scalar(-INFINITY, t)});
+    in.push_back(c.cast(m, t));
+    a.set("mask", std::string("bias"));
+  }
+  NodeId y = c.b.op(Op::Attention, in, a);
+  return Value::tensor(c.b.reshape(y, out_dims));
+}
+
+// _native_multi_head_attention(q, k, v, embed_dim, num_head, qkv_weight,
+// qkv_bias, proj_weight, proj_bias, mask, need_weights, average_attn_weights, mask_type)
+Value native_mha(LowerCtx& c) {
+  NodeId q = c.tensor(0), k = c.tensor(1), v = c.tensor(2);
+  int64_t E = c.i(3), H = c.i(4);
+  NodeId wqkv = c.tensor(5), bqkv = c.tensor(6), wo = c.tensor(7), bo = c.tensor(8);
+  RLX_CHECK(!c.has(9, "mask"), "_native_multi_head_attention with a mask is not supported");
+  Dims qd = c.dims(q);  // [B, L, E]
+  RLX_CHECK(qd.size() == 3, "_native_multi_head_attention expects batch-first [B, L, E]");
+  auto proj = [&](NodeId x, int64_t part) {
+    NodeId w = c.b.op(Op::Slice, {wqkv},
+                      {{"axis", int64_t(0)}, {"start", part * E}, {"end", (part + 1) * E}});
+    NodeId bb = c.b.op(Op::Slice, {bqkv},
+                       {{"axis", int64_t(0)}, {"start", part * E}, {"end", (part + 1) * E}});
+    Dims d = c.dims(x);
+    NodeId y = c.b.linear(x, w, bb);
+    return c.b.transpose(c.b.reshape(y, {d[0], d[1], H, E / H}), {0, 2, 1, 3});
+  };
+  NodeId y =
+      c.b.op(Op::Attention, {proj(q, 0), proj(k, 1), proj(v, 2)}, {{"mask", std::string("none")}});
+  y = c.b.reshape(c.b.transpose(y, {0, 2, 1, 3}), qd);
+  return tuple({c.b.linear(y, wo, bo), -1});
+}
+
+Value upsample(LowerCtx& c, const std::string& mode, bool has_align, bool antialias) {
+  NodeId x = c.tensor(0, "input");
+  const Dims& o = c.out().shape;
+  RLX_CHECK(o.size() == 4, "only 2-d upsampling (NCHW) is supported");
+  bool align = has_align && c.flag(2, "align_corners", false);
+  return Value::tensor(c.b.op(Op::Resize, {x},
+                              {{"size", std::vector<int64_t>{o[2], o[3]}},
+                               {"mode", mode},
+                               {"align_corners", int64_t(align)},
+                               {"antialias", int64_t(antialias)}}));
+}
+
+}  // namespace
+
+void register_nn(Registry& r) {
+  r.add("aten.mm", [](LowerCtx& c) { return Value::tensor(c.b.matmul(c.tensor(0), c.tensor(1))); });
+  r.alias("aten.bmm", "aten.mm");
+  r.alias("aten.matmul", "aten.mm");
+  r.add("aten.addmm", addmm);
+  r.add("aten.baddbmm", addmm);
+  r.add("aten.linear", [](LowerCtx& c) {
+    return Value::tensor(
+        c.b.linear(c.tensor(0, "input"), c.tensor(1, "weight"), opt_tensor(c, 2, "bias")));
+  });
+  r.add("aten.convolution", convolution);
+  r.add("aten._convolution", convolution);
+  r.add("aten.max_pool2d", [](LowerCtx& c) { return max_pool(c, false); });
+  r.add("aten.max_pool2d_with_indices", [](LowerCtx& c) { return max_pool(c, true); });
+  r.add("aten.avg_pool2d", avg_pool);
+  r.add("aten.adaptive_avg_pool2d", [](LowerCtx& c) {
+    auto o = pair(c.ints(1, "output_size"), {});
+    return Value::tensor(c.b.op(Op::AdaptiveAvgPool2d, {c.tensor(0)}, {{"output", o}}));
+  });
+  r.alias("aten._adaptive_avg_pool2d", "aten.adaptive_avg_pool2d");
+  r.add("aten.layer_norm", [](LowerCtx& c) {
+    return Value::tensor(
+        layer_norm(c, c.tensor(0, "input"), int64_t(c.ints(1, "normalized_shape").size()),
+                   opt_tensor(c, 2, "weight"), opt_tensor(c, 3, "bias"), c.f(4, "eps", 1e-5)));
+  });
+  r.add("aten.native_layer_norm", native_layer_norm);
+  r.add("aten.rms_norm", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "input");
+    int64_t naxes = int64_t(c.ints(1, "normalized_shape").size());
+    std::vector<NodeId> in{x};
+    if (c.has(2, "weight")) in.push_back(c.tensor(2, "weight"));
+    // eps=None means torch.finfo(dtype).eps
+    double eps = c.f(
+        3, "eps", c.shape(x).dtype == DType::F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07);
+    return Value::tensor(c.b.op(Op::RmsNorm, in, {{"naxes", naxes}, {"eps", eps}}));
+  });
+  // _native_batch_norm_legit_no_training(x, w, b, mean, var, momentum, eps)
+  r.add("aten._native_batch_norm_legit_no_training", [](LowerCtx& c) {
+    NodeId y = batch_norm(c, c.tensor(0), opt_tensor(c, 1, "weight"), opt_tensor(c, 2, "bias"),
+                          c.tensor(3), c.tensor(4), c.f(6, "eps"));
+    return tuple({y, -1, -1});
+  });
+  // native_batch_norm(x, w, b, mean, var, training, momentum, eps); batch_norm adds cudnn_enabled.
+  auto bn = [](LowerCtx& c, bool as_tuple) {
+    RLX_CHECK(!c.flag(5, "training", false),
+              "batch norm in training mode is not supported (export in eval mode)");
+    RLX_CHECK(c.has(3, "running_mean") && c.has(4, "running_var"),
+              "batch norm needs running statistics");
+    NodeId y = batch_norm(c, c.tensor(0), opt_tensor(c, 1, "weight"), opt_tensor(c, 2, "bias"),
+                          c.tensor(3), c.tensor(4), c.f(7, "eps"));
+    return as_tuple ? tuple({y, -1, -1}) : Value::tensor(y);
+  };
+  r.add("aten.native_batch_norm", [bn](LowerCtx& c) { return bn(c, true); });
+  r.add("aten._native_batch_norm_legit", [bn](LowerCtx& c) { return bn(c, true); });
+  r.add("aten.batch_norm", [bn](LowerCtx& c) { return bn(c, false); });
+  r.add("aten.group_norm", [](LowerCtx& c) {
+    return group_norm(c, c.tensor(0), c.i(1, "num_groups"), opt_tensor(c, 2, "weight"),
+                      opt_tensor(c, 3, "bias"), c.f(4, "eps", 1e-5), false);
+  });
+  // native_group_norm(x, w, b, N, C, HxW, group, eps) -> (y, mean, rstd)
+  r.add("aten.native_group_norm", [](LowerCtx& c) {
+    return group_norm(c, c.tensor(0), c.i(6, "group"), opt_tensor(c, 1, "weight"),
+                      opt_tensor(c, 2, "bias"), c.f(7, "eps"), true);
+  });
+  r.add("aten.embedding", [](LowerCtx& c) {
+    return Value::tensor(c.b.op(Op::Embedding, {c.tensor(0, "weight"), c.tensor(1, "indices")}));
+  });
+  for (const char* op :
+       {"aten.scaled_dot_product_attention", "aten._scaled_dot_product_attention_math"})
+    r.add(op, sdpa);
+  // The fused variants return (out, logsumexp, ...): only `out` is computed.
+  for (const char* op : {"aten._scaled_dot_product_flash_attention",
+                         "aten._scaled_dot_product_flash_attention_for_cpu",
+                         "aten._scaled_dot_product_efficient_attention"})
+    r.add(op, [](LowerCtx& c) { return tuple({sdpa(c).id, -1, -1, -1, -1, -1, -1, -1, -1}); });
+  r.add("aten._native_multi_head_attention", native_mha);
+  r.add("aten.upsample_nearest2d",
+        [](LowerCtx& c) { return upsample(c, "nearest", false, false); });
+  r.add("aten._upsample_nearest_exact2d",
+        [](LowerCtx& c) { return upsample(c, "nearest_exact", false, false); });
+  r.add("aten.upsample_bilinear2d",
+        [](LowerCtx& c) { return upsample(c, "bilinear", true, false); });
+  r.add("aten.upsample_bicubic2d", [](LowerCtx& c) { return upsample(c, "bicubic", true, false); });
+  r.add("aten._upsample_bilinear2d_aa",
+        [](LowerCtx& c) { return upsample(c, "bilinear", true, true); });
+  r.add("aten._upsample_bicubic2d_aa",
+        [](LowerCtx& c) { return upsample(c, "bicubic", true, true); });
+  // grid_sampler(x, grid, interpolation_mode, padding_mode, align_corners) with enums as ints.
+  r.add("aten.grid_sampler", [](LowerCtx& c) {
+    static const char* modes[] = {"bilinear", "nearest", "bicubic"};
+    static const char* pads[] = {"zeros", "border", "reflection"};
+    int64_t m = c.i(2), p = c.i(3);
+    RLX_CHECK(m >= 0 && m < 3 && p >= 0 && p < 3, "grid_sampler: bad mode ", m, " or padding ", p);
+    return Value::tensor(c.b.op(Op::GridSample, {c.tensor(0), c.tensor(1)},
+                                {{"mode", std::string(modes[m])},
+                                 {"padding", std::string(pads[p])},
+                                 {"align_corners", int64_t(c.flag(4, "align_corners", false))}}));
+  });
+  r.alias("aten.grid_sampler_2d", "aten.grid_sampler");
+}
+
+}  // namespace rlx::torch_ir

@@ -1,0 +1,160 @@
+// Reductions, statistics, softmax family, cumsum and topk.
+#include "frontends/torch/lowering.h"
+#include "rlx/error.h"
+
+namespace rlx::torch_ir {
+namespace {
+
+// The `dim` argument: an int, a list (empty = all), or None (all).
+std::vector<int64_t> dims_arg(LowerCtx& c, size_t pos, const char* name) {
+  const Value* v = c.arg(pos, name);
+  if (!v) return {};
+  return c.ints(pos, name);
+}
+
+Value reduce(LowerCtx& c, Op op, size_t dim_pos = 1, size_t keep_pos = 2) {
+  NodeId x = c.tensor(0, "self");
+  DType t = c.out_dtype();
+  // sum/prod of integers and bools accumulate in i64 (the recorded output dtype).
+  x = c.cast(x, t);
+  auto axes = dims_arg(c, dim_pos, "dim");
+  bool keep = c.flag(keep_pos, "keepdim", false);
+  if (c.rank(x) == 0) return Value::tensor(x);
+  return Value::tensor(c.b.reduce(op, x, axes, keep));
+}
+
+int64_t reduced_count(LowerCtx& c, NodeId x, const std::vector<int64_t>& axes) {
+  Dims d = c.dims(x);
+  if (axes.empty()) return numel(d);
+  int64_t n = 1;
+  for (int64_t a : axes) n *= d[size_t(normalize_axis(a, int(d.size())))];
+  return n;
+}
+
+// var/std with Bessel's correction: (dim, unbiased | correction, keepdim).
+NodeId variance(LowerCtx& c, NodeId x, std::vector<int64_t> axes, double correction, bool keep) {
+  DType t = c.shape(x).dtype;
+  NodeId mean = c.b.reduce(Op::ReduceMean, x, axes, true);
+  NodeId d = c.b.sub(x, mean);
+  NodeId ss = c.b.reduce(Op::ReduceSum, c.b.mul(d, d), axes, keep);
+  double n = double(reduced_count(c, x, axes)) - correction;
+  return c.b.div(ss, c.scalar(n, t));  // n <= 0 gives inf/nan, as in PyTorch
+}
+
+double correction_arg(LowerCtx& c) {
+  // var.dim(self, dim, unbiased, keepdim) | var.correction(self, dim, *, correction, keepdim)
+  if (c.node.op.find("correction") != std::string::npos) return c.f(99, "correction", 1);
+  if (c.node.op == "aten.var.default" || c.node.op == "aten.std.default")
+    return c.flag(1, "unbiased", true) ? 1 : 0;
+  return c.flag(2, "unbiased", true) ? 1 : 0;
+}
+
+bool keep_arg(LowerCtx& c) {
+  if (c.node.op.find("correction") != std::string::npos) return c.flag(99, "keepdim", false);
+  return c.flag(3, "keepdim", false);
+}
+
+Value var_like(LowerCtx& c, bool sqrt, bool with_mean) {
+  NodeId x = c.tensor(0, "self");
+  bool all = c.node.op == "aten.var.default" || c.node.op == "aten.std.default";
+  auto axes = all ? std::vector<int64_t>{} : dims_arg(c, 1, "dim");
+  bool keep = keep_arg(c);
+  NodeId v = variance(c, x, axes, correction_arg(c), keep);
+  if (sqrt) v = c.b.unary(Op::Sqrt, v);
+  if (!with_mean) return Value::tensor(v);
+  Value t;
+  t.kind = Value::Tuple;
+  t.items = {Value::tensor(v), Value::tensor(c.b.reduce(Op::ReduceMean, x, axes, keep))};
+  return t;
+}
+
+Value softmax(LowerCtx& c, Op op) {
+  NodeId x = c.cast(c.tensor(0, "self"), c.out_dtype());
+  return Value::tensor(c.b.op(op, {x}, {{"axis", c.i(1, "dim")}}));
+}
+
+// max.dim / min.dim -> (values, indices)
+Value minmax_dim(LowerCtx& c, Op reduce_op, Op arg_op) {
+  NodeId x = c.tensor(0, "self");
+  int64_t dim = c.i(1, "dim");
+  bool keep = c.flag(2, "keepdim", false);
+  Value t;
+  t.kind = Value::Tuple;
+  t.items = {Value::tensor(c.b.reduce(reduce_op, x, {dim}, keep)),
+             Value::tensor(c.b.op(arg_op, {x}, {{"axis", dim}, {"keepdims", int64_t(keep)}}))};
+  return t;
+}
+
+Value arg(LowerCtx& c, Op op) {
+  NodeId x = c.tensor(0, "self");
+  bool keep = c.flag(2, "keepdim", false);
+  if (!c.has(1, "dim")) {  // over the flattened tensor
+    x = c.b.reshape(x, {numel(c.dims(x))});
+    NodeId r = c.b.op(op, {x}, {{"axis", int64_t(0)}, {"keepdims", int64_t(0)}});
+    return Value::tensor(keep ? c.b.reshape(r, c.out().shape) : r);
+  }
+  return Value::tensor(c.b.op(op, {x}, {{"axis", c.i(1, "dim")}, {"keepdims", int64_t(keep)}}));
+}
+
+}  // namespace
+
+void register_reductions(Registry& r) {
+  r.add("aten.sum", [](LowerCtx& c) { return reduce(c, Op::ReduceSum); });
+  r.add("aten.mean", [](LowerCtx& c) { return reduce(c, Op::ReduceMean); });
+  r.add("aten.amax", [](LowerCtx& c) { return reduce(c, Op::ReduceMax); });
+  r.add("aten.amin", [](LowerCtx& c) { return reduce(c, Op::ReduceMin); });
+  r.add("aten.prod", [](LowerCtx& c) { return reduce(c, Op::ReduceProd); });
+  r.add("aten.max.default", [](LowerCtx& c) { return reduce(c, Op::ReduceMax, 99, 99); });
+  r.add("aten.min.default", [](LowerCtx& c) { return reduce(c, Op::ReduceMin, 99, 99); });
+  r.add("aten.max.dim", [](LowerCtx& c) { return minmax_dim(c, Op::ReduceMax, Op::ArgMax); });
+  r.add("aten.min.dim", [](LowerCtx& c) { return minmax_dim(c, Op::ReduceMin, Op::ArgMin); });
+  r.add("aten.max.other",
+        [](LowerCtx& c) { return Value::tensor(c.b.binary(Op::Max, c.tensor(0), c.tensor(1))); });
+  r.add("aten.min.other",
+        [](LowerCtx& c) { return Value::tensor(c.b.binary(Op::Min, c.tensor(0), c.tensor(1))); });
+  r.add("aten.argmax", [](LowerCtx& c) { return arg(c, Op::ArgMax); });
+  r.add("aten.argmin", [](LowerCtx& c) { return arg(c, Op::ArgMin); });
+  r.add("prims.sum", [](LowerCtx& c) { return reduce(c, Op::ReduceSum, 1, 99); });
+  r.add("prims.amax", [](LowerCtx& c) { return reduce(c, Op::ReduceMax, 1, 99); });
+  r.add("prims.amin", [](LowerCtx& c) { return reduce(c, Op::ReduceMin, 1, 99); });
+  r.add("prims.var", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "inp");
+    return Value::tensor(variance(c, x, dims_arg(c, 1, "dims"), c.f(2, "correction", 1), false));
+  });
+  r.add("aten.var", [](LowerCtx& c) { return var_like(c, false, false); });
+  r.add("aten.std", [](LowerCtx& c) { return var_like(c, true, false); });
+  r.add("aten.var_mean", [](LowerCtx& c) { return var_like(c, false, true); });
+  r.add("aten.std_mean", [](LowerCtx& c) { return var_like(c, true, true); });
+  r.add("aten._softmax", [](LowerCtx& c) { return softmax(c, Op::Softmax); });
+  r.add("aten.softmax", [](LowerCtx& c) { return softmax(c, Op::Softmax); });
+  r.add("aten._log_softmax", [](LowerCtx& c) { return softmax(c, Op::LogSoftmax); });
+  r.add("aten.log_softmax", [](LowerCtx& c) { return softmax(c, Op::LogSoftmax); });
+  r.add("aten.cumsum", [](LowerCtx& c) {
+    NodeId x = c.cast(c.tensor(0, "self"), c.out_dtype());
+    return Value::tensor(c.b.op(Op::CumSum, {x}, {{"axis", c.i(1, "dim")}}));
+  });
+  r.add("aten.logsumexp", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    auto axes = dims_arg(c, 1, "dim");
+    bool keep = c.flag(2, "keepdim", false);
+    NodeId m = c.b.reduce(Op::ReduceMax, x, axes, true);
+    NodeId s = c.b.reduce(Op::ReduceSum, c.b.unary(Op::Exp, c.b.sub(x, m)), axes, true);
+    NodeId y = c.b.add(c.b.unary(Op::Log, s), m);
+    return Value::tensor(keep ? y : c.b.reshape(y, c.out().shape));
+  });
+  r.add("aten.topk", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    Attrs a{{"k", c.i(1, "k")},
+            {"axis", c.i(2, "dim", -1)},
+            {"largest", int64_t(c.flag(3, "largest", true))},
+            {"sorted", int64_t(c.flag(4, "sorted", true))}};
+    Attrs ai = a;
+    ai.set("output", int64_t(1));
+    Value t;
+    t.kind = Value::Tuple;
+    t.items = {Value::tensor(c.b.op(Op::TopK, {x}, a)), Value::tensor(c.b.op(Op::TopK, {x}, ai))};
+    return t;
+  });
+}
+
+}  // namespace rlx::torch_ir

@@ -1,0 +1,305 @@
+// Views and data movement: view/reshape family, permutes, slicing, joins,
+// splits, padding, repeat/roll/flip and pixel (un)shuffle.
+#include <numeric>
+
+#include "frontends/torch/lowering.h"
+#include "rlx/error.h"
+
+namespace rlx::torch_ir {
+namespace {
+
+int axis(LowerCtx& c, NodeId x, int64_t d) { return normalize_axis(d, std::max(1, c.rank(x))); }
+
+// Reshape to the recorded output shape: exact for every view-like op.
+Value to_out_shape(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  const Dims& target = c.out().shape;
+  return Value::tensor(c.dims(x) == target ? x : c.b.reshape(x, target));
+}
+
+NodeId slice(LowerCtx& c, NodeId x, int ax, int64_t start, int64_t end, int64_t step = 1) {
+  return c.b.op(Op::Slice, {x},
+                {{"axis", int64_t(ax)}, {"start", start}, {"end", end}, {"step", step}});
+}
+
+Value tuple(std::vector<NodeId> ids) {
+  Value v;
+  v.kind = Value::Tuple;
+  for (NodeId id : ids) v.items.push_back(Value::tensor(id));
+  return v;
+}
+
+// Pieces of `x` along `ax` with the given sizes.
+Value split_sizes(LowerCtx& c, NodeId x, int ax, const std::vector<int64_t>& sizes) {
+  std::vector<NodeId> parts;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    parts.push_back(slice(c, x, ax, at, at + s));
+    at += s;
+  }
+  RLX_CHECK(at == c.dims(x)[size_t(ax)], "split sizes sum to ", at, ", dim is ",
+            c.dims(x)[size_t(ax)]);
+  return tuple(parts);
+}
+
+Value split_even(LowerCtx& c, NodeId x, int ax, int64_t size) {
+  int64_t len = c.dims(x)[size_t(ax)];
+  RLX_CHECK(size > 0 || len == 0, "split size must be positive");
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < len; at += size) sizes.push_back(std::min(size, len - at));
+  if (sizes.empty()) sizes.push_back(0);
+  return split_sizes(c, x, ax, sizes);
+}
+
+Value cat(LowerCtx& c) {
+  std::vector<NodeId> xs;
+  // Legacy PyTorch skips 1-d empty tensors in cat.
+  for (NodeId x : c.tensors(0, "tensors"))
+    if (!(c.rank(x) == 1 && c.dims(x)[0] == 0)) xs.push_back(c.cast(x, c.out_dtype()));
+  if (xs.empty()) return Value::tensor(c.b.full(c.out().shape, 0, c.out_dtype()));
+  return Value::tensor(c.b.concat(xs, axis(c, xs[0], c.i(1, "dim", 0))));
+}
+
+Value constant_pad(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  auto pad = c.ints(1, "pad");
+  const int r = c.rank(x);
+  RLX_CHECK(pad.size() % 2 == 0 && int(pad.size()) / 2 <= r, "bad pad list of ", pad.size());
+  std::vector<int64_t> pads(size_t(2 * r), 0);
+  // torch lists (begin, end) pairs from the last dim backwards.
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    size_t d = size_t(r - 1) - k;
+    pads[d] = pad[2 * k];
+    pads[d + size_t(r)] = pad[2 * k + 1];
+  }
+  return Value::tensor(
+      c.b.op(Op::Pad, {x},
+             {{"pads", pads}, {"mode", std::string("constant")}, {"value", c.f(2, "value", 0)}}));
+}
+
+Value pad_mode(LowerCtx& c, const std::string& mode) {
+  NodeId x = c.tensor(0, "self");
+  auto pad = c.ints(1, "padding");
+  const int r = c.rank(x);
+  std::vector<int64_t> pads(size_t(2 * r), 0);
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    size_t d = size_t(r - 1) - k;
+    pads[d] = pad[2 * k];
+    pads[d + size_t(r)] = pad[2 * k + 1];
+  }
+  return Value::tensor(c.b.op(Op::Pad, {x}, {{"pads", pads}, {"mode", mode}}));
+}
+
+Value roll(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  auto shifts = c.ints(1, "shifts");
+  auto dims = c.ints(2, "dims", {});
+  Dims orig = c.dims(x);
+  bool flat = dims.empty();
+  if (flat) {
+    x = c.b.reshape(x, {numel(orig)});
+    dims = {0};
+  }
+  RLX_CHECK(shifts.size() == dims.size(), "roll: shifts and dims differ in length");
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int ax = axis(c, x, dims[k]);
+    int64_t len = c.dims(x)[size_t(ax)];
+    if (len == 0) continue;
+    int64_t s = ((shifts[k] % len) + len) % len;
+    if (s == 0) continue;
+    x = c.b.concat({slice(c, x, ax, len - s, len), slice(c, x, ax, 0, len - s)}, ax);
+  }
+  return Value::tensor(flat ? c.b.reshape(x, orig) : x);
+}
+
+Value pixel_shuffle(LowerCtx& c, bool inverse) {
+  NodeId x = c.tensor(0, "self");
+  int64_t f = c.i(1, inverse ? "downscale_factor" : "upscale_factor");
+  Dims d = c.dims(x);
+  RLX_CHECK(d.size() >= 3, "pixel_shuffle needs [..., C, H, W]");
+  size_t r = d.size();
+  Dims lead(d.begin(), d.end() - 3);
+  int64_t C = d[r - 3], H = d[r - 2], W = d[r - 1];
+  int64_t L = int64_t(lead.size());
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < L; ++i) perm.push_back(i);
+  Dims shape = lead;
+  if (!inverse) {  // [.., C*f*f, H, W] -> [.., C, H*f, W*f]
+    int64_t oc = C / (f * f);
+    shape.insert(shape.end(), {oc, f, f, H, W});
+    for (int64_t p : {0, 3, 1, 4, 2}) perm.push_back(L + p);
+    Dims out = lead;
+    out.insert(out.end(), {oc, H * f, W * f});
+    return Value::tensor(c.b.reshape(c.b.transpose(c.b.reshape(x, shape), perm), out));
+  }
+  // [.., C, H*f, W*f] -> [.., C*f*f, H, W]
+  int64_t oh = H / f, ow = W / f;
+  shape.insert(shape.end(), {C, oh, f, ow, f});
+  for (int64_t p : {0, 2, 4, 1, 3}) perm.push_back(L + p);
+  Dims out = lead;
+  out.insert(out.end(), {C * f * f, oh, ow});
+  return Value::tensor(c.b.reshape(c.b.transpose(c.b.reshape(x, shape), perm), out));
+}
+
+Value tri(LowerCtx& c, bool lower) {
+  NodeId x = c.tensor(0, "self");
+  int64_t k = c.i(1, "diagonal", 0);
+  Dims d = c.dims(x);
+  RLX_CHECK(d.size() >= 2, "tril/triu need at least 2 dims");
+  int64_t R = d[d.size() - 2], C = d.back();
+  Tensor keep({R, C}, DType::Bool);
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t j = 0; j < C; ++j) keep.data<bool>()[i * C + j] = lower ? j - i <= k : j - i >= k;
+  NodeId zero = c.scalar(0, c.shape(x).dtype);
+  return Value::tensor(c.b.op(Op::Where, {c.b.constant(keep), x, zero}));
+}
+
+}  // namespace
+
+void register_shape_ops(Registry& r) {
+  for (const char* op :
+       {"aten.view", "aten._unsafe_view", "aten._reshape_alias", "aten.reshape", "aten.flatten",
+        "aten.unflatten", "aten.unsqueeze", "aten.squeeze", "aten.view_as", "aten.reshape_as",
+        "prims.reshape", "prims.squeeze", "aten.expand_dims"})
+    r.add(op, to_out_shape);
+  r.add("prims.broadcast_in_dim", [](LowerCtx& c) {
+    // broadcast_in_dim(x, shape, broadcast_dimensions): put x's dims at the listed positions.
+    NodeId x = c.tensor(0, "a");
+    auto shape = c.ints(1, "shape");
+    auto bdims = c.ints(2, "broadcast_dimensions");
+    Dims mid(shape.size(), 1);
+    Dims xd = c.dims(x);
+    for (size_t k = 0; k < bdims.size(); ++k) mid[size_t(bdims[k])] = xd[k];
+    return Value::tensor(c.b.op(Op::Expand, {c.b.reshape(x, mid)}, {{"shape", shape}}));
+  });
+  r.add("aten.permute", [](LowerCtx& c) {
+    return Value::tensor(c.b.transpose(c.tensor(0, "self"), c.ints(1, "dims")));
+  });
+  r.add("prims.transpose", [](LowerCtx& c) {
+    return Value::tensor(c.b.transpose(c.tensor(0, "a"), c.ints(1, "permutation")));
+  });
+  r.add("aten.transpose", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    const int rank = c.rank(x);
+    if (rank < 2) return Value::tensor(x);
+    std::vector<int64_t> perm(static_cast<size_t>(rank));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[size_t(axis(c, x, c.i(1, "dim0")))], perm[size_t(axis(c, x, c.i(2, "dim1")))]);
+    return Value::tensor(c.b.transpose(x, perm));
+  });
+  r.add("aten.t", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    return Value::tensor(c.rank(x) == 2 ? c.b.transpose(x, {1, 0}) : x);
+  });
+  r.add("aten.expand", [](LowerCtx& c) {
+    return Value::tensor(c.b.op(Op::Expand, {c.tensor(0, "self")}, {{"shape", c.out().shape}}));
+  });
+  r.add("aten.expand_as", [](LowerCtx& c) {
+    return Value::tensor(c.b.op(Op::Expand, {c.tensor(0, "self")}, {{"shape", c.out().shape}}));
+  });
+  r.add("aten.slice", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    return Value::tensor(slice(c, x, axis(c, x, c.i(1, "dim", 0)), c.i(2, "start", 0),
+                               c.i(3, "end", INT64_MAX), c.i(4, "step", 1)));
+  });
+  r.add("aten.narrow", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    int ax = axis(c, x, c.i(1, "dim"));
+    int64_t start = c.i(2, "start");
+    if (start < 0) start += c.dims(x)[size_t(ax)];
+    return Value::tensor(slice(c, x, ax, start, start + c.i(3, "length")));
+  });
+  r.add("aten.select", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    int ax = axis(c, x, c.i(1, "dim"));
+    int64_t len = c.dims(x)[size_t(ax)];
+    int64_t idx = c.i(2, "index");
+    RLX_CHECK(idx >= -len && idx < len, "select index ", idx, " out of range for dim of ", len);
+    if (idx < 0) idx += len;
+    return Value::tensor(c.b.reshape(slice(c, x, ax, idx, idx + 1), c.out().shape));
+  });
+  r.add("aten.cat", cat);
+  r.add("aten.concat", cat);
+  r.add("prims.cat", cat);
+  r.add("aten.stack", [](LowerCtx& c) {
+    auto xs = c.tensors(0, "tensors");
+    RLX_CHECK(!xs.empty(), "stack of no tensors");
+    int ax = normalize_axis(c.i(1, "dim", 0), c.rank(xs[0]) + 1);
+    for (NodeId& x : xs) {
+      Dims d = c.dims(x);
+      d.insert(d.begin() + ax, 1);
+      x = c.b.reshape(c.cast(x, c.out_dtype()), d);
+    }
+    return Value::tensor(c.b.concat(xs, ax));
+  });
+  r.add("aten.split_with_sizes", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    return split_sizes(c, x, axis(c, x, c.i(2, "dim", 0)), c.ints(1, "split_sizes"));
+  });
+  r.add("aten.split", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    int ax = axis(c, x, c.i(2, "dim", 0));
+    const Value* s = c.arg(1, "split_size");
+    if (s && s->kind == Value::List) return split_sizes(c, x, ax, c.ints(1, "split_size"));
+    return split_even(c, x, ax, c.i(1, "split_size"));
+  });
+  r.add("aten.chunk", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    int ax = axis(c, x, c.i(2, "dim", 0));
+    int64_t chunks = c.i(1, "chunks");
+    RLX_CHECK(chunks > 0, "chunk count must be positive");
+    int64_t len = c.dims(x)[size_t(ax)];
+    return split_even(c, x, ax, std::max<int64_t>(1, (len + chunks - 1) / chunks));
+  });
+  r.add("aten.unbind", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    int ax = axis(c, x, c.i(1, "dim", 0));
+    Dims d = c.dims(x);
+    Dims piece = d;
+    piece.erase(piece.begin() + ax);
+    std::vector<NodeId> parts;
+    for (int64_t k = 0; k < d[size_t(ax)]; ++k)
+      parts.push_back(c.b.reshape(slice(c, x, ax, k, k + 1), piece));
+    return tuple(parts);
+  });
+  r.add("aten.constant_pad_nd", constant_pad);
+  r.add("aten.pad", [](LowerCtx& c) {
+    std::string mode = c.str(2, "mode", "constant");
+    if (mode == "constant") {
+      NodeId x = c.tensor(0, "self");
+      auto pad = c.ints(1, "pad");
+      const int r = c.rank(x);
+      std::vector<int64_t> pads(size_t(2 * r), 0);
+      for (size_t k = 0; k < pad.size() / 2; ++k) {
+        pads[size_t(r - 1) - k] = pad[2 * k];
+        pads[size_t(2 * r - 1) - k] = pad[2 * k + 1];
+      }
+      return Value::tensor(
+          c.b.op(Op::Pad, {x}, {{"pads", pads}, {"mode", mode}, {"value", c.f(3, "value", 0)}}));
+    }
+    return pad_mode(c, mode == "reflect" ? "reflect" : "replicate");
+  });
+  for (const char* op : {"aten.reflection_pad1d", "aten.reflection_pad2d", "aten.reflection_pad3d"})
+    r.add(op, [](LowerCtx& c) { return pad_mode(c, "reflect"); });
+  for (const char* op :
+       {"aten.replication_pad1d", "aten.replication_pad2d", "aten.replication_pad3d"})
+    r.add(op, [](LowerCtx& c) { return pad_mode(c, "replicate"); });
+  r.add("aten.repeat", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    auto reps = c.ints(1, "repeats");
+    Dims d = c.dims(x);
+    RLX_CHECK(reps.size() >= d.size(), "repeat needs at least as many repeats as dims");
+    d.insert(d.begin(), reps.size() - d.size(), 1);
+    return Value::tensor(c.b.op(Op::Tile, {c.b.reshape(x, d)}, {{"repeats", reps}}));
+  });
+  r.add("aten.roll", roll);
+  r.add("aten.flip", [](LowerCtx& c) {
+    return Value::tensor(c.b.op(Op::Flip, {c.tensor(0, "self")}, {{"axes", c.ints(1, "dims")}}));
+  });
+  r.add("aten.pixel_shuffle", [](LowerCtx& c) { return pixel_shuffle(c, false); });
+  r.add("aten.pixel_unshuffle", [](LowerCtx& c) { return pixel_shuffle(c, true); });
+  r.add("aten.tril", [](LowerCtx& c) { return tri(c, true); });
+  r.add("aten.triu", [](LowerCtx& c) { return tri(c, false); });
+}
+
+}  // namespace rlx::torch_ir
