@@ -8,7 +8,8 @@ namespace rlx::cpu {
 void full(const KernelCall& c);
 void arange(const KernelCall& c);
 
-// elementwise.cc: the op is read from c.node.op
+// unary.cc (unary), binary.cc (binary, compare), elementwise.cc (the rest);
+// the op is read from c.node.op
 void unary(const KernelCall& c);
 void binary(const KernelCall& c);
 void compare(const KernelCall& c);

@@ -1,0 +1,327 @@
+// Binary arithmetic (add sub mul div max min pow mod fmod) and comparisons
+// with NumPy broadcasting. Inputs share a dtype (shape inference checks it).
+//
+// Semantics, following PyTorch where the dtype allows:
+//  - div: rounding "" is true division for floats; for integers the output
+//    keeps the integer dtype, so "" truncates like "trunc" (PyTorch would
+//    promote to float). "floor" rounds toward -inf. Integer division (and
+//    mod/fmod) by zero throws rlx::Error.
+//  - mod: Python remainder (result has the divisor's sign); fmod: C fmod.
+//  - max/min propagate NaN (torch.maximum/minimum).
+//  - integer add/sub/mul/pow wrap around; pow with a negative integer
+//    exponent gives 1 / base truncated (0 unless base is +-1), like PyTorch.
+//  - bool supports add/max (or) and mul/min (and).
+#include <cmath>
+#include <type_traits>
+
+#include "backends/cpu/ew_util.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
+
+namespace rlx::cpu {
+namespace {
+
+// Runs out[i] = f(a[..], b[..]) over a broadcast, with the inner loop
+// specialised on which operand is broadcast so the compiler can vectorize.
+template <typename T, typename R, typename F>
+void run_binary(const KernelCall& c, int64_t grain, F f) {
+  const Broadcast<2> bc(c.out.dims(), {&c.in[0].dims(), &c.in[1].dims()}, c.node);
+  const T* a = c.in[0].data<T>();
+  const T* b = c.in[1].data<T>();
+  R* o = c.out.data<R>();
+  const bool sa = bc.inner_stride(0) != 0, sb = bc.inner_stride(1) != 0;
+  bc.parallel_runs(grain, [&](const std::array<int64_t, 2>& off, int64_t pos, int64_t len) {
+    const T* pa = a + off[0];
+    const T* pb = b + off[1];
+    R* po = o + pos;
+    if (sa && sb) {
+      for (int64_t i = 0; i < len; ++i) po[i] = f(pa[i], pb[i]);
+    } else if (sa) {
+      const T vb = *pb;
+      for (int64_t i = 0; i < len; ++i) po[i] = f(pa[i], vb);
+    } else if (sb) {
+      const T va = *pa;
+      for (int64_t i = 0; i < len; ++i) po[i] = f(va, pb[i]);
+    } else {
+      const R v = f(*pa, *pb);
+      for (int64_t i = 0; i < len; ++i) po[i] = v;
+    }
+  });
+}
+
+// ---- f32 AVX2 paths for the hot arithmetic ops. `s` is the scalar twin of
+// `v`, bit-identical, used for the tail of each run.
+struct AddOp {
+  RLX_AVX2_INLINE static __m256 v(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+  static float s(float a, float b) { return a + b; }
+};
+struct SubOp {
+  RLX_AVX2_INLINE static __m256 v(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+  static float s(float a, float b) { return a - b; }
+};
+struct MulOp {
+  RLX_AVX2_INLINE static __m256 v(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+  static float s(float a, float b) { return a * b; }
+};
+struct DivOp {
+  RLX_AVX2_INLINE static __m256 v(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+  static float s(float a, float b) { return a / b; }
+};
+// NaN-propagating max/min: the SSE instructions return the second operand
+// when either is NaN, so NaN lanes are patched with a + b (a NaN).
+struct MaxOp {
+  RLX_AVX2_INLINE static __m256 v(__m256 a, __m256 b) {
+    return _mm256_blendv_ps(_mm256_max_ps(a, b), _mm256_add_ps(a, b),
+                            _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+  }
+  static float s(float a, float b) { return a != a || b != b ? a + b : (a < b ? b : a); }
+};
+struct MinOp {
+  RLX_AVX2_INLINE static __m256 v(__m256 a, __m256 b) {
+    return _mm256_blendv_ps(_mm256_min_ps(a, b), _mm256_add_ps(a, b),
+                            _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+  }
+  static float s(float a, float b) { return a != a || b != b ? a + b : (b < a ? b : a); }
+};
+
+template <typename V>
+RLX_AVX2 void run_avx2(const float* a, bool sa, const float* b, bool sb, float* o, int64_t n) {
+  int64_t i = 0;
+  if (sa && sb) {
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(o + i, V::v(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i < n; ++i) o[i] = V::s(a[i], b[i]);
+  } else if (sa) {
+    const __m256 vb = _mm256_set1_ps(*b);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, V::v(_mm256_loadu_ps(a + i), vb));
+    for (; i < n; ++i) o[i] = V::s(a[i], *b);
+  } else if (sb) {
+    const __m256 va = _mm256_set1_ps(*a);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, V::v(va, _mm256_loadu_ps(b + i)));
+    for (; i < n; ++i) o[i] = V::s(*a, b[i]);
+  } else {
+    const float v = V::s(*a, *b);
+    for (; i < n; ++i) o[i] = v;
+  }
+}
+
+template <typename V>
+void run_f32(const KernelCall& c) {
+  if (!has_avx2_fma()) return run_binary<float, float>(c, kGrainCheap, V::s);
+  const Broadcast<2> bc(c.out.dims(), {&c.in[0].dims(), &c.in[1].dims()}, c.node);
+  const float* a = c.in[0].data<float>();
+  const float* b = c.in[1].data<float>();
+  float* o = c.out.data<float>();
+  const bool sa = bc.inner_stride(0) != 0, sb = bc.inner_stride(1) != 0;
+  bc.parallel_runs(kGrainCheap, [&](const std::array<int64_t, 2>& off, int64_t pos, int64_t len) {
+    run_avx2<V>(a + off[0], sa, b + off[1], sb, o + pos, len);
+  });
+}
+
+// ---- floating point
+template <typename T>
+T div_floor(T a, T b) {  // PyTorch's div_floor_floating: exact via fmod
+  if (b == T(0)) return a / b;
+  const T mod = std::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != T(0) && (b < T(0)) != (mod < T(0))) div -= T(1);
+  if (div == T(0)) return std::copysign(T(0), a / b);
+  T fl = std::floor(div);
+  if (div - fl > T(0.5)) fl += T(1);
+  return fl;
+}
+
+template <typename T>
+T py_mod(T a, T b) {
+  T m = std::fmod(a, b);
+  if (m != T(0) && (b < T(0)) != (m < T(0))) m += b;
+  return m;
+}
+
+template <typename T>
+void binary_float(const KernelCall& c) {
+  const Node& n = c.node;
+  constexpr int64_t g = kGrainCheap, heavy = kGrainHeavy;
+  constexpr bool f32 = std::is_same_v<T, float>;
+  switch (n.op) {
+    case Op::Add:
+      if constexpr (f32) return run_f32<AddOp>(c);
+      return run_binary<T, T>(c, g, [](T a, T b) { return a + b; });
+    case Op::Sub:
+      if constexpr (f32) return run_f32<SubOp>(c);
+      return run_binary<T, T>(c, g, [](T a, T b) { return a - b; });
+    case Op::Mul:
+      if constexpr (f32) return run_f32<MulOp>(c);
+      return run_binary<T, T>(c, g, [](T a, T b) { return a * b; });
+    case Op::Div: {
+      const std::string mode = n.attrs.s("rounding", "");
+      if (mode == "trunc")
+        return run_binary<T, T>(c, g, [](T a, T b) { return std::trunc(a / b); });
+      if (mode == "floor") return run_binary<T, T>(c, heavy, div_floor<T>);
+      RLX_CHECK(mode.empty(), n.label(),
+                ": div rounding must be \"\", \"trunc\" or \"floor\", got \"", mode, "\"");
+      if constexpr (f32) return run_f32<DivOp>(c);
+      return run_binary<T, T>(c, g, [](T a, T b) { return a / b; });
+    }
+    case Op::Max:
+      if constexpr (f32) return run_f32<MaxOp>(c);
+      return run_binary<T, T>(c, g,
+                              [](T a, T b) { return a != a || b != b ? a + b : std::max(a, b); });
+    case Op::Min:
+      if constexpr (f32) return run_f32<MinOp>(c);
+      return run_binary<T, T>(c, g,
+                              [](T a, T b) { return a != a || b != b ? a + b : std::min(a, b); });
+    case Op::Pow:
+      return run_binary<T, T>(c, heavy, [](T a, T b) { return std::pow(a, b); });
+    case Op::Mod:
+      return run_binary<T, T>(c, heavy, py_mod<T>);
+    case Op::Fmod:
+      return run_binary<T, T>(c, heavy, [](T a, T b) { return std::fmod(a, b); });
+    default:
+      break;
+  }
+  throw make_error(n.label(), ": not a binary op");
+}
+
+// ---- integers: wrap-around arithmetic through uint64_t (no signed overflow UB)
+template <typename T>
+T wrap(uint64_t v) {
+  return T(v);  // modular since C++20
+}
+
+template <typename T>
+T int_pow(T base, T e) {
+  if constexpr (std::is_signed_v<T>) {
+    if (e < 0) return base == 1 ? T(1) : base == -1 ? T(e % 2 ? -1 : 1) : T(0);
+  }
+  uint64_t r = 1, b = uint64_t(base);
+  for (uint64_t k = uint64_t(e); k; k >>= 1, b *= b)
+    if (k & 1) r *= b;
+  return wrap<T>(r);
+}
+
+template <typename T>
+void binary_int(const KernelCall& c) {
+  const Node& n = c.node;
+  constexpr int64_t g = kGrainCheap;
+  const std::string where = n.label() + ": integer division by zero in '" + op_name(n.op) + "'";
+  auto check = [&](T b) {
+    if (b == T(0)) throw Error(where);
+  };
+  // a / -1 and a % -1 overflow for the minimum value; both are defined here.
+  auto trunc_div = [=](T a, T b) {
+    if constexpr (std::is_signed_v<T>)
+      if (b == T(-1)) return wrap<T>(uint64_t(0) - uint64_t(a));
+    return T(a / b);
+  };
+  auto trunc_rem = [](T a, T b) {
+    if constexpr (std::is_signed_v<T>)
+      if (b == T(-1)) return T(0);
+    return T(a % b);
+  };
+  switch (n.op) {
+    case Op::Add:
+      return run_binary<T, T>(c, g, [](T a, T b) { return wrap<T>(uint64_t(a) + uint64_t(b)); });
+    case Op::Sub:
+      return run_binary<T, T>(c, g, [](T a, T b) { return wrap<T>(uint64_t(a) - uint64_t(b)); });
+    case Op::Mul:
+      return run_binary<T, T>(c, g, [](T a, T b) { return wrap<T>(uint64_t(a) * uint64_t(b)); });
+    case Op::Div: {
+      const std::string mode = n.attrs.s("rounding", "");
+      RLX_CHECK(mode.empty() || mode == "trunc" || mode == "floor", n.label(),
+                ": div rounding must be \"\", \"trunc\" or \"floor\", got \"", mode, "\"");
+      if (mode == "floor")
+        return run_binary<T, T>(c, g, [=](T a, T b) {
+          check(b);
+          T q = trunc_div(a, b);
+          if (trunc_rem(a, b) != T(0) && ((a < T(0)) != (b < T(0)))) --q;
+          return q;
+        });
+      return run_binary<T, T>(c, g, [=](T a, T b) {
+        check(b);
+        return trunc_div(a, b);
+      });
+    }
+    case Op::Max:
+      return run_binary<T, T>(c, g, [](T a, T b) { return std::max(a, b); });
+    case Op::Min:
+      return run_binary<T, T>(c, g, [](T a, T b) { return std::min(a, b); });
+    case Op::Pow:
+      return run_binary<T, T>(c, g, int_pow<T>);
+    case Op::Mod:
+      return run_binary<T, T>(c, g, [=](T a, T b) {
+        check(b);
+        T r = trunc_rem(a, b);
+        if (r != T(0) && ((r < T(0)) != (b < T(0)))) r = T(r + b);
+        return r;
+      });
+    case Op::Fmod:
+      return run_binary<T, T>(c, g, [=](T a, T b) {
+        check(b);
+        return trunc_rem(a, b);
+      });
+    default:
+      break;
+  }
+  throw make_error(n.label(), ": not a binary op");
+}
+
+void binary_bool(const KernelCall& c) {
+  switch (c.node.op) {
+    case Op::Add:
+    case Op::Max:
+      return run_binary<bool, bool>(c, kGrainCheap, [](bool a, bool b) { return a || b; });
+    case Op::Mul:
+    case Op::Min:
+      return run_binary<bool, bool>(c, kGrainCheap, [](bool a, bool b) { return a && b; });
+    default:
+      break;
+  }
+  throw make_error(c.node.label(), ": '", op_name(c.node.op), "' does not take bool inputs");
+}
+
+void check_inputs(const KernelCall& c) {
+  RLX_CHECK(c.in[0].dtype() == c.in[1].dtype(), c.node.label(), ": dtype mismatch ",
+            c.in[0].shape().str(), " vs ", c.in[1].shape().str());
+}
+
+}  // namespace
+
+void binary(const KernelCall& c) {
+  check_inputs(c);
+  visit_compute_dtype(c.in[0].dtype(), c.node, [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      binary_float<T>(c);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      binary_bool(c);
+    } else {
+      binary_int<T>(c);
+    }
+  });
+}
+
+void compare(const KernelCall& c) {
+  check_inputs(c);
+  visit_compute_dtype(c.in[0].dtype(), c.node, [&]<typename T>() {
+    constexpr int64_t g = kGrainCheap;
+    switch (c.node.op) {
+      case Op::Eq:
+        return run_binary<T, bool>(c, g, [](T a, T b) { return a == b; });
+      case Op::Ne:
+        return run_binary<T, bool>(c, g, [](T a, T b) { return a != b; });
+      case Op::Lt:
+        return run_binary<T, bool>(c, g, [](T a, T b) { return a < b; });
+      case Op::Le:
+        return run_binary<T, bool>(c, g, [](T a, T b) { return a <= b; });
+      case Op::Gt:
+        return run_binary<T, bool>(c, g, [](T a, T b) { return a > b; });
+      case Op::Ge:
+        return run_binary<T, bool>(c, g, [](T a, T b) { return a >= b; });
+      default:
+        break;
+    }
+    throw make_error(c.node.label(), ": not a comparison");
+  });
+}
+
+}  // namespace rlx::cpu

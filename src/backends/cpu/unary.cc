@@ -1,0 +1,232 @@
+// Unary element-wise kernels (relu ... clamp). f32 and f64 for every op;
+// integer dtypes for the ops PyTorch computes without promoting to float
+// (neg abs sign relu clamp round floor ceil). f32 relu/exp/sigmoid/silu/tanh/
+// gelu/gelu_tanh have AVX2 paths built on vmath.h.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "backends/cpu/ew_util.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
+
+namespace rlx::cpu {
+namespace {
+
+template <typename T, typename F>
+void map(const KernelCall& c, int64_t grain, F f) {
+  const T* x = c.in[0].data<T>();
+  T* y = c.out.data<T>();
+  parallel_for(c.out.numel(), grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = f(x[i]);
+  });
+}
+
+template <__m256 (*F)(__m256)>
+void map_f32_avx2(const KernelCall& c, int64_t grain) {
+  const float* x = c.in[0].data<float>();
+  float* y = c.out.data<float>();
+  parallel_for(c.out.numel(), grain,
+               [&](int64_t b, int64_t e) { vm::map_avx2<F>(x + b, y + b, e - b); });
+}
+
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kSqrtHalf = 0.70710678118654752440;
+
+RLX_AVX2 __m256 relu8(__m256 x) {
+  // max(x, 0) returns the second operand for NaN lanes, so put x second.
+  return _mm256_max_ps(_mm256_setzero_ps(), x);
+}
+RLX_AVX2 __m256 exp8(__m256 x) { return vm::exp(x); }
+RLX_AVX2 __m256 sigmoid8(__m256 x) { return vm::sigmoid(x); }
+RLX_AVX2 __m256 tanh8(__m256 x) { return vm::tanh(x); }
+RLX_AVX2 __m256 silu8(__m256 x) { return _mm256_mul_ps(x, vm::sigmoid(x)); }
+RLX_AVX2 __m256 gelu8(__m256 x) {
+  const __m256 half_x = _mm256_mul_ps(x, _mm256_set1_ps(0.5f));
+  const __m256 e = vm::erf(_mm256_mul_ps(x, _mm256_set1_ps(float(kSqrtHalf))));
+  return _mm256_fmadd_ps(half_x, e, half_x);
+}
+RLX_AVX2 __m256 gelu_tanh8(__m256 x) {
+  const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+  const __m256 inner = _mm256_mul_ps(_mm256_set1_ps(float(kSqrt2OverPi)),
+                                     _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, x));
+  const __m256 half_x = _mm256_mul_ps(x, _mm256_set1_ps(0.5f));
+  return _mm256_fmadd_ps(half_x, vm::tanh(inner), half_x);
+}
+
+// Clamp with NaN passing through (std::min/max would keep a bound instead).
+template <typename T>
+T clamp_nan(T x, T lo, T hi) {
+  if (x != x) return x;
+  return std::min(std::max(x, lo), hi);
+}
+
+template <typename T>
+T sigmoid_ref(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+template <typename T>
+void unary_float(const KernelCall& c) {
+  const Node& n = c.node;
+  const Attrs& a = n.attrs;
+  const bool avx = std::is_same_v<T, float> && has_avx2_fma();
+  constexpr int64_t cheap = kGrainCheap, heavy = kGrainHeavy;
+  switch (n.op) {
+    case Op::Relu:
+      if (avx) return map_f32_avx2<relu8>(c, cheap);
+      return map<T>(c, cheap, [](T x) { return x < T(0) ? T(0) : x; });
+    case Op::Gelu:
+      if (avx) return map_f32_avx2<gelu8>(c, heavy);
+      return map<T>(c, heavy, [](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(kSqrtHalf))); });
+    case Op::GeluTanh:
+      if (avx) return map_f32_avx2<gelu_tanh8>(c, heavy);
+      return map<T>(c, heavy, [](T x) {
+        return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
+      });
+    case Op::Silu:
+      if (avx) return map_f32_avx2<silu8>(c, heavy);
+      return map<T>(c, heavy, [](T x) { return x * sigmoid_ref(x); });
+    case Op::Sigmoid:
+      if (avx) return map_f32_avx2<sigmoid8>(c, heavy);
+      return map<T>(c, heavy, [](T x) { return sigmoid_ref(x); });
+    case Op::Tanh:
+      if (avx) return map_f32_avx2<tanh8>(c, heavy);
+      return map<T>(c, heavy, [](T x) { return std::tanh(x); });
+    case Op::Exp:
+      if (avx) return map_f32_avx2<exp8>(c, heavy);
+      return map<T>(c, heavy, [](T x) { return std::exp(x); });
+    case Op::Log:
+      return map<T>(c, heavy, [](T x) { return std::log(x); });
+    case Op::Sqrt:
+      return map<T>(c, cheap, [](T x) { return std::sqrt(x); });
+    case Op::Rsqrt:
+      return map<T>(c, cheap, [](T x) { return T(1) / std::sqrt(x); });
+    case Op::Neg:
+      return map<T>(c, cheap, [](T x) { return -x; });
+    case Op::Abs:
+      return map<T>(c, cheap, [](T x) { return std::abs(x); });
+    case Op::Sin:
+      return map<T>(c, heavy, [](T x) { return std::sin(x); });
+    case Op::Cos:
+      return map<T>(c, heavy, [](T x) { return std::cos(x); });
+    case Op::Tan:
+      return map<T>(c, heavy, [](T x) { return std::tan(x); });
+    case Op::Atan:
+      return map<T>(c, heavy, [](T x) { return std::atan(x); });
+    case Op::Erf:
+      return map<T>(c, heavy, [](T x) { return std::erf(x); });
+    case Op::Reciprocal:
+      return map<T>(c, cheap, [](T x) { return T(1) / x; });
+    // nearbyint rounds half to even in the default rounding mode.
+    case Op::Round:
+      return map<T>(c, cheap, [](T x) { return std::nearbyint(x); });
+    case Op::Floor:
+      return map<T>(c, cheap, [](T x) { return std::floor(x); });
+    case Op::Ceil:
+      return map<T>(c, cheap, [](T x) { return std::ceil(x); });
+    // NaN gives 0, like torch.sign.
+    case Op::Sign:
+      return map<T>(c, cheap, [](T x) { return T((x > T(0)) - (x < T(0))); });
+    case Op::Softplus: {
+      const T beta = T(a.f("beta", 1.0)), threshold = T(a.f("threshold", 20.0));
+      RLX_CHECK(beta != T(0), n.label(), ": softplus beta must be non-zero");
+      return map<T>(c, heavy, [=](T x) {
+        return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+      });
+    }
+    case Op::Elu: {
+      const T alpha = T(a.f("alpha", 1.0));
+      return map<T>(c, heavy, [=](T x) { return x > T(0) ? x : alpha * std::expm1(x); });
+    }
+    case Op::LeakyRelu: {
+      const T slope = T(a.f("slope", 0.01));
+      return map<T>(c, cheap, [=](T x) { return x > T(0) ? x : x * slope; });
+    }
+    case Op::HardSigmoid: {
+      const T alpha = T(a.f("alpha", 1.0 / 6.0)), beta = T(a.f("beta", 0.5));
+      return map<T>(c, cheap, [=](T x) { return clamp_nan(alpha * x + beta, T(0), T(1)); });
+    }
+    case Op::HardSwish:
+      return map<T>(c, cheap, [](T x) { return x * clamp_nan(x + T(3), T(0), T(6)) / T(6); });
+    case Op::Mish:
+      return map<T>(c, heavy, [](T x) { return x * std::tanh(std::log1p(std::exp(x))); });
+    case Op::Clamp: {
+      const double inf = std::numeric_limits<double>::infinity();
+      const T lo = T(a.f("min", -inf)), hi = T(a.f("max", inf));
+      return map<T>(c, cheap, [=](T x) { return clamp_nan(x, lo, hi); });
+    }
+    default:
+      break;
+  }
+  throw make_error(n.label(), ": not a unary op");
+}
+
+// An integral double to T, saturating at the ends of T's range (a plain
+// conversion of an out-of-range value is UB).
+template <typename T>
+T saturate(double v) {
+  if (v <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  // max() of i64 rounds up to 2^63 as a double, so compare with >=.
+  if (v >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return T(v);
+}
+
+// Integer ops wrap on overflow like PyTorch (neg/abs of the minimum value
+// give the minimum value); arithmetic goes through uint64_t to avoid UB.
+template <typename T>
+void unary_int(const KernelCall& c) {
+  const Node& n = c.node;
+  constexpr int64_t g = kGrainCheap;
+  constexpr bool is_signed = std::is_signed_v<T>;
+  switch (n.op) {
+    case Op::Neg:
+      return map<T>(c, g, [](T x) { return T(uint64_t(0) - uint64_t(x)); });
+    case Op::Abs:
+      return map<T>(c, g, [](T x) { return x < T(0) ? T(uint64_t(0) - uint64_t(x)) : x; });
+    case Op::Sign:
+      return map<T>(c, g, [](T x) {
+        if constexpr (is_signed) return T((x > T(0)) - (x < T(0)));
+        return T(x != T(0));
+      });
+    case Op::Relu:
+      return map<T>(c, g, [](T x) { return x < T(0) ? T(0) : x; });
+    case Op::Round:
+    case Op::Floor:
+    case Op::Ceil:
+      return map<T>(c, g, [](T x) { return x; });
+    case Op::Clamp: {
+      // Float bounds become the tightest integer bounds inside the type's
+      // range (PyTorch would promote to float; the dtype here is fixed).
+      const double inf = std::numeric_limits<double>::infinity();
+      const double lo_f = n.attrs.f("min", -inf), hi_f = n.attrs.f("max", inf);
+      RLX_CHECK(!std::isnan(lo_f) && !std::isnan(hi_f), n.label(), ": clamp bound is NaN");
+      const T lo = saturate<T>(std::ceil(lo_f)), hi = saturate<T>(std::floor(hi_f));
+      return map<T>(c, g, [=](T x) { return std::min(std::max(x, lo), hi); });
+    }
+    default:
+      break;
+  }
+  throw make_error(n.label(), ": '", op_name(n.op), "' needs a floating-point input, got ",
+                   dtype_name(c.in[0].dtype()));
+}
+
+}  // namespace
+
+void unary(const KernelCall& c) {
+  const DType t = c.in[0].dtype();
+  RLX_CHECK(c.out.dtype() == t && c.out.numel() == c.in[0].numel(), c.node.label(), ": output ",
+            c.out.shape().str(), " does not match input ", c.in[0].shape().str());
+  if (c.out.numel() == 0) return;
+  visit_compute_dtype(t, c.node, [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      unary_float<T>(c);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      throw make_error(c.node.label(), ": '", op_name(c.node.op), "' does not take bool input");
+    } else {
+      unary_int<T>(c);
+    }
+  });
+}
+
+}  // namespace rlx::cpu
