@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch 1.13 peer of rlx_bench: the same ops, shapes and benchmark names.
 
-Each op is timed as the median of N single calls after a warm-up, N chosen so
+Each op is timed as the median of N single calls after a warm-up (up to 20
+calls or 0.3 s, like rlx_bench), N chosen so
 one benchmark takes about --min-time seconds (at least --min-runs calls).
 Prints JSON: {"settings": {...}, "results": {name: {"time_s", "runs"}}}.
 
@@ -150,8 +151,14 @@ def expand(name, make, rx):
 
 
 def time_one(fn):
-    for _ in range(2):  # warm-up: allocator, oneDNN primitive cache, pools
+    # Warm-up (allocator, oneDNN primitive cache, pools): up to 20 calls or
+    # 0.3 s, the same rule as rlx_bench. glibc needs ~10 large allocations of
+    # one size before it reuses memory instead of page-faulting fresh memory.
+    t_end = time.perf_counter() + 0.3
+    for _ in range(20):
         fn()
+        if time.perf_counter() > t_end:
+            break
     t0 = time.perf_counter()
     fn()
     est = max(time.perf_counter() - t0, 1e-7)
@@ -178,7 +185,8 @@ def main():
         "torch.get_num_threads": torch.get_num_threads(),
         "parallel_backend": torch.__config__.parallel_info().splitlines()[-1].strip(),
         "mkldnn": torch.backends.mkldnn.is_available(),
-        "timing": f"median of >= {args.min_runs} calls (~{args.min_time}s) after 2 warm-up calls",
+        "timing": f"median of >= {args.min_runs} calls (~{args.min_time}s)"
+                  " after warm-up (<= 20 calls / 0.3 s)",
     }
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY"):
         settings[var] = os.environ.get(var)
