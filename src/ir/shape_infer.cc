@@ -55,7 +55,6 @@ Shape infer_leaf(const Node& n, const In&) {
 
 Shape infer_unary(const Node&, const In& in) { return *in[0]; }
 Shape infer_unary_any(const Node&, const In& in) { return *in[0]; }
-Shape infer_first(const Node&, const In& in) { return *in[0]; }
 
 Shape infer_logical_not(const Node&, const In& in) { return Shape(in[0]->dims, DType::Bool); }
 
@@ -89,7 +88,9 @@ std::vector<bool> reduced_axes(const Node& n, int rank) {
   auto axes = n.attrs.ints("axes", {});
   if (axes.empty()) std::fill(red.begin(), red.end(), true);
   for (int64_t a : axes) {
-    int ax = normalize_axis(a, rank);
+    // A scalar accepts axis 0 or -1 (as in PyTorch) and has nothing to mark.
+    int ax = normalize_axis(a, std::max(rank, 1));
+    if (rank == 0) continue;
     RLX_CHECK(!red[size_t(ax)], "axis ", a, " listed twice");
     red[size_t(ax)] = true;
   }
@@ -112,7 +113,7 @@ Shape infer_reduce(const Node& n, const In& in) {
 
 Shape infer_arg_reduce(const Node& n, const In& in) {
   const int r = in[0]->rank();
-  int ax = normalize_axis(n.attrs.i("axis"), r);
+  int ax = normalize_axis(n.attrs.i("axis"), std::max(r, 1));  // scalar: 0 or -1
   std::vector<Dim> out;
   for (int i = 0; i < r; ++i) {
     if (i != ax)
@@ -169,9 +170,10 @@ Shape infer_transpose(const Node& n, const In& in) {
 
 Shape infer_slice(const Node& n, const In& in) {
   const int r = in[0]->rank();
+  RLX_CHECK(r > 0, "slice: cannot slice a scalar");
   int ax = normalize_axis(n.attrs.i("axis"), r);
   int64_t step = n.attrs.i("step", 1);
-  RLX_CHECK(step != 0, "slice: step must not be 0");
+  RLX_CHECK(step != 0 && step != INT64_MIN, "slice: bad step ", step);
   std::vector<Dim> out = in[0]->dims;
   out[size_t(ax)] = map_dim(in[0]->dims[size_t(ax)], [&](int64_t len) {
     int64_t s, e;
@@ -182,17 +184,18 @@ Shape infer_slice(const Node& n, const In& in) {
     if (step > 0) {
       s = clampi(start < 0 ? start + len : start, 0, len);
       e = clampi(end < 0 ? end + len : end, 0, len);
-      return e > s ? (e - s + step - 1) / step : 0;
+      return e > s ? (e - s - 1) / step + 1 : 0;  // no overflow for huge steps
     }
     s = clampi(start < 0 ? start + len : start, -1, len - 1);
     e = clampi(end < 0 && end != INT64_MIN ? end + len : end, -1, len - 1);
-    return s > e ? (s - e - step - 1) / -step : 0;
+    return s > e ? (s - e - 1) / -step + 1 : 0;
   });
   return Shape(out, in[0]->dtype);
 }
 
 Shape infer_concat(const Node& n, const In& in) {
   const int r = in[0]->rank();
+  RLX_CHECK(r > 0, "concat: cannot concatenate scalars");
   int ax = normalize_axis(n.attrs.i("axis"), r);
   std::vector<Dim> out = in[0]->dims;
   for (size_t k = 1; k < in.size(); ++k) {
