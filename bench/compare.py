@@ -124,7 +124,7 @@ def main():
             if t_rlx:
                 v = work / t_rlx / 1e9
                 rate_r = f"{v:.1f} {unit}"
-                if ref and name != READ_BW:
+                if ref and not name.startswith("membw/"):
                     pct = f"{100 * v / ref:.0f}%"
             if t_torch:
                 rate_t = f"{work / t_torch / 1e9:.1f} {unit}"
