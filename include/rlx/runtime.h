@@ -57,6 +57,8 @@ class Session {
   size_t last_arena_bytes() const { return arena_bytes_; }
 
  private:
+  Tensor output_buffer(const Node& n, const Dims& dims);
+  std::vector<Tensor> out_cache_;  // per graph-output node
   std::shared_ptr<const Executable> exe_;
   std::shared_ptr<Buffer> arena_;
   size_t arena_bytes_ = 0;

@@ -25,8 +25,8 @@ class Buffer {
   size_t size_ = 0;
 };
 
-// Heap memory aligned to 64 bytes, zero-initialized.
-std::shared_ptr<Buffer> make_aligned_buffer(size_t bytes);
+// Heap memory aligned to 64 bytes, zero-initialized unless `zero` is false.
+std::shared_ptr<Buffer> make_aligned_buffer(size_t bytes, bool zero = true);
 // Memory not owned by the buffer; `keep_alive` (may be null) outlives it.
 std::shared_ptr<Buffer> make_borrowed_buffer(void* data, size_t bytes,
                                              std::shared_ptr<void> keep_alive = nullptr);
@@ -42,6 +42,8 @@ class Tensor {
   Tensor(std::shared_ptr<Buffer> buf, size_t offset, const Dims& dims, DType dtype);
 
   static Tensor empty(const Dims& dims, DType dtype) { return Tensor(dims, dtype); }
+  // Owned and contiguous but not cleared: for outputs a kernel fully writes.
+  static Tensor uninitialized(const Dims& dims, DType dtype);
   template <typename T>
   static Tensor from_vector(const Dims& dims, const std::vector<T>& v, DType dtype);
   static Tensor scalar_f32(float v);

@@ -17,13 +17,13 @@ namespace {
 
 class AlignedBuffer : public Buffer {
  public:
-  explicit AlignedBuffer(size_t bytes) {
+  AlignedBuffer(size_t bytes, bool zero) {
     size_ = bytes;
     size_t rounded = (bytes + 63) / 64 * 64;
     if (rounded == 0) rounded = 64;
     data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
     if (!data_) throw make_error("out of memory allocating ", bytes, " bytes");
-    std::memset(data_, 0, rounded);
+    if (zero) std::memset(data_, 0, rounded);
   }
   ~AlignedBuffer() override { std::free(data_); }
 };
@@ -99,8 +99,8 @@ D store_from_double(double v, DType dt) {
 
 }  // namespace
 
-std::shared_ptr<Buffer> make_aligned_buffer(size_t bytes) {
-  return std::make_shared<AlignedBuffer>(bytes);
+std::shared_ptr<Buffer> make_aligned_buffer(size_t bytes, bool zero) {
+  return std::make_shared<AlignedBuffer>(bytes, zero);
 }
 std::shared_ptr<Buffer> make_borrowed_buffer(void* data, size_t bytes,
                                              std::shared_ptr<void> keep_alive) {
@@ -135,6 +135,12 @@ Tensor::Tensor(std::shared_ptr<Buffer> buf, size_t offset, const Dims& dims, DTy
   RLX_CHECK(offset + size_t(rlx::numel(dims)) * dtype_size(dtype) <= buf_->size(),
             "tensor view ", dims_str(dims), " ", dtype_name(dtype), " at offset ", offset,
             " overruns a buffer of ", buf_->size(), " bytes");
+}
+
+Tensor Tensor::uninitialized(const Dims& dims, DType dtype) {
+  for (int64_t d : dims) RLX_CHECK(d >= 0, "negative dim in tensor shape ", dims_str(dims));
+  auto buf = make_aligned_buffer(size_t(rlx::numel(dims)) * dtype_size(dtype), false);
+  return Tensor(std::move(buf), 0, dims, dtype);
 }
 
 Tensor Tensor::scalar_f32(float v) {

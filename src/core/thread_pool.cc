@@ -11,6 +11,10 @@
 namespace rlx {
 namespace {
 
+// True on pool workers and on a caller while it runs a job: parallel_for from
+// there runs inline (a worker waiting on job_mu_ would deadlock the pool).
+thread_local bool t_inside = false;
+
 // A fixed pool. One job at a time: the caller publishes a job, workers and the
 // caller pull chunk indices from an atomic counter until none are left.
 class Pool {
@@ -37,7 +41,7 @@ class Pool {
   int size() const { return size_; }
 
   void run(int64_t chunks, const std::function<void(int64_t)>& chunk_fn) {
-    thread_local bool inside = false;
+    bool& inside = t_inside;
     if (inside || size_ == 1 || chunks == 1) {  // nested or trivial: run inline
       for (int64_t c = 0; c < chunks; ++c) chunk_fn(c);
       return;
@@ -77,6 +81,7 @@ class Pool {
   }
 
   void worker_loop(uint64_t seen) {
+    t_inside = true;
     for (;;) {
       {
         std::unique_lock lk(mu_);

@@ -1,5 +1,6 @@
 #include "rlx/graph.h"
 
+#include <set>
 #include <unordered_map>
 
 #include "rlx/error.h"
@@ -137,7 +138,11 @@ std::vector<NodeId> Graph::params() const {
 }
 
 void Graph::verify() const {
+  std::set<std::string> input_names;  // append_raw (deserialization) bypasses input()'s check
   for (const auto& n : nodes_) {
+    if (n.op == Op::Input)
+      RLX_CHECK(input_names.insert(n.name).second, n.label(), ": duplicate graph input '", n.name,
+                "'");
     const OpInfo& info = op_info(n.op);
     const int k = int(n.inputs.size());
     RLX_CHECK(k >= info.min_inputs && (info.max_inputs < 0 || k <= info.max_inputs), n.label(),

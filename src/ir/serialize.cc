@@ -1,4 +1,7 @@
 // Graph <-> JSON. Constants are stored inline as base64 of their raw bytes.
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "rlx/error.h"
@@ -38,6 +41,11 @@ std::vector<unsigned char> base64_decode(const std::string& s) {
   out.reserve(s.size() / 4 * 3);
   for (size_t i = 0; i < s.size(); i += 4) {
     int v[4];
+    // '=' only pads the last group: "xx==" or "xxx=".
+    const bool last = i + 4 == s.size();
+    RLX_CHECK(s[i] != '=' && s[i + 1] != '=' && (s[i + 2] != '=' || s[i + 3] == '=') &&
+                  (last || s[i + 3] != '='),
+              "bad base64 padding");
     for (int k = 0; k < 4; ++k) {
       v[k] = s[i + k] == '=' ? 0 : val(s[i + k]);
       RLX_CHECK(v[k] >= 0, "bad base64 character");
@@ -72,27 +80,56 @@ std::vector<Dim> dims_from(const json& a) {
   return dims;
 }
 
+// JSON has no inf/NaN (nlohmann writes null), but attributes use them (clamp
+// bounds, pad values), so non-finite floats are written as strings.
+json float_json(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return x;
+}
+
+double float_from(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  RLX_CHECK(j.is_string(), "float attribute must be a number, \"inf\", \"-inf\" or \"nan\"");
+  const std::string& s = j.get_ref<const std::string&>();
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  throw make_error("bad float attribute '", s, "'");
+}
+
 json attr_json(const AttrValue& v) {
   // Tagged so that 1 (int) and 1.0 (float) survive the round trip.
   struct V {
     json operator()(int64_t x) const { return {{"i", x}}; }
-    json operator()(double x) const { return {{"f", x}}; }
+    json operator()(double x) const { return {{"f", float_json(x)}}; }
     json operator()(const std::string& x) const { return {{"s", x}}; }
     json operator()(const std::vector<int64_t>& x) const { return {{"ints", x}}; }
-    json operator()(const std::vector<double>& x) const { return {{"floats", x}}; }
+    json operator()(const std::vector<double>& x) const {
+      json a = json::array();
+      for (double d : x) a.push_back(float_json(d));
+      return {{"floats", a}};
+    }
   };
   return std::visit(V{}, v);
 }
 
 AttrValue attr_from(const json& j) {
   RLX_CHECK(j.is_object() && j.size() == 1, "attribute must be a one-key object");
-  const std::string k = j.begin().key();
-  const auto& v = j.begin().value();
+  // Not `*j.items().begin()`: that binds to a proxy of a dead temporary.
+  const auto it = j.begin();
+  const std::string& k = it.key();
+  const json& v = it.value();
   if (k == "i") return v.get<int64_t>();
-  if (k == "f") return v.get<double>();
+  if (k == "f") return float_from(v);
   if (k == "s") return v.get<std::string>();
   if (k == "ints") return v.get<std::vector<int64_t>>();
-  if (k == "floats") return v.get<std::vector<double>>();
+  if (k == "floats") {
+    RLX_CHECK(v.is_array(), "float list attribute must be an array");
+    std::vector<double> out;
+    for (const auto& e : v) out.push_back(float_from(e));
+    return out;
+  }
   throw make_error("unknown attribute kind '", k, "'");
 }
 
@@ -137,7 +174,11 @@ Graph from_json(std::string_view text, const std::string& source) {
     for (const auto& j : doc.at("nodes")) {
       Node n;
       n.op = parse_op(j.at("op").get<std::string>());
-      n.inputs = j.value("inputs", std::vector<NodeId>{});
+      for (int64_t in : j.value("inputs", std::vector<int64_t>{})) {
+        // Read wide: a narrowing conversion could turn 2^32 into a valid id 0.
+        RLX_CHECK(in >= 0 && in < int64_t(index), "input %", in, " is not an earlier node");
+        n.inputs.push_back(NodeId(in));
+      }
       n.shape = Shape(dims_from(j.at("shape")), parse_dtype(j.at("dtype").get<std::string>()));
       n.name = j.value("name", "");
       n.origin = j.value("origin", "");
@@ -146,17 +187,33 @@ Graph from_json(std::string_view text, const std::string& source) {
       if (n.op == Op::Constant) {
         auto bytes = base64_decode(j.at("data").get<std::string>());
         RLX_CHECK(n.shape.is_static(), "constant with symbolic shape");
-        Tensor t(n.shape.concrete(), n.shape.dtype);
-        RLX_CHECK(bytes.size() == t.nbytes(), "constant data has ", bytes.size(),
-                  " bytes, shape ", n.shape.str(), " needs ", t.nbytes());
-        std::memcpy(t.raw(), bytes.data(), bytes.size());
+        // Size check before allocating: the data, not the (untrusted) shape,
+        // bounds the allocation, and a huge shape must not overflow numel.
+        const Dims d = n.shape.concrete();
+        uint64_t nonzero = 1;  // product of the non-zero dims, kept far from overflow
+        bool empty = false;
+        for (int64_t v : d) {
+          empty = empty || v == 0;
+          RLX_CHECK(v == 0 || nonzero <= (uint64_t(1) << 56) / uint64_t(v), "constant shape ",
+                    n.shape.str(), " is too large");
+          if (v) nonzero *= uint64_t(v);
+        }
+        const uint64_t need = empty ? 0 : nonzero * dtype_size(n.shape.dtype);
+        RLX_CHECK(bytes.size() == need, "constant data has ", bytes.size(), " bytes, shape ",
+                  n.shape.str(), " needs ", need);
+        Tensor t(d, n.shape.dtype);
+        if (!bytes.empty()) std::memcpy(t.raw(), bytes.data(), bytes.size());
         n.value = t;
       }
       g.append_raw(std::move(n));
       ++index;
     }
-    for (const auto& o : doc.at("outputs"))
-      g.add_output(o.at("name").get<std::string>(), o.at("node").get<NodeId>());
+    for (const auto& o : doc.at("outputs")) {
+      int64_t id = o.at("node").get<int64_t>();
+      RLX_CHECK(id >= 0 && id < int64_t(g.size()), "output refers to node %", id,
+                " but the graph has ", g.size(), " nodes");
+      g.add_output(o.at("name").get<std::string>(), NodeId(id));
+    }
   } catch (const json::exception& e) {
     throw make_error(source, ": node ", index, ": malformed graph JSON: ", e.what());
   } catch (const Error& e) {

@@ -421,12 +421,17 @@ Shape infer_matmul(const Node&, const In& in) {
 // Spatial dims of conv/pool outputs; floor or ceil division, PyTorch rules.
 int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t dil,
                    bool ceil_mode) {
+  RLX_CHECK(k >= 1 && s >= 1 && dil >= 1, "kernel, stride and dilation must be >= 1, got ", k,
+            ", ", s, ", ", dil);
+  RLX_CHECK(pb >= 0 && pe >= 0, "paddings must be >= 0, got ", pb, ", ", pe);
   int64_t eff = dil * (k - 1) + 1;
-  int64_t span = in + pb + pe - eff;
-  RLX_CHECK(span >= 0, "window of ", eff, " is larger than padded input ", in + pb + pe);
-  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  // Floor division: with ceil_mode a window may overhang a too-small input
+  // (PyTorch gives 1 output for in=2, k=3, s=2), without it that is an error.
+  int64_t num = in + pb + pe - eff + (ceil_mode ? s - 1 : 0);
+  int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
   // The last window must start inside the input or left padding (PyTorch rule).
   if (ceil_mode && (out - 1) * s >= in + pb) --out;
+  RLX_CHECK(out >= 1, "window of ", eff, " is larger than padded input ", in + pb + pe);
   return out;
 }
 
@@ -481,6 +486,14 @@ Shape infer_conv_transpose(const Node& n, const In& in) {
   auto dil = ints_or(n, "dilation", size_t(sp), 1);
   auto pads = ints_or(n, "pads", size_t(2 * sp), 0);
   auto opad = ints_or(n, "output_padding", size_t(sp), 0);
+  for (int i = 0; i < sp; ++i) {
+    const size_t u = size_t(i);
+    RLX_CHECK(stride[u] >= 1 && dil[u] >= 1 && pads[u] >= 0 && pads[u + size_t(sp)] >= 0 &&
+                  opad[u] >= 0,
+              "conv_transpose: stride and dilation must be >= 1, paddings >= 0");
+    RLX_CHECK(opad[u] < stride[u] || opad[u] < dil[u],
+              "conv_transpose: output_padding must be smaller than stride or dilation");
+  }
   if (in.size() == 3)
     RLX_CHECK(in[2]->rank() == 1 && in[2]->dims[0] == Dim(wd[1] * g), "conv_transpose: bias ",
               in[2]->str(), " does not match ", wd[1] * g, " out channels");
@@ -501,6 +514,8 @@ Shape infer_pool(const Node& n, const In& in) {
   auto k = n.attrs.ints("kernel");
   RLX_CHECK(k.size() == 2, "pool: kernel needs 2 values");
   auto stride = n.attrs.ints("stride", k);
+  if (stride.empty()) stride = k;  // PyTorch: stride=[] means the kernel size
+  RLX_CHECK(stride.size() == 2, "pool: stride needs 2 values");
   auto pads = ints_or(n, "pads", 4, 0);
   auto dil = ints_or(n, "dilation", 2, 1);
   bool ceil_mode = n.attrs.i("ceil_mode", 0) != 0;

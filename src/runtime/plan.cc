@@ -5,6 +5,19 @@
 #include "rlx/error.h"
 
 namespace rlx::runtime {
+namespace {
+// Whether numel * 8 bytes of `d` is far from overflowing (zeros skipped, so an
+// empty tensor with huge other dims is rejected too: numel() would overflow).
+bool sane_size(const Dims& d) {
+  uint64_t n = 1;
+  for (int64_t v : d) {
+    if (v == 0) continue;
+    if (n > (uint64_t(1) << 56) / uint64_t(v)) return false;
+    n *= uint64_t(v);
+  }
+  return true;
+}
+}  // namespace
 
 std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& input_dims) {
   std::map<std::string, int64_t> symbols;
@@ -50,6 +63,10 @@ std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& 
       }
     }
     dims[size_t(n.id)] = s.concrete();
+    // A huge static dim (an expand to [2^40, 2^40]) must fail here, not
+    // overflow the arena size computation.
+    RLX_CHECK(sane_size(dims[size_t(n.id)]), n.label(), ": shape ", s.str(), " is too large",
+              n.origin.empty() ? "" : " (from " + n.origin + ")");
     shapes[size_t(n.id)] = std::move(s);
   }
   return dims;

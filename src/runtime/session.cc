@@ -6,6 +6,16 @@
 
 namespace rlx {
 
+Tensor Session::output_buffer(const Node& n, const Dims& dims) {
+  // Reuse last run's output tensor when the caller has dropped it (we hold
+  // the only reference): fresh pages cost more than most kernels.
+  if (out_cache_.size() < exe_->graph_.size()) out_cache_.resize(exe_->graph_.size());
+  Tensor& cached = out_cache_[size_t(n.id)];
+  if (!cached.defined() || cached.buffer().use_count() != 1 || cached.dims() != dims)
+    cached = Tensor::uninitialized(dims, n.shape.dtype);
+  return cached;
+}
+
 TensorMap Session::run(const TensorMap& inputs) {
   const Graph& g = exe_->graph_;
   std::map<std::string, Dims> input_dims;
@@ -41,7 +51,7 @@ TensorMap Session::run(const TensorMap& inputs) {
     RLX_CHECK(n.op != Op::Param, n.label(), ": parameter '", n.name, "' was never bound");
     const Dims& d = plan->dims[id];
     Tensor out = plan->offset[id] >= 0 ? Tensor(arena_, size_t(plan->offset[id]), d, n.shape.dtype)
-                                       : Tensor(d, n.shape.dtype);
+                                       : output_buffer(n, d);
     args.clear();
     for (NodeId in : n.inputs) args.push_back(values[size_t(in)]);
     try {

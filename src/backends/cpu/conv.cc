@@ -1,10 +1,387 @@
-// TEMPORARY: replaced by the real kernels of this family.
+// Convolution and transposed convolution, 1-d to 3-d, as im2col/col2im + GEMM.
+// All spatial ranks run one code path: dims are padded to (D, H, W) with
+// leading unit dims. Special cases: 1x1 stride-1 unpadded convs feed the input
+// to GEMM directly; depthwise convs (groups == C == O, up to 2-d) use a direct
+// loop that is vectorized along the output row.
+//
+// Threading: conv splits work into (image, group, output-tile) tasks over
+// rlx's pool, each with its own im2col buffer and a single-threaded GEMM; with
+// fewer tasks than threads the tasks run in turn and the GEMM itself is split
+// (gemm.h). conv_transpose parallelizes over (image, group), since col2im of
+// different tiles overlaps in the output; with too few of those it splits the
+// GEMM and runs col2im over output channels.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "rlx/error.h"
+#include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
+namespace {
 
-void conv(const KernelCall& c) { throw make_error(c.node.label(), ": kernel not written yet"); }
-void conv_transpose(const KernelCall& c) { throw make_error(c.node.label(), ": kernel not written yet"); }
+// `in` is the input's spatial dims and `out` the output's, for both ops.
+struct Geom {
+  int sp = 0;
+  int64_t N = 0, C = 0, O = 0, G = 1, Cg = 0, Og = 0;
+  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int64_t s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0};
+  int64_t in_sz = 1, k_sz = 1, out_sz = 1;
+  bool pointwise() const {  // GEMM straight on the input, no im2col/col2im
+    for (int i = 0; i < 3; ++i)
+      if (k[i] != 1 || s[i] != 1 || pb[i] != 0 || pe[i] != 0 || in[i] != out[i]) return false;
+    return true;
+  }
+};
+
+std::vector<int64_t> attr_ints(const Node& n, const char* name, int sp, int64_t def, int mult,
+                               const std::string& where) {
+  auto v = n.attrs.ints(name, std::vector<int64_t>(size_t(sp * mult), def));
+  RLX_CHECK(int64_t(v.size()) == sp * mult, where, ": ", name, " needs ", sp * mult,
+            " values, got ", v.size());
+  return v;
+}
+
+Geom make_geom(const KernelCall& c, bool transpose) {
+  const char* op = transpose ? "conv_transpose" : "conv";
+  const Tensor &x = c.in[0], &w = c.in[1];
+  const std::string where =
+      c.node.label() + ": " + op + " x " + dims_str(x.dims()) + ", w " + dims_str(w.dims());
+  RLX_CHECK(x.dtype() == w.dtype() && c.out.dtype() == x.dtype(), where, ": dtypes differ");
+  RLX_CHECK(x.rank() >= 3 && x.rank() <= 5 && w.rank() == x.rank(), where,
+            ": expected x [N,C,...] and w of the same rank, 1 to 3 spatial dims");
+  Geom g;
+  g.sp = x.rank() - 2;
+  const int off = 3 - g.sp;
+  g.N = x.dim(0);
+  g.C = x.dim(1);
+  g.G = c.node.attrs.i("groups", 1);
+  RLX_CHECK(g.G >= 1, where, ": groups must be >= 1, got ", g.G);
+  if (transpose) {
+    RLX_CHECK(w.dim(0) == g.C && g.C % g.G == 0, where, ": input has ", g.C,
+              " channels, weight [C, O/groups, ...] expects ", w.dim(0), " (groups=", g.G, ")");
+    g.Cg = g.C / g.G;
+    g.Og = w.dim(1);
+    g.O = g.Og * g.G;
+  } else {
+    g.O = w.dim(0);
+    g.Cg = w.dim(1);
+    RLX_CHECK(g.O % g.G == 0, where, ": groups=", g.G, " does not divide ", g.O, " out channels");
+    RLX_CHECK(g.C == g.Cg * g.G, where, ": input has ", g.C, " channels, weight expects ",
+              g.Cg * g.G, " (groups=", g.G, ")");
+    g.Og = g.O / g.G;
+  }
+  if (c.in.size() == 3)
+    RLX_CHECK(c.in[2].rank() == 1 && c.in[2].dim(0) == g.O && c.in[2].dtype() == x.dtype(), where,
+              ": bias ", dims_str(c.in[2].dims()), " does not match ", g.O, " out channels");
+  auto stride = attr_ints(c.node, "stride", g.sp, 1, 1, where);
+  auto dil = attr_ints(c.node, "dilation", g.sp, 1, 1, where);
+  auto pads = attr_ints(c.node, "pads", g.sp, 0, 2, where);
+  std::vector<int64_t> opad(size_t(g.sp), 0);
+  if (transpose) opad = attr_ints(c.node, "output_padding", g.sp, 0, 1, where);
+  Dims want{g.N, g.O};
+  for (int i = 0; i < g.sp; ++i) {
+    const size_t u = size_t(i);
+    const int j = off + i;
+    g.in[j] = x.dim(2 + i);
+    g.k[j] = w.dim(2 + i);
+    g.s[j] = stride[u];
+    g.d[j] = dil[u];
+    g.pb[j] = pads[u];
+    g.pe[j] = pads[u + size_t(g.sp)];
+    RLX_CHECK(g.s[j] >= 1 && g.d[j] >= 1 && g.pb[j] >= 0 && g.pe[j] >= 0 && opad[u] >= 0, where,
+              ": stride and dilation must be >= 1 and paddings >= 0");
+    const int64_t eff = g.d[j] * (g.k[j] - 1) + 1;
+    if (transpose) {
+      RLX_CHECK(opad[u] < g.s[j] || opad[u] < g.d[j], where,
+                ": output_padding must be smaller than stride or dilation");
+      g.out[j] = (g.in[j] - 1) * g.s[j] - g.pb[j] - g.pe[j] + eff + opad[u];
+    } else {
+      const int64_t span = g.in[j] + g.pb[j] + g.pe[j] - eff;
+      RLX_CHECK(span >= 0, where, ": kernel of extent ", eff, " exceeds the padded input");
+      g.out[j] = span / g.s[j] + 1;
+    }
+    want.push_back(g.out[j]);
+  }
+  RLX_CHECK(c.out.dims() == want, where, ": output ", dims_str(c.out.dims()), ", expected ",
+            dims_str(want));
+  g.in_sz = g.in[0] * g.in[1] * g.in[2];
+  g.k_sz = g.k[0] * g.k[1] * g.k[2];
+  g.out_sz = g.out[0] * g.out[1] * g.out[2];
+  return g;
+}
+
+// For j in [0, n): position (start + j) * s + off lies in [0, W) exactly for
+// j in [lo, hi).
+void valid_range(int64_t start, int64_t n, int64_t s, int64_t off, int64_t W, int64_t& lo,
+                 int64_t& hi) {
+  const int64_t a = -off - start * s;  // need j * s >= a
+  lo = a <= 0 ? 0 : (a + s - 1) / s;
+  const int64_t b = W - 1 - off - start * s;  // need j * s <= b
+  hi = b < 0 ? 0 : b / s + 1;
+  lo = std::min(lo, n);
+  hi = std::clamp(hi, lo, n);
+}
+
+// Columns per im2col tile: keeps a tile (rows x cols) near 256 KiB of f32.
+int64_t tile_cols(int64_t rows, int64_t total) {
+  int64_t t = std::max<int64_t>(64, (int64_t(1) << 16) / std::max<int64_t>(rows, 1));
+  t = (t + 15) / 16 * 16;
+  return std::max<int64_t>(1, std::min(t, total));
+}
+
+// col[Cg * k_sz, p1 - p0] for output positions [p0, p1) of one image group x[Cg, in_sz].
+template <typename T>
+void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col) {
+  const int64_t tl = p1 - p0, oHW = g.out[1] * g.out[2];
+  T* dst = col;
+  for (int64_t c = 0; c < g.Cg; ++c) {
+    const T* xc = x + c * g.in_sz;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += tl) {
+          const int64_t offw = kw * g.d[2] - g.pb[2];
+          for (int64_t p = p0; p < p1;) {
+            const int64_t od = p / oHW, oh = p / g.out[2] % g.out[1], ow0 = p % g.out[2];
+            const int64_t n = std::min(p1 - p, g.out[2] - ow0);
+            const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+            const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+            T* o = dst + (p - p0);
+            p += n;
+            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+              std::fill(o, o + n, T(0));
+              continue;
+            }
+            const T* row = xc + (id * g.in[1] + ih) * g.in[2];
+            int64_t lo, hi;
+            valid_range(ow0, n, g.s[2], offw, g.in[2], lo, hi);
+            std::fill(o, o + lo, T(0));
+            std::fill(o + hi, o + n, T(0));
+            const int64_t base = ow0 * g.s[2] + offw;  // row index of j = 0 (may be < 0)
+            if (g.s[2] == 1 && hi > lo)
+              std::memcpy(o + lo, row + base + lo, size_t(hi - lo) * sizeof(T));
+            else
+              for (int64_t j = lo; j < hi; ++j) o[j] = row[base + j * g.s[2]];
+          }
+        }
+  }
+}
+
+// Transposed conv: adds col[Og * k_sz, q1 - q0] (input positions [q0, q1)) into
+// out[Og, out_sz], for output channels [o0, o1).
+template <typename T>
+void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int64_t o1, T* out) {
+  const int64_t tl = q1 - q0, iHW = g.in[1] * g.in[2];
+  for (int64_t o = o0; o < o1; ++o) {
+    T* oc = out + o * g.out_sz;
+    const T* src = col + o * g.k_sz * tl;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw, src += tl) {
+          const int64_t offw = kw * g.d[2] - g.pb[2];
+          for (int64_t q = q0; q < q1;) {
+            const int64_t id = q / iHW, ih = q / g.in[2] % g.in[1], iw0 = q % g.in[2];
+            const int64_t n = std::min(q1 - q, g.in[2] - iw0);
+            const int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
+            const int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
+            const T* s = src + (q - q0);
+            q += n;
+            if (od < 0 || od >= g.out[0] || oh < 0 || oh >= g.out[1]) continue;
+            T* row = oc + (od * g.out[1] + oh) * g.out[2];
+            const int64_t base = iw0 * g.s[2] + offw;
+            int64_t lo, hi;
+            valid_range(iw0, n, g.s[2], offw, g.out[2], lo, hi);
+            for (int64_t j = lo; j < hi; ++j) row[base + j * g.s[2]] += s[j];
+          }
+        }
+  }
+}
+
+// y[i] += a * x[i]
+template <typename T>
+void axpy_scalar(T* y, const T* x, T a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+__attribute__((target("avx2,fma"))) void axpy_avx2(float* y, const float* x, float a, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+bool has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+
+template <typename T>
+void axpy(T* y, const T* x, T a, int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    if (has_avx2()) return axpy_avx2(y, x, a, n);
+  axpy_scalar(y, x, a, n);
+}
+
+// Depthwise (groups == C == O), at most 2 spatial dims (so D == 1).
+template <typename T>
+void depthwise(const Geom& g, const T* x, const T* w, const T* bias, T* y) {
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
+  const int64_t work = std::max<int64_t>(1, g.out_sz * g.k_sz);
+  parallel_for(g.N * g.C, std::max<int64_t>(1, 16384 / work), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t c = p % g.C;
+      const T* xp = x + p * g.in_sz;
+      const T* wc = w + c * g.k_sz;
+      T* yp = y + p * g.out_sz;
+      std::fill(yp, yp + g.out_sz, bias ? bias[c] : T(0));
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        T* yr = yp + oh * OW;
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+          if (ih < 0 || ih >= H) continue;
+          const T* xr = xp + ih * W;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t off = kw * g.d[2] - g.pb[2];
+            int64_t lo, hi;
+            valid_range(0, OW, g.s[2], off, W, lo, hi);
+            if (hi <= lo) continue;
+            const T wv = wc[kh * KW + kw];
+            if (g.s[2] == 1)
+              axpy(yr + lo, xr + lo + off, wv, hi - lo);
+            else
+              for (int64_t j = lo; j < hi; ++j) yr[j] += wv * xr[j * g.s[2] + off];
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void add_bias(T* y, int64_t rows, int64_t cols, int64_t ld, const T* bias) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) y[r * ld + j] += bias[r];
+}
+
+template <typename T>
+void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, T* y) {
+  if (g.N * g.O * g.out_sz == 0) return;
+  if (g.Cg == 1 && g.Og == 1 && g.sp <= 2) return depthwise(g, x, w, bias, y);
+  const int64_t rows = g.Cg * g.k_sz;
+  const bool pw = g.pointwise();
+  const int64_t tile = pw ? g.out_sz : tile_cols(rows, g.out_sz);
+  const int64_t ntiles = (g.out_sz + tile - 1) / tile, tasks = g.N * g.G * ntiles;
+  auto task = [&](int64_t t, std::vector<T>& col, bool serial) {
+    const int64_t ng = t / ntiles, n = ng / g.G, gi = ng % g.G;
+    const int64_t p0 = t % ntiles * tile, tl = std::min(g.out_sz, p0 + tile) - p0;
+    const T* xg = x + (n * g.C + gi * g.Cg) * g.in_sz;
+    const T* wg = w + gi * g.Og * rows;
+    T* yg = y + (n * g.O + gi * g.Og) * g.out_sz + p0;
+    const T* B = xg + p0;
+    int64_t ldb = g.in_sz;
+    if (!pw) {
+      col.resize(size_t(rows * tl));
+      im2col(xg, g, p0, p0 + tl, col.data());
+      B = col.data();
+      ldb = tl;
+    }
+    if (serial)
+      gemm_serial(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz);
+    else
+      gemm(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz);
+    if (bias) add_bias(yg, g.Og, tl, g.out_sz, bias + gi * g.Og);
+  };
+  if (tasks >= num_threads()) {
+    parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<T> col;
+      for (int64_t t = t0; t < t1; ++t) task(t, col, true);
+    });
+  } else {
+    std::vector<T> col;
+    for (int64_t t = 0; t < tasks; ++t) task(t, col, false);
+  }
+}
+
+template <typename T>
+void conv_transpose_impl(const Geom& g, const T* x, const T* w, const T* bias, T* y) {
+  if (g.N * g.O * g.out_sz == 0) return;
+  const int64_t rows = g.Og * g.k_sz;  // col rows; w_g is [Cg, rows]
+  const bool pw = g.pointwise();
+  const int64_t tile = pw ? g.in_sz : tile_cols(rows, g.in_sz);
+  const int64_t pairs = g.N * g.G;
+  const bool by_pair = pairs >= num_threads();
+  auto pair = [&](int64_t ng, std::vector<T>& col) {
+    const int64_t n = ng / g.G, gi = ng % g.G;
+    const T* xg = x + (n * g.C + gi * g.Cg) * g.in_sz;
+    const T* wg = w + gi * g.Cg * rows;
+    T* yg = y + (n * g.O + gi * g.Og) * g.out_sz;
+    for (int64_t o = 0; o < g.Og; ++o)
+      std::fill(yg + o * g.out_sz, yg + (o + 1) * g.out_sz, bias ? bias[gi * g.Og + o] : T(0));
+    if (pw) {  // y_g += w_g^T x_g
+      if (by_pair)
+        gemm_serial(true, false, g.Og, g.in_sz, g.Cg, T(1), wg, rows, xg, g.in_sz, T(1), yg,
+                    g.out_sz);
+      else
+        gemm(true, false, g.Og, g.in_sz, g.Cg, T(1), wg, rows, xg, g.in_sz, T(1), yg, g.out_sz);
+      return;
+    }
+    for (int64_t q0 = 0; q0 < g.in_sz; q0 += tile) {
+      const int64_t tl = std::min(g.in_sz, q0 + tile) - q0;
+      col.resize(size_t(rows * tl));
+      if (by_pair) {
+        gemm_serial(true, false, rows, tl, g.Cg, T(1), wg, rows, xg + q0, g.in_sz, T(0), col.data(),
+                    tl);
+        col2im(col.data(), g, q0, q0 + tl, 0, g.Og, yg);
+      } else {
+        gemm(true, false, rows, tl, g.Cg, T(1), wg, rows, xg + q0, g.in_sz, T(0), col.data(), tl);
+        const int64_t work = std::max<int64_t>(1, g.k_sz * tl);
+        parallel_for(g.Og, std::max<int64_t>(1, 16384 / work), [&](int64_t o0, int64_t o1) {
+          col2im(col.data(), g, q0, q0 + tl, o0, o1, yg);
+        });
+      }
+    }
+  };
+  if (by_pair) {
+    parallel_for(pairs, 1, [&](int64_t p0, int64_t p1) {
+      std::vector<T> col;
+      for (int64_t p = p0; p < p1; ++p) pair(p, col);
+    });
+  } else {
+    std::vector<T> col;
+    for (int64_t p = 0; p < pairs; ++p) pair(p, col);
+  }
+}
+
+template <typename T>
+void run(const KernelCall& c, bool transpose) {
+  const Geom g = make_geom(c, transpose);
+  const T* bias = c.in.size() == 3 ? c.in[2].data<T>() : nullptr;
+  if (transpose)
+    conv_transpose_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, c.out.data<T>());
+  else
+    conv_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, c.out.data<T>());
+}
+
+void dispatch(const KernelCall& c, bool transpose) {
+  switch (c.in[0].dtype()) {
+    case DType::F32:
+      return run<float>(c, transpose);
+    case DType::F64:
+      return run<double>(c, transpose);
+    default:
+      throw make_error(c.node.label(), ": ", transpose ? "conv_transpose" : "conv",
+                       " supports f32/f64 (f16/bf16 via f32), not ", dtype_name(c.in[0].dtype()));
+  }
+}
+
+}  // namespace
+
+void conv(const KernelCall& c) { dispatch(c, false); }
+void conv_transpose(const KernelCall& c) { dispatch(c, true); }
 
 }  // namespace rlx::cpu

@@ -1,9 +1,153 @@
-// TEMPORARY: replaced by the real kernels of this family.
+// Batched matmul with NumPy semantics: 1-d operands get a unit dim (removed
+// from the result), batch dims broadcast. Floats go to OpenBLAS (see gemm.h
+// for the threading policy); integers use a plain loop with wrap-around
+// arithmetic like PyTorch.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "rlx/error.h"
+#include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
+namespace {
 
-void matmul(const KernelCall& c) { throw make_error(c.node.label(), ": kernel not written yet"); }
+struct Plan {
+  int64_t M = 0, N = 0, K = 0;
+  int64_t a_batch = 1, b_batch = 1;   // numel of each operand's own batch dims
+  std::vector<int64_t> a_off, b_off;  // per output batch: element offsets into a, b
+};
+
+Plan make_plan(const KernelCall& c) {
+  const Tensor &a = c.in[0], &b = c.in[1];
+  const std::string where =
+      c.node.label() + ": matmul " + dims_str(a.dims()) + " @ " + dims_str(b.dims());
+  RLX_CHECK(a.dtype() == b.dtype(), where, ": dtypes differ (", dtype_name(a.dtype()), " vs ",
+            dtype_name(b.dtype()), ")");
+  RLX_CHECK(a.rank() >= 1 && b.rank() >= 1, where, ": scalars are not allowed");
+  Dims ad = a.dims(), bd = b.dims();
+  if (ad.size() == 1) ad.insert(ad.begin(), 1);
+  if (bd.size() == 1) bd.push_back(1);
+  Plan p;
+  p.M = ad[ad.size() - 2];
+  p.K = ad.back();
+  p.N = bd.back();
+  RLX_CHECK(bd[bd.size() - 2] == p.K, where, ": inner dims differ");
+  // Broadcast batch dims; strides are in matrices, 0 where broadcast.
+  const size_t ra = ad.size() - 2, rb = bd.size() - 2, r = std::max(ra, rb);
+  Dims batch(r), sa(r, 0), sb(r, 0);
+  int64_t stride_a = 1, stride_b = 1;
+  for (size_t i = r; i-- > 0;) {
+    int64_t da = i >= r - ra ? ad[i - (r - ra)] : 1, db = i >= r - rb ? bd[i - (r - rb)] : 1;
+    RLX_CHECK(da == db || da == 1 || db == 1, where, ": batch dims do not broadcast");
+    batch[i] = std::max(da, db);
+    if (da == 0 || db == 0) batch[i] = 0;
+    if (da != 1) sa[i] = stride_a;
+    if (db != 1) sb[i] = stride_b;
+    stride_a *= da;
+    stride_b *= db;
+  }
+  p.a_batch = stride_a;
+  p.b_batch = stride_b;
+  const int64_t nb = numel(batch);
+  RLX_CHECK(c.out.numel() == nb * p.M * p.N, where, ": output ", dims_str(c.out.dims()),
+            " does not match");
+  p.a_off.resize(size_t(nb));
+  p.b_off.resize(size_t(nb));
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t t = 0; t < nb; ++t) {
+    int64_t oa = 0, ob = 0;
+    for (size_t i = 0; i < r; ++i) {
+      oa += idx[i] * sa[i];
+      ob += idx[i] * sb[i];
+    }
+    p.a_off[size_t(t)] = oa * p.M * p.K;
+    p.b_off[size_t(t)] = ob * p.K * p.N;
+    for (size_t i = r; i-- > 0;) {  // odometer increment
+      if (++idx[i] < batch[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return p;
+}
+
+template <typename T>
+void matmul_float(const Plan& p, const T* a, const T* b, T* out) {
+  const int64_t nb = int64_t(p.a_off.size()), M = p.M, N = p.N, K = p.K;
+  if (nb == 0 || M == 0 || N == 0) return;
+  // b shared by every batch and a not broadcast: one tall GEMM.
+  if (p.b_batch == 1 && p.a_batch == nb) {
+    gemm(false, false, nb * M, N, K, T(1), a, K, b, N, T(0), out, N);
+    return;
+  }
+  const int64_t macs = M * N * std::max<int64_t>(K, 1);
+  if (nb >= num_threads() || macs < kGemmSplitMacs) {
+    // Many (or small) products: threads take whole batches.
+    int64_t grain = std::max<int64_t>(1, kGemmSplitMacs / macs);
+    parallel_for(nb, grain, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        gemm_serial(false, false, M, N, K, T(1), a + p.a_off[size_t(t)], K, b + p.b_off[size_t(t)],
+                    N, T(0), out + t * M * N, N);
+    });
+  } else {
+    for (int64_t t = 0; t < nb; ++t)
+      gemm(false, false, M, N, K, T(1), a + p.a_off[size_t(t)], K, b + p.b_off[size_t(t)], N, T(0),
+           out + t * M * N, N);
+  }
+}
+
+// Integer matmul: accumulate in uint64 (two's-complement wrap, no UB) and
+// truncate, which equals PyTorch's wrapping arithmetic in the narrow type.
+template <typename T>
+void matmul_int(const Plan& p, const T* a, const T* b, T* out) {
+  const int64_t nb = int64_t(p.a_off.size()), M = p.M, N = p.N, K = p.K;
+  const int64_t rows = nb * M;
+  int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, N * K));
+  parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+    std::vector<uint64_t> acc(static_cast<size_t>(N));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t t = r / M, i = r % M;
+      const T* ar = a + p.a_off[size_t(t)] + i * K;
+      const T* bm = b + p.b_off[size_t(t)];
+      std::fill(acc.begin(), acc.end(), 0);
+      for (int64_t k = 0; k < K; ++k) {
+        const uint64_t av = uint64_t(int64_t(ar[k]));
+        const T* br = bm + k * N;
+        for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += av * uint64_t(int64_t(br[j]));
+      }
+      T* o = out + r * N;
+      for (int64_t j = 0; j < N; ++j) o[j] = T(acc[size_t(j)]);
+    }
+  });
+}
+
+}  // namespace
+
+void matmul(const KernelCall& c) {
+  const Plan p = make_plan(c);
+  const Tensor &a = c.in[0], &b = c.in[1];
+  RLX_CHECK(c.out.dtype() == a.dtype(), c.node.label(), ": matmul output dtype ",
+            dtype_name(c.out.dtype()), " differs from inputs ", dtype_name(a.dtype()));
+  switch (a.dtype()) {
+    case DType::F32:
+      return matmul_float(p, a.data<float>(), b.data<float>(), c.out.data<float>());
+    case DType::F64:
+      return matmul_float(p, a.data<double>(), b.data<double>(), c.out.data<double>());
+    case DType::I8:
+      return matmul_int(p, a.data<int8_t>(), b.data<int8_t>(), c.out.data<int8_t>());
+    case DType::I16:
+      return matmul_int(p, a.data<int16_t>(), b.data<int16_t>(), c.out.data<int16_t>());
+    case DType::I32:
+      return matmul_int(p, a.data<int32_t>(), b.data<int32_t>(), c.out.data<int32_t>());
+    case DType::I64:
+      return matmul_int(p, a.data<int64_t>(), b.data<int64_t>(), c.out.data<int64_t>());
+    case DType::U8:
+      return matmul_int(p, a.data<uint8_t>(), b.data<uint8_t>(), c.out.data<uint8_t>());
+    default:
+      throw make_error(c.node.label(), ": matmul does not support dtype ", dtype_name(a.dtype()));
+  }
+}
 
 }  // namespace rlx::cpu

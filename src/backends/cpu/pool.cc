@@ -1,11 +1,229 @@
-// TEMPORARY: replaced by the real kernels of this family.
+// 2-d pooling over the last two dims of [N,]C,H,W, following PyTorch's CPU
+// kernels: max pool with dilation, -inf padding and NaN propagation; avg pool
+// with PyTorch's divisor rules; adaptive avg pool with floor/ceil bins.
+// Work is split over output rows of all planes; each row is computed one
+// kernel tap at a time across the whole row, which makes the stride-1 inner
+// loops contiguous (auto-vectorized).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "backends/cpu/kernels.h"
 #include "rlx/error.h"
+#include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
+namespace {
 
-void max_pool2d(const KernelCall& c) { throw make_error(c.node.label(), ": kernel not written yet"); }
-void avg_pool2d(const KernelCall& c) { throw make_error(c.node.label(), ": kernel not written yet"); }
-void adaptive_avg_pool2d(const KernelCall& c) { throw make_error(c.node.label(), ": kernel not written yet"); }
+struct PoolGeom {
+  int64_t planes = 0, H = 0, W = 0, OH = 0, OW = 0;
+  int64_t k[2] = {1, 1}, s[2] = {1, 1}, d[2] = {1, 1}, pb[2] = {0, 0}, pe[2] = {0, 0};
+  bool ceil_mode = false, count_include_pad = true;
+};
+
+// PyTorch's pooling_output_shape_pad_lr (floor division, ceil-mode correction).
+int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t d,
+                 bool ceil_mode) {
+  int64_t num = in + pb + pe - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  int64_t q = num >= 0 ? num / s : -((-num + s - 1) / s);
+  int64_t out = q + 1;
+  if (ceil_mode && (out - 1) * s >= in + pb) --out;
+  return out;
+}
+
+void check_plane_dims(const KernelCall& c, const std::string& where, int64_t OH, int64_t OW) {
+  const Tensor& x = c.in[0];
+  Dims want = x.dims();
+  want[want.size() - 2] = OH;
+  want[want.size() - 1] = OW;
+  RLX_CHECK(c.out.dims() == want && c.out.dtype() == x.dtype(), where, ": output ",
+            dims_str(c.out.dims()), ", expected ", dims_str(want));
+}
+
+PoolGeom make_geom(const KernelCall& c, const char* op) {
+  const Tensor& x = c.in[0];
+  const std::string where = c.node.label() + ": " + op + " " + dims_str(x.dims());
+  RLX_CHECK(x.rank() == 3 || x.rank() == 4, where, ": expected [N,]C,H,W");
+  PoolGeom g;
+  g.H = x.dim(-2);
+  g.W = x.dim(-1);
+  RLX_CHECK(g.H > 0 && g.W > 0, where, ": spatial dims must be non-empty");
+  g.planes = x.numel() / (g.H * g.W);
+  const Attrs& a = c.node.attrs;
+  auto k = a.ints("kernel");
+  auto s = a.ints("stride", k);
+  if (s.empty()) s = k;  // PyTorch: stride=[] means stride = kernel
+  auto p = a.ints("pads", {0, 0, 0, 0});
+  auto d = a.ints("dilation", {1, 1});
+  RLX_CHECK(k.size() == 2 && s.size() == 2 && p.size() == 4 && d.size() == 2, where,
+            ": kernel, stride, dilation need 2 values and pads 4 [t,l,b,r]");
+  g.ceil_mode = a.i("ceil_mode", 0) != 0;
+  g.count_include_pad = a.i("count_include_pad", 1) != 0;
+  for (int i = 0; i < 2; ++i) {
+    const size_t u = size_t(i);
+    g.k[i] = k[u];
+    g.s[i] = s[u];
+    g.d[i] = d[u];
+    g.pb[i] = p[u];
+    g.pe[i] = p[u + 2];
+    RLX_CHECK(g.k[i] >= 1 && g.s[i] >= 1 && g.d[i] >= 1, where,
+              ": kernel, stride and dilation must be >= 1");
+    RLX_CHECK(g.pb[i] >= 0 && g.pe[i] >= 0 && 2 * g.pb[i] <= g.k[i] && 2 * g.pe[i] <= g.k[i], where,
+              ": pads must be in [0, kernel / 2]");
+  }
+  g.OH = pool_out(g.H, g.k[0], g.s[0], g.pb[0], g.pe[0], g.d[0], g.ceil_mode);
+  g.OW = pool_out(g.W, g.k[1], g.s[1], g.pb[1], g.pe[1], g.d[1], g.ceil_mode);
+  RLX_CHECK(g.OH >= 1 && g.OW >= 1, where, ": output would be empty (", g.OH, "x", g.OW, ")");
+  check_plane_dims(c, where, g.OH, g.OW);
+  return g;
+}
+
+// For j in [0, n): j * s + off lies in [0, W) exactly for j in [lo, hi).
+void valid_range(int64_t n, int64_t s, int64_t off, int64_t W, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / s + 1;
+  lo = std::min(lo, n);
+  hi = std::clamp(hi, lo, n);
+}
+
+int64_t row_grain(int64_t per_row) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_row));
+}
+
+template <typename T>
+void max_pool(const PoolGeom& g, const T* x, T* y) {
+  const T init = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                      : std::numeric_limits<T>::lowest();
+  parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t oh = r % g.OH;
+      const T* xp = x + r / g.OH * g.H * g.W;
+      T* yr = y + r * g.OW;
+      std::fill(yr, yr + g.OW, init);
+      for (int64_t kh = 0; kh < g.k[0]; ++kh) {
+        const int64_t ih = oh * g.s[0] - g.pb[0] + kh * g.d[0];
+        if (ih < 0 || ih >= g.H) continue;
+        const T* xr = xp + ih * g.W;
+        for (int64_t kw = 0; kw < g.k[1]; ++kw) {
+          const int64_t off = kw * g.d[1] - g.pb[1];
+          int64_t lo, hi;
+          valid_range(g.OW, g.s[1], off, g.W, lo, hi);
+          for (int64_t j = lo; j < hi; ++j) {
+            const T v = xr[j * g.s[1] + off];
+            // `v != v`: NaN wins, like PyTorch.
+            yr[j] = (v > yr[j] || v != v) ? v : yr[j];
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void avg_pool(const PoolGeom& g, const T* x, T* y) {
+  parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
+    std::vector<T> div(size_t(g.OW));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t oh = r % g.OH;
+      const T* xp = x + r / g.OH * g.H * g.W;
+      T* yr = y + r * g.OW;
+      std::fill(yr, yr + g.OW, T(0));
+      // PyTorch: the window is first clipped to the padded input (which only
+      // matters for ceil_mode's extra windows), that size is the
+      // count_include_pad divisor; then clipped to the input for the sum.
+      const int64_t h0 = oh * g.s[0] - g.pb[0], h1 = std::min(h0 + g.k[0], g.H + g.pe[0]);
+      const int64_t hc = std::min(h1, g.H) - std::max<int64_t>(h0, 0);
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const int64_t w0 = ow * g.s[1] - g.pb[1], w1 = std::min(w0 + g.k[1], g.W + g.pe[1]);
+        const int64_t wc = std::min(w1, g.W) - std::max<int64_t>(w0, 0);
+        const int64_t n = g.count_include_pad ? (h1 - h0) * (w1 - w0) : hc * wc;
+        div[size_t(ow)] = n > 0 ? T(n) : T(1);  // empty windows (not reachable) give 0
+      }
+      for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h1, g.H); ++ih) {
+        const T* xr = xp + ih * g.W;
+        for (int64_t kw = 0; kw < g.k[1]; ++kw) {
+          const int64_t off = kw - g.pb[1];
+          int64_t lo, hi;
+          valid_range(g.OW, g.s[1], off, g.W, lo, hi);
+          for (int64_t j = lo; j < hi; ++j) yr[j] += xr[j * g.s[1] + off];
+        }
+      }
+      for (int64_t ow = 0; ow < g.OW; ++ow) yr[ow] /= div[size_t(ow)];
+    }
+  });
+}
+
+template <typename T>
+void adaptive_avg(const KernelCall& c, int64_t OH, int64_t OW, const T* x, T* y) {
+  const int64_t H = c.in[0].dim(-2), W = c.in[0].dim(-1);
+  const int64_t planes = c.in[0].numel() / (H * W);
+  const int64_t per_row = OW * ((H + OH - 1) / OH + 1) * ((W + OW - 1) / OW + 1);
+  parallel_for(planes * OH, row_grain(per_row), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t oh = r % OH;
+      const T* xp = x + r / OH * H * W;
+      const int64_t h0 = oh * H / OH, h1 = ((oh + 1) * H + OH - 1) / OH;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t w0 = ow * W / OW, w1 = ((ow + 1) * W + OW - 1) / OW;
+        T sum = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) sum += xp[ih * W + iw];
+        y[r * OW + ow] = sum / T((h1 - h0) * (w1 - w0));
+      }
+    }
+  });
+}
+
+[[noreturn]] void bad_dtype(const KernelCall& c, const char* op) {
+  throw make_error(c.node.label(), ": ", op, " does not support dtype ",
+                   dtype_name(c.in[0].dtype()));
+}
+
+}  // namespace
+
+void max_pool2d(const KernelCall& c) {
+  const PoolGeom g = make_geom(c, "max_pool2d");
+  const Tensor& x = c.in[0];
+  switch (x.dtype()) {
+#define RLX_CASE(E, T) \
+  case DType::E:       \
+    return max_pool(g, x.data<T>(), c.out.data<T>());
+    RLX_CASE(F32, float)
+    RLX_CASE(F64, double)
+    RLX_CASE(I8, int8_t)
+    RLX_CASE(I16, int16_t)
+    RLX_CASE(I32, int32_t)
+    RLX_CASE(I64, int64_t)
+    RLX_CASE(U8, uint8_t)
+#undef RLX_CASE
+    default:
+      bad_dtype(c, "max_pool2d");
+  }
+}
+
+void avg_pool2d(const KernelCall& c) {
+  const PoolGeom g = make_geom(c, "avg_pool2d");
+  RLX_CHECK(g.d[0] == 1 && g.d[1] == 1, c.node.label(), ": avg_pool2d has no dilation");
+  const Tensor& x = c.in[0];
+  if (x.dtype() == DType::F32) return avg_pool(g, x.data<float>(), c.out.data<float>());
+  if (x.dtype() == DType::F64) return avg_pool(g, x.data<double>(), c.out.data<double>());
+  bad_dtype(c, "avg_pool2d");
+}
+
+void adaptive_avg_pool2d(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  const std::string where = c.node.label() + ": adaptive_avg_pool2d " + dims_str(x.dims());
+  RLX_CHECK(x.rank() == 3 || x.rank() == 4, where, ": expected [N,]C,H,W");
+  RLX_CHECK(x.dim(-2) > 0 && x.dim(-1) > 0, where, ": spatial dims must be non-empty");
+  auto o = c.node.attrs.ints("output");
+  RLX_CHECK(o.size() == 2 && o[0] >= 1 && o[1] >= 1, where, ": output needs 2 sizes >= 1");
+  check_plane_dims(c, where, o[0], o[1]);
+  if (x.dtype() == DType::F32)
+    return adaptive_avg(c, o[0], o[1], x.data<float>(), c.out.data<float>());
+  if (x.dtype() == DType::F64)
+    return adaptive_avg(c, o[0], o[1], x.data<double>(), c.out.data<double>());
+  bad_dtype(c, "adaptive_avg_pool2d");
+}
 
 }  // namespace rlx::cpu

@@ -1,0 +1,90 @@
+#include "backends/cpu/gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+
+#include "rlx/error.h"
+#include "rlx/thread_pool.h"
+
+namespace rlx::cpu {
+namespace {
+
+void blas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+// cblas takes 32-bit ints in the LP64 build.
+blasint to_blas(int64_t v) {
+  RLX_CHECK(v >= 0 && v <= std::numeric_limits<blasint>::max(), "gemm: dimension ", v,
+            " exceeds the BLAS integer range");
+  return blasint(v);
+}
+
+template <typename T>
+void zero_or_scale(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
+}
+
+template <typename T>
+void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+               const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) return zero_or_scale(M, N, beta, C, ldc);
+  blas_single_threaded();
+  auto t_a = ta ? CblasTrans : CblasNoTrans, t_b = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, t_a, t_b, to_blas(M), to_blas(N), to_blas(K), alpha, A, to_blas(lda),
+                B, to_blas(ldb), beta, C, to_blas(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, t_a, t_b, to_blas(M), to_blas(N), to_blas(K), alpha, A, to_blas(lda),
+                B, to_blas(ldb), beta, C, to_blas(ldc));
+}
+
+template <typename T>
+void split_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+                const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  const int64_t threads = num_threads();
+  if (threads <= 1 || M * N * std::max<int64_t>(K, 1) < 2 * kGemmSplitMacs)
+    return blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  // One block per thread: each cblas call packs its own panels, so fewer,
+  // larger blocks waste less. Split the longer side of C.
+  if (M >= N) {
+    int64_t grain = std::max<int64_t>((M + threads - 1) / threads, 1);
+    parallel_for(M, grain, [&](int64_t r0, int64_t r1) {
+      blas_call(ta, tb, r1 - r0, N, K, alpha, ta ? A + r0 : A + r0 * lda, lda, B, ldb, beta,
+                C + r0 * ldc, ldc);
+    });
+  } else {
+    int64_t grain = std::max<int64_t>((N + threads - 1) / threads, 1);
+    parallel_for(N, grain, [&](int64_t c0, int64_t c1) {
+      blas_call(ta, tb, M, c1 - c0, K, alpha, A, lda, tb ? B + c0 * ldb : B + c0, ldb, beta, C + c0,
+                ldc);
+    });
+  }
+}
+
+}  // namespace
+
+void gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+void gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
+                 int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
+          int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+}  // namespace rlx::cpu

@@ -1,0 +1,35 @@
+// Row-major GEMM on OpenBLAS, threaded by rlx's pool rather than OpenBLAS's.
+//
+// Threading policy: OpenBLAS is pinned to one thread (openblas_set_num_threads(1)
+// at first use) and all parallelism comes from rlx's pool, so the process never
+// runs two thread pools fighting over the same cores (OpenBLAS's pthread
+// workers spin after each call and would steal time from rlx workers).
+// `gemm` splits C into row or column blocks, one per rlx thread, each computed
+// by a single-threaded cblas call; kernels that already parallelize over
+// batches/tiles call `gemm_serial` inside their parallel_for chunks.
+#pragma once
+#include <cstdint>
+
+namespace rlx::cpu {
+
+// C[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * C, all row-major; op(X) is X
+// or X^T (then X is stored [K,M] / [N,K]). K == 0 gives beta * C (zeros when
+// beta == 0); M == 0 or N == 0 does nothing. Runs on the calling thread.
+void gemm_serial(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                 int64_t ldc);
+void gemm_serial(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+                 const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
+                 int64_t ldc);
+
+// Same contract; large products are split over rlx's pool (inline when nested).
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+          const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
+          int64_t ldc);
+
+// Multiply-adds below which a GEMM is not worth splitting over threads.
+constexpr int64_t kGemmSplitMacs = int64_t(1) << 18;
+
+}  // namespace rlx::cpu

@@ -1,0 +1,332 @@
+// Runtime: memory planning, specialization to input shapes, the plan cache,
+// parameter binding, and session input checks. The `Runtime*` suites need no
+// kernels; the `RuntimeExec*` suites execute add/relu/matmul/reshape.
+#include <gtest/gtest.h>
+
+#include "runtime/plan.h"
+#include "support/testing.h"
+
+namespace rlx {
+namespace {
+
+using testing::all_close;
+using testing::all_equal;
+
+Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
+Dim sym(const char* s) { return Dim::symbol(s); }
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Plan plan(const Graph& g, const std::map<std::string, Dims>& dims) {
+  return runtime::plan_memory(g, runtime::specialize(g, dims));
+}
+
+TEST(RuntimePlan, ChainNeedsTwoSlotsAndReusesThem) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({256}));  // 1 KiB per activation
+  NodeId r1 = b.relu(x), r2 = b.relu(r1), r3 = b.relu(r2), r4 = b.relu(r3);
+  NodeId out = b.relu(r4);
+  g.add_output("y", out);
+  Plan p = plan(g, {{"x", {256}}});
+  EXPECT_EQ(p.arena_bytes, 2048u);
+  EXPECT_EQ(p.offset[size_t(x)], -1);    // inputs are not in the arena
+  EXPECT_EQ(p.offset[size_t(out)], -1);  // nor are outputs (callers own them)
+  EXPECT_EQ(p.offset[size_t(r1)], 0);
+  EXPECT_EQ(p.offset[size_t(r2)], 1024);
+  EXPECT_EQ(p.offset[size_t(r3)], p.offset[size_t(r1)]);  // r1's slot is free after r2 ran
+  EXPECT_EQ(p.offset[size_t(r4)], p.offset[size_t(r2)]);
+  EXPECT_EQ(p.dims[size_t(r4)], (Dims{256}));
+}
+
+TEST(RuntimePlan, LiveValuesNeverShareASlot) {
+  // a feeds both b and the final add, so it stays live across b and c.
+  Graph g;
+  Builder bd(g);
+  NodeId x = bd.input("x", S({sym("n")}));
+  NodeId a = bd.relu(x);
+  NodeId b = bd.relu(a);
+  NodeId c = bd.relu(b);
+  NodeId d = bd.add(a, c);
+  NodeId dead = bd.relu(d);  // never read: freed right after it runs
+  NodeId e = bd.relu(d);
+  g.add_output("y", bd.add(e, x));
+  g.add_output("d_too", d);          // an output that is also consumed
+  Plan p = plan(g, {{"x", {100}}});  // 400 bytes -> 448-byte slots
+  std::vector<NodeId> in_arena = {a, b, c, dead, e};
+  EXPECT_EQ(p.offset[size_t(d)], -1);
+  for (NodeId n : in_arena) {
+    ASSERT_GE(p.offset[size_t(n)], 0) << n;
+    EXPECT_EQ(p.offset[size_t(n)] % 64, 0) << n;
+  }
+  auto overlap = [&](NodeId u, NodeId v) {
+    return p.offset[size_t(u)] < p.offset[size_t(v)] + 448 &&
+           p.offset[size_t(v)] < p.offset[size_t(u)] + 448;
+  };
+  EXPECT_FALSE(overlap(a, b));
+  EXPECT_FALSE(overlap(a, c));
+  EXPECT_FALSE(overlap(b, c));
+  EXPECT_TRUE(overlap(b, dead) || overlap(a, dead) || overlap(c, dead));  // reuses something
+  EXPECT_EQ(p.arena_bytes, 3u * 448);
+  // Tiny tensors still get 64-byte aligned slots.
+  Plan small = plan(g, {{"x", {1}}});
+  EXPECT_EQ(small.arena_bytes, 3u * 64);
+}
+
+TEST(RuntimeSpecialize, BindsSymbolsFromInputs) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({sym("batch"), sym("seq"), 8}));
+  NodeId m = b.input("mask", S({sym("batch"), sym("seq")}, DType::Bool));
+  NodeId w = b.param("w", S({8, 4}));
+  NodeId h = b.matmul(x, w);
+  NodeId r = b.reshape(h, {-1, 4});
+  NodeId s = b.reduce(Op::ReduceSum, h, {-1});
+  g.add_output("r", r);
+  g.add_output("s", b.op(Op::Where, {m, s, s}));
+  auto dims = runtime::specialize(g, {{"x", {3, 5, 8}}, {"mask", {3, 5}}});
+  EXPECT_EQ(dims[size_t(h)], (Dims{3, 5, 4}));
+  EXPECT_EQ(dims[size_t(r)], (Dims{15, 4}));
+  EXPECT_EQ(dims[size_t(s)], (Dims{3, 5}));
+  (void)w;
+  std::string msg = error_of([&] { runtime::specialize(g, {{"x", {3, 5, 8}}, {"mask", {2, 5}}}); });
+  EXPECT_NE(msg.find("dim 'batch' is 2 here but 3 in another input"), std::string::npos) << msg;
+  msg = error_of([&] { runtime::specialize(g, {{"x", {3, 5, 8}}}); });
+  EXPECT_NE(msg.find("missing input 'mask'"), std::string::npos) << msg;
+  msg = error_of([&] { runtime::specialize(g, {{"x", {3, 5, 9}}, {"mask", {3, 5}}}); });
+  EXPECT_NE(msg.find("input 'x' has shape [3,5,9], expected [batch,seq,8] f32"), std::string::npos)
+      << msg;
+  msg = error_of([&] { runtime::specialize(g, {{"x", {3, 5}}, {"mask", {3, 5}}}); });
+  EXPECT_NE(msg.find("input 'x' has shape [3,5]"), std::string::npos) << msg;
+  EXPECT_EQ(runtime::shape_signature({{"x", {3, 5}}, {"a", {}}}), "a[];x[3,5];");
+}
+
+TEST(RuntimeSpecialize, HugeStaticShapesAreErrorsNotOverflows) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({1, 1}));
+  b.set_origin("blowup");
+  NodeId e =
+      b.op(Op::Expand, {x}, {{"shape", std::vector<int64_t>{int64_t(1) << 40, int64_t(1) << 40}}});
+  g.add_output("y", b.relu(e));
+  std::string msg = error_of([&] { runtime::specialize(g, {{"x", {1, 1}}}); });
+  EXPECT_NE(msg.find("node %1 (expand): shape [1099511627776,1099511627776] f32 is too large"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("blowup"), std::string::npos) << msg;
+}
+
+TEST(RuntimeSpecialize, InferenceErrorsNameTheNode) {
+  // Static inference cannot see that the symbols disagree; specialization can.
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({sym("a")}));
+  NodeId y = b.input("y", S({sym("b")}));
+  b.set_origin("residual");
+  g.add_output("z", b.add(x, y));
+  std::string msg = error_of([&] { runtime::specialize(g, {{"x", {3}}, {"y", {4}}}); });
+  EXPECT_NE(msg.find("node %2 (add) with inputs [3] f32, [4] f32 from residual"), std::string::npos)
+      << msg;
+  EXPECT_EQ(runtime::specialize(g, {{"x", {3}}, {"y", {1}}})[2], (Dims{3}));
+}
+
+// Compiling needs no kernel for graphs without foldable work (opt_level 0).
+std::shared_ptr<Executable> compile0(const Graph& g, const TensorMap& w = {}) {
+  CompileOptions o;
+  o.opt_level = 0;
+  return Executable::compile(g, w, o);
+}
+
+TEST(RuntimeCompile, PlanIsCachedPerShape) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({sym("n"), 4}));
+  g.add_output("y", b.relu(b.relu(x)));
+  auto exe = compile0(g);
+  auto p1 = exe->plan_for({{"x", {2, 4}}});
+  auto p2 = exe->plan_for({{"x", {2, 4}}});
+  auto p3 = exe->plan_for({{"x", {7, 4}}});
+  EXPECT_EQ(p1.get(), p2.get());
+  EXPECT_NE(p1.get(), p3.get());
+  EXPECT_EQ(p1->arena_bytes, 64u);
+  EXPECT_EQ(p3->arena_bytes, 128u);
+  EXPECT_EQ(exe->plan_for({{"x", {7, 4}}}).get(), p3.get());
+  EXPECT_NE(error_of([&] { exe->static_plan(); }).find("symbolic"), std::string::npos);
+}
+
+TEST(RuntimeCompile, BindsParamsWithCastAndZeroCopy) {
+  Graph g;
+  Builder b(g);
+  NodeId w = b.param("w", S({2, 3}));
+  NodeId h = b.param("h", S({4}, DType::F16));
+  g.add_output("w", w);
+  g.add_output("h", h);
+  Tensor wt = testing::random_tensor({2, 3}, DType::F32, 1);
+  Tensor ht = Tensor::from_vector<double>({4}, {0.5, -1, 2, 65504}, DType::F64);
+  auto exe = compile0(g, {{"w", wt}, {"h", ht}, {"unused", Tensor({1}, DType::F32)}});
+  TensorMap out = Session(exe).run({});
+  EXPECT_EQ(out.at("w").raw(), wt.raw());  // same dtype: bound without a copy
+  EXPECT_TRUE(all_equal(out.at("h"), ht.to(DType::F16)));
+  EXPECT_EQ(out.at("h").dtype(), DType::F16);
+}
+
+TEST(RuntimeCompile, MissingAndMismatchedWeightsAreErrors) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({3}));
+  NodeId p1 = b.param("enc.w", S({3}));
+  NodeId p2 = b.param("enc.b", S({3}));
+  NodeId p3 = b.param("dec.w", S({3, 3}, DType::BF16));
+  g.add_output("y", b.add(b.add(x, p1), p2));
+  g.add_output("z", p3);
+  std::string msg = error_of([&] { compile0(g, {{"enc.b", Tensor({3}, DType::F32)}}); });
+  EXPECT_NE(msg.find("missing weights: enc.w [3] f32, dec.w [3,3] bf16"), std::string::npos) << msg;
+  msg = error_of([&] {
+    compile0(g, {{"enc.w", Tensor({4}, DType::F32)},
+                 {"enc.b", Tensor({3}, DType::F32)},
+                 {"dec.w", Tensor({3, 3}, DType::F32)}});
+  });
+  EXPECT_NE(msg.find("weight 'enc.w' has shape [4] f32 but the graph declares [3] f32"),
+            std::string::npos)
+      << msg;
+  Graph empty;
+  empty.input("x", S({1}));
+  EXPECT_NE(error_of([&] { compile0(empty); }).find("no outputs"), std::string::npos);
+}
+
+TEST(RuntimeSession, InputChecks) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({sym("n"), 2}));
+  NodeId y = b.input("y", S({sym("n"), 2}, DType::I32));
+  g.add_output("x", x);
+  g.add_output("y", y);
+  Session s(compile0(g));
+  Tensor xt = testing::random_tensor({3, 2}, DType::F32, 2);
+  Tensor yt = Tensor::from_vector<double>({3, 2}, {1.9, -1.9, 0, 5, 6, 7}, DType::F64);
+  TensorMap out = s.run({{"x", xt}, {"y", yt}});
+  EXPECT_TRUE(all_equal(out.at("x"), xt));
+  EXPECT_TRUE(all_equal(out.at("y"), yt.to(DType::I32)));  // cast to the declared dtype
+  std::string msg = error_of([&] { s.run({{"x", xt}, {"y", yt}, {"z", xt}}); });
+  EXPECT_NE(msg.find("unknown input 'z'; the graph takes: x, y"), std::string::npos) << msg;
+  msg = error_of([&] { s.run({{"x", xt}}); });
+  EXPECT_NE(msg.find("missing input 'y'"), std::string::npos) << msg;
+  msg = error_of([&] { s.run({{"x", xt}, {"y", Tensor({4, 2}, DType::I32)}}); });
+  EXPECT_NE(msg.find("dim 'n'"), std::string::npos) << msg;
+  // A non-contiguous input is accepted (packed by the session).
+  Tensor xt_t = testing::random_tensor({2, 3}, DType::F32, 3).permute({1, 0});
+  EXPECT_TRUE(all_equal(s.run({{"x", xt_t}, {"y", yt}}).at("x"), xt_t.contiguous()));
+}
+
+TEST(RuntimeSession, ShapeErrorsAtRunTimeNameTheNode) {
+  // Inference cannot check the reshape while dims are symbolic; the run can,
+  // before any kernel runs.
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({sym("a"), 3}));
+  NodeId y = b.input("y", S({3, sym("b")}));
+  b.set_origin("proj");
+  g.add_output("z", b.reshape(b.matmul(x, y), {4, -1}));
+  Session s(compile0(g));
+  std::string msg = error_of([&] {
+    s.run({{"x", Tensor({3, 3}, DType::F32)}, {"y", Tensor({3, 3}, DType::F32)}});
+  });
+  EXPECT_NE(msg.find("node %3 (reshape) with inputs [3,3] f32 from proj"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("cannot reshape"), std::string::npos) << msg;
+}
+
+// ---- execution (needs the add/relu/matmul/reshape kernels)
+
+Tensor ref_matmul(const Tensor& a, const Tensor& b) {  // [m,k] @ [k,n], f32
+  const int64_t m = a.dim(0), k = a.dim(1), n = b.dim(1);
+  Tensor c({m, n}, DType::F32);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < k; ++p)
+        acc += a.item_as_double(i * k + p) * b.item_as_double(p * n + j);
+      c.data<float>()[i * n + j] = float(acc);
+    }
+  return c;
+}
+
+Graph mlp_graph() {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({sym("batch"), 6}));
+  NodeId w1 = b.param("w1", S({6, 8}));
+  NodeId b1 = b.param("b1", S({8}));
+  NodeId w2 = b.param("w2", S({8, 3}));
+  NodeId h = b.relu(b.add(b.matmul(x, w1), b1));
+  NodeId o = b.matmul(h, w2);
+  g.add_output("flat", b.reshape(o, {-1}));
+  g.add_output("h", h);
+  return g;
+}
+
+TEST(RuntimeExec, MlpMatchesReferenceAcrossBatchSizesAndOptLevels) {
+  TensorMap w = {{"w1", testing::random_tensor({6, 8}, DType::F32, 10)},
+                 {"b1", testing::random_tensor({8}, DType::F32, 11)},
+                 {"w2", testing::random_tensor({8, 3}, DType::F32, 12)}};
+  for (int opt : {0, 1}) {
+    CompileOptions o;
+    o.opt_level = opt;
+    Session s(Executable::compile(mlp_graph(), w, o));
+    for (int64_t batch : {1, 5, 2, 5}) {
+      Tensor x = testing::random_tensor({batch, 6}, DType::F32, uint64_t(batch));
+      TensorMap out = s.run({{"x", x}});
+      Tensor h = ref_matmul(x, w.at("w1"));
+      for (int64_t i = 0; i < h.numel(); ++i)
+        h.data<float>()[i] = std::max(0.0f, h.data<float>()[i] + w.at("b1").data<float>()[i % 8]);
+      // 8-term f32 dot products against a double-accumulated reference.
+      EXPECT_TRUE(all_close(out.at("h"), h, 1e-5, 1e-5)) << "batch " << batch;
+      EXPECT_TRUE(
+          all_close(out.at("flat"), ref_matmul(h, w.at("w2")).reshape({batch * 3}), 1e-5, 1e-5));
+      // Arena: matmul(x, w1) and the bias add are live together (two [batch,8]
+      // slots); relu is an output; the second matmul reuses the first slot.
+      const size_t slot = size_t(batch * 8 * 4 + 63) / 64 * 64;
+      EXPECT_EQ(s.last_arena_bytes(), 2 * slot) << "batch " << batch;
+    }
+  }
+}
+
+TEST(RuntimeExec, FoldsWeightOnlySubgraphsToTheSameResult) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({2, 4}));
+  NodeId w = b.param("w", S({4, 4}));
+  NodeId w2 = b.relu(b.add(w, w));  // weight-only: folded at opt_level 1
+  g.add_output("y", b.matmul(x, w2));
+  TensorMap weights = {{"w", testing::random_tensor({4, 4}, DType::F32, 5)}};
+  Tensor x_t = testing::random_tensor({2, 4}, DType::F32, 6);
+  auto exe1 = Executable::compile(g, weights);
+  int ops = 0;
+  for (const Node& n : exe1->graph().nodes()) ops += !is_leaf(n.op);
+  EXPECT_EQ(ops, 1);  // only the matmul remains
+  TensorMap y0 = testing::run_graph(g, {{"x", x_t}}, weights, 0);
+  TensorMap y1 = Session(exe1).run({{"x", x_t}});
+  EXPECT_TRUE(all_equal(y1.at("y"), y0.at("y")));
+}
+
+TEST(RuntimeExec, F16GraphRunsThroughTheUpcastPath) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({4}, DType::F16));
+  g.add_output("y", b.relu(b.add(x, x)));
+  Tensor xt = Tensor::from_vector<float>({4}, {-1.5f, 0.25f, 3, -0.0f}, DType::F16);
+  Tensor y = testing::run_graph(g, {{"x", xt}}).at("y");
+  EXPECT_EQ(y.dtype(), DType::F16);
+  EXPECT_TRUE(all_equal(y, Tensor::from_vector<float>({4}, {0, 0.5f, 6, 0}, DType::F16)));
+}
+
+}  // namespace
+}  // namespace rlx
