@@ -24,49 +24,64 @@ def base_name(entry):
                   "", name)
 
 
-def load_rlx(path):
-    with open(path) as f:
-        doc = json.load(f)
-    rows, order = {}, []
-    for e in doc.get("benchmarks", []):
-        name = base_name(e)
-        if name not in rows:
-            rows[name] = {"times": [], "median": None, "cv": None, "error": None, "flop": 0.0,
-                          "bytes": 0.0}
-            order.append(name)
-        r = rows[name]
-        if e.get("error_occurred"):
-            r["error"] = e.get("error_message", "error")
-            continue
-        t = e["real_time"] * UNIT_S[e.get("time_unit", "ns")]
-        agg = e.get("aggregate_name") if e.get("run_type") == "aggregate" else None
-        if agg == "cv":  # stddev / mean of the repetitions (a fraction)
-            r["cv"] = e["real_time"]
-        if agg not in (None, "median"):
-            continue  # mean/stddev/cv rows carry aggregated (zeroed) counters
-        r["flop"] = float(e.get("flop", 0.0))
-        r["bytes"] = float(e.get("bytes", 0.0))
-        if agg == "median":
-            r["median"] = t
-        else:
-            r["times"].append(t)
+def load_rlx(docs):
+    """Google Benchmark JSON documents (one per family run) -> context, rows, order."""
+    rows, order, ctx = {}, [], {}
+    for doc in docs:
+        ctx = ctx or doc.get("context", {})
+        for e in doc.get("benchmarks", []):
+            add_rlx_entry(rows, order, e)
     for r in rows.values():
         if r["median"] is None and r["times"]:
             ts = sorted(r["times"])
             r["median"] = ts[len(ts) // 2]
-    return doc.get("context", {}), rows, order
+    return ctx, rows, order
 
 
-def load_torch(path):
-    if not path:
-        return {}, {}
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"(torch results unreadable: {e})", file=sys.stderr)
-        return {}, {}
-    return doc.get("settings", {}), doc.get("results", {})
+def add_rlx_entry(rows, order, e):
+    name = base_name(e)
+    if name not in rows:
+        rows[name] = {"times": [], "median": None, "cv": None, "error": None, "flop": 0.0,
+                      "bytes": 0.0}
+        order.append(name)
+    r = rows[name]
+    if e.get("error_occurred"):
+        r["error"] = e.get("error_message", "error")
+        return
+    t = e["real_time"] * UNIT_S[e.get("time_unit", "ns")]
+    agg = e.get("aggregate_name") if e.get("run_type") == "aggregate" else None
+    if agg == "cv":  # stddev / mean of the repetitions (a fraction)
+        r["cv"] = e["real_time"]
+    if agg not in (None, "median"):
+        return  # mean/stddev/cv rows carry aggregated (zeroed) counters
+    r["flop"] = float(e.get("flop", 0.0))
+    r["bytes"] = float(e.get("bytes", 0.0))
+    if agg == "median":
+        r["median"] = t
+    else:
+        r["times"].append(t)
+
+
+def load_torch(docs):
+    settings, results = {}, {}
+    for doc in docs:
+        settings = settings or doc.get("settings", {})
+        results.update(doc.get("results", {}))
+    return settings, results
+
+
+def read_docs(paths):
+    """Splits the JSON files into rlx_bench ones ("benchmarks") and torch ones ("results")."""
+    rlx, torch = [], []
+    for path in paths:
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"(skipping {path}: {e})", file=sys.stderr)
+            continue
+        (rlx if "benchmarks" in doc else torch).append(doc)
+    return rlx, torch
 
 
 def fmt_ms(t):
@@ -78,12 +93,12 @@ def fmt_ms(t):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("rlx_json")
-    ap.add_argument("torch_json", nargs="?")
+    ap.add_argument("json", nargs="+", help="rlx_bench and torch_peer.py JSON files, any order")
     a = ap.parse_args()
 
-    ctx, rlx, order = load_rlx(a.rlx_json)
-    tset, torch = load_torch(a.torch_json)
+    rlx_docs, torch_docs = read_docs(a.json)
+    ctx, rlx, order = load_rlx(rlx_docs)
+    tset, torch = load_torch(torch_docs)
     peak = float(ctx.get("fp32_peak_gflops", "0") or 0)
     read_bw = None
     if rlx.get(READ_BW, {}).get("median"):
