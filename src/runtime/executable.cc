@@ -24,9 +24,12 @@ Graph bind_params(const Graph& g, const TensorMap& weights) {
         continue;
       }
       const Tensor& w = it->second;
-      RLX_CHECK(Shape(w.dims(), n.shape.dtype) == n.shape || !n.shape.is_static(), "weight '",
-                n.name, "' has shape ", w.shape().str(), " but the graph declares ",
-                n.shape.str());
+      bool fits = w.rank() == n.shape.rank();
+      for (int d = 0; fits && d < w.rank(); ++d)
+        fits = !n.shape.dims[size_t(d)].is_static() ||
+               n.shape.dims[size_t(d)].value == w.dims()[size_t(d)];
+      RLX_CHECK(fits, "weight '", n.name, "' has shape ", w.shape().str(),
+                " but the graph declares ", n.shape.str());
       n.op = Op::Constant;
       n.value = w.dtype() == n.shape.dtype ? w.contiguous() : w.to(n.shape.dtype);
       n.shape = n.value.shape();

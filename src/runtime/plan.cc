@@ -48,7 +48,8 @@ std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& 
       for (auto& d : s.dims)
         if (!d.is_static()) {
           auto it = symbols.find(d.sym);
-          RLX_CHECK(it != symbols.end(), n.label(), ": dim '", d.sym, "' is not bound by any input");
+          RLX_CHECK(it != symbols.end(), n.label(), ": dim '", d.sym,
+                    "' is not bound by any input");
           d = Dim(it->second);
         }
     } else {
@@ -106,7 +107,8 @@ Plan plan_memory(const Graph& g, std::vector<Dims> dims) {
     }
     for (NodeId dead : frees_after[id]) {
       auto off = size_t(p.offset[size_t(dead)]);
-      live.erase(std::find_if(live.begin(), live.end(), [&](const Block& b) { return b.offset == off; }));
+      live.erase(
+          std::find_if(live.begin(), live.end(), [&](const Block& b) { return b.offset == off; }));
     }
   }
   p.dims = std::move(dims);

@@ -30,7 +30,8 @@ TensorMap Session::run(const TensorMap& inputs) {
     input_dims[name] = t.dims();
   }
   auto plan = exe_->plan_for(input_dims);
-  if (!arena_ || arena_->size() < plan->arena_bytes) arena_ = make_aligned_buffer(plan->arena_bytes);
+  if (!arena_ || arena_->size() < plan->arena_bytes)
+    arena_ = make_aligned_buffer(plan->arena_bytes);
   arena_bytes_ = plan->arena_bytes;
 
   std::vector<Tensor> values(g.size());
@@ -62,8 +63,13 @@ TensorMap Session::run(const TensorMap& inputs) {
     values[id] = std::move(out);
   }
   TensorMap result;
-  // Outputs never live in the arena (the planner skips them), so callers own them.
-  for (const auto& o : g.outputs()) result[o.name] = values[size_t(o.node)];
+  // Computed outputs never live in the arena (the planner skips them), so
+  // callers own them; inputs and constants are copied so callers cannot
+  // change the caller's data or the compiled graph through them.
+  for (const auto& o : g.outputs()) {
+    const Tensor& t = values[size_t(o.node)];
+    result[o.name] = is_leaf(g.node(o.node).op) ? t.clone() : t;
+  }
   return result;
 }
 

@@ -173,7 +173,10 @@ TEST(RuntimeCompile, BindsParamsWithCastAndZeroCopy) {
   Tensor ht = Tensor::from_vector<double>({4}, {0.5, -1, 2, 65504}, DType::F64);
   auto exe = compile0(g, {{"w", wt}, {"h", ht}, {"unused", Tensor({1}, DType::F32)}});
   TensorMap out = Session(exe).run({});
-  EXPECT_EQ(out.at("w").raw(), wt.raw());  // same dtype: bound without a copy
+  // Same dtype: bound without a copy; outputs of leaves are copies the caller owns.
+  EXPECT_EQ(exe->bound()[size_t(w)].raw(), wt.raw());
+  EXPECT_NE(out.at("w").raw(), wt.raw());
+  EXPECT_TRUE(all_equal(out.at("w"), wt));
   EXPECT_TRUE(all_equal(out.at("h"), ht.to(DType::F16)));
   EXPECT_EQ(out.at("h").dtype(), DType::F16);
 }
@@ -326,6 +329,21 @@ TEST(RuntimeExec, F16GraphRunsThroughTheUpcastPath) {
   Tensor y = testing::run_graph(g, {{"x", xt}}).at("y");
   EXPECT_EQ(y.dtype(), DType::F16);
   EXPECT_TRUE(all_equal(y, Tensor::from_vector<float>({4}, {0, 0.5f, 6, 0}, DType::F16)));
+}
+
+}  // namespace
+}  // namespace rlx
+
+namespace rlx {
+namespace {
+
+TEST(RuntimeCompile, SymbolicParamStillChecksRankAndStaticDims) {
+  Graph g;
+  NodeId p = g.param("w", Shape({Dim::symbol("n"), Dim(3)}, DType::F32));
+  g.add_output("w", p);
+  EXPECT_THROW(Executable::compile(g, {{"w", Tensor({6}, DType::F32)}}), Error);
+  EXPECT_THROW(Executable::compile(g, {{"w", Tensor({2, 4}, DType::F32)}}), Error);
+  EXPECT_NO_THROW(Executable::compile(g, {{"w", Tensor({2, 3}, DType::F32)}}));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // it is used and a bad one raises rlx::Error naming its value and dim.
 #include <cstring>
 
+#include "backends/cpu/elem_types.h"
 #include "backends/cpu/indexing_util.h"
 #include "backends/cpu/kernels.h"
 #include "rlx/thread_pool.h"
@@ -11,28 +12,6 @@
 namespace rlx::cpu {
 
 using idx::prod;
-
-namespace {
-
-// Calls f(U{}) with an unsigned type of `esize` bytes, so element copies are
-// single typed loads/stores.
-template <typename F>
-void visit_elem_size(size_t esize, F&& f) {
-  switch (esize) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    case 8:
-      return f(uint64_t{});
-    default:
-      throw make_error("indexing: unsupported element size ", esize);
-  }
-}
-
-}  // namespace
 
 void gather(const KernelCall& c) {
   const Tensor &d = c.in[0], &ix = c.in[1];

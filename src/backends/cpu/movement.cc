@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/elem_types.h"
 #include "backends/cpu/kernels.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
@@ -15,23 +16,6 @@ namespace rlx::cpu {
 namespace {
 
 using Byte = unsigned char;
-
-// Calls f(E{}) with E an unsigned integer type of the element's size.
-template <typename F>
-void with_elem(size_t es, F&& f) {
-  switch (es) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    case 8:
-      return f(uint64_t{});
-    default:
-      throw make_error("movement: unsupported element size ", es);
-  }
-}
 
 // memcpy split over threads in >= 64 KiB pieces.
 void par_copy(void* dst, const void* src, size_t bytes) {
@@ -255,7 +239,7 @@ void transpose(const KernelCall& c) {
     });
     return;
   }
-  with_elem(es, [&](auto tag) {
+  visit_elem_size(es, [&](auto tag) {
     using E = decltype(tag);
     transpose_tiled<E>(reinterpret_cast<const E*>(src), reinterpret_cast<E*>(dst), cd, cp);
   });
@@ -363,7 +347,7 @@ void expand(const KernelCall& c) {
   const bool bcast_last = cs.back() == 0;
   const Byte* src = static_cast<const Byte*>(x.raw());
   Byte* dst = static_cast<Byte*>(c.out.raw());
-  with_elem(es, [&](auto tag) {
+  visit_elem_size(es, [&](auto tag) {
     using E = decltype(tag);
     for_rows(cd, [&](int64_t row, const Odometer& o) {
       int64_t off = 0;
@@ -457,7 +441,7 @@ void pad(const KernelCall& c) {
   const int64_t Lo = c.out.dims().back(), Li = x.dims().back(), b = pads[size_t(r - 1)];
   // Interior of the last axis, copied with one memcpy.
   const int64_t j0 = std::clamp<int64_t>(b, 0, Lo), j1 = std::clamp<int64_t>(b + Li, j0, Lo);
-  with_elem(es, [&](auto tag) {
+  visit_elem_size(es, [&](auto tag) {
     using E = decltype(tag);
     E fillv;
     std::memcpy(&fillv, value, sizeof(E));
@@ -495,7 +479,7 @@ void flip(const KernelCall& c) {
   const int64_t L = d.back();
   const Byte* src = static_cast<const Byte*>(x.raw());
   Byte* dst = static_cast<Byte*>(c.out.raw());
-  with_elem(es, [&](auto tag) {
+  visit_elem_size(es, [&](auto tag) {
     using E = decltype(tag);
     for_rows(d, [&](int64_t row, const Odometer& o) {
       int64_t off = 0;
