@@ -1,0 +1,39 @@
+// Fused Attention op, BERT/GPT-2-base head layout: B=1, H=12, D=64, self
+// attention (Sq = Sk = S), mask none or causal. FLOP counts only the useful
+// work: 4*D per (query, key) pair (QK^T and PV), S*S pairs without a mask and
+// S*(S+1)/2 causal ones, so a kernel that skips masked blocks is not penalized.
+#include "bench_util.h"
+
+namespace rlx::bench {
+
+void register_attention() {
+  const int64_t B = 1, H = 12, D = 64;
+  for (const char* mask : {"none", "causal"}) {
+    for (int64_t S : {128, 512, 1024, 2048}) {
+      const double pairs =
+          std::string(mask) == "causal" ? double(S) * double(S + 1) / 2 : double(S) * double(S);
+      const double flop = 4.0 * double(B * H * D) * pairs;
+      std::string m = mask;
+      add(
+          "attention/" + m + "/s" + std::to_string(S),
+          [=] {
+            Case c;
+            Builder b(c.graph);
+            const Dims d{B, H, S, D};
+            auto q = b.input("q", Shape(d, DType::F32));
+            auto k = b.input("k", Shape(d, DType::F32));
+            auto v = b.input("v", Shape(d, DType::F32));
+            // scale defaults to 1/sqrt(D); set explicitly so both sides agree.
+            Attrs a{{"mask", m}, {"scale", 0.125}};
+            c.graph.add_output("y", b.op(Op::Attention, {q, k, v}, a));
+            c.inputs["q"] = random_f32(d, 11);
+            c.inputs["k"] = random_f32(d, 12);
+            c.inputs["v"] = random_f32(d, 13);
+            return c;
+          },
+          flop, 0);
+    }
+  }
+}
+
+}  // namespace rlx::bench
