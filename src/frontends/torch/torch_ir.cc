@@ -1,5 +1,6 @@
 #include "frontends/torch/torch_ir.h"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "rlx/error.h"
@@ -91,10 +92,43 @@ TensorMeta parse_meta(const std::string& source, const Dims& shape, const std::s
   return m;
 }
 
+// rlx_torch writes +-inf as the numbers 1e999 / -1e999 (valid JSON), which
+// nlohmann rejects as an overflow: turn them into the "inf" / "-inf" strings
+// parse_arg accepts, outside string literals only.
+std::string quote_infinities(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_str = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (in_str) {
+      out += ch;
+      if (ch == '\\' && i + 1 < text.size())
+        out += text[++i];
+      else if (ch == '"')
+        in_str = false;
+      continue;
+    }
+    if (ch == '"') in_str = true;
+    bool neg = ch == '-';
+    size_t k = i + (neg ? 1 : 0);
+    bool number_start = out.empty() || !(std::isdigit(static_cast<unsigned char>(out.back())) ||
+                                         out.back() == '.' || out.back() == 'e');
+    if (number_start && text.compare(k, 5, "1e999") == 0 &&
+        (k + 5 == text.size() || !std::isalnum(static_cast<unsigned char>(text[k + 5])))) {
+      out += neg ? "\"-inf\"" : "\"inf\"";
+      i = k + 4;
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
 Document parse(const std::string& text, const std::string& source) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = json::parse(text.find("1e999") == std::string::npos ? text : quote_infinities(text));
   } catch (const json::exception& e) {
     throw make_error(source, ": invalid JSON: ", e.what());
   }
@@ -139,8 +173,9 @@ Document parse(const std::string& text, const std::string& source) {
       n.id = j.at("id").get<std::string>();
       n.op = j.at("op").get<std::string>();
       for (const auto& a : j.value("args", json::array())) n.args.push_back(parse_arg(a));
-      for (const auto& [k, v] : j.value("kwargs", json::object()).items())
-        n.kwargs.emplace(k, parse_arg(v));
+      // Bind the kwargs object: items() of a temporary dangles in a range-for.
+      const json kwargs = j.value("kwargs", json::object());
+      for (const auto& [k, v] : kwargs.items()) n.kwargs.emplace(k, parse_arg(v));
       n.out = parse_out(j.value("out", json()), source);
       d.nodes.push_back(std::move(n));
     }
