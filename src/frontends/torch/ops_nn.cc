@@ -193,15 +193,14 @@ Value sdpa(LowerCtx& c) {
   return Value::tensor(c.b.reshape(y, out_dims));
 }
 
-// _native_multi_head_attention(q, k, v, embed_dim, num_head, qkv_weight,
-// qkv_bias, proj_weight, proj_bias, mask, need_weights, average_attn_weights, mask_type)
-Value native_mha(LowerCtx& c) {
-  NodeId q = c.tensor(0), k = c.tensor(1), v = c.tensor(2);
-  int64_t E = c.i(3), H = c.i(4);
-  NodeId wqkv = c.tensor(5), bqkv = c.tensor(6), wo = c.tensor(7), bo = c.tensor(8);
-  RLX_CHECK(!c.has(9, "mask"), "_native_multi_head_attention with a mask is not supported");
-  Dims qd = c.dims(q);  // [B, L, E]
-  RLX_CHECK(qd.size() == 3, "_native_multi_head_attention expects batch-first [B, L, E]");
+// Self/cross attention of the fused MHA kernels: q [B, L, E], k/v [B, S, E],
+// packed in-projection wqkv [3E, E] / bqkv [3E], out-projection wo, bo.
+NodeId fused_mha(LowerCtx& c, NodeId q, NodeId k, NodeId v, int64_t E, int64_t H, NodeId wqkv,
+                 NodeId bqkv, NodeId wo, NodeId bo) {
+  Dims qd = c.dims(q);
+  RLX_CHECK(qd.size() == 3, "fused multi-head attention expects batch-first [B, L, E]");
+  RLX_CHECK(H > 0 && E % H == 0, "fused multi-head attention: embed_dim ", E,
+            " not divisible by num_heads ", H);
   auto proj = [&](NodeId x, int64_t part) {
     NodeId w = c.b.op(Op::Slice, {wqkv},
                       {{"axis", int64_t(0)}, {"start", part * E}, {"end", (part + 1) * E}});
@@ -214,7 +213,44 @@ Value native_mha(LowerCtx& c) {
   NodeId y =
       c.b.op(Op::Attention, {proj(q, 0), proj(k, 1), proj(v, 2)}, {{"mask", std::string("none")}});
   y = c.b.reshape(c.b.transpose(y, {0, 2, 1, 3}), qd);
-  return tuple({c.b.linear(y, wo, bo), -1});
+  return c.b.linear(y, wo, bo);
+}
+
+// _native_multi_head_attention(q, k, v, embed_dim, num_head, qkv_weight,
+// qkv_bias, proj_weight, proj_bias, mask, need_weights, average_attn_weights, mask_type)
+Value native_mha(LowerCtx& c) {
+  RLX_CHECK(!c.has(9, "mask"), "_native_multi_head_attention with a mask is not supported");
+  return tuple({fused_mha(c, c.tensor(0), c.tensor(1), c.tensor(2), c.i(3), c.i(4), c.tensor(5),
+                          c.tensor(6), c.tensor(7), c.tensor(8)),
+                -1});
+}
+
+// nn.TransformerEncoderLayer's fast path (torch 1.13 transformer_encoder_layer.cpp):
+// _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias,
+// proj_weight, proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1,
+// norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2,
+// mask, mask_type). use_gelu is the exact (erf) gelu, else relu.
+Value transformer_encoder_layer(LowerCtx& c) {
+  NodeId src = c.tensor(0, "src");
+  int64_t E = c.i(1, "embed_dim"), H = c.i(2, "num_heads");
+  RLX_CHECK(!c.has(18, "mask"),
+            "_transformer_encoder_layer_fwd with a mask (src_key_padding_mask) is not supported");
+  bool gelu = c.flag(7, "use_gelu", false), norm_first = c.flag(8, "norm_first", false);
+  double eps = c.f(9, "eps");
+  auto norm = [&](NodeId x, size_t w) {
+    return layer_norm(c, x, 1, c.tensor(w), c.tensor(w + 1), eps);
+  };
+  NodeId x = norm_first ? norm(src, 10) : src;
+  x = fused_mha(c, x, x, x, E, H, c.tensor(3), c.tensor(4), c.tensor(5), c.tensor(6));
+  x = c.b.add(x, src);
+  if (!norm_first) x = norm(x, 10);
+  NodeId res = x;
+  if (norm_first) x = norm(x, 12);
+  x = c.b.linear(x, c.tensor(14), c.tensor(15));
+  x = gelu ? c.b.unary(Op::Gelu, x) : c.b.relu(x);
+  x = c.b.add(c.b.linear(x, c.tensor(16), c.tensor(17)), res);
+  if (!norm_first) x = norm(x, 12);
+  return Value::tensor(x);
 }
 
 Value upsample(LowerCtx& c, const std::string& mode, bool has_align, bool antialias) {
@@ -321,6 +357,7 @@ void register_nn(Registry& r) {
                          "aten._scaled_dot_product_efficient_attention"})
     r.add(op, [](LowerCtx& c) { return tuple({sdpa(c).id, -1, -1, -1, -1, -1, -1, -1, -1}); });
   r.add("aten._native_multi_head_attention", native_mha);
+  r.add("aten._transformer_encoder_layer_fwd", transformer_encoder_layer);
   r.add("aten.upsample_nearest2d",
         [](LowerCtx& c) { return upsample(c, "nearest", false, false); });
   r.add("aten._upsample_nearest_exact2d",
