@@ -209,3 +209,52 @@ TEST(Gguf, WriterRejectsBadTensors) {
 
 }  // namespace
 }  // namespace rlx::gguf
+
+namespace rlx::gguf {
+namespace {
+
+std::string run_cli(const std::string& args) {
+  std::string out;
+  FILE* p = popen((std::string(RLX_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST(GgufInspect, PrintsMetadataTensorsAndHistogram) {
+  std::vector<Value> many;
+  for (int k = 0; k < 1000; ++k) many.push_back(Value::of_i32(k));
+  std::vector<uint8_t> q(quant::row_size(quant::GgmlType::Q4_K, 512));
+  std::vector<float> x(512, 0.5f);
+  quant::quantize(quant::GgmlType::Q4_K, x.data(), q.data(), 512);
+  std::vector<uint16_t> h(8, 0);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "rlx_inspect_test.gguf").string();
+  write(path,
+        {{"general.architecture", Value::of_string("llama")},
+         {"tokenizer.ggml.token_type", Value::of_array(ValueType::I32, many)}},
+        {{"blk.0.ffn_up.weight",
+          quant::GgmlType::Q4_K,
+          {256, 2},
+          {reinterpret_cast<const char*>(q.data()), q.size()}},
+         {"output_norm.weight",
+          quant::GgmlType::F16,
+          {8},
+          {reinterpret_cast<const char*>(h.data()), 16}}});
+  const std::string out = run_cli("inspect " + path);
+  std::filesystem::remove(path);
+  EXPECT_NE(out.find("general.architecture"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"llama\""), std::string::npos) << out;
+  EXPECT_NE(out.find("i32[1000] [0, 1, 2, 3, 4, 5, 6, 7, ...]"), std::string::npos) << out;
+  EXPECT_NE(out.find("blk.0.ffn_up.weight"), std::string::npos) << out;
+  EXPECT_NE(out.find("[256, 2]"), std::string::npos) << out;
+  EXPECT_NE(out.find("q4_K"), std::string::npos) << out;
+  EXPECT_NE(out.find("type histogram"), std::string::npos) << out;
+  EXPECT_EQ(out.find("999"), std::string::npos) << "long arrays must be abbreviated";
+}
+
+}  // namespace
+}  // namespace rlx::gguf
