@@ -173,3 +173,54 @@ TEST(GgmlParity, QuantizeBitExact) {
 
 }  // namespace
 }  // namespace rlx::quant
+
+// llama.cpp reads what our writer writes: ggml's own gguf parser on our file.
+#include "rlx/gguf.h"
+
+namespace rlx::quant {
+namespace {
+struct GgufInitParams {
+  bool no_alloc;
+  void** ctx;
+};
+TEST(GgmlParity, GgmlReadsOurGguf) {
+  NEED_GGML();
+  using Init = void* (*)(const char*, GgufInitParams);
+  using Count = int64_t (*)(const void*);
+  using Find = int64_t (*)(const void*, const char*);
+  using Free = void (*)(void*);
+  auto init = reinterpret_cast<Init>(dlsym(handle(), "gguf_init_from_file"));
+  auto n_tensors = reinterpret_cast<Count>(dlsym(handle(), "gguf_get_n_tensors"));
+  auto n_kv = reinterpret_cast<Count>(dlsym(handle(), "gguf_get_n_kv"));
+  auto find_tensor = reinterpret_cast<Find>(dlsym(handle(), "gguf_find_tensor"));
+  auto data_offset = reinterpret_cast<Count>(dlsym(handle(), "gguf_get_data_offset"));
+  auto gfree = reinterpret_cast<Free>(dlsym(handle(), "gguf_free"));
+  ASSERT_TRUE(init && n_tensors && n_kv && find_tensor && data_offset && gfree);
+  std::vector<float> x(512);
+  for (int i = 0; i < 512; ++i) x[i] = std::sin(float(i));
+  std::vector<uint8_t> q6(row_size(GgmlType::Q6_K, 512)), q8(row_size(GgmlType::Q8_0, 64));
+  quantize(GgmlType::Q6_K, x.data(), q6.data(), 512);
+  quantize(GgmlType::Q8_0, x.data(), q8.data(), 64);
+  using gguf::Value;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "rlx_ggml_reads.gguf").string();
+  gguf::write(
+      path,
+      {{"general.architecture", Value::of_string("llama")},
+       {"general.alignment", Value::of_u32(64)},
+       {"tokenizer.ggml.tokens",
+        Value::of_array(gguf::ValueType::STRING, {Value::of_string("a"), Value::of_string("bc")})}},
+      {{"w6", GgmlType::Q6_K, {256, 2}, {reinterpret_cast<const char*>(q6.data()), q6.size()}},
+       {"w8", GgmlType::Q8_0, {64}, {reinterpret_cast<const char*>(q8.data()), q8.size()}},
+       {"f", GgmlType::F32, {3}, {reinterpret_cast<const char*>(x.data()), 12}}});
+  void* ctx = init(path.c_str(), GgufInitParams{true, nullptr});
+  ASSERT_NE(ctx, nullptr) << "ggml rejected our GGUF file";
+  EXPECT_EQ(n_tensors(ctx), 3);
+  EXPECT_EQ(n_kv(ctx), 3);
+  EXPECT_EQ(find_tensor(ctx, "w8"), 1);
+  EXPECT_EQ(data_offset(ctx), int64_t(gguf::read(path).data_offset));
+  gfree(ctx);
+  std::filesystem::remove(path);
+}
+}  // namespace
+}  // namespace rlx::quant
