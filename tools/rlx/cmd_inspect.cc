@@ -89,11 +89,17 @@ void print_json(const Model& m, const Facts& f) {
 void add_inspect_command(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
   auto* cmd = app.add_subcommand("inspect", "Show a model's graph, op histogram and memory");
-  cmd->add_option("model", o->model, "Model: a directory with model.rlx.json, or a graph JSON")
+  cmd->add_option("model", o->model,
+                  "Model: a directory with model.rlx.json, a graph JSON, or a .gguf file")
       ->required();
   cmd->add_option("-f,--format", o->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "dot"}));
   cmd->callback([o] {
+    if (is_gguf_path(o->model)) {
+      RLX_CHECK(o->format != "dot", "--format dot needs a graph; GGUF files have none yet");
+      inspect_gguf(o->model, o->format);
+      return;
+    }
     Model m = load_model(o->model);
     if (o->format == "dot") {
       std::printf("%s", to_dot(m.graph).c_str());

@@ -14,6 +14,9 @@ void add_verify_command(CLI::App& app);
 
 // "logits  [1,10] f32  min -1.2 max 3.4 mean 0.1  [0.12, -0.5, ...]"
 std::string tensor_summary(const std::string& name, const Tensor& t);
+// GGUF files are inspected from the file itself (no graph is built).
+bool is_gguf_path(const std::string& path);
+void inspect_gguf(const std::string& path, const std::string& format);
 // 1234567 -> "1.18 MiB"
 std::string human_bytes(double bytes);
 

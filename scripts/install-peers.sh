@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the reference peers used by parity tests (idempotent):
+#   node-llama-cpp 3.21.1, whose prebuilt libggml-base.so is ggml's own quant code.
+# Directory: $RLX_PEERS_DIR, default $HOME/.cache/rlx-peers. Prints the path of
+# libggml-base.so on its last line. Needs npm (installed from Debian if absent).
+set -euo pipefail
+dir="${RLX_PEERS_DIR:-$HOME/.cache/rlx-peers}"
+lib="$dir/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so"
+if [ ! -f "$lib" ]; then
+  if ! command -v npm >/dev/null; then
+    sudo_cmd=()
+    [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo_cmd[@]}" apt-get update -qq
+    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends npm
+  fi
+  mkdir -p "$dir"
+  echo "install-peers: npm install node-llama-cpp@3.21.1 into $dir (~730 MB)" >&2
+  (cd "$dir" && npm install -E node-llama-cpp@3.21.1 --ignore-scripts --no-audit --no-fund >&2)
+fi
+test -f "$lib"
+echo "$lib"
