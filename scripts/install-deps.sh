@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev
   libopenblas-dev libopenblas0-pthread
+  protobuf-compiler libprotobuf-dev
   python3 python3-numpy python3-torch python3-torchvision python3-sklearn
 )
 

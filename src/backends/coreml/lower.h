@@ -1,0 +1,60 @@
+// IR -> MIL lowering: shared context and the per-family registration hooks.
+// The table is indexed by the op enum from ops.def, so coverage reports walk
+// the op table itself; an op with no entry is listed, never skipped.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "mil.h"
+#include "rlx/graph.h"
+#include "rlx/io.h"
+
+namespace rlx::coreml {
+
+struct Lowering {
+  const Graph& g;
+  const TensorMap& weights;
+  Builder& b;
+  bool fp16;
+  std::vector<Val> vals;  // per node id
+
+  const Val& in(const Node& n, size_t i) const { return vals[size_t(n.inputs[i])]; }
+  pb::DataType dtype(DType t) const;
+  Type type_of(const Shape& s) const;
+  Type type_of(const Node& n) const { return type_of(n.shape); }
+  std::string hint(const Node& n) const {
+    return std::string(op_name(n.op)) + "_" + std::to_string(n.id);
+  }
+  int opset() const { return b.opset(); }
+
+  // Helpers for composed lowerings; `h` names the temporaries.
+  Val unary(const std::string& type, const Val& x, const std::string& h);
+  Val binary(const std::string& type, const Val& x, const Val& y, const std::string& h);
+  Val scalar_like(double v, const Val& x, const std::string& h) {
+    return b.scalar(v, x.type.dt, h);
+  }
+  Val reduce(const std::string& type, const Val& x, std::vector<int64_t> axes, bool keep,
+             const std::string& h);
+  Val reshape(const Val& x, const std::vector<int64_t>& shape, const std::string& h);
+  Val cast(const Val& x, pb::DataType dt, const std::string& h);
+  // (x - mean) * rsqrt(var + eps) over `axes` (kept), composed from primitives.
+  Val normalize(const Val& x, const std::vector<int64_t>& axes, double eps, const std::string& h);
+};
+
+using LowerFn = Val (*)(Lowering&, const Node&);
+inline constexpr size_t kNumOps = 0
+#define RLX_OP(e, ...) +1
+#include "rlx/ops.def"
+#undef RLX_OP
+    ;
+using LowerTable = std::array<LowerFn, kNumOps>;
+
+void register_elementwise(LowerTable& t);  // leaves, unary, binary, compare, where, cast
+void register_shape(LowerTable& t);        // reductions, softmax, movement, indexing
+void register_nn(LowerTable& t);           // matmul, conv, pools, norms, attention
+const LowerTable& lower_table();
+
+Type broadcast_type(const Type& a, const Type& b, pb::DataType dt);
+
+}  // namespace rlx::coreml

@@ -1,0 +1,255 @@
+// matmul, conv, pools, norms (composed where MIL has no op) and attention.
+#include <cmath>
+
+#include "lower.h"
+#include "rlx/error.h"
+
+namespace rlx::coreml {
+namespace {
+
+Val lower_matmul(Lowering& L, const Node& n) {
+  const std::string h = L.hint(n);
+  return L.b.op("matmul",
+                {{"x", L.in(n, 0)},
+                 {"y", L.in(n, 1)},
+                 {"transpose_x", L.b.boolean(false, h + "_tx")},
+                 {"transpose_y", L.b.boolean(false, h + "_ty")}},
+                L.type_of(n), h);
+}
+
+// IR pads [b..., e...] -> MIL [b0, e0, b1, e1, ...]
+std::vector<int64_t> interleave_pads(const std::vector<int64_t>& p) {
+  std::vector<int64_t> r;
+  const size_t sp = p.size() / 2;
+  for (size_t i = 0; i < sp; ++i) r.insert(r.end(), {p[i], p[i + sp]});
+  return r;
+}
+
+Val lower_conv(Lowering& L, const Node& n) {
+  const Val& x = L.in(n, 0);
+  const size_t sp = size_t(x.type.rank() - 2);
+  const std::string h = L.hint(n);
+  std::vector<std::pair<std::string, Arg>> in{
+      {"x", x},
+      {"weight", L.in(n, 1)},
+      {"strides", L.b.ints(n.attrs.ints("stride", std::vector<int64_t>(sp, 1)), h + "_strides")},
+      {"pad_type", L.b.string("custom", h + "_pad_type")},
+      {"pad", L.b.ints(interleave_pads(n.attrs.ints("pads", std::vector<int64_t>(2 * sp, 0))),
+                       h + "_pad")},
+      {"dilations", L.b.ints(n.attrs.ints("dilation", std::vector<int64_t>(sp, 1)), h + "_dil")},
+      {"groups", L.b.int_scalar(n.attrs.i("groups", 1), h + "_groups")}};
+  if (n.inputs.size() == 3) in.push_back({"bias", L.in(n, 2)});
+  return L.b.op("conv", in, L.type_of(n), h);
+}
+
+// MIL pools want [N, C, H, W]; an unbatched [C, H, W] gets a leading 1.
+Val pool(Lowering& L, const Node& n, const char* type, bool avg) {
+  Val x = L.in(n, 0);
+  const std::string h = L.hint(n);
+  RLX_CHECK(n.attrs.ints("dilation", {1, 1}) == std::vector<int64_t>({1, 1}),
+            "coreml: dilated pooling is not lowered");
+  const bool unbatched = x.type.rank() == 3;
+  if (unbatched) {
+    std::vector<int64_t> s{1};
+    s.insert(s.end(), x.type.dims.begin(), x.type.dims.end());
+    x = L.reshape(x, s, h + "_batched");
+  }
+  auto k = n.attrs.ints("kernel");
+  auto stride = n.attrs.ints("stride", k);
+  if (stride.empty()) stride = k;
+  std::vector<std::pair<std::string, Arg>> in{
+      {"x", x},
+      {"kernel_sizes", L.b.ints(k, h + "_k")},
+      {"strides", L.b.ints(stride, h + "_strides")},
+      {"pad_type", L.b.string("custom", h + "_pad_type")},
+      {"pad", L.b.ints(interleave_pads(n.attrs.ints("pads", {0, 0, 0, 0})), h + "_pad")},
+      {"ceil_mode", L.b.boolean(n.attrs.i("ceil_mode", 0) != 0, h + "_ceil")}};
+  if (avg)
+    in.push_back({"exclude_padding_from_average",
+                  L.b.boolean(n.attrs.i("count_include_pad", 1) == 0, h + "_excl")});
+  Type out = L.type_of(n);
+  if (!unbatched) return L.b.op(type, in, out, h);
+  Type bt = out;
+  bt.dims.insert(bt.dims.begin(), 1);
+  return L.reshape(L.b.op(type, in, bt, h + "_pool"), out.dims, h);
+}
+Val lower_max_pool(Lowering& L, const Node& n) { return pool(L, n, "max_pool", false); }
+Val lower_avg_pool(Lowering& L, const Node& n) { return pool(L, n, "avg_pool", true); }
+
+Val lower_adaptive_avg_pool(Lowering& L, const Node& n) {
+  const Val& x = L.in(n, 0);
+  auto o = n.attrs.ints("output");
+  RLX_CHECK(o == std::vector<int64_t>({1, 1}),
+            "coreml: adaptive_avg_pool2d is lowered for output [1,1] only");
+  const std::string h = L.hint(n);
+  return L.b.op("reduce_mean",
+                {{"x", x},
+                 {"axes", L.b.ints({-2, -1}, h + "_axes")},
+                 {"keep_dims", L.b.boolean(true, h + "_keep")}},
+                L.type_of(n), h);
+}
+
+std::vector<int64_t> trailing_axes(int naxes) {
+  std::vector<int64_t> a;
+  for (int i = naxes; i >= 1; --i) a.push_back(-i);
+  return a;
+}
+
+Val lower_layer_norm(Lowering& L, const Node& n) {
+  const std::string h = L.hint(n);
+  std::vector<std::pair<std::string, Arg>> in{
+      {"x", L.in(n, 0)},
+      {"axes", L.b.ints(trailing_axes(int(n.attrs.i("naxes", 1))), h + "_axes")}};
+  if (n.inputs.size() >= 2) in.push_back({"gamma", L.in(n, 1)});
+  if (n.inputs.size() >= 3) in.push_back({"beta", L.in(n, 2)});
+  in.push_back({"epsilon", L.scalar_like(n.attrs.f("eps", 1e-5), L.in(n, 0), h + "_eps")});
+  return L.b.op("layer_norm", in, L.type_of(n), h);
+}
+
+// x * rsqrt(reduce_mean(x*x) + eps) * gamma
+Val lower_rms_norm(Lowering& L, const Node& n) {
+  const Val& x = L.in(n, 0);
+  const std::string h = L.hint(n);
+  Val ms = L.reduce("reduce_mean", L.binary("mul", x, x, h + "_sq"),
+                    trailing_axes(int(n.attrs.i("naxes", 1))), true, h + "_ms");
+  Val inv = L.b.op(
+      "rsqrt",
+      {{"x", L.binary("add", ms, L.scalar_like(n.attrs.f("eps", 1e-5), x, h + "_eps"), h + "_mse")},
+       {"epsilon", L.scalar_like(0, x, h + "_eps0")}},
+      ms.type, h + "_inv");
+  if (n.inputs.size() < 2) return L.b.op("mul", {{"x", x}, {"y", inv}}, L.type_of(n), h);
+  Val y = L.binary("mul", x, inv, h + "_norm");
+  return L.b.op("mul", {{"x", y}, {"y", L.in(n, 1)}}, L.type_of(n), h);
+}
+
+// Per-channel affine for NC... layouts: gamma/beta [C] reshaped to [1, C, 1, ...].
+Val channel_affine(Lowering& L, const Node& n, Val y, size_t gi, size_t bi, const std::string& h) {
+  std::vector<int64_t> s(size_t(y.type.rank()), 1);
+  if (n.inputs.size() > gi) {
+    s[1] = L.in(n, gi).type.dims[0];
+    y = L.binary("mul", y, L.reshape(L.in(n, gi), s, h + "_g"), h + "_scaled");
+  }
+  if (n.inputs.size() > bi) {
+    s[1] = L.in(n, bi).type.dims[0];
+    y = L.binary("add", y, L.reshape(L.in(n, bi), s, h + "_b"), h + "_shifted");
+  }
+  return L.b.op("identity", {{"x", y}}, L.type_of(n), h);
+}
+
+Val lower_group_norm(Lowering& L, const Node& n) {
+  const Val& x = L.in(n, 0);
+  const std::string h = L.hint(n);
+  const int64_t g = n.attrs.i("groups");
+  std::vector<int64_t> rest(x.type.dims.begin() + 1, x.type.dims.end());
+  for (int64_t d : rest) RLX_CHECK(d >= 0, "coreml: group_norm needs static C and spatial dims");
+  int64_t m = 1;  // (C/G)*H*W, static so a symbolic batch can take the one -1
+  for (int64_t d : rest) m *= d;
+  Val r = L.reshape(x, {x.type.dims[0] >= 0 ? x.type.dims[0] : -1, g, m / g}, h + "_grouped");
+  Val y = L.normalize(r, {-1}, n.attrs.f("eps", 1e-5), h);
+  std::vector<int64_t> back = x.type.dims;
+  if (back[0] < 0) back[0] = -1;
+  return channel_affine(L, n, L.reshape(y, back, h + "_back"), 1, 2, h);
+}
+
+Val lower_layer_norm_2d(Lowering& L, const Node& n) {
+  const std::string h = L.hint(n);
+  return channel_affine(L, n, L.normalize(L.in(n, 0), {1}, n.attrs.f("eps", 1e-5), h), 1, 2, h);
+}
+
+// (x - mean) * rsqrt(var + eps) * gamma + beta, statistics reshaped to [1, C, 1, ...].
+Val lower_batch_norm(Lowering& L, const Node& n) {
+  const Val& x = L.in(n, 0);
+  const std::string h = L.hint(n);
+  std::vector<int64_t> s(size_t(x.type.rank()), 1);
+  s[1] = L.in(n, 1).type.dims[0];
+  Val mean = L.reshape(L.in(n, 1), s, h + "_mean");
+  Val var = L.reshape(L.in(n, 2), s, h + "_var");
+  Val inv = L.b.op(
+      "rsqrt",
+      {{"x", L.binary("add", var, L.scalar_like(n.attrs.f("eps", 1e-5), x, h + "_eps"), h + "_ve")},
+       {"epsilon", L.scalar_like(0, x, h + "_eps0")}},
+      var.type, h + "_inv");
+  Val y = L.binary("mul", L.binary("sub", x, mean, h + "_d"), inv, h + "_norm");
+  return channel_affine(L, n, y, 3, 4, h);
+}
+
+// Visibility mask as an additive bias [Sq, Sk]: 0 visible, a large negative value masked
+// (finite, so a fully masked row stays finite in fp16).
+Val mask_bias(Lowering& L, const Node& n, int64_t sq, int64_t sk, pb::DataType dt) {
+  const std::string mask = n.attrs.s("mask", "none");
+  const int64_t off = sk - sq, window = mask == "sliding" ? n.attrs.i("window") : 0;
+  Tensor t({sq, sk}, DType::F32);
+  for (int64_t i = 0; i < sq; ++i)
+    for (int64_t j = 0; j < sk; ++j) {
+      bool vis = j <= i + off && (mask != "sliding" || j > i + off - window);
+      t.data<float>()[i * sk + j] = vis ? 0.0f : -65000.0f;
+    }
+  return L.b.constant(t, dt, L.hint(n) + "_mask");
+}
+
+Val lower_attention(Lowering& L, const Node& n) {
+  const Val &q = L.in(n, 0), &k = L.in(n, 1), &v = L.in(n, 2);
+  const std::string h = L.hint(n), mask = n.attrs.s("mask", "none");
+  RLX_CHECK(q.type.dims[1] == k.type.dims[1] && q.type.dims[1] >= 0,
+            "coreml: attention with grouped key heads is not lowered yet");
+  const int64_t d = q.type.dims[3], sq = q.type.dims[2], sk = k.type.dims[2];
+  RLX_CHECK(d > 0, "coreml: attention needs a static head dim");
+  const bool banded = mask == "causal" || mask == "sliding";
+  RLX_CHECK(!banded || (sq >= 0 && sk >= 0),
+            "coreml: causal/sliding attention needs static lengths");
+  const double scale = n.attrs.f("scale", 1.0 / std::sqrt(double(d)));
+  // CoreML8's fused op scales by 1/sqrt(D) itself and takes an additive or bool mask.
+  if (L.opset() >= 8 && std::abs(scale - 1.0 / std::sqrt(double(d))) < 1e-12 * scale) {
+    std::vector<std::pair<std::string, Arg>> in{{"query", q}, {"key", k}, {"value", v}};
+    if (banded) in.push_back({"attn_mask", mask_bias(L, n, sq, sk, q.type.dt)});
+    if (mask == "bias") in.push_back({"attn_mask", L.in(n, 3)});
+    return L.b.op("scaled_dot_product_attention", in, L.type_of(n), h);
+  }
+  Type st = q.type;
+  st.dims[3] = sk;
+  Val s = L.b.op("matmul",
+                 {{"x", q},
+                  {"y", k},
+                  {"transpose_x", L.b.boolean(false, h + "_tx")},
+                  {"transpose_y", L.b.boolean(true, h + "_ty")}},
+                 st, h + "_scores");
+  s = L.binary("mul", s, L.scalar_like(scale, q, h + "_scale"), h + "_scaled");
+  if (banded) s = L.binary("add", s, mask_bias(L, n, sq, sk, q.type.dt), h + "_masked");
+  if (mask == "bias") {
+    Val bias = L.in(n, 3);
+    if (bias.type.dt == pb::BOOL)  // true = attend
+      bias = L.b.op("select",
+                    {{"cond", bias},
+                     {"a", L.scalar_like(0, q, h + "_zero")},
+                     {"b", L.scalar_like(-65000, q, h + "_neg")}},
+                    Type{q.type.dt, bias.type.dims}, h + "_bias");
+    s = L.binary("add", s, bias, h + "_biased");
+  }
+  Val p = L.b.op("softmax", {{"x", s}, {"axis", L.b.int_scalar(-1, h + "_axis")}}, s.type,
+                 h + "_probs");
+  return L.b.op("matmul",
+                {{"x", p},
+                 {"y", v},
+                 {"transpose_x", L.b.boolean(false, h + "_tx2")},
+                 {"transpose_y", L.b.boolean(false, h + "_ty2")}},
+                L.type_of(n), h);
+}
+
+}  // namespace
+
+void register_nn(LowerTable& t) {
+  auto set = [&](Op op, LowerFn f) { t[size_t(op)] = f; };
+  set(Op::MatMul, lower_matmul);
+  set(Op::Conv, lower_conv);
+  set(Op::MaxPool2d, lower_max_pool);
+  set(Op::AvgPool2d, lower_avg_pool);
+  set(Op::AdaptiveAvgPool2d, lower_adaptive_avg_pool);
+  set(Op::LayerNorm, lower_layer_norm);
+  set(Op::RmsNorm, lower_rms_norm);
+  set(Op::GroupNorm, lower_group_norm);
+  set(Op::LayerNorm2d, lower_layer_norm_2d);
+  set(Op::BatchNorm, lower_batch_norm);
+  set(Op::Attention, lower_attention);
+}
+
+}  // namespace rlx::coreml
