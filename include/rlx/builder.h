@@ -36,7 +36,9 @@ class Builder {
   NodeId mul(NodeId a, NodeId b) { return binary(Op::Mul, a, b); }
   NodeId div(NodeId a, NodeId b) { return binary(Op::Div, a, b); }
   NodeId matmul(NodeId a, NodeId b) { return binary(Op::MatMul, a, b); }
-  NodeId cast(NodeId x, DType t) { return op(Op::Cast, {x}, {{"dtype", std::string(dtype_name(t))}}); }
+  NodeId cast(NodeId x, DType t) {
+    return op(Op::Cast, {x}, {{"dtype", std::string(dtype_name(t))}});
+  }
   NodeId reshape(NodeId x, const std::vector<int64_t>& shape) {
     return op(Op::Reshape, {x}, {{"shape", shape}});
   }

@@ -8,16 +8,16 @@
 namespace rlx {
 
 // X(enum, short name, C++ storage type, bytes)
-#define RLX_DTYPES(X)              \
-  X(F32, "f32", float, 4)          \
-  X(F16, "f16", uint16_t, 2)       \
-  X(BF16, "bf16", uint16_t, 2)     \
-  X(F64, "f64", double, 8)         \
-  X(I8, "i8", int8_t, 1)           \
-  X(I16, "i16", int16_t, 2)        \
-  X(I32, "i32", int32_t, 4)        \
-  X(I64, "i64", int64_t, 8)        \
-  X(U8, "u8", uint8_t, 1)          \
+#define RLX_DTYPES(X)          \
+  X(F32, "f32", float, 4)      \
+  X(F16, "f16", uint16_t, 2)   \
+  X(BF16, "bf16", uint16_t, 2) \
+  X(F64, "f64", double, 8)     \
+  X(I8, "i8", int8_t, 1)       \
+  X(I16, "i16", int16_t, 2)    \
+  X(I32, "i32", int32_t, 4)    \
+  X(I64, "i64", int64_t, 8)    \
+  X(U8, "u8", uint8_t, 1)      \
   X(Bool, "bool", bool, 1)
 
 enum class DType : uint8_t {
@@ -69,7 +69,7 @@ inline uint16_t f32_to_f16(float f) {
   uint32_t ax = x & 0x7fffffff;
   if (ax >= 0x7f800000) return uint16_t(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 : 0));
   if (ax >= 0x477ff000) return uint16_t(sign | 0x7c00);  // rounds to >= 65520
-  if (ax < 0x38800000) {                                  // subnormal or zero in f16
+  if (ax < 0x38800000) {                                 // subnormal or zero in f16
     if (ax < 0x33000000) return uint16_t(sign);
     uint32_t mant = (ax & 0x7fffff) | 0x800000;
     int shift = 126 - int(ax >> 23);  // 14..24

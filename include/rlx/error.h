@@ -13,9 +13,7 @@ class Error : public std::runtime_error {
  public:
   explicit Error(std::string msg) : std::runtime_error(std::move(msg)) {}
   // Returns a new error whose message is "<context>: <this message>".
-  Error with_context(const std::string& context) const {
-    return Error(context + ": " + what());
-  }
+  Error with_context(const std::string& context) const { return Error(context + ": " + what()); }
 };
 
 namespace detail {
@@ -35,7 +33,7 @@ Error make_error(Args&&... args) {
 
 }  // namespace rlx
 
-#define RLX_CHECK(cond, ...)                                  \
-  do {                                                        \
-    if (!(cond)) throw ::rlx::make_error(__VA_ARGS__);        \
+#define RLX_CHECK(cond, ...)                           \
+  do {                                                 \
+    if (!(cond)) throw ::rlx::make_error(__VA_ARGS__); \
   } while (0)

@@ -20,9 +20,9 @@ struct CompileOptions {
 
 // A memory plan for one set of concrete input shapes.
 struct Plan {
-  std::vector<Dims> dims;         // concrete dims of every node
-  std::vector<int64_t> offset;    // arena byte offset, or -1 when not in the arena
-  size_t arena_bytes = 0;         // peak activation bytes
+  std::vector<Dims> dims;       // concrete dims of every node
+  std::vector<int64_t> offset;  // arena byte offset, or -1 when not in the arena
+  size_t arena_bytes = 0;       // peak activation bytes
 };
 
 class Executable {

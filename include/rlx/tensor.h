@@ -99,12 +99,13 @@ Tensor Tensor::from_vector(const Dims& dims, const std::vector<T>& v, DType dtyp
   Tensor t(dims, dtype);
   RLX_CHECK(int64_t(v.size()) == t.numel(), "from_vector: ", v.size(), " values for dims ",
             dims_str(dims));
-  cast_elements(v.data(), std::is_same_v<T, float>     ? DType::F32
-                          : std::is_same_v<T, double>  ? DType::F64
-                          : std::is_same_v<T, int64_t> ? DType::I64
-                          : std::is_same_v<T, int32_t> ? DType::I32
-                          : std::is_same_v<T, uint8_t> ? DType::U8
-                                                       : DType::Bool,
+  cast_elements(v.data(),
+                std::is_same_v<T, float>     ? DType::F32
+                : std::is_same_v<T, double>  ? DType::F64
+                : std::is_same_v<T, int64_t> ? DType::I64
+                : std::is_same_v<T, int32_t> ? DType::I32
+                : std::is_same_v<T, uint8_t> ? DType::U8
+                                             : DType::Bool,
                 t.raw(), dtype, t.numel());
   return t;
 }

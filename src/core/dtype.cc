@@ -41,11 +41,11 @@ DType parse_dtype(std::string_view s) {
     DType t;
   };
   static const Alias aliases[] = {
-      {"float32", DType::F32}, {"float", DType::F32},   {"float16", DType::F16},
+      {"float32", DType::F32}, {"float", DType::F32},     {"float16", DType::F16},
       {"half", DType::F16},    {"bfloat16", DType::BF16}, {"float64", DType::F64},
-      {"double", DType::F64},  {"int8", DType::I8},     {"int16", DType::I16},
-      {"int32", DType::I32},   {"int", DType::I32},     {"int64", DType::I64},
-      {"long", DType::I64},    {"uint8", DType::U8},    {"boolean", DType::Bool}};
+      {"double", DType::F64},  {"int8", DType::I8},       {"int16", DType::I16},
+      {"int32", DType::I32},   {"int", DType::I32},       {"int64", DType::I64},
+      {"long", DType::I64},    {"uint8", DType::U8},      {"boolean", DType::Bool}};
   for (const auto& a : aliases)
     if (l == a.name) return a.t;
   throw make_error("unknown dtype '", s, "'");
@@ -56,8 +56,7 @@ bool is_float(DType t) {
 }
 
 bool is_integer(DType t) {
-  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 ||
-         t == DType::U8;
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::U8;
 }
 
 }  // namespace rlx

@@ -68,8 +68,8 @@ class MappedBuffer : public Buffer {
 template <typename F>
 void visit_dtype(DType t, F&& f) {
   switch (t) {
-#define X(e, n, ty, b)   \
-  case DType::e:         \
+#define X(e, n, ty, b)                   \
+  case DType::e:                         \
     f.template operator()<ty>(DType::e); \
     break;
     RLX_DTYPES(X)
@@ -132,9 +132,9 @@ Tensor::Tensor(std::shared_ptr<Buffer> buf, size_t offset, const Dims& dims, DTy
       dims_(dims),
       strides_(contiguous_strides(dims)),
       dtype_(dtype) {
-  RLX_CHECK(offset + size_t(rlx::numel(dims)) * dtype_size(dtype) <= buf_->size(),
-            "tensor view ", dims_str(dims), " ", dtype_name(dtype), " at offset ", offset,
-            " overruns a buffer of ", buf_->size(), " bytes");
+  RLX_CHECK(offset + size_t(rlx::numel(dims)) * dtype_size(dtype) <= buf_->size(), "tensor view ",
+            dims_str(dims), " ", dtype_name(dtype), " at offset ", offset, " overruns a buffer of ",
+            buf_->size(), " bytes");
 }
 
 Tensor Tensor::uninitialized(const Dims& dims, DType dtype) {
@@ -221,6 +221,7 @@ Tensor Tensor::clone() const {
 }
 
 void cast_elements(const void* src, DType st, void* dst, DType dt, int64_t n) {
+  if (n <= 0) return;  // empty tensors may have null data
   if (st == dt) {
     std::memcpy(dst, src, size_t(n) * dtype_size(st));
     return;

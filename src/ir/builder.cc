@@ -14,11 +14,9 @@ NodeId Builder::full(const Dims& dims, double value, DType t) {
 }
 
 NodeId Builder::arange(int64_t count, double start, double step, DType t) {
-  return op(Op::Arange, {},
-            {{"count", count},
-             {"start", start},
-             {"step", step},
-             {"dtype", std::string(dtype_name(t))}});
+  return op(
+      Op::Arange, {},
+      {{"count", count}, {"start", start}, {"step", step}, {"dtype", std::string(dtype_name(t))}});
 }
 
 NodeId Builder::linear(NodeId x, NodeId w, NodeId b) {

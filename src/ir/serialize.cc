@@ -138,7 +138,9 @@ AttrValue attr_from(const json& j) {
 std::string to_json(const Graph& g) {
   json nodes = json::array();
   for (const Node& n : g.nodes()) {
-    json j = {{"op", op_name(n.op)}, {"inputs", n.inputs}, {"shape", dims_json(n.shape.dims)},
+    json j = {{"op", op_name(n.op)},
+              {"inputs", n.inputs},
+              {"shape", dims_json(n.shape.dims)},
               {"dtype", dtype_name(n.shape.dtype)}};
     if (!n.name.empty()) j["name"] = n.name;
     if (!n.origin.empty()) j["origin"] = n.origin;

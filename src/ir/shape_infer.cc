@@ -75,8 +75,7 @@ Shape infer_compare(const Node&, const In& in) {
 Shape infer_where(const Node&, const In& in) {
   RLX_CHECK(in[0]->dtype == DType::Bool, "where: condition must be bool, got ", in[0]->str());
   same_dtype(*in[1], *in[2]);
-  return Shape(broadcast_dims(broadcast_dims(in[0]->dims, in[1]->dims), in[2]->dims),
-               in[1]->dtype);
+  return Shape(broadcast_dims(broadcast_dims(in[0]->dims, in[1]->dims), in[2]->dims), in[1]->dtype);
 }
 
 Shape infer_cast(const Node& n, const In& in) {
@@ -204,8 +203,8 @@ Shape infer_concat(const Node& n, const In& in) {
     for (int d = 0; d < r; ++d) {
       if (d == ax) continue;
       const Dim &a = out[size_t(d)], &b = in[k]->dims[size_t(d)];
-      RLX_CHECK(!(a.is_static() && b.is_static() && a.value != b.value),
-                "concat: dim ", d, " differs: ", in[0]->str(), " vs ", in[k]->str());
+      RLX_CHECK(!(a.is_static() && b.is_static() && a.value != b.value), "concat: dim ", d,
+                " differs: ", in[0]->str(), " vs ", in[k]->str());
     }
     const Dim& extra = in[k]->dims[size_t(ax)];
     Dim& acc = out[size_t(ax)];
@@ -242,15 +241,17 @@ Shape infer_pad(const Node& n, const In& in) {
   RLX_CHECK(int(pads.size()) == 2 * r, "pad: need ", 2 * r, " pads for rank ", r, ", got ",
             pads.size());
   std::string mode = n.attrs.s("mode", "constant");
-  RLX_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate",
-            "pad: unknown mode '", mode, "'");
+  RLX_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate", "pad: unknown mode '",
+            mode, "'");
   std::vector<Dim> out = in[0]->dims;
   for (int i = 0; i < r; ++i) {
     int64_t b = pads[size_t(i)], e = pads[size_t(i + r)];
     out[size_t(i)] = map_dim(out[size_t(i)], [&](int64_t d) {
       if (mode == "reflect")
-        RLX_CHECK(b < d && e < d, "pad: reflect padding ", b, "/", e, " needs dim > pad, dim is ", d);
-      if (mode == "replicate") RLX_CHECK(d > 0 || (b == 0 && e == 0), "pad: replicate of empty dim");
+        RLX_CHECK(b < d && e < d, "pad: reflect padding ", b, "/", e, " needs dim > pad, dim is ",
+                  d);
+      if (mode == "replicate")
+        RLX_CHECK(d > 0 || (b == 0 && e == 0), "pad: replicate of empty dim");
       RLX_CHECK(d + b + e >= 0, "pad: negative result size");
       return d + b + e;
     });
@@ -271,8 +272,8 @@ Shape infer_tile(const Node& n, const In& in) {
 }
 
 void check_index_dtype(const Shape& s, const char* what) {
-  RLX_CHECK(s.dtype == DType::I64 || s.dtype == DType::I32, what, ": indices must be i32 or i64, got ",
-            s.str());
+  RLX_CHECK(s.dtype == DType::I64 || s.dtype == DType::I32, what,
+            ": indices must be i32 or i64, got ", s.str());
 }
 
 Shape infer_gather(const Node& n, const In& in) {
@@ -341,8 +342,8 @@ Shape infer_scatter_elements(const Node& n, const In& in) {
             idx.str(), ", ", u.str());
   int ax = normalize_axis(n.attrs.i("axis", 0), d.rank());
   for (int i = 0; i < d.rank(); ++i)
-    RLX_CHECK(dims_compatible(idx.dims[size_t(i)], u.dims[size_t(i)]),
-              "scatter_elements: updates ", u.str(), " must match indices ", idx.str());
+    RLX_CHECK(dims_compatible(idx.dims[size_t(i)], u.dims[size_t(i)]), "scatter_elements: updates ",
+              u.str(), " must match indices ", idx.str());
   check_index_dims_fit(idx, d, ax, "scatter_elements");
   check_reduction(n, "scatter_elements");
   return d;
@@ -357,8 +358,7 @@ Shape infer_scatter_nd(const Node& n, const In& in) {
   RLX_CHECK(idx.rank() >= 1 && idx.dims.back().is_static(),
             "scatter_nd: indices need rank >= 1 and a static last dim, got ", idx.str());
   int64_t k = idx.dims.back().value;
-  RLX_CHECK(k >= 1 && k <= d.rank(), "scatter_nd: index depth ", k, " does not fit data ",
-            d.str());
+  RLX_CHECK(k >= 1 && k <= d.rank(), "scatter_nd: index depth ", k, " does not fit data ", d.str());
   std::vector<Dim> want(idx.dims.begin(), idx.dims.end() - 1);
   want.insert(want.end(), d.dims.begin() + k, d.dims.end());
   bool ok = u.dims.size() == want.size();
@@ -421,8 +421,8 @@ Shape infer_matmul(const Node&, const In& in) {
 // Spatial dims of conv/pool outputs; floor or ceil division, PyTorch rules.
 int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t dil,
                    bool ceil_mode) {
-  RLX_CHECK(k >= 1 && s >= 1 && dil >= 1, "kernel, stride and dilation must be >= 1, got ", k,
-            ", ", s, ", ", dil);
+  RLX_CHECK(k >= 1 && s >= 1 && dil >= 1, "kernel, stride and dilation must be >= 1, got ", k, ", ",
+            s, ", ", dil);
   RLX_CHECK(pb >= 0 && pe >= 0, "paddings must be >= 0, got ", pb, ", ", pe);
   int64_t eff = dil * (k - 1) + 1;
   // Floor division: with ceil_mode a window may overhang a too-small input
@@ -445,12 +445,13 @@ Shape infer_conv(const Node& n, const In& in) {
   const Shape &x = *in[0], &w = *in[1];
   same_dtype(x, w);
   const int sp = x.rank() - 2;
-  RLX_CHECK(sp >= 1 && sp <= 3 && w.rank() == x.rank(), "conv: expected x [N,C,...] and w [O,C/g,...], got ",
-            x.str(), " and ", w.str());
+  RLX_CHECK(sp >= 1 && sp <= 3 && w.rank() == x.rank(),
+            "conv: expected x [N,C,...] and w [O,C/g,...], got ", x.str(), " and ", w.str());
   RLX_CHECK(w.is_static(), "conv: weight shape must be static");
   int64_t g = n.attrs.i("groups", 1);
   const auto wd = w.concrete();
-  RLX_CHECK(g >= 1 && wd[0] % g == 0, "conv: groups=", g, " does not divide ", wd[0], " out channels");
+  RLX_CHECK(g >= 1 && wd[0] % g == 0, "conv: groups=", g, " does not divide ", wd[0],
+            " out channels");
   if (x.dims[1].is_static())
     RLX_CHECK(x.dims[1].value == wd[1] * g, "conv: input has ", x.dims[1].value,
               " channels, weight expects ", wd[1] * g, " (groups=", g, ")");
@@ -488,9 +489,9 @@ Shape infer_conv_transpose(const Node& n, const In& in) {
   auto opad = ints_or(n, "output_padding", size_t(sp), 0);
   for (int i = 0; i < sp; ++i) {
     const size_t u = size_t(i);
-    RLX_CHECK(stride[u] >= 1 && dil[u] >= 1 && pads[u] >= 0 && pads[u + size_t(sp)] >= 0 &&
-                  opad[u] >= 0,
-              "conv_transpose: stride and dilation must be >= 1, paddings >= 0");
+    RLX_CHECK(
+        stride[u] >= 1 && dil[u] >= 1 && pads[u] >= 0 && pads[u + size_t(sp)] >= 0 && opad[u] >= 0,
+        "conv_transpose: stride and dilation must be >= 1, paddings >= 0");
     RLX_CHECK(opad[u] < stride[u] || opad[u] < dil[u],
               "conv_transpose: output_padding must be smaller than stride or dilation");
   }
@@ -535,7 +536,8 @@ Shape infer_pool(const Node& n, const In& in) {
 
 Shape infer_adaptive_pool(const Node& n, const In& in) {
   const Shape& x = *in[0];
-  RLX_CHECK(x.rank() == 4 || x.rank() == 3, "adaptive_avg_pool2d: expected [N,]C,H,W, got ", x.str());
+  RLX_CHECK(x.rank() == 4 || x.rank() == 3, "adaptive_avg_pool2d: expected [N,]C,H,W, got ",
+            x.str());
   auto o = n.attrs.ints("output");
   RLX_CHECK(o.size() == 2 && o[0] > 0 && o[1] > 0, "adaptive_avg_pool2d: bad output size");
   std::vector<Dim> out = x.dims;
@@ -567,7 +569,8 @@ Shape infer_layer_norm(const Node& n, const In& in) {
   const char* op = n.op == Op::RmsNorm ? "rms_norm" : "layer_norm";
   const Shape& x = *in[0];
   int64_t naxes = n.attrs.i("naxes", 1);
-  RLX_CHECK(naxes >= 1 && naxes <= x.rank(), op, ": naxes=", naxes, " out of range for x ", x.str());
+  RLX_CHECK(naxes >= 1 && naxes <= x.rank(), op, ": naxes=", naxes, " out of range for x ",
+            x.str());
   std::vector<Dim> want(x.dims.end() - naxes, x.dims.end());
   static const char* names[] = {"x", "gamma", "beta"};
   for (size_t i = 1; i < in.size(); ++i) check_param_dims(op, names[i], x, *in[i], want);
@@ -582,7 +585,8 @@ Shape infer_group_norm(const Node& n, const In& in) {
   RLX_CHECK(g >= 1, "group_norm: groups must be >= 1, got ", g);
   const Dim& c = x.dims[1];
   if (c.is_static())
-    RLX_CHECK(c.value % g == 0, "group_norm: groups=", g, " does not divide ", c.value, " channels");
+    RLX_CHECK(c.value % g == 0, "group_norm: groups=", g, " does not divide ", c.value,
+              " channels");
   static const char* names[] = {"x", "gamma", "beta"};
   for (size_t i = 1; i < in.size(); ++i) check_param_dims("group_norm", names[i], x, *in[i], {c});
   check_eps(n, "group_norm");
@@ -644,7 +648,8 @@ Shape infer_attention(const Node& n, const In& in) {
   std::string mask = n.attrs.s("mask", "none");
   RLX_CHECK(mask == "none" || mask == "causal" || mask == "sliding" || mask == "bias",
             "attention: unknown mask '", mask, "'");
-  RLX_CHECK((mask == "bias") == (in.size() == 4), "attention: mask 'bias' needs exactly a 4th input");
+  RLX_CHECK((mask == "bias") == (in.size() == 4),
+            "attention: mask 'bias' needs exactly a 4th input");
   if (mask == "sliding")
     RLX_CHECK(n.attrs.i("window") >= 1, "attention: sliding window must be >= 1, got ",
               n.attrs.i("window"));

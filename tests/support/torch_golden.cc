@@ -14,8 +14,8 @@ namespace rlx::testing {
 
 std::map<std::string, std::vector<Tensor>> torch_goldens(const std::vector<GoldenCase>& cases) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("rlx_golden_" + std::to_string(::getpid()) + "_" +
-                                              std::to_string(std::rand()));
+  fs::path dir = fs::temp_directory_path() /
+                 ("rlx_golden_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
   fs::create_directories(dir);
   nlohmann::json j = nlohmann::json::array();
   TensorMap inputs;

@@ -71,9 +71,10 @@ int verify(const VerifyOptions& o) {
     ok &= pass;
     std::printf("%-10s %-20s %12.3e %12.8f  %s\n", name.c_str(), got.shape().str().c_str(),
                 d.max_abs, d.cosine,
-                pass                        ? "pass"
-                : got.dims() != want.dims() ? ("FAIL (reference is " + want.shape().str() + ")").c_str()
-                                            : "FAIL");
+                pass ? "pass"
+                : got.dims() != want.dims()
+                    ? ("FAIL (reference is " + want.shape().str() + ")").c_str()
+                    : "FAIL");
   }
   std::printf("%s: %s (cosine >= %g, max|err| <= %g)\n", o.model.c_str(), ok ? "PASS" : "FAIL",
               o.min_cosine, o.max_abs);

@@ -5,8 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "coreml.h"
 #include "lower.h"
