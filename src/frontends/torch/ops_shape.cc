@@ -78,34 +78,25 @@ Value cat(LowerCtx& c) {
   return Value::tensor(c.b.concat(xs, axis(c, xs[0], c.i(1, "dim", 0))));
 }
 
-Value constant_pad(LowerCtx& c) {
+// Pad `x` (pad list in torch order: (begin, end) pairs from the last dim
+// backwards) with the IR's pad op, whose pads are [begin..., end...].
+Value pad(LowerCtx& c, const std::vector<int64_t>& pad, const std::string& mode, double value) {
   NodeId x = c.tensor(0, "self");
-  auto pad = c.ints(1, "pad");
   const int r = c.rank(x);
   RLX_CHECK(pad.size() % 2 == 0 && int(pad.size()) / 2 <= r, "bad pad list of ", pad.size());
   std::vector<int64_t> pads(size_t(2 * r), 0);
-  // torch lists (begin, end) pairs from the last dim backwards.
   for (size_t k = 0; k < pad.size() / 2; ++k) {
     size_t d = size_t(r - 1) - k;
     pads[d] = pad[2 * k];
     pads[d + size_t(r)] = pad[2 * k + 1];
   }
-  return Value::tensor(
-      c.b.op(Op::Pad, {x},
-             {{"pads", pads}, {"mode", std::string("constant")}, {"value", c.f(2, "value", 0)}}));
+  Attrs a{{"pads", pads}, {"mode", mode}};
+  if (mode == "constant") a.set("value", value);
+  return Value::tensor(c.b.op(Op::Pad, {x}, a));
 }
 
 Value pad_mode(LowerCtx& c, const std::string& mode) {
-  NodeId x = c.tensor(0, "self");
-  auto pad = c.ints(1, "padding");
-  const int r = c.rank(x);
-  std::vector<int64_t> pads(size_t(2 * r), 0);
-  for (size_t k = 0; k < pad.size() / 2; ++k) {
-    size_t d = size_t(r - 1) - k;
-    pads[d] = pad[2 * k];
-    pads[d + size_t(r)] = pad[2 * k + 1];
-  }
-  return Value::tensor(c.b.op(Op::Pad, {x}, {{"pads", pads}, {"mode", mode}}));
+  return pad(c, c.ints(1, "padding"), mode, 0);
 }
 
 Value roll(LowerCtx& c) {
@@ -300,22 +291,13 @@ void register_shape_ops(Registry& r) {
       parts.push_back(c.b.reshape(slice(c, x, ax, k, k + 1), piece));
     return tuple(parts);
   });
-  r.add("aten.constant_pad_nd", constant_pad);
+  r.add("aten.constant_pad_nd",
+        [](LowerCtx& c) { return pad(c, c.ints(1, "pad"), "constant", c.f(2, "value", 0)); });
   r.add("aten.pad", [](LowerCtx& c) {
     std::string mode = c.str(2, "mode", "constant");
-    if (mode == "constant") {
-      NodeId x = c.tensor(0, "self");
-      auto pad = c.ints(1, "pad");
-      const int r = c.rank(x);
-      std::vector<int64_t> pads(size_t(2 * r), 0);
-      for (size_t k = 0; k < pad.size() / 2; ++k) {
-        pads[size_t(r - 1) - k] = pad[2 * k];
-        pads[size_t(2 * r - 1) - k] = pad[2 * k + 1];
-      }
-      return Value::tensor(
-          c.b.op(Op::Pad, {x}, {{"pads", pads}, {"mode", mode}, {"value", c.f(3, "value", 0)}}));
-    }
-    return pad_mode(c, mode == "reflect" ? "reflect" : "replicate");
+    RLX_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate", "aten.pad mode '",
+              mode, "' is not supported");
+    return pad(c, c.ints(1, "pad"), mode, c.f(3, "value", 0));
   });
   for (const char* op : {"aten.reflection_pad1d", "aten.reflection_pad2d", "aten.reflection_pad3d"})
     r.add(op, [](LowerCtx& c) { return pad_mode(c, "reflect"); });
