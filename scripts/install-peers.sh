@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the reference peers used by parity tests (idempotent):
-#   node-llama-cpp 3.21.1, whose prebuilt libggml-base.so is ggml's own quant code.
+#   node-llama-cpp 3.21.1, whose prebuilt libggml-base.so is ggml's own quant code,
+#   and a checkout of the llama.cpp source it bundles ($dir/llama.cpp: tokenizer
+#   vocab fixtures under models/, llama.h for the llama.cpp peer harness).
 # Directory: $RLX_PEERS_DIR, default $HOME/.cache/rlx-peers. Prints the path of
 # libggml-base.so on its last line. Needs npm (installed from Debian if absent).
 set -euo pipefail
@@ -19,4 +21,10 @@ if [ ! -f "$lib" ]; then
   (cd "$dir" && npm install -E node-llama-cpp@3.21.1 --ignore-scripts --no-audit --no-fund >&2)
 fi
 test -f "$lib"
+src="$dir/llama.cpp"
+if [ ! -f "$src/include/llama.h" ]; then
+  rm -rf "$src"
+  git clone -q "$dir/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$src" 2>/dev/null
+fi
+test -f "$src/models/ggml-vocab-llama-spm.gguf"
 echo "$lib"
