@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rlx/quant.h"
+#include "rlx/tensor.h"
 
 namespace rlx::gguf {
 
@@ -125,6 +126,10 @@ struct File {
 // against the file before use; any problem is an rlx::Error naming the file.
 File read(const std::string& path);
 File read_bytes(const void* data, size_t size, const std::string& source_name);
+
+// The tensor as f32 in PyTorch dim order (ne reversed): zero-copy for F32
+// tensors (the tensor keeps the mapping alive), dequantized otherwise.
+Tensor to_f32(const File& f, const TensorInfo& t);
 
 struct WriteTensor {
   std::string name;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace rlx::quant {
 
@@ -72,6 +73,8 @@ const TypeTraits* find_traits(uint32_t type);
 const TypeTraits& traits(uint32_t type);
 inline const TypeTraits& traits(GgmlType t) { return traits(uint32_t(t)); }
 std::string type_name(uint32_t type);  // "q4_K", or "type 31 (retired)" etc.
+// ggml's name ("q4_K", "f16") back to the type; throws listing the known names.
+GgmlType parse_type_name(std::string_view name);
 
 // Bytes of a row of n elements (throws if n is not a multiple of the block).
 size_t row_size(GgmlType t, int64_t n);

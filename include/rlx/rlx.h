@@ -6,6 +6,7 @@
 #include "rlx/error.h"
 #include "rlx/graph.h"
 #include "rlx/io.h"
+#include "rlx/llm.h"
 #include "rlx/model.h"
 #include "rlx/runtime.h"
 #include "rlx/shape.h"

@@ -1,5 +1,6 @@
 // compile(graph) -> Executable; Session runs it with named inputs and outputs.
 #pragma once
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,7 @@ class Executable {
   std::vector<Tensor> bound_;  // per node: param/constant data
   mutable std::mutex mu_;
   mutable std::map<std::string, std::shared_ptr<const Plan>> plans_;
+  mutable std::deque<std::string> plan_order_;  // insertion order, for eviction
   friend class Session;
 };
 

@@ -6,6 +6,7 @@
 
 #include "rlx/error.h"
 #include "rlx/graph.h"
+#include "rlx/quant.h"
 
 namespace rlx {
 namespace {
@@ -399,6 +400,25 @@ Shape infer_embedding(const Node&, const In& in) {
   std::vector<Dim> out = in[1]->dims;
   out.push_back(in[0]->dims[1]);
   return Shape(out, in[0]->dtype);
+}
+
+// A u8 [rows, row_bytes] tensor of ggml blocks holding rows of k elements.
+void check_quant_rows(const Node& n, const Shape& w, const char* what) {
+  quant::GgmlType t = quant::parse_type_name(n.attrs.s("scheme"));
+  const int64_t k = n.attrs.i("k");
+  RLX_CHECK(w.dtype == DType::U8 && w.rank() == 2, what, ": weight must be u8 [rows, row_bytes], got ",
+            w.str());
+  const int64_t bytes = int64_t(quant::row_size(t, k));
+  RLX_CHECK(!w.dims[1].is_static() || w.dims[1].value == bytes, what, ": rows of ", k, " ",
+            n.attrs.s("scheme"), " elements take ", bytes, " bytes, weight is ", w.str());
+}
+
+Shape infer_dequant_embedding(const Node& n, const In& in) {
+  check_quant_rows(n, *in[0], "dequant_embedding");
+  check_index_dtype(*in[1], "dequant_embedding");
+  std::vector<Dim> out = in[1]->dims;
+  out.emplace_back(n.attrs.i("k"));
+  return Shape(out, DType::F32);
 }
 
 Shape infer_matmul(const Node&, const In& in) {

@@ -1,5 +1,8 @@
 // The one traits table of ggml types, and checked whole-buffer helpers.
+#include <algorithm>
 #include <array>
+#include <cctype>
+#include <cstring>
 
 #include "quant/quant_impl.h"
 #include "rlx/error.h"
@@ -105,6 +108,18 @@ std::string type_name(uint32_t type) {
   if (const char* r = retired_name(type))
     return rlx::detail::concat("type ", type, " (retired ", r, ")");
   return rlx::detail::concat("type ", type, " (unknown)");
+}
+
+GgmlType parse_type_name(std::string_view name) {
+  std::string known;
+  for (uint32_t i = 0; i < kMaxType; ++i)
+    if (const TypeTraits* t = by_id()[i]) {
+      if (std::equal(name.begin(), name.end(), t->name, t->name + std::strlen(t->name),
+                     [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
+        return t->type;
+      known += std::string(known.empty() ? "" : " ") + t->name;
+    }
+  throw make_error("unknown ggml type name '", name, "' (known: ", known, ")");
 }
 
 size_t row_size(GgmlType t, int64_t n) {

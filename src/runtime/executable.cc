@@ -74,7 +74,15 @@ std::shared_ptr<const Plan> Executable::plan_for(
   if (it != plans_.end()) return it->second;
   auto plan = std::make_shared<const Plan>(
       runtime::plan_memory(graph_, runtime::specialize(graph_, input_dims)));
+  // Decoding with a growing KV cache sees a new shape every step: keep the
+  // most recent plans only, so the cache cannot grow without bound.
+  constexpr size_t kMaxPlans = 32;
+  if (plans_.size() >= kMaxPlans) {
+    plans_.erase(plan_order_.front());
+    plan_order_.pop_front();
+  }
   plans_.emplace(key, plan);
+  plan_order_.push_back(key);
   return plan;
 }
 

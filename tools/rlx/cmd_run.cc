@@ -1,4 +1,5 @@
 // rlx run MODEL --inputs IN.safetensors [--out OUT.safetensors] [--threads N] [--bench N]
+// rlx run MODEL.gguf --tokens "1 2 3" [--out logits.safetensors]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,7 +12,8 @@ namespace rlx::cli {
 namespace {
 
 struct RunOptions {
-  std::string model, inputs, out;
+  std::string model, inputs, out, tokens;
+  bool dequantize = false;
   int threads = 0;
   int bench = 0;
 };
@@ -25,6 +27,12 @@ std::string signature(const Graph& g) {
 
 void run(const RunOptions& o) {
   set_num_threads(o.threads);
+  if (is_gguf_path(o.model)) {
+    RLX_CHECK(!o.tokens.empty(), o.model,
+              ": a GGUF model runs on token ids; pass --tokens \"1 2 3\"");
+    return run_gguf_tokens(o.model, o.tokens, o.out, o.dequantize);
+  }
+  RLX_CHECK(o.tokens.empty(), "--tokens applies to GGUF language models only");
   Model m = load_model(o.model);
   TensorMap inputs;
   if (!o.inputs.empty()) inputs = read_safetensors(o.inputs);
@@ -62,9 +70,15 @@ void run(const RunOptions& o) {
 void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a model on inputs from a safetensors file");
-  cmd->add_option("model", o->model, "Model: a directory with model.rlx.json, or a graph JSON")
+  cmd->add_option("model", o->model,
+                  "Model: a directory with model.rlx.json, a graph JSON, or a GGUF language model")
       ->required();
   cmd->add_option("-i,--inputs", o->inputs, "Inputs by name (safetensors)");
+  cmd->add_option("--tokens", o->tokens,
+                  "GGUF language models: token ids (\"1 15043 3186\"); writes logits "
+                  "[n_tokens, n_vocab]");
+  cmd->add_flag("--dequantize", o->dequantize,
+                "GGUF: dequantize every weight to f32 up front instead of running on quant blocks");
   cmd->add_option("-o,--out", o->out, "Write outputs by name to this safetensors file");
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);

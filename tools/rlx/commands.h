@@ -2,6 +2,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "rlx/rlx.h"
 
@@ -12,12 +13,17 @@ void add_inspect_command(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_compile_command(CLI::App& app);  // compile + coreml-check
+void add_gguf_tool_commands(CLI::App& app);  // convert + quantize
 
 // "logits  [1,10] f32  min -1.2 max 3.4 mean 0.1  [0.12, -0.5, ...]"
 std::string tensor_summary(const std::string& name, const Tensor& t);
 // GGUF files are inspected from the file itself (no graph is built).
 bool is_gguf_path(const std::string& path);
 void inspect_gguf(const std::string& path, const std::string& format);
+// GGUF language models (run_gguf.cc).
+std::vector<int32_t> parse_token_list(const std::string& text);
+void run_gguf_tokens(const std::string& path, const std::string& tokens, const std::string& out,
+                     bool dequantize);
 // 1234567 -> "1.18 MiB"
 std::string human_bytes(double bytes);
 

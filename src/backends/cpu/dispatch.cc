@@ -58,6 +58,7 @@ KernelEntry kernel_for(Op op) {
     case Op::TopK: return {topk, f32};
     case Op::OneHot: return {one_hot, any};
     case Op::Embedding: return {embedding, any};
+    case Op::DequantEmbedding: return {dequant_embedding, any};
 
     case Op::MatMul: return {matmul, f32};
     case Op::Conv: return {conv, f32};

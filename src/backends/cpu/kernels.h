@@ -42,6 +42,7 @@ void scatter_nd(const KernelCall& c);
 void topk(const KernelCall& c);
 void one_hot(const KernelCall& c);
 void embedding(const KernelCall& c);
+void dequant_embedding(const KernelCall& c);
 
 // matmul.cc
 void matmul(const KernelCall& c);

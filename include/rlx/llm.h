@@ -1,0 +1,88 @@
+// Llama-family language models from GGUF files: the hyper-parameters read from
+// metadata, the IR graph built from them (one graph for prefill and decode,
+// with the KV cache as explicit inputs and outputs), and a session that keeps
+// the cache between calls.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rlx/gguf.h"
+#include "rlx/model.h"
+#include "rlx/runtime.h"
+
+namespace rlx::llm {
+
+// Architectures with a builder: llama (GQA, rope_freqs, tied output), qwen2
+// (q/k/v biases, neox rope), qwen3 (q/k rms-norm, neox rope).
+struct Config {
+  std::string arch;
+  int64_t n_layer = 0, n_embd = 0, n_ff = 0, n_vocab = 0, n_ctx_train = 0;
+  int64_t n_head = 0, n_head_kv = 0, head_dim = 0, n_rot = 0;
+  double rope_base = 10000, rms_eps = 1e-5;
+  std::string rope_style;  // "interleaved" (llama) or "neox" (qwen)
+  bool qkv_bias = false, qk_norm = false, rope_freqs = false, tied_output = false;
+
+  // Reads `<arch>.*` keys and checks them against the tensors present; throws
+  // rlx::Error naming the file and key on anything missing or inconsistent.
+  static Config from_gguf(const gguf::File& f);
+  std::string summary() const;  // "llama: 2 layers, d=64, 4/2 heads x 16, ff 128, vocab 32000"
+};
+
+enum class Weights {
+  Quantized,  // projections run dequant_matmul on the file's blocks (zero copy)
+  F32,        // every tensor dequantized to f32 up front (convert, debugging)
+};
+
+struct GraphOptions {
+  bool kv_cache = true;     // cache_k.N / cache_v.N inputs and outputs
+  bool all_logits = false;  // logits for every token, else only the last
+};
+
+// Graph inputs: tokens i64[T], positions i64[T] and, with kv_cache,
+// cache_k.N / cache_v.N [1, n_head_kv, P, head_dim] per layer; outputs: logits
+// [T or 1, n_vocab] and the updated caches [1, n_head_kv, P + T, head_dim].
+Model build_model(const gguf::File& f, const Config& c, const GraphOptions& g, Weights w);
+
+// Prefill then one-token decode steps over a compiled KV-cache graph.
+class Session {
+ public:
+  Session(std::shared_ptr<const Executable> exe, Config c);
+  // Runs `tokens` at positions n_past()..; returns logits of the last one.
+  std::vector<float> feed(std::span<const int32_t> tokens);
+  int64_t n_past() const { return n_past_; }
+  void reset();
+
+ private:
+  Config c_;
+  rlx::Session session_;
+  TensorMap cache_;
+  int64_t n_past_ = 0;
+};
+
+struct SamplerOptions {
+  float temperature = 0.8f;  // <= 0: greedy
+  int top_k = 40;            // <= 0: off
+  float top_p = 0.95f;       // >= 1: off
+  float min_p = 0.0f;        // <= 0: off
+  float repeat_penalty = 1.0f;
+  int repeat_last_n = 64;
+  uint64_t seed = 0;
+};
+
+// llama.cpp's order: repetition penalty, top-k, top-p, min-p, temperature,
+// then a draw (or argmax when greedy).
+class Sampler {
+ public:
+  explicit Sampler(SamplerOptions o);
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+
+ private:
+  SamplerOptions o_;
+  uint64_t state_;
+  double uniform();
+};
+
+}  // namespace rlx::llm

@@ -1,0 +1,42 @@
+// Prefill / decode over the KV-cache graph: the cache tensors returned by one
+// run are the cache inputs of the next, so the prompt is never re-run.
+#include "rlx/error.h"
+#include "rlx/llm.h"
+
+namespace rlx::llm {
+
+Session::Session(std::shared_ptr<const Executable> exe, Config c)
+    : c_(std::move(c)), session_(std::move(exe)) {
+  reset();
+}
+
+void Session::reset() {
+  cache_.clear();
+  for (int64_t l = 0; l < c_.n_layer; ++l)
+    for (const char* kv : {"cache_k.", "cache_v."})
+      cache_[kv + std::to_string(l)] = Tensor({1, c_.n_head_kv, 0, c_.head_dim}, DType::F32);
+  n_past_ = 0;
+}
+
+std::vector<float> Session::feed(std::span<const int32_t> tokens) {
+  const int64_t n = int64_t(tokens.size());
+  RLX_CHECK(n > 0, "llm session: no tokens to feed");
+  Tensor ids({n}, DType::I64), pos({n}, DType::I64);
+  for (int64_t i = 0; i < n; ++i) {
+    RLX_CHECK(tokens[size_t(i)] >= 0 && tokens[size_t(i)] < c_.n_vocab, "llm session: token ",
+              tokens[size_t(i)], " is outside the vocabulary of ", c_.n_vocab);
+    ids.data<int64_t>()[i] = tokens[size_t(i)];
+    pos.data<int64_t>()[i] = n_past_ + i;
+  }
+  TensorMap in = cache_;
+  in["tokens"] = ids;
+  in["positions"] = pos;
+  TensorMap out = session_.run(in);
+  for (auto& [name, t] : cache_) t = out.at(name);
+  n_past_ += n;
+  const Tensor& logits = out.at("logits");
+  const float* last = logits.data<float>() + (logits.numel() - c_.n_vocab);
+  return std::vector<float>(last, last + c_.n_vocab);
+}
+
+}  // namespace rlx::llm

@@ -1,0 +1,26 @@
+// Random-weight llama-family GGUF files for tests, and an independent scalar
+// forward pass (plain loops in double, no rlx kernels) to check them against.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "rlx/gguf.h"
+
+namespace rlx::testing {
+
+struct TinyLlm {
+  std::string arch = "llama";  // llama | qwen2 | qwen3
+  int64_t n_layer = 2, n_embd = 32, n_ff = 48, n_head = 4, n_head_kv = 2, head_dim = 8;
+  int64_t n_vocab = 50, n_rot = 8;
+  double rope_base = 10000, eps = 1e-5;
+  bool tied = false, rope_freqs = false;
+  uint64_t seed = 1;
+
+  // Writes the model (f32 tensors) as GGUF bytes.
+  std::string gguf_bytes() const;
+  // Logits [tokens.size(), n_vocab] computed from the same weights by plain
+  // scalar code.
+  std::vector<std::vector<double>> reference_logits(const std::vector<int32_t>& tokens) const;
+};
+
+}  // namespace rlx::testing

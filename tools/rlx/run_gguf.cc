@@ -1,0 +1,67 @@
+// rlx run MODEL.gguf --tokens "1 15043 3186": one prefill over a token list,
+// logits for every position.
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "commands.h"
+#include "rlx/llm.h"
+
+namespace rlx::cli {
+
+std::vector<int32_t> parse_token_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::string s = text;
+  for (char& ch : s)
+    if (ch == ',') ch = ' ';
+  std::istringstream in(s);
+  std::string word;
+  while (in >> word) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    RLX_CHECK(used == word.size() && v >= 0 && v <= INT32_MAX, "--tokens: '", word,
+              "' is not a token id");
+    ids.push_back(int32_t(v));
+  }
+  RLX_CHECK(!ids.empty(), "--tokens: no token ids given");
+  return ids;
+}
+
+llm::Weights weight_mode(bool dequantize) {
+  return dequantize ? llm::Weights::F32 : llm::Weights::Quantized;
+}
+
+void run_gguf_tokens(const std::string& path, const std::string& tokens, const std::string& out,
+                     bool dequantize) {
+  gguf::File f = gguf::read(path);
+  llm::Config c = llm::Config::from_gguf(f);
+  std::printf("%s\n", c.summary().c_str());
+  std::vector<int32_t> ids = parse_token_list(tokens);
+  Model m =
+      llm::build_model(f, c, {.kv_cache = false, .all_logits = true}, weight_mode(dequantize));
+  auto exe = Executable::compile(std::move(m.graph), m.weights);
+  Session session(exe);
+  Tensor tok({int64_t(ids.size())}, DType::I64), pos({int64_t(ids.size())}, DType::I64);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    RLX_CHECK(ids[i] < c.n_vocab, "--tokens: id ", ids[i], " is outside the vocabulary of ",
+              c.n_vocab);
+    tok.data<int64_t>()[i] = ids[i];
+    pos.data<int64_t>()[i] = int64_t(i);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  TensorMap outputs = session.run({{"tokens", tok}, {"positions", pos}});
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s\n", tensor_summary("logits", outputs.at("logits")).c_str());
+  std::printf("%zu tokens in %.3f s (%.1f tokens/s)\n", ids.size(), s, double(ids.size()) / s);
+  if (!out.empty()) {
+    write_safetensors(out, {{"logits", outputs.at("logits")}});
+    std::printf("wrote logits to %s\n", out.c_str());
+  }
+}
+
+}  // namespace rlx::cli
