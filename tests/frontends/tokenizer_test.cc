@@ -435,3 +435,32 @@ TEST(TokenizerSynthetic, MetadataErrorsNameTheKey) {
 
 }  // namespace
 }  // namespace rlx
+
+namespace rlx {
+namespace {
+
+std::string run_tokenize_cli(const std::string& args) {
+  std::string out;
+  FILE* p = popen((std::string(RLX_CLI_PATH) + " tokenize " + args + " 2>&1").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST(TokenizerCli, PrintsIdsAndPieces) {
+  const std::string path = (fs::temp_directory_path() / "rlx_tokenizer_cli_test.gguf").string();
+  gguf::write(path, bpe_meta(), {});
+  EXPECT_EQ(run_tokenize_cli(path + " -p 'ab ab' --ids-only"), "3 5\n");
+  const std::string out = run_tokenize_cli(path + " -p 'ab<|end|>' --parse-special");
+  EXPECT_NE(out.find("gpt2/gpt-2"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 -> 'ab'"), std::string::npos) << out;
+  EXPECT_NE(out.find("6 -> '<|end|>'"), std::string::npos) << out;
+  EXPECT_NE(run_tokenize_cli("/no/such/file.gguf -p x").find("rlx: error:"), std::string::npos);
+  fs::remove(path);
+}
+
+}  // namespace
+}  // namespace rlx
