@@ -15,6 +15,7 @@
 #include <memory>
 #include <sstream>
 
+#include "frontends/gguf/tokenizer_impl.h"  // tok::pre_split
 #include "rlx/error.h"
 #include "rlx/gguf.h"
 #include "rlx/tokenizer.h"
@@ -460,6 +461,43 @@ TEST(TokenizerCli, PrintsIdsAndPieces) {
   EXPECT_NE(out.find("6 -> '<|end|>'"), std::string::npos) << out;
   EXPECT_NE(run_tokenize_cli("/no/such/file.gguf -p x").find("rlx: error:"), std::string::npos);
   fs::remove(path);
+}
+
+}  // namespace
+}  // namespace rlx
+
+namespace rlx {
+namespace {
+
+std::vector<std::string> words(tok::Pre pre, std::string_view text) {
+  std::vector<std::string> r;
+  for (auto w : tok::pre_split(pre, text)) r.emplace_back(w);
+  return r;
+}
+using V = std::vector<std::string>;
+
+// Expected splits worked out by hand from each pattern.
+TEST(TokenizerPreSplit, Patterns) {
+  using tok::Pre;
+  EXPECT_EQ(words(Pre::Gpt2, "Hello world's  12ab!!\n"),
+            (V{"Hello", " world", "'s", " ", " 12", "ab", "!!", "\n"}));
+  EXPECT_EQ(words(Pre::Llama3, "I'M 12345 ok.\n\n  x"),
+            (V{"I", "'M", " ", "123", "45", " ok", ".\n\n", " ", " x"}));
+  EXPECT_EQ(words(Pre::Qwen2, "a123"), (V{"a", "1", "2", "3"}));
+  EXPECT_EQ(words(Pre::Starcoder, " 42x"), (V{" ", "4", "2", "x"}));
+  EXPECT_EQ(words(Pre::Default, "a+=1234"), (V{"a", "+=", "123", "4"}));
+  EXPECT_EQ(words(Pre::Bloom, "hi, you (x)"),
+            (V{"hi", ",", " you", " (", "x", ")"}));  // unmatched runs stay whole
+  EXPECT_EQ(words(Pre::Viking, "ab12"), (V{"ab", "1", "2"}));
+  EXPECT_EQ(words(Pre::DeepseekCoder, "x\r\n, 7"), (V{"x", "\r", "\n", ",", " ", "7"}));
+  // \s+$ splits trailing white space off each segment.
+  EXPECT_EQ(words(Pre::DeepseekLlm, "ab  "), (V{"ab", "  "}));
+  EXPECT_TRUE(words(Pre::Gpt2, "").empty());
+  // Invalid UTF-8 bytes stay inside words; the concatenation is the input.
+  const std::string bad("a\xff\xfe b", 5);
+  std::string joined;
+  for (const auto& w : words(Pre::Llama3, bad)) joined += w;
+  EXPECT_EQ(joined, bad);
 }
 
 }  // namespace

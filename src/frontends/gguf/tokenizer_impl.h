@@ -35,7 +35,9 @@ enum class Pre {
   DeepseekLlm,
   DeepseekCoder,
   Falcon,
-  Starcoder
+  Starcoder,
+  Bloom,   // " ?[^(\\s|.,!?…。，、।۔،)]+" (bloom, poro, gpt3-finnish)
+  Viking,  // Bloom's pattern, then \\p{N}
 };
 
 // Splits text into pre-tokenizer words (byte ranges into `text`, in order,

@@ -267,6 +267,27 @@ std::vector<Seg> split(Pre pre, const Text& t) {
       if (!falcon) s = apply(t, s, run_of(num));
       return apply(t, s, three_digits);
     }
+    case Pre::Bloom:
+    case Pre::Viking: {
+      //  ?[^(\s|.,!?…。，、।۔،)]+
+      auto word = [](const Text& x, size_t i) {
+        const uint32_t c = wcp(x, i);
+        if (is_ws(x.fl[i])) return false;
+        for (uint32_t e : {0x28u, 0x7Cu, 0x2Eu, 0x2Cu, 0x21u, 0x3Fu, 0x2026u, 0x3002u, 0xFF0Cu,
+                           0x3001u, 0x0964u, 0x06D4u, 0x060Cu, 0x29u})
+          if (c == e) return false;
+        return true;
+      };
+      s = apply(t, s, [word](const Text& x, size_t, size_t b, size_t p) {
+        size_t q = p;
+        if (x.cp[q] == ' ' && q + 1 < b && word(x, q + 1)) ++q;
+        size_t e = q;
+        while (e < b && word(x, e)) ++e;
+        return e > q ? e : p;
+      });
+      if (pre == Pre::Viking) s = apply(t, s, one_of(num));
+      return s;
+    }
     case Pre::DeepseekCoder:
       s = apply(t, s, one_of(crlf));
       s = apply(t, s, ws_opt_run_of(letter));
@@ -275,9 +296,11 @@ std::vector<Seg> split(Pre pre, const Text& t) {
       return apply(t, s, one_of(num));
     case Pre::DeepseekLlm: {
       static const auto latin = parse_class(
-          "A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-"
+          "A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-"
+          "Ჿᴀ-"
           "ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-"
-          "ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-"
+          "ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-"
+          "𐲲𐳀-"
           "𐳲𑢠-𑣟𞤀-𞥃");
       static const auto marks = parse_class("!-/:-~！-／：-～‘-‟　-。");
       s = apply(t, s, one_of(crlf));

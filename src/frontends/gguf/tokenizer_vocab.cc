@@ -55,23 +55,35 @@ void get_id(const gguf::File& f, const char* key, int32_t n_vocab, int32_t& id) 
   id = static_cast<int32_t>(x);
 }
 
-Pre pre_from_name(const std::string& source, const std::string& p) {
+bool one_of(const std::string& p, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (p == n) return true;
+  return false;
+}
+
+// tokenizer.ggml.pre -> splitter. The Llama 3 family proper also skips merges
+// for words that are whole tokens and adds BOS by default.
+Pre pre_from_name(const std::string& source, const std::string& p, bool& llama3_family) {
+  llama3_family = one_of(p, {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
+                             "midm-2.0", "lfm2", "jina-v5-nano"});
+  if (llama3_family || one_of(p, {"dbrx", "smaug-bpe", "chatglm-bpe"})) return Pre::Llama3;
   if (p.empty() || p == "default") return Pre::Default;
-  for (const char* n : {"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "dbrx",
-                        "smaug-bpe", "chatglm-bpe"})
-    if (p == n) return Pre::Llama3;
-  for (const char* n : {"qwen2", "deepseek-r1-qwen", "stablelm2", "hunyuan"})
-    if (p == n) return Pre::Qwen2;
-  for (const char* n : {"gpt-2", "phi-2", "mpt", "olmo", "jais", "jina-es", "jina-de", "jina-v2-es",
-                        "jina-v2-de", "roberta-bpe", "jina-v1-en", "jina-v2-code", "trillion"})
-    if (p == n) return Pre::Gpt2;
+  if (one_of(p, {"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "hunyuan",
+                 "solar-open", "grok-2"}))
+    return Pre::Qwen2;
+  if (one_of(p, {"gpt-2", "phi-2", "mpt", "olmo", "jais", "jina-es", "jina-de", "jina-v2-es",
+                 "jina-v2-de", "roberta-bpe", "jina-v1-en", "jina-v2-code", "trillion", "gigachat",
+                 "a.x-4.0", "mellum", "modern-bert", "granite-docling"}))
+    return Pre::Gpt2;
   if (p == "qwen35") return Pre::Qwen35;
   if (p == "deepseek-llm") return Pre::DeepseekLlm;
   if (p == "deepseek-coder") return Pre::DeepseekCoder;
   if (p == "falcon") return Pre::Falcon;
-  for (const char* n :
-       {"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b"})
-    if (p == n) return Pre::Starcoder;
+  if (one_of(p, {"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b",
+                 "mellum2"}))
+    return Pre::Starcoder;
+  if (one_of(p, {"poro-chat", "bloom", "gpt3-finnish"})) return Pre::Bloom;
+  if (p == "viking") return Pre::Viking;
   throw make_error(source, ": tokenizer: tokenizer.ggml.pre = '", p, "' is not supported");
 }
 
@@ -147,10 +159,11 @@ Tokenizer Tokenizer::from_gguf(const gguf::File& f) {
     t->add_bos = true;
     t->add_space_prefix = true;
   } else {
-    t->pre = pre_from_name(f.source, t->pre_name);
+    bool llama3_family = false;
+    t->pre = pre_from_name(f.source, t->pre_name, llama3_family);
     t->bos = 11, t->eos = 11;
-    t->ignore_merges = t->pre == Pre::Llama3;
-    t->add_bos = t->pre == Pre::Llama3;
+    t->ignore_merges = llama3_family;
+    t->add_bos = llama3_family;
     const auto* m = find_array(f, "tokenizer.ggml.merges", true, {gguf::ValueType::STRING});
     t->merges.reserve(m->arr.size());
     auto intern = [&](const std::string& s) -> int32_t {
