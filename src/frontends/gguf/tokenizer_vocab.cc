@@ -89,23 +89,16 @@ Pre pre_from_name(const std::string& source, const std::string& p, bool& llama3_
 
 // Texts llama.cpp treats as end-of-generation / FIM control tokens even when
 // the file marks them otherwise.
-bool is_eog_text(std::string_view t) {
-  for (const char* s : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                        "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"})
-    if (t == s) return true;
-  return false;
-}
-bool is_fim_text(std::string_view t) {
-  for (const char* s :
-       {"<|fim_prefix|>",  "<fim-prefix>",   "<fim_prefix>",  "<PRE>",      "▁<PRE>",
-        "<|fim_suffix|>",  "<fim-suffix>",   "<fim_suffix>",  "<SUF>",      "▁<SUF>",
-        "<|fim_middle|>",  "<fim-middle>",   "<fim_middle>",  "<MID>",      "▁<MID>",
-        "<|fim_pad|>",     "<fim-pad>",      "<fim_pad>",     "<PAD>",      "<|fim_repo|>",
-        "<fim-repo>",      "<REPO>",         "<|repo_name|>", "<reponame>", "<|file_sep|>",
-        "<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"})
-    if (t == s) return true;
-  return false;
-}
+const char* const kEogTexts[] = {"<|eot_id|>",      "<|im_end|>",        "<|end|>", "<end_of_turn>",
+                                 "<|endoftext|>",   "<|eom_id|>",        "<EOT>",   "_<EOT>",
+                                 "<|end_of_text|>", "<end_of_utterance>"};
+const char* const kFimTexts[] = {
+    "<|fim_prefix|>",  "<fim-prefix>",   "<fim_prefix>",  "<PRE>",      "▁<PRE>",
+    "<|fim_suffix|>",  "<fim-suffix>",   "<fim_suffix>",  "<SUF>",      "▁<SUF>",
+    "<|fim_middle|>",  "<fim-middle>",   "<fim_middle>",  "<MID>",      "▁<MID>",
+    "<|fim_pad|>",     "<fim-pad>",      "<fim_pad>",     "<PAD>",      "<|fim_repo|>",
+    "<fim-repo>",      "<REPO>",         "<|repo_name|>", "<reponame>", "<|file_sep|>",
+    "<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"};
 
 }  // namespace
 
@@ -198,11 +191,14 @@ Tokenizer Tokenizer::from_gguf(const gguf::File& f) {
   RLX_CHECK(!t->add_eos || t->eos >= 0, f.source,
             ": tokenizer: tokenizer.ggml.add_eos_token is set but there is no EOS token");
 
-  for (int32_t i = 0; i < nv; ++i) {
-    const std::string& s = t->tokens[i];
-    if (is_eog_text(s)) t->eog.insert(i);
-    if (is_eog_text(s) || is_fim_text(s)) t->types[i] = tok::kTypeControl;
+  for (const char* s : kEogTexts) {
+    const int32_t id = t->find(s);
+    if (id < 0) continue;
+    t->eog.insert(id);
+    t->types[id] = tok::kTypeControl;
   }
+  for (const char* s : kFimTexts)
+    if (const int32_t id = t->find(s); id >= 0) t->types[id] = tok::kTypeControl;
   for (int32_t id : {t->eos, t->eot, t->eom})
     if (id >= 0) t->eog.insert(id);
 
