@@ -3,6 +3,7 @@
 // rank (ties: leftmost). Symbols are a linked list over interned string ids
 // and candidates a heap, so a word of n characters costs O(n log n), which
 // keeps pathological inputs (one huge "word") fast.
+#include <algorithm>
 #include <queue>
 
 #include "frontends/gguf/tokenizer_impl.h"

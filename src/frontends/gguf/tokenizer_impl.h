@@ -44,6 +44,10 @@ enum class Pre {
 // covering it). Linear time.
 std::vector<std::string_view> pre_split(Pre pre, std::string_view text);
 
+// SentencePiece symbol (UTF-8 lead-byte length, possibly truncated) packed
+// into an integer; used for the adjacent-pair table.
+uint32_t spm_unit(std::string_view s, size_t pos, size_t len);
+
 struct PairHash {
   size_t operator()(uint64_t v) const { return std::hash<uint64_t>()(v * 0x9E3779B97F4A7C15ull); }
 };
@@ -73,7 +77,9 @@ struct Tokenizer::Impl {
   bool add_bos = false, add_eos = false, add_space_prefix = false, ignore_merges = false;
   std::unordered_set<int32_t> eog;
   std::vector<int32_t> special_cache;  // control / user-defined / unknown, longest text first
-  int32_t byte_tokens[256];            // byte -> token (SPM <0xXX>, BPE mapped char), -1 if none
+  // SentencePiece: every pair of adjacent symbols inside some token.
+  std::unordered_set<uint64_t, tok::PairHash> spm_pairs;
+  int32_t byte_tokens[256];  // byte -> token (SPM <0xXX>, BPE mapped char), -1 if none
 
   int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
   int32_t find(std::string_view s) const {
@@ -88,6 +94,7 @@ struct Tokenizer::Impl {
   bool is_control(int32_t id) const { return types[id] == tok::kTypeControl; }
 
   void encode_spm(std::string_view text, std::vector<int32_t>& out) const;
+  void encode_spm_chunk(std::string_view text, std::vector<int32_t>& out) const;
   void encode_bpe(std::string_view text, std::vector<int32_t>& out) const;
 };
 

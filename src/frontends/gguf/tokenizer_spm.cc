@@ -3,6 +3,7 @@
 // with the highest score (ties: leftmost). Symbols form a linked list and
 // candidate pairs a heap, so a word of n characters costs O(n log n).
 // Characters that end up in no token are emitted as <0xXX> byte tokens.
+#include <algorithm>
 #include <queue>
 
 #include "frontends/gguf/tokenizer_impl.h"
@@ -27,7 +28,7 @@ struct CandLess {
 };
 }  // namespace
 
-void Tokenizer::Impl::encode_spm(std::string_view text, std::vector<int32_t>& out) const {
+void Tokenizer::Impl::encode_spm_chunk(std::string_view text, std::vector<int32_t>& out) const {
   std::vector<Sym> syms;
   syms.reserve(text.size());
   for (size_t off = 0; off < text.size();) {
@@ -74,6 +75,32 @@ void Tokenizer::Impl::encode_spm(std::string_view text, std::vector<int32_t>& ou
         out.push_back(unk);  // no byte token: the unknown token
     }
   }
+}
+
+uint32_t tok::spm_unit(std::string_view s, size_t pos, size_t len) {
+  uint32_t u = 0;
+  for (size_t k = 0; k < len; ++k) u = (u << 8) | static_cast<unsigned char>(s[pos + k]);
+  return u;
+}
+
+// Merges only ever form vocab tokens, so no merge crosses a boundary between
+// two characters that are adjacent in no token: the text splits there into
+// pieces that evolve independently (same result, much smaller heaps).
+void Tokenizer::Impl::encode_spm(std::string_view text, std::vector<int32_t>& out) const {
+  size_t start = 0, pos = 0;
+  uint32_t prev = 0;
+  while (pos < text.size()) {
+    const size_t len =
+        std::min(tok::utf8_len(static_cast<unsigned char>(text[pos])), text.size() - pos);
+    const uint32_t unit = tok::spm_unit(text, pos, len);
+    if (pos > start && !spm_pairs.count((uint64_t(prev) << 32) | unit)) {
+      encode_spm_chunk(text.substr(start, pos - start), out);
+      start = pos;
+    }
+    prev = unit;
+    pos += len;
+  }
+  if (pos > start) encode_spm_chunk(text.substr(start, pos - start), out);
 }
 
 }  // namespace rlx

@@ -210,6 +210,19 @@ Tokenizer Tokenizer::from_gguf(const gguf::File& f) {
   std::stable_sort(t->special_cache.begin(), t->special_cache.end(),
                    [&](int32_t a, int32_t b) { return t->tokens[a].size() > t->tokens[b].size(); });
 
+  if (t->spm) {
+    for (const std::string& s : t->tokens) {
+      uint32_t prev = 0;
+      for (size_t pos = 0; pos < s.size();) {
+        const size_t len =
+            std::min(tok::utf8_len(static_cast<unsigned char>(s[pos])), s.size() - pos);
+        const uint32_t unit = tok::spm_unit(s, pos, len);
+        if (pos > 0) t->spm_pairs.insert((uint64_t(prev) << 32) | unit);
+        prev = unit;
+        pos += len;
+      }
+    }
+  }
   for (int b = 0; b < 256; ++b) {
     if (t->spm) {
       char buf[8];
