@@ -319,6 +319,29 @@ TEST(TokenizerSynthetic, SentencePieceMergesByScore) {
   EXPECT_FALSE(tok.is_eog(1));
 }
 
+// Tokens may contain U+2581 inside ("b▁a"): the encoder's split of the text
+// into independent pieces must not cut such a token apart.
+TEST(TokenizerSynthetic, SentencePieceTokensSpanningSpaces) {
+  Meta m = spm_meta();
+  std::vector<std::string> toks = {"<unk>",
+                                   "<s>",
+                                   "</s>",
+                                   "\xE2\x96\x81",
+                                   "a",
+                                   "b",
+                                   "b\xE2\x96\x81",
+                                   "b\xE2\x96\x81"
+                                   "a"};
+  set(m, "tokenizer.ggml.tokens", strings(toks));
+  set(m, "tokenizer.ggml.scores", f32s({0, 0, 0, -5, -5, -5, -2, -1}));
+  set(m, "tokenizer.ggml.token_type", i32s({2, 3, 3, 1, 1, 1, 1, 1}));
+  set(m, "tokenizer.ggml.add_space_prefix", Value::of_bool(false));
+  const Tokenizer tok = Tokenizer::from_gguf(file_of(m));
+  EXPECT_EQ(tok.encode("b a", false, false), (std::vector<int32_t>{7}));
+  EXPECT_EQ(tok.encode("ab ab a", false, false), (std::vector<int32_t>{4, 7, 7}));
+  EXPECT_EQ(tok.decode(tok.encode("ab ab a", true, false)), "ab ab a");
+}
+
 // A tiny byte-level BPE vocab over "a", "b", " ": merges by rank.
 Meta bpe_meta() {
   // "Ġ" (U+0120) is the GPT-2 mapping of the space byte.
