@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "frontends/gguf/tokenizer_impl.h"  // tok::pre_split
+#include "frontends/gguf/unicode.h"
 #include "rlx/error.h"
 #include "rlx/gguf.h"
 #include "rlx/tokenizer.h"
@@ -521,6 +522,46 @@ TEST(TokenizerPreSplit, Patterns) {
   std::string joined;
   for (const auto& w : words(Pre::Llama3, bad)) joined += w;
   EXPECT_EQ(joined, bad);
+}
+
+}  // namespace
+}  // namespace rlx
+
+namespace rlx {
+namespace {
+
+// Spot checks of the generated category table and the UTF-8 helpers.
+TEST(TokenizerUnicode, CategoriesAndUtf8) {
+  using namespace tok;
+  EXPECT_EQ(cpt_flags('A'), kLetter);
+  EXPECT_EQ(cpt_flags('7'), kNumber);
+  EXPECT_EQ(cpt_flags('!'), kPunctuation);
+  EXPECT_EQ(cpt_flags('$'), kSymbol);
+  EXPECT_EQ(cpt_flags(' '), kSeparator | kWhitespace);
+  EXPECT_EQ(cpt_flags('\n'), kControl | kWhitespace);
+  EXPECT_EQ(cpt_flags(0xA0), kSeparator | kWhitespace);  // no-break space
+  EXPECT_EQ(cpt_flags(0x85), kControl | kWhitespace);    // next line
+  EXPECT_EQ(cpt_flags(0x4E00), kLetter);                 // 一
+  EXPECT_EQ(cpt_flags(0x0301), kMark);                   // combining acute
+  EXPECT_EQ(cpt_flags(0x20AC), kSymbol);                 // €
+  EXPECT_EQ(cpt_flags(0x00BD), kNumber);                 // ½
+  EXPECT_EQ(cpt_flags(0x3000), kSeparator | kWhitespace);
+  EXPECT_EQ(cpt_flags(0x1F999), kSymbol);  // 🦙
+  EXPECT_EQ(cpt_flags(0x10FFFF), kUndefined);
+  EXPECT_EQ(cpt_flags(0x110000), kUndefined);
+  EXPECT_EQ(to_cpts("a\xC3\xA9\xF0\x9F\xA6\x99"), (std::vector<uint32_t>{'a', 0xE9, 0x1F999}));
+  EXPECT_EQ(to_cpts(std::string("\xC3\x80\xFF\xE2\x82", 5)),
+            (std::vector<uint32_t>{0xC0, 0xFFFD, 0xFFFD, 0xFFFD}));
+  std::string s;
+  for (uint32_t cp : {0x41u, 0xE9u, 0x2581u, 0x1F999u}) append_utf8(s, cp);
+  EXPECT_EQ(s, "A\xC3\xA9\xE2\x96\x81\xF0\x9F\xA6\x99");
+  for (int b = 0; b < 256; ++b) {
+    const std::string& u = byte_to_unicode(static_cast<uint8_t>(b));
+    size_t pos = 0;
+    EXPECT_EQ(byte_from_unicode(decode_utf8(u, pos)), b);
+  }
+  EXPECT_EQ(byte_to_unicode(' '), "\xC4\xA0");  // Ġ
+  EXPECT_EQ(byte_from_unicode(0x4E00), -1);
 }
 
 }  // namespace
