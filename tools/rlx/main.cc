@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   rlx::cli::add_verify_command(app);
   rlx::cli::add_compile_command(app);
   rlx::cli::add_gguf_tool_commands(app);
+  rlx::cli::add_tokenize_command(app);
+  rlx::cli::add_generate_command(app);
   rlx::cli::add_version_command(app);
   try {
     app.parse(argc, argv);
