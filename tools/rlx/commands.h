@@ -13,12 +13,9 @@ void add_inspect_command(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_compile_command(CLI::App& app);  // compile + coreml-check
-<<<<<<< HEAD
 void add_gguf_tool_commands(CLI::App& app);  // convert + quantize
 void add_generate_command(CLI::App& app);
-=======
 void add_tokenize_command(CLI::App& app);
->>>>>>> wt-tokenizer
 
 // "logits  [1,10] f32  min -1.2 max 3.4 mean 0.1  [0.12, -0.5, ...]"
 std::string tensor_summary(const std::string& name, const Tensor& t);
@@ -31,5 +28,6 @@ void run_gguf_tokens(const std::string& path, const std::string& tokens, const s
                      bool dequantize);
 // 1234567 -> "1.18 MiB"
 std::string human_bytes(double bytes);
+llm::Weights weight_mode(bool dequantize);
 
 }  // namespace rlx::cli
