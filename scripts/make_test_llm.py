@@ -2,8 +2,9 @@
 """Write a random-weight llama-family GGUF model (llama / qwen2 / qwen3) for
 rlx's GGUF LLM parity tests and benchmarks.
 
-Needs: numpy and llama.cpp's gguf-py (from the source checkout $RLX_LLAMA_SRC,
-default ~/.cache/rlx-peers/llama.cpp; put on sys.path here). Run with
+Needs: numpy and llama.cpp's gguf-py (for its q8_0/q4_0 quantizers; from the
+source checkout $RLX_LLAMA_SRC, default ~/.cache/rlx-peers/llama.cpp, put on
+sys.path here). Run with
 /usr/bin/python3 (the Debian python that has numpy).
 
   scripts/make_test_llm.py --arch llama --vocab llama-spm --layers 2 --dim 64 \\
@@ -24,6 +25,7 @@ output head N(0, (logit_scale^2)/dim) so logits have std ~logit_scale (2).
 """
 import argparse
 import os
+import struct
 import sys
 import time
 
@@ -61,23 +63,60 @@ def vocab_path(v):
     return p
 
 
-def copy_tokenizer(writer, path):
-    """Copy every tokenizer.* key from a vocab-only GGUF; return n_vocab."""
-    r = gguf.GGUFReader(path)
-    n_vocab = None
-    for key, f in r.fields.items():
-        if not key.startswith("tokenizer."):
-            continue
-        if f.types[0] == gguf.GGUFValueType.ARRAY:
-            val = f.contents()
-            writer.add_key_value(key, val, f.types[0], sub_type=f.types[-1])
-            if key == "tokenizer.ggml.tokens":
-                n_vocab = len(val)
-        else:
-            writer.add_key_value(key, f.contents(), f.types[0])
-    if n_vocab is None:
-        sys.exit(f"make_test_llm: {path} has no tokenizer.ggml.tokens")
-    return n_vocab
+# Minimal GGUF v3 writer: gguf-py's GGUFReader takes ~20 s on the 151k-token
+# qwen2 vocab, so tokenizer keys are copied as raw bytes instead.
+ALIGN = 32
+_SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}  # GGUF value type -> size
+
+
+def read_raw_kvs(path):
+    """[(key, raw bytes of type+value)] of a GGUF file, without decoding."""
+    b = open(path, "rb").read()
+    if b[:4] != b"GGUF":
+        sys.exit(f"make_test_llm: {path} is not a GGUF file")
+    n_kv = struct.unpack_from("<Q", b, 16)[0]
+    off, out = 24, []
+
+    def skip(t, o):
+        if t in _SCALAR:
+            return o + _SCALAR[t]
+        if t == 8:
+            return o + 8 + struct.unpack_from("<Q", b, o)[0]
+        if t == 9:
+            st, n = struct.unpack_from("<IQ", b, o)
+            o += 12
+            if st in _SCALAR:
+                return o + n * _SCALAR[st]
+            for _ in range(n):
+                o = skip(st, o)
+            return o
+        sys.exit(f"make_test_llm: unknown GGUF value type {t} in {path}")
+
+    for _ in range(n_kv):
+        klen = struct.unpack_from("<Q", b, off)[0]
+        key = b[off + 8:off + 8 + klen].decode()
+        vstart = off + 8 + klen
+        t = struct.unpack_from("<I", b, vstart)[0]
+        off = skip(t, vstart + 4)
+        out.append((key, b[vstart:off]))
+    return out
+
+
+def gguf_str(s):
+    e = s.encode()
+    return struct.pack("<Q", len(e)) + e
+
+
+def kv_u32(v):
+    return struct.pack("<II", 4, v)
+
+
+def kv_f32(v):
+    return struct.pack("<If", 6, v)
+
+
+def kv_str(v):
+    return struct.pack("<I", 8) + gguf_str(v)
 
 
 def tensor_specs(a, n_vocab):
@@ -133,22 +172,21 @@ def make_tensor(spec, idx, a):
 
 def encode(w, dtype):
     if w.ndim == 1 or dtype == "f32":
-        return w.astype(np.float32), None
+        return w.astype(np.float32)
     if dtype == "f16":
-        return w.astype(np.float16), None
-    return gguf.quants.quantize(w, DTYPES[dtype]), DTYPES[dtype]
+        return w.astype(np.float16)
+    return gguf.quants.quantize(w, DTYPES[dtype])
 
 
 def encoded_info(shape, dtype):
-    """numpy dtype / nbytes / raw type of encode() without doing it."""
+    """(ggml type, nbytes) of encode() without doing it."""
     n = int(np.prod(shape))
     if len(shape) == 1 or dtype == "f32":
-        return shape, np.float32, 4 * n, None
+        return int(QT.F32), 4 * n
     if dtype == "f16":
-        return shape, np.float16, 2 * n, None
+        return int(QT.F16), 2 * n
     qt = DTYPES[dtype]
-    bshape = gguf.quants.quant_shape_to_byte_shape(shape, qt)
-    return bshape, np.uint8, int(np.prod(bshape)), qt
+    return int(qt), int(np.prod(gguf.quants.quant_shape_to_byte_shape(shape, qt)))
 
 
 def main():
@@ -201,38 +239,52 @@ def main():
     a.eps = a.eps if a.eps is not None else eps
 
     t0 = time.time()
-    w = gguf.GGUFWriter(a.out, a.arch)
-    n_vocab = copy_tokenizer(w, vocab_path(a.vocab))
     arch = a.arch
-    w.add_string("general.name", f"rlx-test-{arch}-L{a.layers}-d{a.dim}-{a.dtype}-s{a.seed}")
-    w.add_uint32("general.file_type", FILE_TYPES[a.dtype])
-    w.add_uint32(f"{arch}.vocab_size", n_vocab)
-    w.add_uint32(f"{arch}.context_length", a.ctx)
-    w.add_uint32(f"{arch}.embedding_length", a.dim)
-    w.add_uint32(f"{arch}.block_count", a.layers)
-    w.add_uint32(f"{arch}.feed_forward_length", a.ff)
-    w.add_uint32(f"{arch}.attention.head_count", a.heads)
-    w.add_uint32(f"{arch}.attention.head_count_kv", a.kv_heads)
-    w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", a.eps)
-    w.add_float32(f"{arch}.rope.freq_base", a.rope_base)
-    w.add_uint32(f"{arch}.rope.dimension_count", a.head_dim)
+    kvs = [("general.architecture", kv_str(arch)),
+           ("general.name", kv_str(f"rlx-test-{arch}-L{a.layers}-d{a.dim}-{a.dtype}-s{a.seed}")),
+           ("general.file_type", kv_u32(FILE_TYPES[a.dtype]))]
+    n_vocab = None
+    for key, raw in read_raw_kvs(vocab_path(a.vocab)):
+        if key.startswith("tokenizer."):
+            kvs.append((key, raw))
+            if key == "tokenizer.ggml.tokens":
+                n_vocab = struct.unpack_from("<Q", raw, 8)[0]
+    if n_vocab is None:
+        sys.exit(f"make_test_llm: {a.vocab} has no tokenizer.ggml.tokens")
+    kvs += [(f"{arch}.vocab_size", kv_u32(n_vocab)),
+            (f"{arch}.context_length", kv_u32(a.ctx)),
+            (f"{arch}.embedding_length", kv_u32(a.dim)),
+            (f"{arch}.block_count", kv_u32(a.layers)),
+            (f"{arch}.feed_forward_length", kv_u32(a.ff)),
+            (f"{arch}.attention.head_count", kv_u32(a.heads)),
+            (f"{arch}.attention.head_count_kv", kv_u32(a.kv_heads)),
+            (f"{arch}.attention.layer_norm_rms_epsilon", kv_f32(a.eps)),
+            (f"{arch}.rope.freq_base", kv_f32(a.rope_base)),
+            (f"{arch}.rope.dimension_count", kv_u32(a.head_dim))]
     if arch == "qwen3" or a.head_dim * a.heads != a.dim:
-        w.add_uint32(f"{arch}.attention.key_length", a.head_dim)
-        w.add_uint32(f"{arch}.attention.value_length", a.head_dim)
+        kvs += [(f"{arch}.attention.key_length", kv_u32(a.head_dim)),
+                (f"{arch}.attention.value_length", kv_u32(a.head_dim))]
 
     specs = tensor_specs(a, n_vocab)
-    n_params = 0
+    infos, offset, n_params = [], 0, 0
     for name, shape, _, _ in specs:
-        shp, dt, nbytes, raw = encoded_info(shape, a.dtype)
-        w.add_tensor_info(name, shp, np.dtype(dt), nbytes, raw_dtype=raw)
+        ggml_type, nbytes = encoded_info(shape, a.dtype)
+        # GGUF dims are the numpy (PyTorch) dims reversed.
+        infos.append(gguf_str(name) + struct.pack("<I", len(shape)) +
+                     struct.pack(f"<{len(shape)}Q", *reversed(shape)) + struct.pack("<IQ", ggml_type, offset))
+        offset += -(-nbytes // ALIGN) * ALIGN
         n_params += int(np.prod(shape))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    for idx, spec in enumerate(specs):
-        data, _ = encode(make_tensor(spec, idx, a), a.dtype)
-        w.write_tensor_data(data)
-    w.close()
+    with open(a.out, "wb") as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, len(specs), len(kvs)))
+        for key, raw in kvs:
+            f.write(gguf_str(key) + raw)
+        for info in infos:
+            f.write(info)
+        f.write(b"\0" * (-f.tell() % ALIGN))
+        for idx, spec in enumerate(specs):
+            data = encode(make_tensor(spec, idx, a), a.dtype)
+            f.write(data.tobytes())
+            f.write(b"\0" * (-data.nbytes % ALIGN))
     print(f"make_test_llm: wrote {a.out}: {arch} L={a.layers} d={a.dim} heads={a.heads}/{a.kv_heads} "
           f"hd={a.head_dim} ff={a.ff} vocab={n_vocab} {a.dtype} {n_params / 1e6:.1f}M params "
           f"{os.path.getsize(a.out) / 2**20:.1f} MiB in {time.time() - t0:.1f}s", file=sys.stderr)

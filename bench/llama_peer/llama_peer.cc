@@ -13,10 +13,13 @@
 //   llama_peer generate M.gguf --tokens "1 2 3" -n 32
 //        -> greedy (argmax) continuation ids on one line
 //   llama_peer bench    M.gguf --prompt 512 --decode 64 [--reps 3]
-//        -> one JSON line: prefill / decode tokens per second (medians)
-// Common options: --threads N (default 2), --kv f32|f16 (KV cache type;
-// default f32 for logits/generate so the reference is as exact as possible,
-// f16 for bench = llama.cpp's default), --fa auto|on|off, --verbose.
+//        -> one JSON line: prefill / decode tokens per second (medians);
+//           --decode-depth N times the decode steps after N cached tokens
+//           (default 0 = llama-bench's tg; N = prompt = "generate" style)
+// Common options: --threads N (default 2), --kv f32|f16 (KV cache type),
+// --fa auto|on|off (flash attention), --verbose. Defaults: logits/generate
+// use f32 KV + no flash attention (the most exact reference); bench uses
+// llama.cpp's defaults (f16 KV, flash attention auto = on for CPU).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,10 +42,10 @@ namespace {
 
 struct Options {
   std::string mode, model, tokens_text, prompt_text, out;
-  int threads = 2, n_gen = 32, n_prompt = 512, n_decode = 64, reps = 3;
+  int threads = 2, n_gen = 32, n_prompt = 512, n_decode = 64, reps = 3, depth = 0;
   bool no_bos = false, parse_special = false, verbose = false;
   std::string kv;  // empty = mode default
-  std::string fa = "auto";
+  std::string fa;  // empty = mode default
 };
 
 [[noreturn]] void die(const std::string& msg) {
@@ -54,7 +57,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: llama_peer logits|tokenize|generate|bench MODEL.gguf [options]\n"
                "  --tokens \"1 2 3\"  --out F.safetensors  -p TEXT  --no-bos  --parse-special\n"
-               "  -n N (generate)  --prompt N --decode N --reps N (bench)\n"
+               "  -n N (generate)  --prompt N --decode N --decode-depth N --reps N (bench)\n"
                "  --threads N  --kv f32|f16  --fa auto|on|off  --verbose\n");
   std::exit(2);
 }
@@ -70,20 +73,36 @@ Options parse(int argc, char** argv) {
   };
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--tokens") o.tokens_text = need(i);
-    else if (a == "--out") o.out = need(i);
-    else if (a == "-p" || a == "--text") o.prompt_text = need(i);
-    else if (a == "--no-bos") o.no_bos = true;
-    else if (a == "--parse-special") o.parse_special = true;
-    else if (a == "-n") o.n_gen = std::stoi(need(i));
-    else if (a == "--prompt") o.n_prompt = std::stoi(need(i));
-    else if (a == "--decode") o.n_decode = std::stoi(need(i));
-    else if (a == "--reps") o.reps = std::stoi(need(i));
-    else if (a == "--threads" || a == "-t") o.threads = std::stoi(need(i));
-    else if (a == "--kv") o.kv = need(i);
-    else if (a == "--fa") o.fa = need(i);
-    else if (a == "--verbose" || a == "-v") o.verbose = true;
-    else die("unknown option " + a);
+    if (a == "--tokens")
+      o.tokens_text = need(i);
+    else if (a == "--out")
+      o.out = need(i);
+    else if (a == "-p" || a == "--text")
+      o.prompt_text = need(i);
+    else if (a == "--no-bos")
+      o.no_bos = true;
+    else if (a == "--parse-special")
+      o.parse_special = true;
+    else if (a == "-n")
+      o.n_gen = std::stoi(need(i));
+    else if (a == "--prompt")
+      o.n_prompt = std::stoi(need(i));
+    else if (a == "--decode")
+      o.n_decode = std::stoi(need(i));
+    else if (a == "--reps")
+      o.reps = std::stoi(need(i));
+    else if (a == "--decode-depth")
+      o.depth = std::stoi(need(i));
+    else if (a == "--threads" || a == "-t")
+      o.threads = std::stoi(need(i));
+    else if (a == "--kv")
+      o.kv = need(i);
+    else if (a == "--fa")
+      o.fa = need(i);
+    else if (a == "--verbose" || a == "-v")
+      o.verbose = true;
+    else
+      die("unknown option " + a);
   }
   return o;
 }
@@ -106,8 +125,10 @@ void quiet_log(enum ggml_log_level level, const char* text, void*) {
 void load_backends() {
   const char* env = std::getenv("LLAMA_PEER_BACKEND_DIR");
   std::string dir = env && *env ? env : LLAMA_PEER_BACKEND_DIR;
-  if (!dir.empty()) ggml_backend_load_all_from_path(dir.c_str());
-  else ggml_backend_load_all();
+  if (!dir.empty())
+    ggml_backend_load_all_from_path(dir.c_str());
+  else
+    ggml_backend_load_all();
   if (ggml_backend_dev_count() == 0) die("no ggml backend loaded from '" + dir + "'");
 }
 
@@ -126,17 +147,26 @@ struct Model {
 
 struct Context {
   llama_context* c = nullptr;
-  Context(const Model& model, const Options& o, int n_ctx, int n_batch, bool kv_f16) {
+  Context(const Model& model, const Options& o, int n_ctx, int n_batch, bool exact) {
     llama_context_params p = llama_context_default_params();
     p.n_ctx = static_cast<uint32_t>(n_ctx);
     p.n_batch = p.n_ubatch = static_cast<uint32_t>(n_batch);
     p.n_seq_max = 1;
     p.n_threads = p.n_threads_batch = o.threads;
-    p.type_k = p.type_v = kv_f16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
-    if (o.fa == "on") p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
-    else if (o.fa == "off") p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-    else if (o.fa == "auto") p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
-    else die("--fa must be auto|on|off");
+    // exact: f32 KV cache and no flash attention (ggml's CPU flash attention
+    // rounds to f16: ~2e-3 logit error on the test models).
+    std::string kv = o.kv.empty() ? (exact ? "f32" : "f16") : o.kv;
+    std::string fa = o.fa.empty() ? (exact ? "off" : "auto") : o.fa;
+    if (kv != "f32" && kv != "f16") die("--kv must be f32|f16");
+    p.type_k = p.type_v = kv == "f16" ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    if (fa == "on")
+      p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+    else if (fa == "off")
+      p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    else if (fa == "auto")
+      p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
+    else
+      die("--fa must be auto|on|off");
     p.no_perf = true;
     c = llama_init_from_model(model.m, p);
     if (!c) die("cannot create context");
@@ -144,13 +174,6 @@ struct Context {
   ~Context() { llama_free(c); }
   void clear() { llama_memory_clear(llama_get_memory(c), true); }
 };
-
-bool kv_is_f16(const Options& o, bool def) {
-  if (o.kv.empty()) return def;
-  if (o.kv == "f16") return true;
-  if (o.kv == "f32") return false;
-  die("--kv must be f32|f16");
-}
 
 // Decode `ids` at positions [pos0, pos0+n); request logits for every token
 // (all_logits) or only the last one.
@@ -172,12 +195,15 @@ void decode(Context& ctx, const std::vector<llama_token>& ids, int pos0, bool al
 void check_ids(const std::vector<llama_token>& ids, int n_vocab) {
   if (ids.empty()) die("empty token list");
   for (llama_token t : ids)
-    if (t < 0 || t >= n_vocab) die("token id " + std::to_string(t) + " out of range [0, " + std::to_string(n_vocab) + ")");
+    if (t < 0 || t >= n_vocab)
+      die("token id " + std::to_string(t) + " out of range [0, " + std::to_string(n_vocab) + ")");
 }
 
-void write_safetensors(const std::string& path, const std::vector<float>& data, int rows, int cols) {
-  std::string header = "{\"logits\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(rows) + "," + std::to_string(cols) +
-                       "],\"data_offsets\":[0," + std::to_string(data.size() * sizeof(float)) + "]}}";
+void write_safetensors(const std::string& path, const std::vector<float>& data, int rows,
+                       int cols) {
+  std::string header = "{\"logits\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(rows) + "," +
+                       std::to_string(cols) + "],\"data_offsets\":[0," +
+                       std::to_string(data.size() * sizeof(float)) + "]}}";
   while (header.size() % 8) header += ' ';  // align the data section
   uint64_t n = header.size();
   FILE* f = std::fopen(path.c_str(), "wb");
@@ -199,7 +225,7 @@ int cmd_logits(const Options& o) {
   auto ids = parse_tokens(o.tokens_text);
   check_ids(ids, n_vocab);
   const int n = static_cast<int>(ids.size());
-  Context ctx(model, o, round_up(std::max(n, 256), 256), std::max(n, 32), kv_is_f16(o, false));
+  Context ctx(model, o, round_up(std::max(n, 256), 256), std::max(n, 32), true);
   decode(ctx, ids, 0, true);
   std::vector<float> out(static_cast<size_t>(n) * n_vocab);
   for (int i = 0; i < n; ++i) {
@@ -219,7 +245,7 @@ int cmd_generate(const Options& o) {
   auto ids = parse_tokens(o.tokens_text);
   check_ids(ids, n_vocab);
   const int n = static_cast<int>(ids.size());
-  Context ctx(model, o, round_up(std::max(n + o.n_gen, 256), 256), std::max(n, 32), kv_is_f16(o, false));
+  Context ctx(model, o, round_up(std::max(n + o.n_gen, 256), 256), std::max(n, 32), true);
   decode(ctx, ids, 0, false);
   std::string line;
   for (int i = 0; i < o.n_gen; ++i) {
@@ -236,12 +262,12 @@ int cmd_tokenize(const Options& o) {
   const std::string& t = o.prompt_text;
   int cap = static_cast<int>(t.size()) + 8;
   std::vector<llama_token> ids(cap);
-  int n = llama_tokenize(model.vocab(), t.data(), static_cast<int32_t>(t.size()), ids.data(), cap, !o.no_bos,
-                         o.parse_special);
+  int n = llama_tokenize(model.vocab(), t.data(), static_cast<int32_t>(t.size()), ids.data(), cap,
+                         !o.no_bos, o.parse_special);
   if (n < 0) {
     ids.resize(-n);
-    n = llama_tokenize(model.vocab(), t.data(), static_cast<int32_t>(t.size()), ids.data(), -n, !o.no_bos,
-                       o.parse_special);
+    n = llama_tokenize(model.vocab(), t.data(), static_cast<int32_t>(t.size()), ids.data(), -n,
+                       !o.no_bos, o.parse_special);
   }
   if (n < 0) die("tokenize failed");
   std::string line;
@@ -257,20 +283,25 @@ double median(std::vector<double> v) {
 }
 
 // Like llama-bench: pp = one batch of n_prompt tokens into an empty cache;
-// tg = n_decode single-token decodes into an empty cache. Random token ids.
+// tg = n_decode single-token decodes after `depth` cached tokens (0 = empty
+// cache, like llama-bench). Random token ids.
 int cmd_bench(const Options& o) {
   Model model(o, false);
   const int n_vocab = llama_vocab_n_tokens(model.vocab());
-  Context ctx(model, o, round_up(std::max(o.n_prompt, o.n_decode) + 16, 256), std::max(o.n_prompt, 32),
-              kv_is_f16(o, true));
+  if (o.depth < 0 || o.n_prompt < 0 || o.n_decode < 0 || o.reps < 1) die("bad bench sizes");
+  Context ctx(model, o, round_up(std::max(o.n_prompt, o.depth + o.n_decode) + 16, 256),
+              std::max({o.n_prompt, o.depth, 32}), false);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int> dist(0, n_vocab - 1);
-  std::vector<llama_token> prompt(o.n_prompt);
+  std::vector<llama_token> prompt(std::max({o.n_prompt, o.depth, 16}));
   for (auto& t : prompt) t = dist(rng);
   using clock = std::chrono::steady_clock;
-  auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  auto secs = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
   // Warm-up: one small batch and one single-token decode (page in weights).
-  decode(ctx, std::vector<llama_token>(prompt.begin(), prompt.begin() + std::min(o.n_prompt, 16)), 0, false);
+  decode(ctx, std::vector<llama_token>(prompt.begin(), prompt.begin() + std::min(o.n_prompt, 16)),
+         0, false);
   decode(ctx, {prompt[0]}, std::min(o.n_prompt, 16), false);
   std::vector<double> pp, tg;
   for (int r = 0; r < o.reps; ++r) {
@@ -283,11 +314,14 @@ int cmd_bench(const Options& o) {
     }
     if (o.n_decode > 0) {
       ctx.clear();
+      if (o.depth > 0)
+        decode(ctx, std::vector<llama_token>(prompt.begin(), prompt.begin() + o.depth), 0, false);
       llama_token tok = prompt[0];
       auto t0 = clock::now();
       for (int i = 0; i < o.n_decode; ++i) {
-        decode(ctx, {tok}, i, false);
-        tok = argmax(llama_get_logits_ith(ctx.c, -1), n_vocab);  // the sampling cost a generator pays
+        decode(ctx, {tok}, o.depth + i, false);
+        tok =
+            argmax(llama_get_logits_ith(ctx.c, -1), n_vocab);  // the sampling cost a generator pays
       }
       llama_synchronize(ctx.c);
       tg.push_back(o.n_decode / secs(t0, clock::now()));
@@ -299,10 +333,14 @@ int cmd_bench(const Options& o) {
     return s + "]";
   };
   std::printf(
-      "{\"engine\":\"llama.cpp\",\"model\":\"%s\",\"threads\":%d,\"prompt\":%d,\"decode\":%d,\"reps\":%d,"
-      "\"kv\":\"%s\",\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,\"prefill_runs\":%s,\"decode_runs\":%s}\n",
-      o.model.c_str(), o.threads, o.n_prompt, o.n_decode, o.reps, kv_is_f16(o, true) ? "f16" : "f32",
-      pp.empty() ? 0.0 : median(pp), tg.empty() ? 0.0 : median(tg), list(pp).c_str(), list(tg).c_str());
+      "{\"engine\":\"llama.cpp\",\"model\":\"%s\",\"threads\":%d,\"prompt\":%d,\"decode\":%d,"
+      "\"depth\":%d,\"reps\":%d,"
+      "\"kv\":\"%s\",\"fa\":\"%s\",\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,\"prefill_runs\":%"
+      "s,\"decode_runs\":%s}\n",
+      o.model.c_str(), o.threads, o.n_prompt, o.n_decode, o.depth, o.reps,
+      o.kv.empty() ? "f16" : o.kv.c_str(), o.fa.empty() ? "auto" : o.fa.c_str(),
+      pp.empty() ? 0.0 : median(pp), tg.empty() ? 0.0 : median(tg), list(pp).c_str(),
+      list(tg).c_str());
   return 0;
 }
 
@@ -317,11 +355,16 @@ int main(int argc, char** argv) {
   load_backends();
   llama_backend_init();
   int rc;
-  if (o.mode == "logits") rc = cmd_logits(o);
-  else if (o.mode == "generate") rc = cmd_generate(o);
-  else if (o.mode == "tokenize") rc = cmd_tokenize(o);
-  else if (o.mode == "bench") rc = cmd_bench(o);
-  else usage();
+  if (o.mode == "logits")
+    rc = cmd_logits(o);
+  else if (o.mode == "generate")
+    rc = cmd_generate(o);
+  else if (o.mode == "tokenize")
+    rc = cmd_tokenize(o);
+  else if (o.mode == "bench")
+    rc = cmd_bench(o);
+  else
+    usage();
   llama_backend_free();
   return rc;
 }
