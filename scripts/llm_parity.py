@@ -91,10 +91,18 @@ def compare(ref, got, n_prompt, gen, atol):
     return dict(max_abs=max_abs, cos=float(cos.min()), agree=agree, ties=ties)
 
 
+def default_peer():
+    """llama_peer from the rlx build (bench/llama_peer) or a standalone build-peer/."""
+    for p in (os.path.join(ROOT, "build", "bench", "llama_peer", "llama_peer"), os.path.join(ROOT, "build-peer", "llama_peer")):
+        if os.path.exists(p):
+            return p
+    return os.path.join(ROOT, "build-peer", "llama_peer")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rlx", default=os.path.join(ROOT, "build", "rlx"))
-    p.add_argument("--peer", default=os.path.join(ROOT, "build-peer", "llama_peer"))
+    p.add_argument("--peer", default=default_peer())
     p.add_argument("--workdir", default="/tmp/rlx-llm-parity")
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--dtypes", default="f32,f16,q8_0,q4_0")
