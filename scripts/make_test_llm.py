@@ -22,6 +22,10 @@ Init (chosen so logits are spread out and greedy decoding is not decided by
 rounding): embeddings N(0,1) (tied: N(0, logit_scale^2/dim)); projections N(0, 1/fan_in) (q.k / sqrt(hd)
 ~ N(0,1)); attn_output/ffn_down scaled by 0.5; norms 1 + N(0, 0.1^2);
 output head N(0, (logit_scale^2)/dim) so logits have std ~logit_scale (2).
+Tied models (--tied) tend to repeat the last input token under greedy
+decoding (each token's own embedding dominates its logit): use untied models
+for greedy-continuation parity. --dry-run prints the size of a preset (the 1b
+f32 file is ~4.2 GB) without writing it.
 """
 import argparse
 import os
@@ -209,6 +213,7 @@ def main():
     p.add_argument("--logit-scale", type=float, default=2.0)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="f32")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dry-run", action="store_true", help="print the size, write nothing")
     p.add_argument("-o", "--out", required=True)
     a = p.parse_args()
 
@@ -274,6 +279,10 @@ def main():
                      struct.pack(f"<{len(shape)}Q", *reversed(shape)) + struct.pack("<IQ", ggml_type, offset))
         offset += -(-nbytes // ALIGN) * ALIGN
         n_params += int(np.prod(shape))
+    if a.dry_run:
+        print(f"make_test_llm: would write {a.out}: {arch} L={a.layers} d={a.dim} vocab={n_vocab} {a.dtype} "
+              f"{n_params / 1e6:.1f}M params {offset / 2**20:.1f} MiB of tensor data", file=sys.stderr)
+        return
     with open(a.out, "wb") as f:
         f.write(b"GGUF" + struct.pack("<IQQ", 3, len(specs), len(kvs)))
         for key, raw in kvs:
