@@ -20,6 +20,7 @@
 #include "rlx/error.h"
 #include "rlx/gguf.h"
 #include "rlx/tokenizer.h"
+#include "support/testing.h"
 
 namespace rlx {
 namespace {
@@ -465,14 +466,7 @@ namespace rlx {
 namespace {
 
 std::string run_tokenize_cli(const std::string& args) {
-  std::string out;
-  FILE* p = popen((std::string(RLX_CLI_PATH) + " tokenize " + args + " 2>&1").c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
+  return rlx::testing::run_cli("tokenize " + args).output;
 }
 
 TEST(TokenizerCli, PrintsIdsAndPieces) {

@@ -8,6 +8,7 @@
 
 #include "rlx/error.h"
 #include "rlx/gguf.h"
+#include "support/testing.h"
 
 namespace rlx::gguf {
 namespace {
@@ -213,16 +214,7 @@ TEST(Gguf, WriterRejectsBadTensors) {
 namespace rlx::gguf {
 namespace {
 
-std::string run_cli(const std::string& args) {
-  std::string out;
-  FILE* p = popen((std::string(RLX_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+std::string run_cli(const std::string& args) { return rlx::testing::run_cli(args).output; }
 
 TEST(GgufInspect, PrintsMetadataTensorsAndHistogram) {
   std::vector<Value> many;

@@ -1,6 +1,9 @@
 #include "support/testing.h"
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace rlx::testing {
@@ -74,6 +77,18 @@ TensorMap run_graph(const Graph& g, const TensorMap& inputs, const TensorMap& we
     return ::testing::AssertionFailure() << "dtype differs: got " << dtype_name(got.dtype())
                                          << ", want " << dtype_name(want.dtype());
   return all_close(got, want, 0, 0);
+}
+
+CliResult run_cli(const std::string& args) {
+  CliResult r;
+  FILE* p = popen((std::string(RLX_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
 }
 
 }  // namespace rlx::testing

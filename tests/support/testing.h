@@ -29,4 +29,12 @@ TensorMap run_graph(const Graph& g, const TensorMap& inputs, const TensorMap& we
 // Exact equality of dims, dtype and every element.
 ::testing::AssertionResult all_equal(const Tensor& got, const Tensor& want);
 
+// Runs the rlx command line with `args` (shell words); stdout and stderr
+// together, and the exit status.
+struct CliResult {
+  int status = -1;
+  std::string output;
+};
+CliResult run_cli(const std::string& args);
+
 }  // namespace rlx::testing

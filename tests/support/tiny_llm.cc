@@ -104,7 +104,24 @@ std::string TinyLlm::gguf_bytes() const {
       {arch + ".rope.freq_base", Value::of_f32(float(rope_base))},
       {arch + ".attention.layer_norm_rms_epsilon", Value::of_f32(float(eps))},
       {arch + ".context_length", Value::of_u32(256)},
+      {"tokenizer.ggml.model", Value::of_string("llama")},
+      {"tokenizer.ggml.bos_token_id", Value::of_u32(1)},
+      {"tokenizer.ggml.eos_token_id", Value::of_u32(2)},
   };
+  // A SentencePiece vocabulary: <unk>, <s>, </s>, then "▁a", "▁b", ... and
+  // "a", "b", ... so that any lowercase text encodes.
+  std::vector<Value> text, scores, types;
+  for (int64_t i = 0; i < n_vocab; ++i) {
+    std::string t = i == 0 ? "<unk>" : i == 1 ? "<s>" : i == 2 ? "</s>" : "";
+    if (i >= 3) t = (i % 2 ? "\u2581" : "") + std::string(1, char('a' + (i - 3) / 2 % 26));
+    if (i >= 3 + 52) t += std::to_string(i);  // past the alphabet: unique, never matched
+    text.push_back(Value::of_string(t));
+    scores.push_back(Value::of_f32(-float(i)));
+    types.push_back(Value::of_i32(i == 0 ? 2 : i < 3 ? 3 : 1));
+  }
+  meta.emplace_back("tokenizer.ggml.tokens", Value::of_array(gguf::ValueType::STRING, text));
+  meta.emplace_back("tokenizer.ggml.scores", Value::of_array(gguf::ValueType::F32, scores));
+  meta.emplace_back("tokenizer.ggml.token_type", Value::of_array(gguf::ValueType::I32, types));
   std::vector<gguf::WriteTensor> tensors;
   for (const auto& [name, d] : w.dims) {
     const auto& v = w.at(name);

@@ -41,7 +41,7 @@ void generate(const GenerateOptions &o) {
   llm::Sampler sampler(o.sampling);
 
   for (int32_t id : ids)
-    std::fputs(tok.token_to_piece(id).c_str(), stdout);
+    std::fputs(tok.token_to_piece(id, false).c_str(), stdout);
   std::fflush(stdout);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits = session.feed(ids);
@@ -61,6 +61,7 @@ void generate(const GenerateOptions &o) {
   }
   const double decode_s = seconds_since(t0);
   std::printf("\n");
+  std::fflush(stdout);
   std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tokens/s)\n",
                ids.size(), prefill_s, double(ids.size()) / prefill_s);
   std::fprintf(stderr,

@@ -1,0 +1,100 @@
+// The GGUF language-model commands end to end: run --tokens, generate,
+// quantize, convert.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "rlx/io.h"
+#include "support/testing.h"
+#include "support/tiny_llm.h"
+
+namespace rlx {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+class LlmCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / "rlx_llm_cli_test";
+    fs::create_directories(dir_);
+    std::ofstream(path("tiny.gguf"), std::ios::binary) << model().gguf_bytes();
+  }
+  static const testing::TinyLlm& model() {
+    static testing::TinyLlm m;
+    return m;
+  }
+  static std::string path(const std::string& name) { return (dir_ / name).string(); }
+  static double max_error(const Tensor& got, const std::vector<int32_t>& tokens) {
+    auto want = model().reference_logits(tokens);
+    double worst = 0;
+    for (size_t t = 0; t < tokens.size(); ++t)
+      for (int64_t v = 0; v < model().n_vocab; ++v)
+        worst = std::max(
+            worst, std::abs(double(got.data<float>()[t * model().n_vocab + v]) - want[t][v]));
+    return worst;
+  }
+  static inline fs::path dir_;
+};
+
+TEST_F(LlmCli, RunWritesLogitsForEveryToken) {
+  auto r = run_cli("run " + path("tiny.gguf") + " --tokens '1 5 7 9' --out " + path("l.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  Tensor logits = read_safetensors(path("l.safetensors")).at("logits");
+  ASSERT_EQ(logits.dims(), (Dims{4, model().n_vocab}));
+  EXPECT_LT(max_error(logits, {1, 5, 7, 9}), 2e-4);
+
+  r = run_cli("run " + path("tiny.gguf"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("pass --tokens"), std::string::npos) << r.output;
+  r = run_cli("run " + path("tiny.gguf") + " --tokens '1 x'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("'x' is not a token id"), std::string::npos) << r.output;
+  r = run_cli("run " + path("tiny.gguf") + " --tokens '1 50'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("outside the vocabulary"), std::string::npos) << r.output;
+}
+
+TEST_F(LlmCli, GenerateStreamsAndReportsSpeed) {
+  auto r = run_cli("generate " + path("tiny.gguf") + " -p 'ab ba' -n 6 --temp 0 --ignore-eos");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("prompt: 5 tokens"), std::string::npos) << r.output;  // <s> ▁a b ▁b a
+  EXPECT_NE(r.output.find("decode: 6 tokens"), std::string::npos) << r.output;
+  // Greedy decoding is deterministic; seeded sampling too.
+  EXPECT_EQ(r.output.substr(0, r.output.find("prompt:")),
+            run_cli("generate " + path("tiny.gguf") + " -p 'ab ba' -n 6 --temp 0 --ignore-eos")
+                .output.substr(0, r.output.find("prompt:")));
+  r = run_cli("generate " + path("tiny.gguf") + " --tokens '1 5' -p 'a' -n 2");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("exactly one of"), std::string::npos) << r.output;
+}
+
+TEST_F(LlmCli, QuantizeThenRunStaysClose) {
+  auto r = run_cli("quantize " + path("tiny.gguf") + " " + path("q8.gguf") + " --type Q8_0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("to q8_0"), std::string::npos) << r.output;
+  r = run_cli("run " + path("q8.gguf") + " --tokens '1 5 7 9' --out " + path("q.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  // Q8_0 keeps ~8 bits per weight: logits of magnitude ~3 move by < 0.05.
+  EXPECT_LT(max_error(read_safetensors(path("q.safetensors")).at("logits"), {1, 5, 7, 9}), 0.05);
+  r = run_cli("quantize " + path("tiny.gguf") + " " + path("bad.gguf") + " --type q9_9");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("unknown ggml type name 'q9_9'"), std::string::npos) << r.output;
+}
+
+TEST_F(LlmCli, ConvertWritesTorchOrderF32) {
+  auto r = run_cli("quantize " + path("tiny.gguf") + " " + path("q4.gguf") + " --type q4_0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_cli("convert " + path("q4.gguf") + " -o " + path("w.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  TensorMap w = read_safetensors(path("w.safetensors"));
+  ASSERT_TRUE(w.count("blk.0.attn_k.weight"));
+  EXPECT_EQ(w.at("blk.0.attn_k.weight").dims(),
+            (Dims{model().n_head_kv * model().head_dim, model().n_embd}));
+  EXPECT_EQ(w.at("token_embd.weight").dtype(), DType::F32);
+}
+
+}  // namespace
+}  // namespace rlx
