@@ -1,0 +1,282 @@
+// AVX2 + FMA + F16C dot products of one weight row against one activation
+// row (Q8_0 for 32-element types, Q8_K for k-quants, f32 for float weights).
+// Integer products are formed with maddubs (u8 x i8 -> i16 pairs) and madd
+// (i16 x i16 -> i32), scaled to float once per block (per super-block for
+// k-quants). The library is built for baseline x86-64: every function here
+// carries its own target attribute and is only called after the CPU check in
+// vec_dot.cc.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "quant/vec_dot.h"
+
+#define RLX_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace rlx::quant::detail {
+namespace {
+
+RLX_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+RLX_AVX2 inline float h2f(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+RLX_AVX2 inline __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+// Signed i8 x signed i8 -> 8 x i32 (each the sum of 4 products): maddubs
+// needs an unsigned operand, so move a's sign onto b.
+RLX_AVX2 inline __m256i dot_i8(__m256i a, __m256i b) {
+  const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+// 16 bytes of packed nibbles -> 32 bytes: low nibbles (elements 0..15), then
+// high nibbles (16..31): ggml's 32-element block order.
+RLX_AVX2 inline __m256i unpack_nibbles(const uint8_t* p) {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m256i v = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+  return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+}
+
+// Q4_K / Q5_K 6-bit scales and mins of the 8 sub-blocks from 12 bytes.
+inline void kq_scales(const uint8_t* s, uint8_t* sc, uint8_t* m) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = s[j] & 63;
+    m[j] = s[j + 4] & 63;
+    sc[j + 4] = (s[j + 8] & 15) | ((s[j] >> 6) << 4);
+    m[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
+  }
+}
+// Q8_K block: f32 d, i8 qs[256], i16 bsums[16] (sums of 16 activations).
+constexpr size_t kQ8K = 292;
+inline float q8k_d(const uint8_t* y) {
+  float d;
+  std::memcpy(&d, y, 4);
+  return d;
+}
+inline void q8k_bsums(const uint8_t* y, int16_t* bs) { std::memcpy(bs, y + 260, 32); }
+
+}  // namespace
+
+RLX_AVX2 float vec_dot_f32_avx2(const void* w, const void* a, int64_t n) {
+  const float* x = static_cast<const float*>(w);
+  const float* y = static_cast<const float*>(a);
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), s1);
+  }
+  float sum = hsum(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) sum += x[i] * y[i];
+  return sum;
+}
+
+RLX_AVX2 float vec_dot_f16_avx2(const void* w, const void* a, int64_t n) {
+  const uint16_t* x = static_cast<const uint16_t*>(w);
+  const float* y = static_cast<const float*>(a);
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    const __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i + 8)));
+    s0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(y + i), s0);
+    s1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(y + i + 8), s1);
+  }
+  float sum = hsum(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) sum += _cvtsh_ss(x[i]) * y[i];
+  return sum;
+}
+
+RLX_AVX2 float vec_dot_bf16_avx2(const void* w, const void* a, int64_t n) {
+  const uint16_t* x = static_cast<const uint16_t*>(w);
+  const float* y = static_cast<const float*>(a);
+  __m256 s0 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i h =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    const __m256 wf = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+    s0 = _mm256_fmadd_ps(wf, _mm256_loadu_ps(y + i), s0);
+  }
+  float sum = hsum(s0);
+  for (; i < n; ++i) {
+    const uint32_t bits = uint32_t(x[i]) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    sum += f * y[i];
+  }
+  return sum;
+}
+
+// Q4_0 {fp16 d; u8 qs[16]} x Q8_0 {fp16 d; i8 qs[32]}.
+RLX_AVX2 float vec_dot_q4_0_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  const __m256i eight = _mm256_set1_epi8(8);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  const int64_t nb = n / 32;
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2, x += 36, y += 68) {
+    const __m256i q0 = _mm256_sub_epi8(unpack_nibbles(x + 2), eight);
+    const __m256i q1 = _mm256_sub_epi8(unpack_nibbles(x + 20), eight);
+    const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(q0, load256(y + 2)));
+    const __m256 p1 = _mm256_cvtepi32_ps(dot_i8(q1, load256(y + 36)));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), p0, acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x + 18) * h2f(y + 34)), p1, acc1);
+  }
+  for (; b < nb; ++b, x += 18, y += 34) {
+    const __m256i q0 = _mm256_sub_epi8(unpack_nibbles(x + 2), eight);
+    const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(q0, load256(y + 2)));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), p0, acc0);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+// Q8_0 x Q8_0.
+RLX_AVX2 float vec_dot_q8_0_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  const int64_t nb = n / 32;
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2, x += 68, y += 68) {
+    const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(load256(x + 2), load256(y + 2)));
+    const __m256 p1 = _mm256_cvtepi32_ps(dot_i8(load256(x + 36), load256(y + 36)));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), p0, acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x + 34) * h2f(y + 34)), p1, acc1);
+  }
+  for (; b < nb; ++b, x += 34, y += 34) {
+    const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(load256(x + 2), load256(y + 2)));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), p0, acc0);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+// Q4_K {fp16 d, dmin; u8 scales[12]; u8 qs[128]} x Q8_K. Sub-block j (32
+// elements) is d*sc_j*q - dmin*m_j: the min term only needs the activation
+// sums of the sub-block, which Q8_K carries (bsums, per 16).
+RLX_AVX2 float vec_dot_q4_K_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0;
+  for (int64_t b = 0; b < n / 256; ++b, x += 144, y += kQ8K) {
+    const float ad = q8k_d(y);
+    uint8_t sc[8], m[8];
+    kq_scales(x + 4, sc, m);
+    int16_t bs[16];
+    q8k_bsums(y, bs);
+    int smin = 0;
+    for (int j = 0; j < 8; ++j) smin += m[j] * (bs[2 * j] + bs[2 * j + 1]);
+    mins += ad * h2f(x + 2) * float(smin);
+    const uint8_t* q = x + 16;
+    const uint8_t* aq = y + 4;
+    __m256i isum = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = load256(q + 32 * c);
+      const __m256i lo = _mm256_and_si256(v, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      const __m256i p0 = _mm256_maddubs_epi16(lo, load256(aq + 64 * c));
+      const __m256i p1 = _mm256_maddubs_epi16(hi, load256(aq + 64 * c + 32));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * c])));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * c + 1])));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(ad * h2f(x)), _mm256_cvtepi32_ps(isum), acc);
+  }
+  return hsum(acc) - mins;
+}
+
+// Q5_K {fp16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} x Q8_K: as Q4_K
+// with a fifth bit, bit (i / 32) of qh[i % 32], so chunk c's low nibbles take
+// bit 2c and its high nibbles bit 2c + 1.
+RLX_AVX2 float vec_dot_q5_K_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0;
+  for (int64_t b = 0; b < n / 256; ++b, x += 176, y += kQ8K) {
+    const float ad = q8k_d(y);
+    uint8_t sc[8], m[8];
+    kq_scales(x + 4, sc, m);
+    int16_t bs[16];
+    q8k_bsums(y, bs);
+    int smin = 0;
+    for (int j = 0; j < 8; ++j) smin += m[j] * (bs[2 * j] + bs[2 * j + 1]);
+    mins += ad * h2f(x + 2) * float(smin);
+    __m256i hb = load256(x + 16);
+    const uint8_t* q = x + 48;
+    const uint8_t* aq = y + 4;
+    __m256i isum = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = load256(q + 32 * c);
+      // Shifting 16-bit lanes pulls the neighbour byte's bits in at the top;
+      // the mask with 1 keeps only bit 0 of each byte.
+      const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, one), 4);
+      const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4);
+      hb = _mm256_srli_epi16(hb, 2);
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low4), h0);
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), h1);
+      const __m256i p0 = _mm256_maddubs_epi16(lo, load256(aq + 64 * c));
+      const __m256i p1 = _mm256_maddubs_epi16(hi, load256(aq + 64 * c + 32));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * c])));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * c + 1])));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(ad * h2f(x)), _mm256_cvtepi32_ps(isum), acc);
+  }
+  return hsum(acc) - mins;
+}
+
+// Q6_K {u8 ql[128]; u8 qh[64]; i8 scales[16]; fp16 d} x Q8_K. q in 0..63 is
+// used unsigned in maddubs; the -32 offset is folded in with the bsums:
+// sum sc_g * 32 * sum_g(a).
+RLX_AVX2 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 256; ++b, x += 210, y += kQ8K) {
+    const int8_t* sc = reinterpret_cast<const int8_t*>(x + 192);
+    int16_t bs[16];
+    q8k_bsums(y, bs);
+    int corr = 0;
+    for (int g = 0; g < 16; ++g) corr += sc[g] * bs[g];
+    const uint8_t* aq = y + 4;
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = load256(x + 64 * h), l1 = load256(x + 64 * h + 32);
+      const __m256i qh = load256(x + 128 + 32 * h);
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4),
+                             _mm256_slli_epi16(_mm256_and_si256(qh, three), 4));
+      q[1] =
+          _mm256_or_si256(_mm256_and_si256(l1, low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), three), 4));
+      q[2] =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), three), 4));
+      q[3] =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), three), 4));
+      for (int k = 0; k < 4; ++k) {
+        const __m256i p = _mm256_maddubs_epi16(q[k], load256(aq + 128 * h + 32 * k));
+        const int g = 8 * h + 2 * k;
+        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s));
+      }
+    }
+    isum = _mm256_sub_epi32(isum, _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, 32 * corr));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(y) * h2f(x + 208)), _mm256_cvtepi32_ps(isum), acc);
+  }
+  return hsum(acc);
+}
+
+}  // namespace rlx::quant::detail
