@@ -82,6 +82,9 @@ float vec_dot_bf16(const void* w, const void* a, int64_t n) {
     return dot_portable<GgmlType::W, GgmlType::A>(w, a, n);         \
   }
 RLX_VEC_DOT(q4_0, Q4_0, Q8_0)
+RLX_VEC_DOT(q4_1, Q4_1, Q8_1)
+RLX_VEC_DOT(q5_0, Q5_0, Q8_0)
+RLX_VEC_DOT(q5_1, Q5_1, Q8_1)
 RLX_VEC_DOT(q8_0, Q8_0, Q8_0)
 RLX_VEC_DOT(q4_K, Q4_K, Q8_K)
 RLX_VEC_DOT(q5_K, Q5_K, Q8_K)

@@ -44,6 +44,24 @@ RLX_AVX2 inline __m256i unpack_nibbles(const uint8_t* p) {
   return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
 }
 
+// Bit j of a u32 -> byte j = 0xFF (set) or 0 (clear), j = 0..31.
+RLX_AVX2 inline __m256i bits_to_bytes(uint32_t bits) {
+  const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
+                                       2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)), idx);
+  const __m256i mask = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, mask), mask);
+}
+// Unsigned u8 x signed i8 -> 8 x i32.
+RLX_AVX2 inline __m256i dot_u8i8(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+inline uint32_t u32at(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
 // Q4_K / Q5_K 6-bit scales and mins of the 8 sub-blocks from 12 bytes.
 inline void kq_scales(const uint8_t* s, uint8_t* sc, uint8_t* m) {
   for (int j = 0; j < 4; ++j) {
@@ -157,6 +175,54 @@ RLX_AVX2 float vec_dot_q8_0_avx2(const void* w, const void* a, int64_t n) {
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), p0, acc0);
   }
   return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+// Q4_1 {fp16 d, m; u8 qs[16]} x Q8_1 {fp16 d, s = d * sum(q); i8 qs[32]}:
+// sum (q d_w + m) a = d_w d_a sum(q qa) + m s_a.
+RLX_AVX2 float vec_dot_q4_1_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0;
+  for (int64_t b = 0; b < n / 32; ++b, x += 20, y += 36) {
+    const __m256 p = _mm256_cvtepi32_ps(dot_u8i8(unpack_nibbles(x + 4), load256(y + 4)));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), p, acc);
+    mins += h2f(x + 2) * h2f(y + 2);
+  }
+  return hsum(acc) + mins;
+}
+
+// Q5_0 {fp16 d; u8 qh[4]; u8 qs[16]} x Q8_0: q = nibble | bit j of qh << 4,
+// value q - 16.
+RLX_AVX2 float vec_dot_q5_0_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  const __m256i b4 = _mm256_set1_epi8(0x10);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 32; ++b, x += 22, y += 34) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes(u32at(x + 2)), b4);
+    const __m256i q = _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(x + 6), hi), b4);
+    const __m256 p = _mm256_cvtepi32_ps(dot_i8(q, load256(y + 2)));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), p, acc);
+  }
+  return hsum(acc);
+}
+
+// Q5_1 {fp16 d, m; u8 qh[4]; u8 qs[16]} x Q8_1: q in 0..31, as Q4_1.
+RLX_AVX2 float vec_dot_q5_1_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  const __m256i b4 = _mm256_set1_epi8(0x10);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0;
+  for (int64_t b = 0; b < n / 32; ++b, x += 24, y += 36) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes(u32at(x + 4)), b4);
+    const __m256i q = _mm256_or_si256(unpack_nibbles(x + 8), hi);
+    const __m256 p = _mm256_cvtepi32_ps(dot_u8i8(q, load256(y + 4)));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x) * h2f(y)), p, acc);
+    mins += h2f(x + 2) * h2f(y + 2);
+  }
+  return hsum(acc) + mins;
 }
 
 // Q4_K {fp16 d, dmin; u8 scales[12]; u8 qs[128]} x Q8_K. Sub-block j (32

@@ -2,10 +2,12 @@
 // dequantize(w) . x, through the real runtime (run_op); the direct vec_dot
 // kernels (AVX2 and portable), the activation quantizers, and error paths.
 //
-// Tolerances. Direct quant types (q4_0, q8_0, q4_K, q5_K, q6_K) quantize the
+// Tolerances. Direct quant types (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) quantize the
 // activations to 8 bits, so each output may be off by at most
 //   sum_i |w_i| * (amax_block(i) / 254)      half a step of the Q8 grid
 //   + 1e-3 * sum_i |w_i x_i|                  fp16 rounding of the Q8_0 scale
+//   + 5e-4 * sum_b max_b|w| sum_b|x|          fp16 rounding of Q8_1's block sum
+//                                             (times |m| <= max|w| of q4_1/q5_1)
 // (a rigorous bound, checked per output), and the rms error over all
 // outputs must stay below 1e-2 of the reference rms (the expected size).
 // Float weights and the dequantize-then-sgemm path only add f32 rounding of
@@ -91,11 +93,17 @@ Ref reference(GgmlType t, const Tensor& w, const Tensor& x, const float* bias, i
       amax[k / ab] = std::max(amax[k / ab], double(std::fabs(xp[m * K + k])));
     for (int64_t n = 0; n < N; ++n) {
       double s = 0, a = 0, q = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        const double wv = wf[n * K + k], xv = xp[m * K + k];
-        s += wv * xv;
-        a += std::fabs(wv * xv);
-        q += std::fabs(wv) * amax[k / ab] / 254.0;
+      for (int64_t k0 = 0; k0 < K; k0 += ab) {
+        double wmax = 0, xsum = 0;
+        for (int64_t k = k0; k < k0 + ab; ++k) {
+          const double wv = wf[n * K + k], xv = xp[m * K + k];
+          s += wv * xv;
+          a += std::fabs(wv * xv);
+          q += std::fabs(wv) * amax[k / ab] / 254.0;
+          wmax = std::max(wmax, std::fabs(wv));
+          xsum += std::fabs(xv);
+        }
+        q += 5e-4 * wmax * xsum;  // Q8_1: fp16 rounding of s = d * sum(q), times the min m
       }
       r.y[m * N + n] = s + (bias ? bias[n] : 0.0);
       r.absdot[m * N + n] = a;
@@ -171,8 +179,9 @@ TEST(DequantMatmul, EveryTypeMatchesDoubleReference) {
 }
 
 TEST(DequantMatmul, DirectKernelsLargeKAndNoBias) {
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                     GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16,
+                     GgmlType::F32}) {
     ASSERT_NE(quant::traits(t).vec_dot, nullptr) << quant::traits(t).name;
     const int64_t K = 4096, N = 19;
     const Tensor w = random_weight(t, N, K, 5);
@@ -184,8 +193,9 @@ TEST(DequantMatmul, DirectKernelsLargeKAndNoBias) {
 // The portable (non-AVX2) vec_dot path, forced, against the same bounds.
 TEST(DequantMatmul, PortablePathMatches) {
   quant::detail::force_portable_vec_dot(true);
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                     GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16,
+                     GgmlType::F32}) {
     const int64_t K = 512, N = 9;
     const Tensor w = random_weight(t, N, K, 21);
     const Tensor x = random_tensor({4, K}, DType::F32, 22);
@@ -198,8 +208,8 @@ TEST(DequantMatmul, PortablePathMatches) {
 // same integer products; only float summation order differs).
 TEST(DequantMatmul, Avx2AndPortableVecDotAgree) {
   if (!quant::detail::vec_dot_uses_avx2()) GTEST_SKIP() << "no AVX2";
-  for (GgmlType t :
-       {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const TypeTraits& tr = quant::traits(t);
     const int64_t K = 1024;
     const Tensor w = random_weight(t, 1, K, 31);
