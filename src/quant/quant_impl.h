@@ -87,6 +87,8 @@ float vec_dot_q4_1(const void* w, const void* a, int64_t n);
 float vec_dot_q5_0(const void* w, const void* a, int64_t n);
 float vec_dot_q5_1(const void* w, const void* a, int64_t n);
 float vec_dot_q8_0(const void* w, const void* a, int64_t n);
+float vec_dot_q2_K(const void* w, const void* a, int64_t n);
+float vec_dot_q3_K(const void* w, const void* a, int64_t n);
 float vec_dot_q4_K(const void* w, const void* a, int64_t n);
 float vec_dot_q5_K(const void* w, const void* a, int64_t n);
 float vec_dot_q6_K(const void* w, const void* a, int64_t n);

@@ -19,6 +19,8 @@ float vec_dot_q4_1_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q5_0_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q5_1_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q8_0_avx2(const void* w, const void* a, int64_t n);
+float vec_dot_q2_K_avx2(const void* w, const void* a, int64_t n);
+float vec_dot_q3_K_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q4_K_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q5_K_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n);

@@ -225,6 +225,85 @@ RLX_AVX2 float vec_dot_q5_1_avx2(const void* w, const void* a, int64_t n) {
   return hsum(acc) + mins;
 }
 
+// Q2_K {u8 scales[16]; u8 qs[64]; fp16 d, dmin} x Q8_K. Element 128h + 32s + l
+// is bits 2s..2s+1 of qs[32h + l]; group g = i / 16 has scale g & 15 and min
+// g >> 4: y = d*sc*q - dmin*m.
+RLX_AVX2 float vec_dot_q2_K_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  const __m256i three = _mm256_set1_epi8(3);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0;
+  for (int64_t b = 0; b < n / 256; ++b, x += 84, y += kQ8K) {
+    const float ad = q8k_d(y);
+    int16_t bs[16];
+    q8k_bsums(y, bs);
+    int smin = 0;
+    for (int g = 0; g < 16; ++g) smin += (x[g] >> 4) * bs[g];
+    mins += ad * h2f(x + 82) * float(smin);
+    const uint8_t* aq = y + 4;
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      __m256i qv = load256(x + 16 + 32 * h);
+      for (int k = 0; k < 4; ++k) {
+        const __m256i q = _mm256_and_si256(qv, three);
+        qv = _mm256_srli_epi16(qv, 2);
+        const __m256i p = _mm256_maddubs_epi16(q, load256(aq + 128 * h + 32 * k));
+        const int g = 8 * h + 2 * k;
+        const __m256i sc =
+            _mm256_set_m128i(_mm_set1_epi16(x[g + 1] & 15), _mm_set1_epi16(x[g] & 15));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sc));
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(ad * h2f(x + 80)), _mm256_cvtepi32_ps(isum), acc);
+  }
+  return hsum(acc) - mins;
+}
+
+// Q3_K {u8 hmask[32]; u8 qs[64]; u8 scales[12]; fp16 d} x Q8_K. Low 2 bits as
+// Q2_K; the high bit of element i is bit i / 32 of hmask[i % 32]; value
+// q2 + 4*hb - 4 times d*(S[i/16] - 32). The -4 is folded in with the bsums.
+RLX_AVX2 float vec_dot_q3_K_avx2(const void* w, const void* a, int64_t n) {
+  const uint8_t* x = static_cast<const uint8_t*>(w);
+  const uint8_t* y = static_cast<const uint8_t*>(a);
+  const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 256; ++b, x += 110, y += kQ8K) {
+    const uint8_t* s = x + 96;
+    int S[16];
+    for (int k = 0; k < 4; ++k) {
+      S[k] = ((s[k] & 15) | (((s[8 + k] >> 0) & 3) << 4)) - 32;
+      S[4 + k] = ((s[4 + k] & 15) | (((s[8 + k] >> 2) & 3) << 4)) - 32;
+      S[8 + k] = ((s[k] >> 4) | (((s[8 + k] >> 4) & 3) << 4)) - 32;
+      S[12 + k] = ((s[4 + k] >> 4) | (((s[8 + k] >> 6) & 3) << 4)) - 32;
+    }
+    int16_t bs[16];
+    q8k_bsums(y, bs);
+    int corr = 0;
+    for (int g = 0; g < 16; ++g) corr += S[g] * bs[g];
+    const uint8_t* aq = y + 4;
+    __m256i hm = load256(x);
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      __m256i qv = load256(x + 32 + 32 * h);
+      for (int k = 0; k < 4; ++k) {
+        const __m256i hb = _mm256_slli_epi16(_mm256_and_si256(hm, one), 2);
+        hm = _mm256_srli_epi16(hm, 1);
+        const __m256i q = _mm256_or_si256(_mm256_and_si256(qv, three), hb);
+        qv = _mm256_srli_epi16(qv, 2);
+        const __m256i p = _mm256_maddubs_epi16(q, load256(aq + 128 * h + 32 * k));
+        const int g = 8 * h + 2 * k;
+        const __m256i sc =
+            _mm256_set_m128i(_mm_set1_epi16(int16_t(S[g + 1])), _mm_set1_epi16(int16_t(S[g])));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sc));
+      }
+    }
+    isum = _mm256_sub_epi32(isum, _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, 4 * corr));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(y) * h2f(x + 108)), _mm256_cvtepi32_ps(isum), acc);
+  }
+  return hsum(acc);
+}
+
 // Q4_K {fp16 d, dmin; u8 scales[12]; u8 qs[128]} x Q8_K. Sub-block j (32
 // elements) is d*sc_j*q - dmin*m_j: the min term only needs the activation
 // sums of the sub-block, which Q8_K carries (bsums, per 16).

@@ -2,7 +2,7 @@
 // dequantize(w) . x, through the real runtime (run_op); the direct vec_dot
 // kernels (AVX2 and portable), the activation quantizers, and error paths.
 //
-// Tolerances. Direct quant types (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) quantize the
+// Tolerances. Direct quant types (q4_0 q4_1 q5_0 q5_1 q8_0 q2_K..q6_K) quantize the
 // activations to 8 bits, so each output may be off by at most
 //   sum_i |w_i| * (amax_block(i) / 254)      half a step of the Q8 grid
 //   + 1e-3 * sum_i |w_i x_i|                  fp16 rounding of the Q8_0 scale

@@ -109,7 +109,7 @@ TEST(GgmlVecDot, DotProductsMatchGgml) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 8);
+  EXPECT_EQ(checked, 10);
 }
 
 }  // namespace
