@@ -180,8 +180,8 @@ TEST(DequantMatmul, EveryTypeMatchesDoubleReference) {
 
 TEST(DequantMatmul, DirectKernelsLargeKAndNoBias) {
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16,
-                     GgmlType::F32}) {
+                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                     GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
     ASSERT_NE(quant::traits(t).vec_dot, nullptr) << quant::traits(t).name;
     const int64_t K = 4096, N = 19;
     const Tensor w = random_weight(t, N, K, 5);
@@ -194,8 +194,8 @@ TEST(DequantMatmul, DirectKernelsLargeKAndNoBias) {
 TEST(DequantMatmul, PortablePathMatches) {
   quant::detail::force_portable_vec_dot(true);
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16,
-                     GgmlType::F32}) {
+                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                     GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
     const int64_t K = 512, N = 9;
     const Tensor w = random_weight(t, N, K, 21);
     const Tensor x = random_tensor({4, K}, DType::F32, 22);
@@ -208,8 +208,9 @@ TEST(DequantMatmul, PortablePathMatches) {
 // same integer products; only float summation order differs).
 TEST(DequantMatmul, Avx2AndPortableVecDotAgree) {
   if (!quant::detail::vec_dot_uses_avx2()) GTEST_SKIP() << "no AVX2";
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t :
+       {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+        GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const TypeTraits& tr = quant::traits(t);
     const int64_t K = 1024;
     const Tensor w = random_weight(t, 1, K, 31);

@@ -87,8 +87,9 @@ TEST(GgmlVecDot, ActivationQuantizationBitExact) {
 TEST(GgmlVecDot, DotProductsMatchGgml) {
   NEED_GGML_CPU();
   int checked = 0;
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t :
+       {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+        GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const TypeTraits& tr = traits(t);
     const GgmlCpuTraits* g = ggml_cpu()(int(t));
     ASSERT_TRUE(g && g->vec_dot) << tr.name;
