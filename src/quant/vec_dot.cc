@@ -82,9 +82,7 @@ float vec_dot_bf16(const void* w, const void* a, int64_t n) {
     return dot_portable<GgmlType::W, GgmlType::A>(w, a, n);         \
   }
 RLX_VEC_DOT(q4_0, Q4_0, Q8_0)
-RLX_VEC_DOT(q4_1, Q4_1, Q8_1)
 RLX_VEC_DOT(q5_0, Q5_0, Q8_0)
-RLX_VEC_DOT(q5_1, Q5_1, Q8_1)
 RLX_VEC_DOT(q8_0, Q8_0, Q8_0)
 RLX_VEC_DOT(q2_K, Q2_K, Q8_K)
 RLX_VEC_DOT(q3_K, Q3_K, Q8_K)
@@ -92,6 +90,41 @@ RLX_VEC_DOT(q4_K, Q4_K, Q8_K)
 RLX_VEC_DOT(q5_K, Q5_K, Q8_K)
 RLX_VEC_DOT(q6_K, Q6_K, Q8_K)
 #undef RLX_VEC_DOT
+
+namespace {
+// q4_1 / q5_1 x Q8_1: the min term uses the activation block sum s stored in
+// Q8_1 (fp16, so not exactly sum(q) * d), as the AVX2 kernels and ggml do;
+// a dequantize-based path would round differently.
+template <bool kFive>
+float dot_q41_q51_portable(const void* w, const void* a, int64_t n) {
+  const auto* x = static_cast<const uint8_t*>(w);
+  const auto* y = static_cast<const uint8_t*>(a);
+  const size_t bw = kFive ? 24 : 20;
+  float sum = 0;
+  for (int64_t b = 0; b < n / 32; ++b, x += bw, y += 36) {
+    const uint32_t qh = kFive ? u32le(x + 4) : 0;
+    const uint8_t* qs = x + (kFive ? 8 : 4);
+    const auto* aq = reinterpret_cast<const int8_t*>(y + 4);
+    int isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = (qs[j] & 15) | int((qh >> j) & 1) << 4;
+      const int q1 = (qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4;
+      isum += q0 * aq[j] + q1 * aq[j + 16];
+    }
+    sum += fp16(x) * fp16(y) * float(isum) + fp16(x + 2) * fp16(y + 2);
+  }
+  return sum;
+}
+}  // namespace
+
+float vec_dot_q4_1(const void* w, const void* a, int64_t n) {
+  if (vec_dot_uses_avx2()) return vec_dot_q4_1_avx2(w, a, n);
+  return dot_q41_q51_portable<false>(w, a, n);
+}
+float vec_dot_q5_1(const void* w, const void* a, int64_t n) {
+  if (vec_dot_uses_avx2()) return vec_dot_q5_1_avx2(w, a, n);
+  return dot_q41_q51_portable<true>(w, a, n);
+}
 
 namespace {
 // ggml-cpu's activation rounding for Q8_0 / Q8_1 (its AVX2 quantize_row_q8_0
