@@ -8,10 +8,12 @@
 //    weight rows (and over blocks of activation rows when there are few
 //    tiles); inside a task every activation row of the block is run against
 //    the tile, so a tile is read from memory once and then from cache.
-//  * tiled (no vec_dot): the weight is dequantized once to f32 into the
-//    process-wide DequantCache when it fits the budget, then one sgemm;
-//    otherwise each task dequantizes a few rows into thread-local scratch
-//    (bounded) and runs a small sgemm on them. Never the whole model up front.
+//  * tiled: types without vec_dot are dequantized once to f32 into the
+//    process-wide DequantCache when they fit its budget (then a GEMV over
+//    the f32 rows for small M, one sgemm otherwise); for M >= kGemmMinRows
+//    the direct types come here too, without the cache. Uncached, each task
+//    dequantizes a few rows into thread-local scratch (bounded) and runs a
+//    small sgemm on them. Never the whole model up front.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -91,7 +93,14 @@ void add_bias(const Problem& p) {
     for (int64_t n = 0; n < p.N; ++n) p.y[m * p.N + n] += p.bias[n];
 }
 
-void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>& owner) {
+// Activation rows from which dequantize-a-tile + sgemm beats one integer dot
+// per (row, weight row) pair: the dequantization is paid once per tile and
+// sgemm runs near peak, while per-pair dots redo block scale decoding M
+// times (measured on q4_K / q6_K, K = N = 4096: ~2x at M = 64).
+constexpr int64_t kGemmMinRows = 16;
+
+void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>& owner,
+           bool use_cache) {
   auto fill = [&](float* dst) {
     parallel_for(p.N, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(p.K, 1)),
                  [&](int64_t b, int64_t e) {
@@ -100,7 +109,17 @@ void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>
                  });
   };
   const quant::DequantCache::Key key{p.w, tr.type, p.N, p.K};
-  if (auto wf = quant::dequant_cache().get_or_fill(key, size_t(p.N) * p.rb, owner, fill)) {
+  quant::DequantCache::Floats wf;
+  if (use_cache) wf = quant::dequant_cache().get_or_fill(key, size_t(p.N) * p.rb, owner, fill);
+  if (wf && p.M < kGemmMinRows) {
+    // Few rows: bandwidth-bound GEMV over the cached f32 rows.
+    Problem q = p;
+    q.w = reinterpret_cast<const uint8_t*>(wf->data());
+    q.rb = size_t(p.K) * sizeof(float);
+    direct(q, quant::traits(GgmlType::F32));
+    return;
+  }
+  if (wf) {
     gemm(false, true, p.M, p.N, p.K, 1.f, p.x, p.K, wf->data(), p.K, 0.f, p.y, p.N);
     add_bias(p);
     return;
@@ -156,10 +175,10 @@ void dequant_matmul(const KernelCall& c) {
     return;
   }
   const Problem p{x.data<float>(), static_cast<const uint8_t*>(w.raw()), bias, y, M, N, K, rb};
-  if (tr.vec_dot)
+  if (tr.vec_dot && M < kGemmMinRows)
     direct(p, tr);
-  else
-    tiled(p, tr, w.buffer());
+  else  // types with a direct kernel stream tiles instead of filling the cache
+    tiled(p, tr, w.buffer(), /*use_cache=*/!tr.vec_dot);
 }
 
 }  // namespace rlx::cpu
