@@ -71,6 +71,31 @@ inline void kq_scales(const uint8_t* s, uint8_t* sc, uint8_t* m) {
     m[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
   }
 }
+// Scales and mins of a Q4_K / Q5_K super-block as 8 x i16 each; the min
+// term sum_j m_j * (sum of sub-block j's 32 activations) as 4 x i32 (Q8_K's
+// bsums are per 16, so adjacent pairs are added first).
+struct KScales {
+  __m256i sc;  // the 8 scales as i16, in both 128-bit halves
+  __m128i min_dot;
+};
+RLX_AVX2 inline KScales k_scales(const uint8_t* s12, const uint8_t* y) {
+  // kq_scales on four bytes at a time (bytes built in registers: storing
+  // them one by one and reloading as a qword stalls store forwarding).
+  const uint32_t w0 = u32at(s12), w1 = u32at(s12 + 4), w2 = u32at(s12 + 8);
+  const uint32_t sc_lo = w0 & 0x3f3f3f3f, m_lo = w1 & 0x3f3f3f3f;
+  const uint32_t sc_hi = (w2 & 0x0f0f0f0f) | ((w0 >> 2) & 0x30303030);
+  const uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0f) | ((w1 >> 2) & 0x30303030);
+  const __m128i sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(uint64_t(sc_hi) << 32 | sc_lo)));
+  const __m128i m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(uint64_t(m_hi) << 32 | m_lo)));
+  const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y + 260));
+  const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y + 276));
+  return {_mm256_broadcastsi128_si256(sc16), _mm_madd_epi16(m16, _mm_hadd_epi16(b0, b1))};
+}
+// Broadcast i16 lane j of v (both halves hold the same 8 lanes).
+RLX_AVX2 inline __m256i lane16(__m256i v, int j) {
+  return _mm256_shuffle_epi8(v, _mm256_set1_epi16(int16_t((2 * j) | ((2 * j + 1) << 8))));
+}
+
 // Q8_K block: f32 d, i8 qs[256], i16 bsums[16] (sums of 16 activations).
 constexpr size_t kQ8K = 292;
 inline float q8k_d(const uint8_t* y) {
@@ -312,16 +337,11 @@ RLX_AVX2 float vec_dot_q4_K_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc = _mm256_setzero_ps();
-  float mins = 0;
+  __m128 accm = _mm_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b, x += 144, y += kQ8K) {
     const float ad = q8k_d(y);
-    uint8_t sc[8], m[8];
-    kq_scales(x + 4, sc, m);
-    int16_t bs[16];
-    q8k_bsums(y, bs);
-    int smin = 0;
-    for (int j = 0; j < 8; ++j) smin += m[j] * (bs[2 * j] + bs[2 * j + 1]);
-    mins += ad * h2f(x + 2) * float(smin);
+    const KScales ks = k_scales(x + 4, y);
+    accm = _mm_fmadd_ps(_mm_set1_ps(ad * h2f(x + 2)), _mm_cvtepi32_ps(ks.min_dot), accm);
     const uint8_t* q = x + 16;
     const uint8_t* aq = y + 4;
     __m256i isum = _mm256_setzero_si256();
@@ -331,12 +351,14 @@ RLX_AVX2 float vec_dot_q4_K_avx2(const void* w, const void* a, int64_t n) {
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
       const __m256i p0 = _mm256_maddubs_epi16(lo, load256(aq + 64 * c));
       const __m256i p1 = _mm256_maddubs_epi16(hi, load256(aq + 64 * c + 32));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * c])));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * c + 1])));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p0, lane16(ks.sc, 2 * c)));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p1, lane16(ks.sc, 2 * c + 1)));
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(ad * h2f(x)), _mm256_cvtepi32_ps(isum), acc);
   }
-  return hsum(acc) - mins;
+  __m128 m = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+  m = _mm_add_ss(m, _mm_movehdup_ps(m));
+  return hsum(acc) - _mm_cvtss_f32(m);
 }
 
 // Q5_K {fp16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} x Q8_K: as Q4_K
@@ -347,16 +369,11 @@ RLX_AVX2 float vec_dot_q5_K_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
   __m256 acc = _mm256_setzero_ps();
-  float mins = 0;
+  __m128 accm = _mm_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b, x += 176, y += kQ8K) {
     const float ad = q8k_d(y);
-    uint8_t sc[8], m[8];
-    kq_scales(x + 4, sc, m);
-    int16_t bs[16];
-    q8k_bsums(y, bs);
-    int smin = 0;
-    for (int j = 0; j < 8; ++j) smin += m[j] * (bs[2 * j] + bs[2 * j + 1]);
-    mins += ad * h2f(x + 2) * float(smin);
+    const KScales ks = k_scales(x + 4, y);
+    accm = _mm_fmadd_ps(_mm_set1_ps(ad * h2f(x + 2)), _mm_cvtepi32_ps(ks.min_dot), accm);
     __m256i hb = load256(x + 16);
     const uint8_t* q = x + 48;
     const uint8_t* aq = y + 4;
@@ -372,12 +389,14 @@ RLX_AVX2 float vec_dot_q5_K_avx2(const void* w, const void* a, int64_t n) {
       const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), h1);
       const __m256i p0 = _mm256_maddubs_epi16(lo, load256(aq + 64 * c));
       const __m256i p1 = _mm256_maddubs_epi16(hi, load256(aq + 64 * c + 32));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * c])));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * c + 1])));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p0, lane16(ks.sc, 2 * c)));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p1, lane16(ks.sc, 2 * c + 1)));
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(ad * h2f(x)), _mm256_cvtepi32_ps(isum), acc);
   }
-  return hsum(acc) - mins;
+  __m128 m = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+  m = _mm_add_ss(m, _mm_movehdup_ps(m));
+  return hsum(acc) - _mm_cvtss_f32(m);
 }
 
 // Q6_K {u8 ql[128]; u8 qh[64]; i8 scales[16]; fp16 d} x Q8_K. q in 0..63 is
