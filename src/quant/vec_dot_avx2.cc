@@ -408,14 +408,18 @@ RLX_AVX2 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b, x += 210, y += kQ8K) {
-    const int8_t* sc = reinterpret_cast<const int8_t*>(x + 192);
-    int16_t bs[16];
-    q8k_bsums(y, bs);
-    int corr = 0;
-    for (int g = 0; g < 16; ++g) corr += sc[g] * bs[g];
+    // 16 scales as i16; the offset term 32 * sum_g sc_g * bsum_g by madd.
+    const __m256i sc16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 192)));
+    const __m256i bs16 = load256(y + 260);
     const uint8_t* aq = y + 4;
-    __m256i isum = _mm256_setzero_si256();
+    __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                    _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs16), 5));
     for (int h = 0; h < 2; ++h) {
+      // Scales 8h..8h+7 in both 128-bit halves (lane order of cvtepi8_epi16:
+      // low half = scales 0..7, high half = 8..15).
+      const __m256i sh = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+                           : _mm256_permute2x128_si256(sc16, sc16, 0x00);
       const __m256i l0 = load256(x + 64 * h), l1 = load256(x + 64 * h + 32);
       const __m256i qh = load256(x + 128 + 32 * h);
       __m256i q[4];
@@ -432,12 +436,13 @@ RLX_AVX2 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n) {
                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), three), 4));
       for (int k = 0; k < 4; ++k) {
         const __m256i p = _mm256_maddubs_epi16(q[k], load256(aq + 128 * h + 32 * k));
-        const int g = 8 * h + 2 * k;
-        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+        // Low half: scale 2k of this h; high half: scale 2k + 1.
+        const __m256i s = _mm256_shuffle_epi8(
+            sh, _mm256_set_m128i(_mm_set1_epi16(int16_t((4 * k + 2) | ((4 * k + 3) << 8))),
+                                 _mm_set1_epi16(int16_t((4 * k) | ((4 * k + 1) << 8)))));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s));
       }
     }
-    isum = _mm256_sub_epi32(isum, _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, 32 * corr));
     acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(y) * h2f(x + 208)), _mm256_cvtepi32_ps(isum), acc);
   }
   return hsum(acc);
