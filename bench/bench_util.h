@@ -51,5 +51,6 @@ void register_elementwise();
 void register_conv();
 void register_attention();
 void register_memory();
+void register_dequant_matmul();
 
 }  // namespace rlx::bench

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   register_elementwise();
   register_conv();
   register_attention();
+  register_dequant_matmul();
 
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

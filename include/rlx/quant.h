@@ -50,8 +50,11 @@ enum class GgmlType : uint32_t {
 
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
-// Room for direct dot products against the activation format (vec_dot_type):
-// sum_i w[i] * a[i] over n elements of one row. Null until implemented.
+// Direct dot product of one weight row against an activation row already in
+// vec_dot_type (see quantize_activations): sum_i w[i] * a[i] over n elements
+// (n % block_size == 0). Null for types that have no direct kernel; those are
+// multiplied by dequantizing row tiles. Float weights (f32/f16/bf16) take f32
+// activations (vec_dot_type F32) so they lose no precision.
 using VecDotFn = float (*)(const void* w, const void* a, int64_t n);
 
 struct TypeTraits {
@@ -81,5 +84,11 @@ size_t row_size(GgmlType t, int64_t n);
 // Checked whole-buffer conversions (n elements; n % block_size == 0).
 void dequantize(GgmlType t, const void* src, float* dst, int64_t n);
 void quantize(GgmlType t, const float* src, void* dst, int64_t n);
+
+// Converts n activations to `vec_dot_type` for vec_dot: Q8_0 / Q8_1 round as
+// ggml's CPU backend does (127 / amax, round half to even: bit-exact with
+// ggml-cpu's AVX2 quantize_row_q8_0 / q8_1), Q8_K as quantize_row_q8_K_ref,
+// F32 copies. Throws for any other target type.
+void quantize_activations(GgmlType vec_dot_type, const float* src, void* dst, int64_t n);
 
 }  // namespace rlx::quant

@@ -722,6 +722,36 @@ Shape infer_grid_sample(const Node& n, const In& in) {
   return Shape({x.dims[0], x.dims[1], g.dims[1], g.dims[2]}, x.dtype);
 }
 
+// dequant_matmul: x [..., K] float times the N ggml-quantized rows of w
+// (raw bytes [N, row_bytes]), output f32 [..., N].
+Shape infer_dequant_matmul(const Node& n, const In& in) {
+  const Shape &x = *in[0], &w = *in[1];
+  const std::string scheme = n.attrs.s("scheme");
+  const int64_t K = n.attrs.i("k");
+  const quant::GgmlType t = quant::parse_type_name(scheme);
+  const quant::TypeTraits& tr = quant::traits(t);
+  RLX_CHECK(K >= 0 && K % tr.block_size == 0, "dequant_matmul: k = ", K, " is not a multiple of ",
+            scheme, "'s block size ", tr.block_size);
+  RLX_CHECK(x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16,
+            "dequant_matmul: x must be f32/f16/bf16, got ", x.str());
+  RLX_CHECK(x.rank() >= 1, "dequant_matmul: x must have rank >= 1, got ", x.str());
+  RLX_CHECK(!x.dims.back().is_static() || x.dims.back().value == K, "dequant_matmul: x ", x.str(),
+            " has last dim != k = ", K);
+  RLX_CHECK(w.dtype == DType::U8 && w.rank() == 2,
+            "dequant_matmul: w must be u8 [N, row_bytes], got ", w.str());
+  const size_t rb = quant::row_size(t, K);
+  RLX_CHECK(!w.dims[1].is_static() || w.dims[1].value == int64_t(rb), "dequant_matmul: w ", w.str(),
+            " rows must be ", rb, " bytes for ", K, " ", scheme, " elements");
+  if (in.size() > 2) {
+    const Shape& b = *in[2];
+    RLX_CHECK(b.dtype == DType::F32 && b.rank() == 1 && b.dims[0] == w.dims[0],
+              "dequant_matmul: bias must be f32 [", w.dims[0].str(), "], got ", b.str());
+  }
+  std::vector<Dim> out = x.dims;
+  out.back() = w.dims[0];
+  return Shape(out, DType::F32);
+}
+
 }  // namespace
 
 Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs) {

@@ -77,4 +77,20 @@ RLX_QUANT_DECL(iq1_m)
 RLX_QUANT_DECL(iq4_xs)
 #undef RLX_QUANT_DECL
 
+// Direct dot products (vec_dot.cc): weight row x activation row in the
+// type's vec_dot_type; AVX2 when the CPU has it, else a portable path.
+float vec_dot_f32(const void* w, const void* a, int64_t n);
+float vec_dot_f16(const void* w, const void* a, int64_t n);
+float vec_dot_bf16(const void* w, const void* a, int64_t n);
+float vec_dot_q4_0(const void* w, const void* a, int64_t n);
+float vec_dot_q4_1(const void* w, const void* a, int64_t n);
+float vec_dot_q5_0(const void* w, const void* a, int64_t n);
+float vec_dot_q5_1(const void* w, const void* a, int64_t n);
+float vec_dot_q8_0(const void* w, const void* a, int64_t n);
+float vec_dot_q2_K(const void* w, const void* a, int64_t n);
+float vec_dot_q3_K(const void* w, const void* a, int64_t n);
+float vec_dot_q4_K(const void* w, const void* a, int64_t n);
+float vec_dot_q5_K(const void* w, const void* a, int64_t n);
+float vec_dot_q6_K(const void* w, const void* a, int64_t n);
+
 }  // namespace rlx::quant::detail

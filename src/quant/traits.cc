@@ -17,27 +17,30 @@ using T = GgmlType;
 // quantize_row_*_ref); the rest have dequantization only.
 #define Q(t, name, blk, size, q, quant, vdt) \
   TypeTraits { T::t, #name, blk, size, q, dequantize_row_##name, quant, T::vdt, nullptr }
+// QD: the type also has a direct vec_dot (src/quant/vec_dot*.cc).
+#define QD(t, name, blk, size, q, quant, vdt) \
+  TypeTraits { T::t, #name, blk, size, q, dequantize_row_##name, quant, T::vdt, vec_dot_##name }
 #define WITH_Q(name) quantize_row_##name
 const TypeTraits kTable[] = {
-    Q(F32, f32, 1, 4, false, WITH_Q(f32), F32),
-    Q(F16, f16, 1, 2, false, WITH_Q(f16), F16),
-    Q(BF16, bf16, 1, 2, false, WITH_Q(bf16), BF16),
+    QD(F32, f32, 1, 4, false, WITH_Q(f32), F32),
+    QD(F16, f16, 1, 2, false, WITH_Q(f16), F32),
+    QD(BF16, bf16, 1, 2, false, WITH_Q(bf16), F32),
     Q(F64, f64, 1, 8, false, WITH_Q(f64), F64),
     Q(I8, i8, 1, 1, false, nullptr, I8),
     Q(I16, i16, 1, 2, false, nullptr, I16),
     Q(I32, i32, 1, 4, false, nullptr, I32),
     Q(I64, i64, 1, 8, false, nullptr, I64),
-    Q(Q4_0, q4_0, 32, 18, true, WITH_Q(q4_0), Q8_0),
-    Q(Q4_1, q4_1, 32, 20, true, WITH_Q(q4_1), Q8_1),
-    Q(Q5_0, q5_0, 32, 22, true, WITH_Q(q5_0), Q8_0),
-    Q(Q5_1, q5_1, 32, 24, true, WITH_Q(q5_1), Q8_1),
-    Q(Q8_0, q8_0, 32, 34, true, WITH_Q(q8_0), Q8_0),
+    QD(Q4_0, q4_0, 32, 18, true, WITH_Q(q4_0), Q8_0),
+    QD(Q4_1, q4_1, 32, 20, true, WITH_Q(q4_1), Q8_1),
+    QD(Q5_0, q5_0, 32, 22, true, WITH_Q(q5_0), Q8_0),
+    QD(Q5_1, q5_1, 32, 24, true, WITH_Q(q5_1), Q8_1),
+    QD(Q8_0, q8_0, 32, 34, true, WITH_Q(q8_0), Q8_0),
     Q(Q8_1, q8_1, 32, 36, true, WITH_Q(q8_1), Q8_1),
-    Q(Q2_K, q2_K, 256, 84, true, WITH_Q(q2_K), Q8_K),
-    Q(Q3_K, q3_K, 256, 110, true, WITH_Q(q3_K), Q8_K),
-    Q(Q4_K, q4_K, 256, 144, true, WITH_Q(q4_K), Q8_K),
-    Q(Q5_K, q5_K, 256, 176, true, WITH_Q(q5_K), Q8_K),
-    Q(Q6_K, q6_K, 256, 210, true, WITH_Q(q6_K), Q8_K),
+    QD(Q2_K, q2_K, 256, 84, true, WITH_Q(q2_K), Q8_K),
+    QD(Q3_K, q3_K, 256, 110, true, WITH_Q(q3_K), Q8_K),
+    QD(Q4_K, q4_K, 256, 144, true, WITH_Q(q4_K), Q8_K),
+    QD(Q5_K, q5_K, 256, 176, true, WITH_Q(q5_K), Q8_K),
+    QD(Q6_K, q6_K, 256, 210, true, WITH_Q(q6_K), Q8_K),
     Q(Q8_K, q8_K, 256, 292, true, WITH_Q(q8_K), Q8_K),
     Q(IQ2_XXS, iq2_xxs, 256, 66, true, nullptr, Q8_K),
     Q(IQ2_XS, iq2_xs, 256, 74, true, nullptr, Q8_K),
@@ -56,6 +59,7 @@ const TypeTraits kTable[] = {
     Q(Q2_0, q2_0, 64, 18, true, nullptr, Q8_0),
 };
 #undef Q
+#undef QD
 #undef WITH_Q
 
 constexpr uint32_t kMaxType = 64;

@@ -75,6 +75,7 @@ KernelEntry kernel_for(Op op) {
     case Op::Rope: return {rope, f32};
     case Op::Resize: return {resize, f32};
     case Op::GridSample: return {grid_sample, f32};
+    case Op::DequantMatmul: return {dequant_matmul, f32};
   }
   // clang-format on
   return {};

@@ -71,4 +71,7 @@ void rope(const KernelCall& c);
 void resize(const KernelCall& c);
 void grid_sample(const KernelCall& c);
 
+// dequant_matmul.cc
+void dequant_matmul(const KernelCall& c);
+
 }  // namespace rlx::cpu

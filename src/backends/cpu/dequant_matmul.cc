@@ -1,0 +1,184 @@
+// dequant_matmul(x[..., K] f32, w u8[N, row_bytes][, bias f32[N]]) scheme, k:
+// y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]), W = the ggml rows of w.
+//
+// Two paths:
+//  * direct (the type has vec_dot): activations are converted once per call
+//    to the type's vec_dot_type (Q8_0 / Q8_K / f32) and each output is one
+//    integer-SIMD dot against the raw weight row. Work is split over tiles of
+//    weight rows (and over blocks of activation rows when there are few
+//    tiles); inside a task every activation row of the block is run against
+//    the tile, so a tile is read from memory once and then from cache.
+//  * tiled: types without vec_dot are dequantized once to f32 into the
+//    process-wide DequantCache when they fit its budget (then a GEMV over
+//    the f32 rows for small M, one sgemm otherwise); for M >= kGemmMinRows
+//    the direct types come here too, without the cache. Uncached, each task
+//    dequantizes a few rows into thread-local scratch (bounded) and runs a
+//    small sgemm on them. Never the whole model up front.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/kernels.h"
+#include "quant/dequant_cache.h"
+#include "rlx/error.h"
+#include "rlx/quant.h"
+#include "rlx/thread_pool.h"
+
+namespace rlx::cpu {
+namespace {
+
+using quant::GgmlType;
+using quant::TypeTraits;
+
+struct Problem {
+  const float* x;
+  const uint8_t* w;
+  const float* bias;
+  float* y;
+  int64_t M, N, K;
+  size_t rb;  // weight bytes per row
+};
+
+// Weight rows per tile: ~32 KiB of weight so a tile stays in L1/L2 while the
+// activation rows of a block pass over it.
+int64_t tile_rows(size_t row_bytes) {
+  return std::clamp<int64_t>(int64_t((32 << 10) / std::max<size_t>(row_bytes, 1)), 1, 64);
+}
+
+void direct(const Problem& p, const TypeTraits& tr) {
+  const GgmlType vdt = tr.vec_dot_type;
+  const size_t ab = quant::row_size(vdt, p.K);
+  const uint8_t* act = reinterpret_cast<const uint8_t*>(p.x);
+  std::vector<uint8_t> qa;
+  if (vdt != GgmlType::F32) {
+    qa.resize(size_t(p.M) * ab);
+    parallel_for(p.M, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(p.K, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t m = b; m < e; ++m)
+                     quant::quantize_activations(vdt, p.x + m * p.K, qa.data() + m * ab, p.K);
+                 });
+    act = qa.data();
+  }
+  const int64_t TN = tile_rows(p.rb);
+  const int64_t ntiles = (p.N + TN - 1) / TN;
+  // Enough tasks for the pool from weight tiles alone: keep all M rows in a
+  // task (weights read exactly once); otherwise split M into blocks too.
+  const int64_t want = 8 * int64_t(num_threads());
+  const int64_t MB = ntiles >= want ? p.M : std::max<int64_t>(1, p.M * ntiles / want);
+  const int64_t nmb = (p.M + MB - 1) / MB;
+  const auto dot = tr.vec_dot;
+  // Each task does MB x TN dots of K: a grain of >= ~64K multiply-adds.
+  const int64_t grain =
+      std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, MB * TN * std::max<int64_t>(p.K, 1)));
+  parallel_for(ntiles * nmb, grain, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n0 = (t / nmb) * TN, n1 = std::min(p.N, n0 + TN);
+      const int64_t m0 = (t % nmb) * MB, m1 = std::min(p.M, m0 + MB);
+      for (int64_t m = m0; m < m1; ++m) {
+        const uint8_t* a = act + size_t(m) * ab;
+        float* yr = p.y + m * p.N;
+        for (int64_t n = n0; n < n1; ++n) {
+          const float v = dot(p.w + size_t(n) * p.rb, a, p.K);
+          yr[n] = p.bias ? v + p.bias[n] : v;
+        }
+      }
+    }
+  });
+}
+
+void add_bias(const Problem& p) {
+  if (!p.bias) return;
+  for (int64_t m = 0; m < p.M; ++m)
+    for (int64_t n = 0; n < p.N; ++n) p.y[m * p.N + n] += p.bias[n];
+}
+
+// Activation rows from which dequantize-a-tile + sgemm beats one integer dot
+// per (row, weight row) pair: the dequantization is paid once per tile and
+// sgemm runs near peak, while per-pair dots redo block scale decoding M
+// times (measured on q4_K / q6_K, K = N = 4096: ~2x at M = 64).
+constexpr int64_t kGemmMinRows = 16;
+
+void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>& owner,
+           bool use_cache) {
+  auto fill = [&](float* dst) {
+    parallel_for(p.N, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(p.K, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t n = b; n < e; ++n)
+                     tr.dequantize_row(p.w + size_t(n) * p.rb, dst + n * p.K, p.K);
+                 });
+  };
+  const quant::DequantCache::Key key{p.w, tr.type, p.N, p.K};
+  quant::DequantCache::Floats wf;
+  if (use_cache) wf = quant::dequant_cache().get_or_fill(key, size_t(p.N) * p.rb, owner, fill);
+  if (wf && p.M < kGemmMinRows) {
+    // Few rows: bandwidth-bound GEMV over the cached f32 rows.
+    Problem q = p;
+    q.w = reinterpret_cast<const uint8_t*>(wf->data());
+    q.rb = size_t(p.K) * sizeof(float);
+    direct(q, quant::traits(GgmlType::F32));
+    return;
+  }
+  if (wf) {
+    gemm(false, true, p.M, p.N, p.K, 1.f, p.x, p.K, wf->data(), p.K, 0.f, p.y, p.N);
+    add_bias(p);
+    return;
+  }
+  // Not cacheable: rows dequantized per task into bounded thread-local scratch
+  // (<= 256 KiB of floats per thread, at least one row).
+  const int64_t TN = std::clamp<int64_t>((256 << 10) / (4 * std::max<int64_t>(p.K, 1)), 1, 64);
+  const int64_t ntiles = (p.N + TN - 1) / TN;
+  parallel_for(ntiles, 1, [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> scratch;
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n0 = t * TN, rows = std::min(p.N, n0 + TN) - n0;
+      scratch.resize(size_t(rows * p.K));
+      for (int64_t r = 0; r < rows; ++r)
+        tr.dequantize_row(p.w + size_t(n0 + r) * p.rb, scratch.data() + r * p.K, p.K);
+      gemm_serial(false, true, p.M, rows, p.K, 1.f, p.x, p.K, scratch.data(), p.K, 0.f, p.y + n0,
+                  p.N);
+    }
+  });
+  add_bias(p);
+}
+
+}  // namespace
+
+void dequant_matmul(const KernelCall& c) {
+  const Tensor &x = c.in[0], &w = c.in[1];
+  const std::string scheme = c.node.attrs.s("scheme");
+  const GgmlType type = quant::parse_type_name(scheme);
+  const TypeTraits& tr = quant::traits(type);
+  const int64_t K = c.node.attrs.i("k");
+  RLX_CHECK(x.dtype() == DType::F32 && c.out.dtype() == DType::F32,
+            "dequant_matmul: kernel expects f32 x and output");
+  RLX_CHECK(w.dtype() == DType::U8 && w.dims().size() == 2, "dequant_matmul: w must be u8 2-d");
+  RLX_CHECK(K >= 0 && K % tr.block_size == 0, "dequant_matmul: k = ", K,
+            " is not a multiple of the ", scheme, " block size ", tr.block_size);
+  const size_t rb = quant::row_size(type, K);
+  const int64_t N = w.dims()[0];
+  RLX_CHECK(w.dims()[1] == int64_t(rb), "dequant_matmul: w rows are ", w.dims()[1],
+            " bytes, expected ", rb, " for k = ", K, " ", scheme);
+  RLX_CHECK(!x.dims().empty() && x.dims().back() == K, "dequant_matmul: x last dim != k = ", K);
+  const int64_t M = K ? x.numel() / K : c.out.numel() / std::max<int64_t>(N, 1);
+  const float* bias = nullptr;
+  if (c.in.size() > 2) {
+    RLX_CHECK(c.in[2].dtype() == DType::F32 && c.in[2].numel() == N,
+              "dequant_matmul: bias must be f32 [", N, "]");
+    bias = c.in[2].data<float>();
+  }
+  float* y = c.out.data<float>();
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.f;
+    return;
+  }
+  const Problem p{x.data<float>(), static_cast<const uint8_t*>(w.raw()), bias, y, M, N, K, rb};
+  if (tr.vec_dot && M < kGemmMinRows)
+    direct(p, tr);
+  else  // types with a direct kernel stream tiles instead of filling the cache
+    tiled(p, tr, w.buffer(), /*use_cache=*/!tr.vec_dot);
+}
+
+}  // namespace rlx::cpu
