@@ -32,6 +32,7 @@ const LowerTable& lower_table() {
     register_elementwise(t);
     register_shape(t);
     register_nn(t);
+    register_grad(t);
     return t;
   }();
   return t;
