@@ -33,6 +33,8 @@ const LowerTable& lower_table() {
     register_shape(t);
     register_nn(t);
     register_grad(t);
+    register_indexing(t);
+    register_rope(t);
     return t;
   }();
   return t;
