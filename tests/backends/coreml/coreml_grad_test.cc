@@ -110,6 +110,33 @@ TEST(CoreMLGrad, AllGradOpsLowerAndPassTheChecker) {
   fs::remove_all(dir);
 }
 
+// A symbolic batch (one -1 per reshape) lowers and checks too.
+TEST(CoreMLGrad, SymbolicBatch) {
+  Graph g;
+  Builder b(g);
+  const Shape s({Dim::symbol("n"), Dim(6), Dim(4)}, DType::F32);
+  NodeId x = b.input("x", s), dy = b.input("dy", s);
+  NodeId lg = b.input("logits", Shape({Dim::symbol("n"), Dim(7)}, DType::F32));
+  NodeId lab = b.input("labels", Shape({Dim::symbol("n")}, DType::I64));
+  NodeId dl = b.input("dloss", Shape(Dims{}, DType::F32));
+  for (int64_t o = 0; o <= 2; ++o) {
+    g.add_output("ln" + std::to_string(o), b.op(Op::LayerNormGrad, {x, dy}, {{"output", o}}));
+    g.add_output("gn" + std::to_string(o),
+                 b.op(Op::GroupNormGrad, {x, dy}, {{"output", o}, {"groups", int64_t(3)}}));
+  }
+  g.add_output("rms", b.op(Op::RmsNormGrad, {x, dy}, {{"output", int64_t(1)}}));
+  g.add_output("ce", b.op(Op::SoftmaxCrossEntropy, {lg, lab}));
+  g.add_output("ce_grad", b.op(Op::SoftmaxCrossEntropyGrad, {lg, lab, dl}));
+  const fs::path pkg =
+      fs::temp_directory_path() / ("rlx_coreml_gsym_" + std::to_string(::getpid()) + ".mlpackage");
+  coreml::export_package(g, {}, pkg.string());
+  auto problems = coreml::check_package(pkg.string());
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  EXPECT_TRUE(problems.empty()) << all;
+  fs::remove_all(pkg);
+}
+
 TEST(CoreMLGrad, GroupNormGradNeedsStaticChannels) {
   Graph g;
   Builder b(g);
