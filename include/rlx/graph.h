@@ -32,6 +32,9 @@ int num_ops();
 // Looks an op up by its table name; throws rlx::Error for unknown names.
 Op parse_op(std::string_view name);
 bool is_leaf(Op op);
+// activation_grad's `kind`: the unary activation op it names (relu ... clamp in
+// the op table); throws rlx::Error listing the valid kinds otherwise.
+Op activation_kind(std::string_view kind);
 
 using NodeId = int32_t;
 

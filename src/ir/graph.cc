@@ -30,6 +30,16 @@ Op parse_op(std::string_view name) {
 
 bool is_leaf(Op op) { return op_info(op).max_inputs == 0; }
 
+Op activation_kind(std::string_view kind) {
+  // The unary float activations are one contiguous block of the op table.
+  constexpr auto first = size_t(Op::Relu), last = size_t(Op::Clamp);
+  for (size_t i = first; i <= last; ++i)
+    if (kind == kOps[i].name) return Op(i);
+  std::string valid;
+  for (size_t i = first; i <= last; ++i) valid += std::string(i > first ? ", " : "") + kOps[i].name;
+  throw make_error("activation_grad: unknown kind '", kind, "' (valid: ", valid, ")");
+}
+
 std::string Node::label() const {
   std::string s = "node %" + std::to_string(id) + " (" + op_name(op);
   if (!name.empty()) s += " '" + name + "'";

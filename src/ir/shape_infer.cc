@@ -752,6 +752,89 @@ Shape infer_dequant_matmul(const Node& n, const In& in) {
   return Shape(out, DType::F32);
 }
 
+// ---- gradients
+
+// rms/layer/group_norm_grad (x, dy[, gamma]): dx has x's shape; dgamma/dbeta have the
+// parameter's (trailing `naxes` dims of x, or [C] for group_norm), gamma or not.
+Shape infer_norm_grad(const Node& n, const In& in) {
+  const char* op = op_name(n.op);
+  const Shape &x = *in[0], &dy = *in[1];
+  RLX_CHECK(x.dtype == DType::F32 || x.dtype == DType::F64 || x.dtype == DType::F16 ||
+                x.dtype == DType::BF16,
+            op, ": x must be floating point, got ", x.str());
+  same_dtype(x, dy);
+  RLX_CHECK(x.rank() == dy.rank(), op, ": dy ", dy.str(), " does not match x ", x.str());
+  for (int i = 0; i < x.rank(); ++i)
+    RLX_CHECK(dims_compatible(x.dims[size_t(i)], dy.dims[size_t(i)]), op, ": dy ", dy.str(),
+              " does not match x ", x.str());
+  std::vector<Dim> pdims;
+  if (n.op == Op::GroupNormGrad) {
+    RLX_CHECK(x.rank() >= 2, op, ": x must be [N,C,...], got ", x.str());
+    const int64_t g = n.attrs.i("groups");
+    RLX_CHECK(g >= 1, op, ": groups must be >= 1, got ", g);
+    const Dim& c = x.dims[1];
+    RLX_CHECK(!c.is_static() || c.value % g == 0, op, ": groups=", g, " does not divide ", c.str(),
+              " channels");
+    pdims = {c};
+  } else {
+    const int64_t naxes = n.attrs.i("naxes", 1);
+    RLX_CHECK(naxes >= 1 && naxes <= x.rank(), op, ": naxes=", naxes, " out of range for x ",
+              x.str());
+    pdims.assign(x.dims.end() - naxes, x.dims.end());
+  }
+  if (in.size() > 2) check_param_dims(op, "gamma", x, *in[2], pdims);
+  check_eps(n, op);
+  const int64_t output = n.attrs.i("output", 0), max_out = n.op == Op::RmsNormGrad ? 1 : 2;
+  RLX_CHECK(output >= 0 && output <= max_out, op, ": output must be 0 (dx), 1 (dgamma)",
+            max_out == 2 ? " or 2 (dbeta)" : "", ", got ", output);
+  return output == 0 ? x : Shape(pdims, x.dtype);
+}
+
+Shape infer_activation_grad(const Node& n, const In& in) {
+  activation_kind(n.attrs.s("kind"));  // throws listing the valid kinds
+  const Shape &x = *in[0], &dy = *in[1];
+  same_dtype(x, dy);
+  bool ok = x.rank() == dy.rank();
+  for (int i = 0; ok && i < x.rank(); ++i)
+    ok = dims_compatible(x.dims[size_t(i)], dy.dims[size_t(i)]);
+  RLX_CHECK(ok, "activation_grad: dy ", dy.str(), " does not match x ", x.str());
+  return x;
+}
+
+// Shared checks of softmax_cross_entropy(_grad); returns the reduction.
+std::string check_softmax_ce(const Node& n, const In& in) {
+  const char* op = op_name(n.op);
+  const Shape &logits = *in[0], &labels = *in[1];
+  RLX_CHECK(logits.rank() == 2 && labels.rank() == 1, op,
+            ": expected logits [N, C] and labels [N], got ", logits.str(), ", ", labels.str());
+  check_index_dtype(labels, op);
+  RLX_CHECK(dims_compatible(logits.dims[0], labels.dims[0]), op, ": logits ", logits.str(),
+            " and labels ", labels.str(), " disagree on N");
+  std::string r = n.attrs.s("reduction", "mean");
+  RLX_CHECK(r == "mean" || r == "sum" || r == "none", op, ": unknown reduction '", r,
+            "' (mean, sum, none)");
+  return r;
+}
+
+Shape infer_softmax_ce(const Node& n, const In& in) {
+  const std::string r = check_softmax_ce(n, in);
+  if (r == "none") return Shape(std::vector<Dim>{in[0]->dims[0]}, in[0]->dtype);
+  return Shape(std::vector<Dim>{}, in[0]->dtype);
+}
+
+Shape infer_softmax_ce_grad(const Node& n, const In& in) {
+  const std::string r = check_softmax_ce(n, in);
+  const Shape& dl = *in[2];
+  same_dtype(*in[0], dl);
+  if (r == "none")
+    RLX_CHECK(dl.rank() == 1 && dims_compatible(dl.dims[0], in[0]->dims[0]),
+              "softmax_cross_entropy_grad: dloss must be [N] for reduction 'none', got ", dl.str());
+  else
+    RLX_CHECK(dl.rank() == 0, "softmax_cross_entropy_grad: dloss must be a scalar for reduction '",
+              r, "', got ", dl.str());
+  return *in[0];
+}
+
 }  // namespace
 
 Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs) {

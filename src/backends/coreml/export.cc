@@ -32,6 +32,9 @@ const LowerTable& lower_table() {
     register_elementwise(t);
     register_shape(t);
     register_nn(t);
+    register_grad(t);
+    register_indexing(t);
+    register_rope(t);
     return t;
   }();
   return t;

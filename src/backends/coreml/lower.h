@@ -53,6 +53,9 @@ using LowerTable = std::array<LowerFn, kNumOps>;
 void register_elementwise(LowerTable& t);  // leaves, unary, binary, compare, where, cast
 void register_shape(LowerTable& t);        // reductions, softmax, movement, indexing
 void register_nn(LowerTable& t);           // matmul, conv, pools, norms, attention
+void register_grad(LowerTable& t);         // backward ops (lower_grad.cc)
+void register_indexing(LowerTable& t);     // one_hot, gather_nd, scatters, topk, conv_transpose
+void register_rope(LowerTable& t);         // rope (lower_rope.cc)
 const LowerTable& lower_table();
 
 Type broadcast_type(const Type& a, const Type& b, pb::DataType dt);

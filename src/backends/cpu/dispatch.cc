@@ -76,6 +76,13 @@ KernelEntry kernel_for(Op op) {
     case Op::Resize: return {resize, f32};
     case Op::GridSample: return {grid_sample, f32};
     case Op::DequantMatmul: return {dequant_matmul, f32};
+
+    case Op::RmsNormGrad: return {rms_norm_grad, f32};
+    case Op::LayerNormGrad: return {layer_norm_grad, f32};
+    case Op::GroupNormGrad: return {group_norm_grad, f32};
+    case Op::ActivationGrad: return {activation_grad, f32};
+    case Op::SoftmaxCrossEntropy: return {softmax_cross_entropy, f32};
+    case Op::SoftmaxCrossEntropyGrad: return {softmax_cross_entropy_grad, f32};
   }
   // clang-format on
   return {};

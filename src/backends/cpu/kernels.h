@@ -73,5 +73,12 @@ void grid_sample(const KernelCall& c);
 
 // dequant_matmul.cc
 void dequant_matmul(const KernelCall& c);
+// grad_norm.cc, grad_activation.cc, grad_loss.cc
+void rms_norm_grad(const KernelCall& c);
+void layer_norm_grad(const KernelCall& c);
+void group_norm_grad(const KernelCall& c);
+void activation_grad(const KernelCall& c);
+void softmax_cross_entropy(const KernelCall& c);
+void softmax_cross_entropy_grad(const KernelCall& c);
 
 }  // namespace rlx::cpu

@@ -52,8 +52,8 @@ NodeId WeightBinder::dense(Builder& b, const std::string& name) { return f32_par
 NodeId WeightBinder::linear(Builder& b, NodeId x, const std::string& name) {
   const gguf::TensorInfo& t = info(name);
   if (!keep_quantized(t)) return b.linear(x, f32_param(b, name));
-  // dequant_matmul lands with the quantized kernels; until then, f32.
-  return b.linear(x, f32_param(b, name));
+  return b.op(Op::DequantMatmul, {x, quant_param(b, name)},
+              {{"scheme", std::string(quant::traits(t.type).name)}, {"k", t.ne[0]}});
 }
 
 NodeId WeightBinder::embedding(Builder& b, const std::string& name, NodeId ids) {

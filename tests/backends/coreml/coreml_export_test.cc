@@ -247,29 +247,29 @@ TEST(CoreMLExport, UnsupportedOpsListedTogether) {
   Graph g;
   Builder b(g);
   NodeId x = b.input("x", Shape(Dims{1, 2, 4, 8}, DType::F32));
-  NodeId pos = b.arange(4);
-  NodeId r1 = b.op(Op::Rope, {x, pos});
-  NodeId r2 = b.op(Op::Rope, {r1, pos});
-  NodeId tk = b.op(Op::TopK, {r2}, {{"k", int64_t(2)}});
-  g.add_output("y", tk);
+  NodeId grid = b.input("grid", Shape(Dims{1, 4, 8, 2}, DType::F32));
+  NodeId r1 = b.op(Op::GridSample, {x, grid});
+  NodeId r2 = b.op(Op::GridSample, {r1, grid});
+  NodeId rs = b.op(Op::Resize, {r2}, {{"size", std::vector<int64_t>{8, 16}}});
+  g.add_output("y", rs);
   TmpDir t("unsup");
   const fs::path pkg = t.p / "u.mlpackage";
   auto missing = coreml::unsupported_ops(g);
-  EXPECT_EQ(missing["rope"], 2);
-  EXPECT_EQ(missing["topk"], 1);
+  EXPECT_EQ(missing["grid_sample"], 2);
+  EXPECT_EQ(missing["resize"], 1);
   try {
     coreml::export_package(g, {}, pkg.string());
     FAIL() << "expected an error";
   } catch (const Error& e) {
     std::string msg = e.what();
-    EXPECT_NE(msg.find("rope x2"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("topk x1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("grid_sample x2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("resize x1"), std::string::npos) << msg;
   }
   EXPECT_FALSE(fs::exists(pkg));  // nothing written
   // Coverage is driven by the op table: every op either lowers or is reported.
   auto names = coreml::supported_op_names();
   EXPECT_NE(std::find(names.begin(), names.end(), "layer_norm"), names.end());
-  EXPECT_EQ(std::find(names.begin(), names.end(), "rope"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "grid_sample"), names.end());
 }
 
 TEST(CoreMLExport, ProtocDecodesWithOurSchema) {

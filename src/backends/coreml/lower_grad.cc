@@ -1,0 +1,343 @@
+// Backward ops composed from primitive MIL ops, with the math of the CPU kernels
+// (src/backends/cpu/grad_*.cc): rms/layer/group_norm_grad, activation_grad and
+// softmax_cross_entropy(_grad). MIL cannot raise errors at run time, so an out-of-range label
+// (checked by the CPU kernel) is not detected here; ignore_index rows are masked.
+#include <cmath>
+
+#include "lower.h"
+#include "rlx/error.h"
+
+namespace rlx::coreml {
+namespace {
+
+std::vector<int64_t> trailing_axes(int64_t naxes) {
+  std::vector<int64_t> a;
+  for (int64_t i = naxes; i >= 1; --i) a.push_back(-i);
+  return a;
+}
+
+// The node's declared result, named after the node.
+Val finish(Lowering& L, const Node& n, const Val& v) {
+  return L.b.op("identity", {{"x", v}}, L.type_of(n), L.hint(n));
+}
+
+Val rsqrt(Lowering& L, const Val& x, const std::string& h) {
+  return L.b.op("rsqrt", {{"x", x}, {"epsilon", L.scalar_like(0, x, h + "_e0")}}, x.type, h);
+}
+
+Val select(Lowering& L, const Val& cond, const Val& a, const Val& b, const std::string& h) {
+  Type t = broadcast_type(broadcast_type(a.type, b.type, a.type.dt), cond.type, a.type.dt);
+  return L.b.op("select", {{"cond", cond}, {"a", a}, {"b", b}}, t, h);
+}
+
+// Sums t over the axes not in `keep_from..` (the batch axes); identity when there are none.
+Val sum_leading(Lowering& L, const Val& t, int64_t nlead, const std::string& h) {
+  if (nlead == 0) return t;
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < nlead; ++i) axes.push_back(i);
+  return L.reduce("reduce_sum", t, axes, false, h);
+}
+
+Val lower_rms_norm_grad(Lowering& L, const Node& n) {
+  const Val &x = L.in(n, 0), &dy = L.in(n, 1);
+  const std::string h = L.hint(n);
+  const int64_t naxes = n.attrs.i("naxes", 1);
+  const auto axes = trailing_axes(naxes);
+  Val ms = L.reduce("reduce_mean", L.binary("mul", x, x, h + "_sq"), axes, true, h + "_ms");
+  Val inv = rsqrt(
+      L, L.binary("add", ms, L.scalar_like(n.attrs.f("eps", 1e-5), x, h + "_eps"), h + "_mse"),
+      h + "_inv");
+  if (n.attrs.i("output", 0) == 1)
+    return finish(L, n,
+                  sum_leading(L, L.binary("mul", L.binary("mul", dy, x, h + "_dyx"), inv, h + "_t"),
+                              x.type.rank() - naxes, h + "_dg"));
+  // dx = inv * sy - x * (mean(x * sy) * inv^3)
+  Val sy = n.inputs.size() > 2 ? L.binary("mul", dy, L.in(n, 2), h + "_sy") : dy;
+  Val m = L.reduce("reduce_mean", L.binary("mul", x, sy, h + "_xsy"), axes, true, h + "_m");
+  Val inv3 = L.binary("mul", inv, L.binary("mul", inv, inv, h + "_inv2"), h + "_inv3");
+  Val q = L.binary("mul", m, inv3, h + "_q");
+  return finish(L, n,
+                L.binary("sub", L.binary("mul", inv, sy, h + "_p"),
+                         L.binary("mul", x, q, h + "_xq"), h + "_dx"));
+}
+
+// dx = inv * (sy - mean(sy) - xh * mean(sy * xh)) with the means over `axes` (kept).
+Val ln_dx(Lowering& L, const Val& sy, const Val& xh, const Val& inv,
+          const std::vector<int64_t>& axes, const std::string& h) {
+  Val a = L.reduce("reduce_mean", sy, axes, true, h + "_a");
+  Val bm = L.reduce("reduce_mean", L.binary("mul", sy, xh, h + "_syxh"), axes, true, h + "_b");
+  Val t = L.binary("sub", L.binary("sub", sy, a, h + "_sya"), L.binary("mul", xh, bm, h + "_xhb"),
+                   h + "_t");
+  return L.binary("mul", inv, t, h + "_dx");
+}
+
+// x_hat and inv_std over `axes` (kept), composed like Lowering::normalize.
+std::pair<Val, Val> x_hat(Lowering& L, const Val& x, const std::vector<int64_t>& axes, double eps,
+                          const std::string& h) {
+  Val mean = L.reduce("reduce_mean", x, axes, true, h + "_mean");
+  Val d = L.binary("sub", x, mean, h + "_d");
+  Val var = L.reduce("reduce_mean", L.binary("mul", d, d, h + "_d2"), axes, true, h + "_var");
+  Val inv =
+      rsqrt(L, L.binary("add", var, L.scalar_like(eps, x, h + "_eps"), h + "_ve"), h + "_inv");
+  return {L.binary("mul", d, inv, h + "_xh"), inv};
+}
+
+Val lower_layer_norm_grad(Lowering& L, const Node& n) {
+  const Val &x = L.in(n, 0), &dy = L.in(n, 1);
+  const std::string h = L.hint(n);
+  const int64_t naxes = n.attrs.i("naxes", 1), output = n.attrs.i("output", 0);
+  const auto axes = trailing_axes(naxes);
+  const int64_t nlead = x.type.rank() - naxes;
+  if (output == 2) return finish(L, n, sum_leading(L, dy, nlead, h + "_db"));
+  auto [xh, inv] = x_hat(L, x, axes, n.attrs.f("eps", 1e-5), h);
+  if (output == 1)
+    return finish(L, n, sum_leading(L, L.binary("mul", dy, xh, h + "_dyxh"), nlead, h + "_dg"));
+  Val sy = n.inputs.size() > 2 ? L.binary("mul", dy, L.in(n, 2), h + "_sy") : dy;
+  return finish(L, n, ln_dx(L, sy, xh, inv, axes, h));
+}
+
+// Computed in the [N, G, M] layout (M = C/G * spatial) with last-axis reductions only.
+Val lower_group_norm_grad(Lowering& L, const Node& n) {
+  const Val &x = L.in(n, 0), &dy = L.in(n, 1);
+  const std::string h = L.hint(n);
+  const int64_t g = n.attrs.i("groups"), output = n.attrs.i("output", 0);
+  std::vector<int64_t> rest(x.type.dims.begin() + 1, x.type.dims.end());
+  int64_t m = 1;
+  for (int64_t d : rest) {
+    RLX_CHECK(d >= 0, "coreml: group_norm_grad needs static C and spatial dims");
+    m *= d;
+  }
+  std::vector<int64_t> reduce_axes{0};  // dgamma/dbeta: every axis but C
+  for (int i = 2; i < x.type.rank(); ++i) reduce_axes.push_back(i);
+  if (output == 2) return finish(L, n, L.reduce("reduce_sum", dy, reduce_axes, false, h + "_db"));
+  const int64_t nb = x.type.dims[0] >= 0 ? x.type.dims[0] : -1;
+  std::vector<int64_t> back = x.type.dims;
+  if (back[0] < 0) back[0] = -1;
+  auto [xh, inv] =
+      x_hat(L, L.reshape(x, {nb, g, m / g}, h + "_xg"), {-1}, n.attrs.f("eps", 1e-5), h);
+  if (output == 1) {
+    Val xhb = L.reshape(xh, back, h + "_xhb");
+    return finish(L, n,
+                  L.reduce("reduce_sum", L.binary("mul", dy, xhb, h + "_dyxh"), reduce_axes, false,
+                           h + "_dg"));
+  }
+  Val sy = dy;
+  if (n.inputs.size() > 2) {
+    std::vector<int64_t> s(size_t(x.type.rank()), 1);
+    s[1] = x.type.dims[1];
+    sy = L.binary("mul", dy, L.reshape(L.in(n, 2), s, h + "_g"), h + "_sy");
+  }
+  Val dx = ln_dx(L, L.reshape(sy, {nb, g, m / g}, h + "_syg"), xh, inv, {-1}, h);
+  return finish(L, n, L.reshape(dx, back, h + "_back"));
+}
+
+// f'(x) for activation_grad, composed from MIL primitives (round is handled by the caller).
+Val activation_derivative(Lowering& L, const Node& n, Op kind, const Val& x, const std::string& h) {
+  const Attrs& a = n.attrs;
+  auto k = [&](double v, const char* s) { return L.scalar_like(v, x, h + s); };
+  auto mul = [&](const Val& p, const Val& q, const char* s) {
+    return L.binary("mul", p, q, h + s);
+  };
+  auto add = [&](const Val& p, const Val& q, const char* s) {
+    return L.binary("add", p, q, h + s);
+  };
+  auto sub = [&](const Val& p, const Val& q, const char* s) {
+    return L.binary("sub", p, q, h + s);
+  };
+  auto div = [&](const Val& p, const Val& q, const char* s) {
+    return L.binary("real_div", p, q, h + s);
+  };
+  auto un = [&](const char* t, const Val& p, const char* s) { return L.unary(t, p, h + s); };
+  auto cmp = [&](const char* t, const Val& p, double v, const char* s) {
+    return L.binary(t, p, k(v, s), h + s + "_c");
+  };
+  auto zero = [&] { return k(0, "_zero"); };
+  auto one = [&] { return k(1, "_one"); };
+  switch (kind) {
+    case Op::Relu:
+      return select(L, cmp("greater", x, 0, "_pos"), one(), zero(), h + "_d");
+    case Op::Gelu: {  // Phi(x) + x phi(x)
+      Val cdf =
+          mul(k(0.5, "_half"),
+              add(one(), un("erf", mul(x, k(M_SQRT1_2, "_rs2"), "_xs"), "_erf"), "_1erf"), "_cdf");
+      Val pdf = mul(k(0.3989422804014327, "_ip"),
+                    un("exp", mul(mul(x, x, "_x2"), k(-0.5, "_mh"), "_e"), "_exp"), "_pdf");
+      return add(cdf, mul(x, pdf, "_xpdf"), "_d");
+    }
+    case Op::GeluTanh: {
+      const double kk = 0.79788456080286535588, c3 = 0.044715;
+      Val x2 = mul(x, x, "_x2");
+      Val t =
+          un("tanh",
+             mul(k(kk, "_k"), add(x, mul(k(c3, "_c3"), mul(x2, x, "_x3"), "_cx3"), "_in"), "_u"),
+             "_t");
+      Val left = mul(k(0.5, "_half"), add(one(), t, "_1t"), "_l");
+      Val dt = sub(one(), mul(t, t, "_t2"), "_dt");
+      Val du = mul(k(kk, "_k2"), add(one(), mul(k(3 * c3, "_3c"), x2, "_3cx2"), "_du0"), "_du");
+      return add(left, mul(mul(k(0.5, "_half2"), x, "_hx"), mul(dt, du, "_dtdu"), "_r"), "_d");
+    }
+    case Op::Silu: {
+      Val s = un("sigmoid", x, "_s");
+      return mul(s, add(one(), mul(x, sub(one(), s, "_1s"), "_x1s"), "_f"), "_d");
+    }
+    case Op::Sigmoid: {
+      Val s = un("sigmoid", x, "_s");
+      return mul(s, sub(one(), s, "_1s"), "_d");
+    }
+    case Op::Tanh: {
+      Val t = un("tanh", x, "_t");
+      return sub(one(), mul(t, t, "_t2"), "_d");
+    }
+    case Op::Exp:
+      return un("exp", x, "_d");
+    case Op::Log:
+      return div(one(), x, "_d");
+    case Op::Sqrt:
+      return div(k(0.5, "_half"), un("sqrt", x, "_sqrt"), "_d");
+    case Op::Rsqrt:
+      return div(k(-0.5, "_mh"), mul(x, un("sqrt", x, "_sqrt"), "_xs"), "_d");
+    case Op::Neg:
+      return k(-1, "_d");
+    case Op::Abs:
+      return un("sign", x, "_d");
+    case Op::Sin:
+      return un("cos", x, "_d");
+    case Op::Cos:
+      return mul(k(-1, "_m1"), un("sin", x, "_sin"), "_d");
+    case Op::Tan: {
+      Val t = un("tan", x, "_t");
+      return add(one(), mul(t, t, "_t2"), "_d");
+    }
+    case Op::Atan:
+      return div(one(), add(one(), mul(x, x, "_x2"), "_1x2"), "_d");
+    case Op::Erf:
+      return mul(k(1.1283791670955126, "_2sp"),
+                 un("exp", mul(k(-1, "_m1"), mul(x, x, "_x2"), "_mx2"), "_e"), "_d");
+    case Op::Reciprocal:
+      return div(k(-1, "_m1"), mul(x, x, "_x2"), "_d");
+    case Op::Round:  // straight-through
+      return one();
+    case Op::Floor:
+    case Op::Ceil:
+    case Op::Sign:
+      return zero();
+    case Op::Softplus: {
+      const double beta = a.f("beta", 1.0), thr = a.f("threshold", 20.0);
+      Val bx = mul(x, k(beta, "_beta"), "_bx");
+      return select(L, cmp("greater", bx, thr, "_lin"), one(), un("sigmoid", bx, "_s"), h + "_d");
+    }
+    case Op::Elu:
+      return select(L, cmp("greater", x, 0, "_pos"), one(),
+                    mul(k(a.f("alpha", 1.0), "_alpha"), un("exp", x, "_e"), "_ae"), h + "_d");
+    case Op::LeakyRelu:
+      return select(L, cmp("greater", x, 0, "_pos"), one(), k(a.f("slope", 0.01), "_slope"),
+                    h + "_d");
+    case Op::HardSigmoid: {
+      const double al = a.f("alpha", 1.0 / 6.0), be = a.f("beta", 0.5);
+      Val v = add(mul(x, k(al, "_al"), "_ax"), k(be, "_be"), "_v");
+      Val in =
+          L.binary("logical_and", cmp("greater", v, 0, "_lo"), cmp("less", v, 1, "_hi"), h + "_in");
+      return select(L, in, k(al, "_al2"), zero(), h + "_d");
+    }
+    case Op::HardSwish: {
+      Val mid = add(div(x, k(3, "_3"), "_x3"), k(0.5, "_half"), "_mid");
+      return select(L, cmp("less", x, -3, "_lo"), zero(),
+                    select(L, cmp("less_equal", x, 3, "_hi"), mid, one(), h + "_upper"), h + "_d");
+    }
+    case Op::Mish: {
+      Val t = un("tanh", un("softplus", x, "_sp"), "_t");
+      return add(
+          t, mul(mul(x, un("sigmoid", x, "_s"), "_xs"), sub(one(), mul(t, t, "_t2"), "_dt"), "_r"),
+          "_d");
+    }
+    case Op::Clamp: {
+      const double lo = a.f("min", -INFINITY), hi = a.f("max", INFINITY);
+      const bool has_lo = std::isfinite(lo), has_hi = std::isfinite(hi);
+      if (!has_lo && !has_hi) return one();
+      Val in = has_lo ? cmp("greater_equal", x, lo, "_lo") : cmp("less_equal", x, hi, "_hi");
+      if (has_lo && has_hi)
+        in = L.binary("logical_and", in, cmp("less_equal", x, hi, "_hi"), h + "_in");
+      return select(L, in, one(), zero(), h + "_d");
+    }
+    default:
+      break;
+  }
+  throw make_error("coreml: activation_grad kind '", op_name(kind), "' is not lowered");
+}
+
+Val lower_activation_grad(Lowering& L, const Node& n) {
+  const Val &x = L.in(n, 0), &dy = L.in(n, 1);
+  const Op kind = activation_kind(n.attrs.s("kind"));
+  const std::string h = L.hint(n);
+  if (kind == Op::Round) return finish(L, n, dy);
+  return L.b.op("mul", {{"x", dy}, {"y", activation_derivative(L, n, kind, x, h)}}, L.type_of(n),
+                h);
+}
+
+// Shared part of the loss and its gradient: labels with ignored rows replaced by 0 (so the
+// gather stays in range) and the per-row mask as floats (1 counted, 0 ignored).
+struct CeParts {
+  Val safe, valid;
+};
+
+CeParts ce_parts(Lowering& L, const Node& n) {
+  const Val &logits = L.in(n, 0), &labels = L.in(n, 1);
+  const std::string h = L.hint(n);
+  Val keep = L.binary("not_equal", labels,
+                      L.b.int_scalar(n.attrs.i("ignore_index", -100), h + "_ignore"), h + "_keep");
+  Val safe = select(L, keep, labels, L.b.int_scalar(0, h + "_zero_label"), h + "_safe");
+  return {safe, L.cast(keep, logits.type.dt, h + "_valid")};
+}
+
+Val lower_softmax_ce(Lowering& L, const Node& n) {
+  const Val& logits = L.in(n, 0);
+  const std::string h = L.hint(n), red = n.attrs.s("reduction", "mean");
+  auto [safe, valid] = ce_parts(L, n);
+  Val lse = L.reduce("reduce_log_sum_exp", logits, {-1}, false, h + "_lse");
+  std::vector<std::pair<std::string, Arg>> in{{"x", logits},
+                                              {"indices", L.reshape(safe, {-1, 1}, h + "_idx")},
+                                              {"axis", L.b.int_scalar(-1, h + "_axis")}};
+  if (L.opset() >= 7) in.push_back({"validate_indices", L.b.boolean(false, h + "_vi")});
+  Type pt{logits.type.dt, {logits.type.dims[0], 1}};
+  Val picked = L.reshape(L.b.op("gather_along_axis", in, pt, h + "_picked2"), {-1}, h + "_picked");
+  Val loss = L.binary("mul", L.binary("sub", lse, picked, h + "_nll"), valid, h + "_loss");
+  if (red == "none") return finish(L, n, loss);
+  Val sum = L.reduce("reduce_sum", loss, {0}, false, h + "_sum");
+  if (red == "sum") return finish(L, n, sum);
+  Val count = L.reduce("reduce_sum", valid, {0}, false, h + "_count");
+  return L.b.op("real_div", {{"x", sum}, {"y", count}}, L.type_of(n), h);
+}
+
+// (softmax(logits) - onehot(label)) * w, w = dloss * valid (/ count for mean), as [N, 1].
+Val lower_softmax_ce_grad(Lowering& L, const Node& n) {
+  const Val &logits = L.in(n, 0), &dloss = L.in(n, 2);
+  const std::string h = L.hint(n), red = n.attrs.s("reduction", "mean");
+  const int64_t C = logits.type.dims[1];
+  RLX_CHECK(C >= 0, "coreml: softmax_cross_entropy_grad needs a static class count");
+  auto [safe, valid] = ce_parts(L, n);
+  Val p = L.b.op("softmax", {{"x", logits}, {"axis", L.b.int_scalar(-1, h + "_axis")}}, logits.type,
+                 h + "_p");
+  Tensor range({C}, DType::I32);
+  for (int64_t j = 0; j < C; ++j) range.data<int32_t>()[j] = int32_t(j);
+  Val hot = L.binary("equal", L.reshape(safe, {-1, 1}, h + "_lab"),
+                     L.b.constant(range, pb::INT32, h + "_range"), h + "_hot");
+  Val diff = L.binary("sub", p, L.cast(hot, logits.type.dt, h + "_onehot"), h + "_diff");
+  Val w = L.binary("mul", valid, dloss, h + "_w0");
+  if (red == "mean")
+    w = L.binary("real_div", w, L.reduce("reduce_sum", valid, {0}, false, h + "_count"), h + "_w1");
+  return L.b.op("mul", {{"x", diff}, {"y", L.reshape(w, {-1, 1}, h + "_w")}}, L.type_of(n), h);
+}
+
+}  // namespace
+
+void register_grad(LowerTable& t) {
+  auto set = [&](Op op, LowerFn f) { t[size_t(op)] = f; };
+  set(Op::RmsNormGrad, lower_rms_norm_grad);
+  set(Op::LayerNormGrad, lower_layer_norm_grad);
+  set(Op::GroupNormGrad, lower_group_norm_grad);
+  set(Op::ActivationGrad, lower_activation_grad);
+  set(Op::SoftmaxCrossEntropy, lower_softmax_ce);
+  set(Op::SoftmaxCrossEntropyGrad, lower_softmax_ce_grad);
+}
+
+}  // namespace rlx::coreml
