@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   rlx::cli::add_inspect_command(app);
   rlx::cli::add_verify_command(app);
   rlx::cli::add_compile_command(app);
+  rlx::cli::add_coreml_run_command(app);
   rlx::cli::add_version_command(app);
   try {
     app.parse(argc, argv);
