@@ -182,6 +182,7 @@ TEST(MilInterpModels, TorchExports) {
       continue;
     }
     check(nm, n, false, 0.9999);
+    check(nm, n, true, 0.999);
   }
 }
 

@@ -415,15 +415,16 @@ TEST_P(MilInterpOp, MatchesCpu) {
   const OpCase& oc = GetParam();
   Built bt = build(oc);
   TensorMap want = testing::run_graph(bt.g, bt.inputs, bt.weights, 0);
-  for (bool fp16 : {false, true}) {
-    if (fp16 && oc.tol16 < 0) continue;
-    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
-    const double tol = fp16 ? oc.tol16 : oc.tol32;
-    TensorMap got =
-        coreml_test::export_and_interpret(bt.g, bt.weights, bt.inputs, {oc.opset, fp16});
-    ASSERT_EQ(got.count("y"), 1u);
-    EXPECT_TRUE(testing::all_close(as_f64(got.at("y")), as_f64(want.at("y")), tol, tol));
-  }
+  // The case's opset plus CoreML5 (no gather batch_dims) and CoreML7 (validate_indices).
+  for (int opset : std::set<int>{oc.opset, 5, 7})
+    for (bool fp16 : {false, true}) {
+      if (fp16 && oc.tol16 < 0) continue;
+      SCOPED_TRACE(std::string(fp16 ? "fp16 " : "fp32 ") + coreml::opset_name(opset));
+      const double tol = fp16 ? oc.tol16 : oc.tol32;
+      TensorMap got = coreml_test::export_and_interpret(bt.g, bt.weights, bt.inputs, {opset, fp16});
+      ASSERT_EQ(got.count("y"), 1u);
+      EXPECT_TRUE(testing::all_close(as_f64(got.at("y")), as_f64(want.at("y")), tol, tol));
+    }
 }
 
 std::string case_name(const ::testing::TestParamInfo<OpCase>& i) { return i.param.name; }

@@ -183,6 +183,19 @@ TEST(MilInterpHostile, ProgramProblems) {
                              ->add_values(5);
                    }),
                    "immediate values");
+  // A const declaring an enormous shape fails before allocating anything.
+  EXPECT_ERROR_HAS(with_model([](spec::Model& m) {
+                     for (auto& op : Pkg::ops(m))
+                       if (op.type() == "const") {
+                         auto* tt = op.mutable_outputs(0)->mutable_type()->mutable_tensortype();
+                         tt->clear_dimensions();
+                         for (int k = 0; k < 3; ++k)
+                           tt->add_dimensions()->mutable_constant()->set_size(uint64_t(1) << 40);
+                         tt->set_rank(3);
+                         break;
+                       }
+                   }),
+                   "larger than");
   EXPECT_ERROR_HAS(with_model([](spec::Model& m) {
                      auto& fns = *m.mutable_mlprogram()->mutable_functions();
                      fns["other"] = fns["main"];

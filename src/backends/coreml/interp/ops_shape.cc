@@ -12,8 +12,7 @@ namespace {
 // Calls fn(idx) for every multi-index of `dims` in row-major order.
 template <typename F>
 void for_each_index(const std::vector<int64_t>& dims, F&& fn) {
-  int64_t total = 1;
-  for (int64_t d : dims) total *= d;
+  const int64_t total = checked_numel(dims);
   std::vector<int64_t> idx(dims.size(), 0);
   for (int64_t e = 0; e < total; ++e) {
     fn(idx);

@@ -121,7 +121,7 @@ Value decode_value(const Package& p, const pb::Value& v, const Type& t, const st
   Value r;
   r.dt = t.dt;
   r.dims = t.dims;
-  const size_t n = size_t(r.numel());
+  const size_t n = size_t(checked_numel(r.dims));
   if (t.dt == pb::STRING)
     r.s.resize(n);
   else if (is_float_dt(t.dt))

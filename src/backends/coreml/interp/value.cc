@@ -12,13 +12,24 @@ int64_t Value::numel() const {
   return n;
 }
 
+int64_t checked_numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    RLX_CHECK(d >= 0 && (d == 0 || n <= kMaxElements / d), "mil interp: tensor of dims ",
+              type_str(Type{pb::FLOAT32, dims}), " is negative or larger than ", kMaxElements,
+              " elements");
+    n *= d;
+  }
+  return n;
+}
+
 std::string Value::str() const { return type_str(Type{dt, dims}); }
 
 Value Value::floats(std::vector<int64_t> dims, pb::DataType dt) {
   Value v;
   v.dt = dt;
   v.dims = std::move(dims);
-  v.f.assign(size_t(v.numel()), 0.0f);
+  v.f.assign(size_t(checked_numel(v.dims)), 0.0f);
   return v;
 }
 
@@ -26,7 +37,7 @@ Value Value::ints(std::vector<int64_t> dims, pb::DataType dt) {
   Value v;
   v.dt = dt;
   v.dims = std::move(dims);
-  v.i.assign(size_t(v.numel()), 0);
+  v.i.assign(size_t(checked_numel(v.dims)), 0);
   return v;
 }
 

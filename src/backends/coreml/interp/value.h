@@ -34,6 +34,11 @@ struct Value {
   static Value ints(std::vector<int64_t> dims, pb::DataType dt = pb::INT32);
 };
 
+// Largest tensor the interpreter materializes (hostile shapes fail, not OOM).
+inline constexpr int64_t kMaxElements = int64_t(1) << 31;
+// Product of `dims`; throws for negative dims or more than kMaxElements.
+int64_t checked_numel(const std::vector<int64_t>& dims);
+
 bool is_float_dt(pb::DataType dt);
 bool is_int_dt(pb::DataType dt);
 // Converts `v` to `dt` (float->int truncates toward zero, ->bool is != 0,
