@@ -16,6 +16,7 @@ void add_compile_command(CLI::App& app);  // compile + coreml-check
 void add_gguf_tool_commands(CLI::App& app);  // convert + quantize
 void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_coreml_run_command(CLI::App& app);
 
 // "logits  [1,10] f32  min -1.2 max 3.4 mean 0.1  [0.12, -0.5, ...]"
 std::string tensor_summary(const std::string& name, const Tensor& t);

@@ -107,9 +107,14 @@ Val lower_slice(Lowering& L, const Node& n) {
   end = step > 0 ? norm(end, 0, d) : norm(end, -1, d - 1);
   std::vector<int64_t> begin(size_t(r), 0), stop(size_t(r), 0), stride(size_t(r), 1);
   std::vector<int64_t> bmask(size_t(r), 1), emask(size_t(r), 1);
-  begin[size_t(ax)] = start, stop[size_t(ax)] = end, stride[size_t(ax)] = step;
-  bmask[size_t(ax)] = start < 0;  // empty negative-step slice
-  emask[size_t(ax)] = end < 0;    // negative step running past index 0
+  // MIL reads indices like Python (a negative begin/end counts from the end), so
+  // an empty slice is written as [0:0:1]: a negative-step begin of -1 would
+  // mean the last element, and a begin mask the whole axis.
+  const bool empty = step > 0 ? end <= start : end >= start;
+  if (empty) start = end = 0;
+  begin[size_t(ax)] = start, stop[size_t(ax)] = end, stride[size_t(ax)] = empty ? 1 : step;
+  bmask[size_t(ax)] = 0;
+  emask[size_t(ax)] = end < 0;  // negative step running past index 0
   const std::string h = L.hint(n);
   auto bools = [&](const std::vector<int64_t>& v, const char* s) {
     Tensor t({int64_t(v.size())}, DType::Bool);
