@@ -1,6 +1,7 @@
 // Random-weight llama-family GGUF files for tests, and an independent scalar
 // forward pass (plain loops in double, no rlx kernels) to check them against.
 #pragma once
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,8 @@ struct TinyLlm {
   // scalar code.
   std::vector<std::vector<double>> reference_logits(const std::vector<int32_t>& tokens) const;
 };
+
+// gtest names parameters with this instead of a byte dump.
+inline void PrintTo(const TinyLlm& m, std::ostream* os) { *os << m.arch; }
 
 }  // namespace rlx::testing
