@@ -10,7 +10,8 @@ says so and the script still runs end to end.
   cmake -S bench/llama_peer -B build-peer -G Ninja && ninja -C build-peer
   scripts/llm_parity.py --rlx build/rlx --peer build-peer/llama_peer
 
-For each model (tiny llama / qwen2 / qwen3 x f32, f16, q8_0, q4_0): tokenize
+For each model (tiny llama / qwen2 / qwen3 x f32, f16, q8_0, q4_0, and
+q4_K / q5_K / q6_K quantized by `rlx quantize` from a wider f32 model): tokenize
 the prompt with llama_peer, let llama.cpp generate --n-gen greedy tokens, then
 run both engines once on prompt + continuation (teacher forcing) and compare
 all logits (max abs diff, min cosine over positions) and whether rlx's argmax
@@ -39,9 +40,17 @@ MODELS = {
     "qwen3": ("qwen3", "qwen2", ["--kv-heads", "2"]),
 }
 # Tolerances on logits of std ~2. f32: both sides f32 (KV cache f32 in the
-# peer); f16: ggml rounds activations to f16 for f16 matmuls; q8_0/q4_0:
-# ggml quantizes activations to q8_0 in its dot products, rlx may not.
-TOL = {"f32": (2e-3, 0.99999), "f16": (5e-2, 0.9999), "q8_0": (1e-1, 0.999), "q4_0": (1.5e-1, 0.998)}
+# peer); f16: ggml rounds activations to f16 for f16 matmuls, rlx keeps f32.
+# Quantized types: ggml quantizes every activation row to 8 bits (relative
+# error ~1/254 per element) before its dot products; rlx does the same in
+# decode (M < 16 rows) but multiplies f32 activations with dequantized weight
+# tiles in prefill, which is closer to the dequantized model. The difference
+# is ggml's activation rounding, ~0.05-0.15 on these logits (--f32-prefill);
+# by default the script sets RLX_GGML_NUMERICS=1 so rlx rounds like ggml.
+TOL = {"f32": (2e-3, 0.99999), "f16": (5e-2, 0.9999)}
+TOL.update({q: (1.5e-1, 0.9999) for q in ("q8_0", "q4_0", "q4_K", "q5_K", "q6_K")})
+# K-quants need rows of 256: those models are wider and quantized by rlx.
+K_QUANTS = ("q4_K", "q5_K", "q6_K")
 
 
 def read_logits(path):
@@ -65,10 +74,16 @@ def run(cmd, timeout=600):
     return r.stdout
 
 
-def make_model(out, arch, vocab, dtype, extra, seed):
-    if not os.path.exists(out):
-        run([sys.executable, os.path.join(HERE, "make_test_llm.py"), "--arch", arch, "--vocab", vocab, "--layers", "2",
-             "--dim", "64", "--heads", "4", "--ff", "128", "--dtype", dtype, "--seed", str(seed), "-o", out] + extra)
+def make_model(out, arch, vocab, dtype, extra, seed, rlx):
+    if os.path.exists(out):
+        return out
+    wide = dtype in K_QUANTS
+    src = out[:-5] + "-src.gguf" if wide else out
+    run([sys.executable, os.path.join(HERE, "make_test_llm.py"), "--arch", arch, "--vocab", vocab, "--layers", "2",
+         "--dim", "256" if wide else "64", "--heads", "4", "--ff", "512" if wide else "128",
+         "--dtype", "f32" if wide else dtype, "--seed", str(seed), "-o", src] + extra)
+    if wide:
+        run([rlx, "quantize", src, out, "--type", dtype])
     return out
 
 
@@ -105,12 +120,14 @@ def main():
     p.add_argument("--peer", default=default_peer())
     p.add_argument("--workdir", default="/tmp/rlx-llm-parity")
     p.add_argument("--models", default=",".join(MODELS))
-    p.add_argument("--dtypes", default="f32,f16,q8_0,q4_0")
+    p.add_argument("--dtypes", default="f32,f16,q8_0,q4_0,q4_K,q5_K,q6_K")
     p.add_argument("--prompt", default="The quick brown fox jumps over the lazy dog. Once upon a time")
     p.add_argument("--n-gen", type=int, default=16)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", action="store_true", help="re-create the models")
+    p.add_argument("--f32-prefill", action="store_true",
+                   help="rlx's default prefill numerics (f32 activations) instead of RLX_GGML_NUMERICS=1")
     a = p.parse_args()
 
     if not (os.path.isfile(a.peer) and os.access(a.peer, os.X_OK)):
@@ -120,13 +137,15 @@ def main():
         shutil.rmtree(a.workdir)
     os.makedirs(a.workdir, exist_ok=True)
     th = ["--threads", str(a.threads)]
+    if not a.f32_prefill:
+        os.environ["RLX_GGML_NUMERICS"] = "1"
 
     rows, failed = [], False
     for name in a.models.split(","):
         arch, vocab, extra = MODELS[name]
         for dtype in a.dtypes.split(","):
             tag = f"{name}-{dtype}"
-            model = make_model(os.path.join(a.workdir, f"{tag}.gguf"), arch, vocab, dtype, extra, a.seed)
+            model = make_model(os.path.join(a.workdir, f"{tag}.gguf"), arch, vocab, dtype, extra, a.seed, a.rlx)
             toks = run([a.peer, "tokenize", model, "-p", a.prompt]).split()
             gen = [int(t) for t in run([a.peer, "generate", model, "--tokens", " ".join(toks), "-n",
                                         str(a.n_gen)] + th).split()]

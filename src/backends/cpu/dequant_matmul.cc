@@ -15,6 +15,7 @@
 //    dequantizes a few rows into thread-local scratch (bounded) and runs a
 //    small sgemm on them. Never the whole model up front.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -175,7 +176,13 @@ void dequant_matmul(const KernelCall& c) {
     return;
   }
   const Problem p{x.data<float>(), static_cast<const uint8_t*>(w.raw()), bias, y, M, N, K, rb};
-  if (tr.vec_dot && M < kGemmMinRows)
+  // RLX_GGML_NUMERICS=1 quantizes activations at every M, as ggml does, so
+  // logits can be compared with llama.cpp's rounding for rounding.
+  static const bool ggml_numerics = [] {
+    const char* v = std::getenv("RLX_GGML_NUMERICS");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  if (tr.vec_dot && (M < kGemmMinRows || ggml_numerics))
     direct(p, tr);
   else  // types with a direct kernel stream tiles instead of filling the cache
     tiled(p, tr, w.buffer(), /*use_cache=*/!tr.vec_dot);
