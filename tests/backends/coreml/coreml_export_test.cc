@@ -256,16 +256,29 @@ TEST(CoreMLExport, UnsupportedOpsListedTogether) {
   const fs::path pkg = t.p / "u.mlpackage";
   auto missing = coreml::unsupported_ops(g);
   EXPECT_EQ(missing["grid_sample"], 2);
-  EXPECT_EQ(missing["resize"], 1);
+  EXPECT_EQ(missing.count("resize"), 0u);  // resize lowers (nearest here)
   try {
     coreml::export_package(g, {}, pkg.string());
     FAIL() << "expected an error";
   } catch (const Error& e) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("grid_sample x2"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("resize x1"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("resize"), std::string::npos) << msg;
   }
   EXPECT_FALSE(fs::exists(pkg));  // nothing written
+  // Resize modes without a MIL op fail at lowering, naming the node and the mode.
+  Graph g2;
+  Builder b2(g2);
+  NodeId x2 = b2.input("x", Shape(Dims{1, 2, 4, 8}, DType::F32));
+  g2.add_output("y",
+                b2.op(Op::Resize, {x2},
+                      {{"size", std::vector<int64_t>{8, 16}}, {"mode", std::string("bicubic")}}));
+  try {
+    coreml::export_package(g2, {}, pkg.string());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("resize mode 'bicubic'"), std::string::npos) << e.what();
+  }
   // Coverage is driven by the op table: every op either lowers or is reported.
   auto names = coreml::supported_op_names();
   EXPECT_NE(std::find(names.begin(), names.end(), "layer_norm"), names.end());
