@@ -303,6 +303,17 @@ void resample_cases(std::vector<OpCase>& c) {
   resize("resize_bilinear_down", {2, 1, 9, 8}, {4, 3}, {{"mode", bil}});
   resize("resize_bilinear_scales", {1, 1, 4, 4}, {10, 6},
          {{"mode", bil}, {"scales", std::vector<double>{2.5, 1.5}}});
+  // grid_sample: grid in [-1.2, 1.2] so some taps fall outside (zeros padding masks them)
+  auto gs = [&](const std::string& n, Attrs a) {
+    c.push_back({n, Op::GridSample, {f({2, 3, 5, 6}), f({2, 4, 7, 2}, -1.2, 1.2)}, a, 1e-5, 1e-2});
+  };
+  gs("grid_sample", {});
+  gs("grid_sample_align", {{"align_corners", int64_t(1)}});
+  gs("grid_sample_border", {{"padding", std::string("border")}});
+  gs("grid_sample_nearest", {{"mode", std::string("nearest")}});
+  gs("grid_sample_nearest_border_align", {{"mode", std::string("nearest")},
+                                          {"padding", std::string("border")},
+                                          {"align_corners", int64_t(1)}});
   // dequant_matmul: the CPU kernel quantizes the activations to the scheme's vec_dot type
   // (q8_0 / q8_K: ~1/254 relative per element) while CoreML multiplies by the dequantized
   // weight in float, so quantized schemes compare at 3e-2 (0.1 for q4_K: K = 256 gives outputs
