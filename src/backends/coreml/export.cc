@@ -35,6 +35,7 @@ const LowerTable& lower_table() {
     register_grad(t);
     register_indexing(t);
     register_rope(t);
+    register_resample(t);
     return t;
   }();
   return t;

@@ -56,6 +56,9 @@ void register_nn(LowerTable& t);           // matmul, conv, pools, norms, attent
 void register_grad(LowerTable& t);         // backward ops (lower_grad.cc)
 void register_indexing(LowerTable& t);     // one_hot, gather_nd, scatters, topk, conv_transpose
 void register_rope(LowerTable& t);         // rope (lower_rope.cc)
+void register_resample(LowerTable& t);     // resize, grid_sample, dequant_matmul/embedding
+// True when node `id` feeds only dequant ops as their quantized weight (it then needs no const).
+bool only_dequant_uses(const Graph& g, NodeId id);
 const LowerTable& lower_table();
 
 Type broadcast_type(const Type& a, const Type& b, pb::DataType dt);

@@ -11,6 +11,8 @@ namespace {
 Val lower_param(Lowering& L, const Node& n) {
   auto it = L.weights.find(n.name);
   RLX_CHECK(it != L.weights.end(), "coreml: no weight bound to param '", n.name, "'");
+  // Quantized bytes read by dequant ops are dequantized there; no u8 const is emitted.
+  if (it->second.dtype() == DType::U8 && only_dequant_uses(L.g, n.id)) return Val{};
   return L.b.constant(it->second, L.dtype(it->second.dtype()), n.name);
 }
 

@@ -187,11 +187,34 @@ Val mask_bias(Lowering& L, const Node& n, int64_t sq, int64_t sk, pb::DataType d
   return L.b.constant(t, dt, L.hint(n) + "_mask");
 }
 
+// Grouped key/value heads [B, Hkv, S, D] repeated to [B, H, S, D]: query head i reads kv head
+// i / (H / Hkv), as the CPU kernel (expand_dims + tile + reshape).
+Val repeat_kv(Lowering& L, const Val& kv, int64_t heads, const std::string& h) {
+  const int64_t hkv = kv.type.dims[1], g = heads / hkv;
+  Type e = kv.type;
+  e.dims.insert(e.dims.begin() + 2, 1);
+  Val x = L.b.op("expand_dims", {{"x", kv}, {"axes", L.b.ints({2}, h + "_axes")}}, e, h + "_e");
+  Type t = e;
+  t.dims[2] = g;
+  x = L.b.op("tile", {{"x", x}, {"reps", L.b.ints({1, 1, g, 1, 1}, h + "_reps")}}, t, h + "_t");
+  std::vector<int64_t> shape{kv.type.dims[0], heads, kv.type.dims[2], kv.type.dims[3]};
+  int unknown = 0;
+  for (auto& d : shape) unknown += d < 0 ? (d = -1, 1) : 0;
+  RLX_CHECK(unknown <= 1, "coreml: grouped attention needs a static batch or length");
+  return L.reshape(x, shape, h);
+}
+
 Val lower_attention(Lowering& L, const Node& n) {
-  const Val &q = L.in(n, 0), &k = L.in(n, 1), &v = L.in(n, 2);
+  const Val& q = L.in(n, 0);
+  Val k = L.in(n, 1), v = L.in(n, 2);
   const std::string h = L.hint(n), mask = n.attrs.s("mask", "none");
-  RLX_CHECK(q.type.dims[1] == k.type.dims[1] && q.type.dims[1] >= 0,
-            "coreml: attention with grouped key heads is not lowered yet");
+  const int64_t hq = q.type.dims[1], hk = k.type.dims[1];
+  RLX_CHECK(hq >= 0 && hk > 0 && hq % hk == 0 && v.type.dims[1] == hk,
+            "coreml: attention needs static head counts with query heads a multiple of key heads");
+  if (hq != hk) {
+    k = repeat_kv(L, k, hq, h + "_k");
+    v = repeat_kv(L, v, hq, h + "_v");
+  }
   const int64_t d = q.type.dims[3], sq = q.type.dims[2], sk = k.type.dims[2];
   RLX_CHECK(d > 0, "coreml: attention needs a static head dim");
   const bool banded = mask == "causal" || mask == "sliding";

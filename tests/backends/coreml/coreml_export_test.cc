@@ -243,33 +243,40 @@ TEST(CoreMLExport, CheckerReportsCorruption) {
   EXPECT_FALSE(problems.empty());
 }
 
-TEST(CoreMLExport, UnsupportedOpsListedTogether) {
+// Every op in the table lowers now (unsupported_ops would list the rest together); attribute
+// combinations without a MIL form fail at lowering, naming the node and what is missing, and
+// nothing is written.
+TEST(CoreMLExport, EveryOpLowersAndUnloweredModesFailClearly) {
+  auto names = coreml::supported_op_names();
+  for (int i = 0; i < num_ops(); ++i)
+    EXPECT_NE(std::find(names.begin(), names.end(), op_name(Op(i))), names.end()) << op_name(Op(i));
   Graph g;
   Builder b(g);
   NodeId x = b.input("x", Shape(Dims{1, 2, 4, 8}, DType::F32));
   NodeId grid = b.input("grid", Shape(Dims{1, 4, 8, 2}, DType::F32));
   NodeId r1 = b.op(Op::GridSample, {x, grid});
-  NodeId r2 = b.op(Op::GridSample, {r1, grid});
-  NodeId rs = b.op(Op::Resize, {r2}, {{"size", std::vector<int64_t>{8, 16}}});
-  g.add_output("y", rs);
+  NodeId r2 = b.op(Op::GridSample, {r1, grid}, {{"padding", std::string("reflection")}});
+  g.add_output("y", b.op(Op::Resize, {r2}, {{"size", std::vector<int64_t>{8, 16}}}));
+  EXPECT_TRUE(coreml::unsupported_ops(g).empty());
   TmpDir t("unsup");
   const fs::path pkg = t.p / "u.mlpackage";
-  auto missing = coreml::unsupported_ops(g);
-  EXPECT_EQ(missing["grid_sample"], 2);
-  EXPECT_EQ(missing["resize"], 1);
-  try {
-    coreml::export_package(g, {}, pkg.string());
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find("grid_sample x2"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("resize x1"), std::string::npos) << msg;
-  }
-  EXPECT_FALSE(fs::exists(pkg));  // nothing written
-  // Coverage is driven by the op table: every op either lowers or is reported.
-  auto names = coreml::supported_op_names();
-  EXPECT_NE(std::find(names.begin(), names.end(), "layer_norm"), names.end());
-  EXPECT_EQ(std::find(names.begin(), names.end(), "grid_sample"), names.end());
+  auto expect_error = [&](const Graph& gr, const std::string& what) {
+    try {
+      coreml::export_package(gr, {}, pkg.string());
+      ADD_FAILURE() << "expected an error mentioning " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(pkg));  // nothing written
+  };
+  expect_error(g, "grid_sample padding 'reflection'");
+  Graph g2;
+  Builder b2(g2);
+  NodeId x2 = b2.input("x", Shape(Dims{1, 2, 4, 8}, DType::F32));
+  g2.add_output("y",
+                b2.op(Op::Resize, {x2},
+                      {{"size", std::vector<int64_t>{8, 16}}, {"mode", std::string("bicubic")}}));
+  expect_error(g2, "resize mode 'bicubic'");
 }
 
 TEST(CoreMLExport, ProtocDecodesWithOurSchema) {

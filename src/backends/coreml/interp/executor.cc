@@ -15,6 +15,7 @@ const OpTable& op_table() {
     register_elementwise(t);
     register_shape(t);
     register_nn(t);
+    register_indexing(t);
     return t;
   }();
   return t;

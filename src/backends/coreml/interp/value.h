@@ -80,6 +80,7 @@ using OpTable = std::map<std::string, OpFn>;
 void register_elementwise(OpTable& t);
 void register_shape(OpTable& t);
 void register_nn(OpTable& t);
+void register_indexing(OpTable& t);  // gather_nd, scatters, argsort, conv_transpose, resize
 const OpTable& op_table();
 
 // Broadcast result dims of a and b (numpy rules); throws via ctx on mismatch.
