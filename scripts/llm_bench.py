@@ -35,7 +35,7 @@ DEFAULT_RLX_CMD = ('{rlx} generate {model} --tokens "{tokens}" -n {decode} --tem
 
 
 def run(cmd, shell=False, timeout=1800):
-    r = subprocess.run(cmd, capture_output=True, text=True, shell=shell, timeout=timeout)
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", shell=shell, timeout=timeout)
     if r.returncode != 0:
         tail = (r.stderr.strip() or r.stdout.strip()).splitlines()
         raise RuntimeError(f"exit {r.returncode}: {tail[-1] if tail else ''}")

@@ -67,7 +67,7 @@ def read_logits(path):
 
 
 def run(cmd, timeout=600):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
     if r.returncode != 0:
         tail = (r.stderr.strip() or r.stdout.strip()).splitlines()
         raise RuntimeError(f"exit {r.returncode}: {tail[-1] if tail else ''}")

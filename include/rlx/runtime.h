@@ -60,7 +60,7 @@ class Session {
 
  private:
   Tensor output_buffer(const Node& n, const Dims& dims);
-  std::vector<Tensor> out_cache_;  // per graph-output node
+  std::vector<std::vector<std::shared_ptr<Buffer>>> out_cache_;  // per graph-output node
   std::shared_ptr<const Executable> exe_;
   std::shared_ptr<Buffer> arena_;
   size_t arena_bytes_ = 0;

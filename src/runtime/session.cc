@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <set>
 
 #include "rlx/error.h"
@@ -7,13 +8,29 @@
 namespace rlx {
 
 Tensor Session::output_buffer(const Node& n, const Dims& dims) {
-  // Reuse last run's output tensor when the caller has dropped it (we hold
-  // the only reference): fresh pages cost more than most kernels.
+  // Reuse an earlier run's output buffer once the caller has dropped it (we
+  // hold the only reference): fresh pages cost more than most kernels. Two
+  // slots per output, so a caller that feeds each output back as the next
+  // input (a KV cache) still alternates between two warm buffers; outputs
+  // with symbolic dims get headroom so a growing length reuses them too.
   if (out_cache_.size() < exe_->graph_.size()) out_cache_.resize(exe_->graph_.size());
-  Tensor& cached = out_cache_[size_t(n.id)];
-  if (!cached.defined() || cached.buffer().use_count() != 1 || cached.dims() != dims)
-    cached = Tensor::uninitialized(dims, n.shape.dtype);
-  return cached;
+  auto& slots = out_cache_[size_t(n.id)];
+  int64_t numel = 1;
+  for (int64_t d : dims) numel *= d;
+  const size_t bytes = size_t(numel) * dtype_size(n.shape.dtype);
+  std::shared_ptr<Buffer>* spare = nullptr;
+  for (auto& b : slots) {
+    if (b.use_count() != 1) continue;
+    if (b->size() >= bytes) return Tensor(b, 0, dims, n.shape.dtype);
+    spare = &b;
+  }
+  const bool grows = !n.shape.is_static();
+  auto fresh = make_aligned_buffer(std::max<size_t>(grows ? bytes + bytes / 2 : bytes, 1), false);
+  if (spare)
+    *spare = fresh;
+  else if (slots.size() < 2)
+    slots.push_back(fresh);
+  return Tensor(fresh, 0, dims, n.shape.dtype);
 }
 
 TensorMap Session::run(const TensorMap& inputs) {
@@ -30,8 +47,10 @@ TensorMap Session::run(const TensorMap& inputs) {
     input_dims[name] = t.dims();
   }
   auto plan = exe_->plan_for(input_dims);
+  // Grow with headroom and without zeroing: decoding plans a slightly larger
+  // arena at every step.
   if (!arena_ || arena_->size() < plan->arena_bytes)
-    arena_ = make_aligned_buffer(plan->arena_bytes);
+    arena_ = make_aligned_buffer(plan->arena_bytes + plan->arena_bytes / 2, false);
   arena_bytes_ = plan->arena_bytes;
 
   std::vector<Tensor> values(g.size());

@@ -20,8 +20,9 @@ const gguf::TensorInfo& WeightBinder::info(const std::string& name) const {
 }
 
 bool WeightBinder::keep_quantized(const gguf::TensorInfo& t) const {
-  // F32 matrices go to the BLAS matmul on the mapped bytes.
-  return mode_ == Weights::Quantized && t.ne.size() == 2 && t.type != quant::GgmlType::F32;
+  // F32 matrices too: dequant_matmul reads them in place from the mapping,
+  // where a BLAS matmul would fold a transposed copy of every weight.
+  return mode_ == Weights::Quantized && t.ne.size() == 2;
 }
 
 NodeId WeightBinder::f32_param(Builder& b, const std::string& name) {
