@@ -31,7 +31,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-DEFAULT_RLX_CMD = ('{rlx} generate {model} --tokens "{tokens}" -n {decode} --temp 0 --threads {threads}')
+DEFAULT_RLX_CMD = ('{rlx} generate {model} --tokens "{tokens}" -n {decode} --temp 0 --threads {threads} --ignore-eos --warmup')
 
 
 def run(cmd, shell=False, timeout=1800):

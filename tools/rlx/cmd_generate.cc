@@ -15,7 +15,7 @@ struct GenerateOptions {
   std::string model, prompt, tokens;
   int n_predict = 64;
   int threads = 0;
-  bool dequantize = false, ignore_eos = false, no_bos = false;
+  bool dequantize = false, ignore_eos = false, no_bos = false, warmup = false;
   llm::SamplerOptions sampling;
 };
 
@@ -43,6 +43,11 @@ void generate(const GenerateOptions &o) {
   for (int32_t id : ids)
     std::fputs(tok.token_to_piece(id, false).c_str(), stdout);
   std::fflush(stdout);
+  if (o.warmup) {  // touch the mapped weights and plan the shapes once, untimed
+    session.feed(ids);
+    session.feed(std::span(ids).first(1));
+    session.reset();
+  }
   auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits = session.feed(ids);
   const double prefill_s = seconds_since(t0);
@@ -104,6 +109,8 @@ void add_generate_command(CLI::App &app) {
                 "Keep going past end-of-generation tokens");
   cmd->add_flag("--no-bos", o->no_bos,
                 "Do not add the BOS token to the prompt");
+  cmd->add_flag("--warmup", o->warmup,
+                "Run the prompt once untimed first (page in weights, plan shapes) for benchmarks");
   cmd->callback([o] { generate(*o); });
 }
 
