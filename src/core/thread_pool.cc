@@ -38,8 +38,7 @@ class Pool {
     size_ = n;
     // Workers start from the current generation, so a job published before a
     // new thread first runs is still seen by it.
-    for (int i = 1; i < n; ++i)
-      workers_.emplace_back([this, g = gen_.load()] { worker_loop(g); });
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this, g = gen_.load()] { worker_loop(g); });
   }
 
   int size() const { return size_; }

@@ -406,8 +406,8 @@ Shape infer_embedding(const Node&, const In& in) {
 void check_quant_rows(const Node& n, const Shape& w, const char* what) {
   quant::GgmlType t = quant::parse_type_name(n.attrs.s("scheme"));
   const int64_t k = n.attrs.i("k");
-  RLX_CHECK(w.dtype == DType::U8 && w.rank() == 2, what, ": weight must be u8 [rows, row_bytes], got ",
-            w.str());
+  RLX_CHECK(w.dtype == DType::U8 && w.rank() == 2, what,
+            ": weight must be u8 [rows, row_bytes], got ", w.str());
   const int64_t bytes = int64_t(quant::row_size(t, k));
   RLX_CHECK(!w.dims[1].is_static() || w.dims[1].value == bytes, what, ": rows of ", k, " ",
             n.attrs.s("scheme"), " elements take ", bytes, " bytes, weight is ", w.str());

@@ -32,15 +32,16 @@ class LlmCli : public ::testing::Test {
     double worst = 0;
     for (size_t t = 0; t < tokens.size(); ++t)
       for (int64_t v = 0; v < model().n_vocab; ++v)
-        worst = std::max(
-            worst, std::abs(double(got.data<float>()[t * model().n_vocab + v]) - want[t][v]));
+        worst = std::max(worst,
+                         std::abs(double(got.data<float>()[t * model().n_vocab + v]) - want[t][v]));
     return worst;
   }
   static inline fs::path dir_;
 };
 
 TEST_F(LlmCli, RunWritesLogitsForEveryToken) {
-  auto r = run_cli("run " + path("tiny.gguf") + " --tokens '1 5 7 9' --out " + path("l.safetensors"));
+  auto r =
+      run_cli("run " + path("tiny.gguf") + " --tokens '1 5 7 9' --out " + path("l.safetensors"));
   ASSERT_EQ(r.status, 0) << r.output;
   Tensor logits = read_safetensors(path("l.safetensors")).at("logits");
   ASSERT_EQ(logits.dims(), (Dims{4, model().n_vocab}));

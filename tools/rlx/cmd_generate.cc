@@ -20,28 +20,25 @@ struct GenerateOptions {
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void generate(const GenerateOptions &o) {
+void generate(const GenerateOptions& o) {
   set_num_threads(o.threads);
   RLX_CHECK(o.prompt.empty() != o.tokens.empty(),
             "generate: pass exactly one of -p/--prompt and --tokens");
   gguf::File f = gguf::read(o.model);
   llm::Config c = llm::Config::from_gguf(f);
   Tokenizer tok = Tokenizer::from_gguf(f);
-  std::vector<int32_t> ids = o.tokens.empty()
-                                 ? tok.encode(o.prompt, !o.no_bos, true)
-                                 : parse_token_list(o.tokens);
+  std::vector<int32_t> ids =
+      o.tokens.empty() ? tok.encode(o.prompt, !o.no_bos, true) : parse_token_list(o.tokens);
   RLX_CHECK(!ids.empty(), "generate: the prompt encodes to no tokens");
   std::fprintf(stderr, "%s\n", c.summary().c_str());
   Model m = llm::build_model(f, c, {}, weight_mode(o.dequantize));
   llm::Session session(Executable::compile(std::move(m.graph), m.weights), c);
   llm::Sampler sampler(o.sampling);
 
-  for (int32_t id : ids)
-    std::fputs(tok.token_to_piece(id, false).c_str(), stdout);
+  for (int32_t id : ids) std::fputs(tok.token_to_piece(id, false).c_str(), stdout);
   std::fflush(stdout);
   if (o.warmup) {  // touch the mapped weights and plan the shapes once, untimed
     session.feed(ids);
@@ -56,62 +53,47 @@ void generate(const GenerateOptions &o) {
   t0 = std::chrono::steady_clock::now();
   for (; produced < o.n_predict; ++produced) {
     int32_t next = sampler.sample(logits, history);
-    if (!o.ignore_eos && tok.is_eog(next))
-      break;
+    if (!o.ignore_eos && tok.is_eog(next)) break;
     std::fputs(tok.token_to_piece(next).c_str(), stdout);
     std::fflush(stdout);
     history.push_back(next);
-    if (produced + 1 < o.n_predict)
-      logits = session.feed(std::span(&next, 1));
+    if (produced + 1 < o.n_predict) logits = session.feed(std::span(&next, 1));
   }
   const double decode_s = seconds_since(t0);
   std::printf("\n");
   std::fflush(stdout);
-  std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tokens/s)\n",
-               ids.size(), prefill_s, double(ids.size()) / prefill_s);
-  std::fprintf(stderr,
-               "decode: %d tokens in %.3f s (%.1f tokens/s), %d threads\n",
-               produced, decode_s, decode_s > 0 ? produced / decode_s : 0.0,
-               num_threads());
+  std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tokens/s)\n", ids.size(), prefill_s,
+               double(ids.size()) / prefill_s);
+  std::fprintf(stderr, "decode: %d tokens in %.3f s (%.1f tokens/s), %d threads\n", produced,
+               decode_s, decode_s > 0 ? produced / decode_s : 0.0, num_threads());
 }
 
-} // namespace
+}  // namespace
 
-void add_generate_command(CLI::App &app) {
+void add_generate_command(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
-  auto *cmd = app.add_subcommand("generate",
-                                 "Generate text with a GGUF language model");
-  cmd->add_option("model", o->model, "GGUF model (llama, qwen2, qwen3)")
-      ->required();
+  auto* cmd = app.add_subcommand("generate", "Generate text with a GGUF language model");
+  cmd->add_option("model", o->model, "GGUF model (llama, qwen2, qwen3)")->required();
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
-  cmd->add_option("--tokens", o->tokens,
-                  "Prompt as token ids instead of text (\"1 15043\")");
+  cmd->add_option("--tokens", o->tokens, "Prompt as token ids instead of text (\"1 15043\")");
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)");
-  cmd->add_option("--top-k", o->sampling.top_k,
-                  "Keep the k most likely tokens (0: off)");
-  cmd->add_option("--top-p", o->sampling.top_p,
-                  "Nucleus sampling mass (1: off)");
-  cmd->add_option("--min-p", o->sampling.min_p,
-                  "Drop tokens below min-p x the best probability");
+  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0: off)");
+  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass (1: off)");
+  cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the best probability");
   cmd->add_option("--repeat-penalty", o->sampling.repeat_penalty,
                   "Penalty for repeated tokens (1: off)");
-  cmd->add_option("--repeat-last-n", o->sampling.repeat_last_n,
-                  "Window of the repetition penalty");
+  cmd->add_option("--repeat-last-n", o->sampling.repeat_last_n, "Window of the repetition penalty");
   cmd->add_option("--seed", o->sampling.seed, "Random seed");
-  cmd->add_option("-t,--threads", o->threads,
-                  "Worker threads (default: all cores)")
+  cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--dequantize", o->dequantize,
-                "Dequantize every weight to f32 up front");
-  cmd->add_flag("--ignore-eos", o->ignore_eos,
-                "Keep going past end-of-generation tokens");
-  cmd->add_flag("--no-bos", o->no_bos,
-                "Do not add the BOS token to the prompt");
+  cmd->add_flag("--dequantize", o->dequantize, "Dequantize every weight to f32 up front");
+  cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep going past end-of-generation tokens");
+  cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token to the prompt");
   cmd->add_flag("--warmup", o->warmup,
                 "Run the prompt once untimed first (page in weights, plan shapes) for benchmarks");
   cmd->callback([o] { generate(*o); });
 }
 
-} // namespace rlx::cli
+}  // namespace rlx::cli

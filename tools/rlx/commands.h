@@ -12,7 +12,7 @@ void add_run_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
-void add_compile_command(CLI::App& app);  // compile + coreml-check
+void add_compile_command(CLI::App& app);     // compile + coreml-check
 void add_gguf_tool_commands(CLI::App& app);  // convert + quantize
 void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
