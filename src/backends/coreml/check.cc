@@ -25,23 +25,6 @@ std::string read_all(const fs::path& p) {
   return s.str();
 }
 
-uint32_t blob_dtype_for(pb::DataType dt) {
-  switch (dt) {
-    case pb::FLOAT16:
-      return kBlobF16;
-    case pb::FLOAT32:
-      return kBlobF32;
-    case pb::INT32:
-      return kBlobI32;
-    case pb::INT8:
-      return kBlobI8;
-    case pb::UINT8:
-      return kBlobU8;
-    default:
-      return 0;
-  }
-}
-
 template <typename T>
 T get(const std::string& b, size_t at) {
   T v;

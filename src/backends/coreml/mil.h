@@ -55,6 +55,23 @@ inline constexpr uint32_t kBlobSentinel = 0xDEADBEEF;
 inline constexpr const char* kWeightFile = "@model_path/weights/weight.bin";
 // MILBlob dtype codes.
 inline constexpr uint32_t kBlobF16 = 1, kBlobF32 = 2, kBlobU8 = 3, kBlobI8 = 4, kBlobI32 = 14;
+// The blob record dtype code for a MIL tensor dtype; 0 when blobs cannot hold it.
+inline uint32_t blob_dtype_for(pb::DataType dt) {
+  switch (dt) {
+    case pb::FLOAT16:
+      return kBlobF16;
+    case pb::FLOAT32:
+      return kBlobF32;
+    case pb::INT32:
+      return kBlobI32;
+    case pb::INT8:
+      return kBlobI8;
+    case pb::UINT8:
+      return kBlobU8;
+    default:
+      return 0;
+  }
+}
 // Tensors with at least this many elements go to weight.bin; smaller ones inline.
 inline constexpr int64_t kMinBlobElements = 10;
 

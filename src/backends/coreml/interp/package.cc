@@ -28,23 +28,6 @@ T get(const std::string& b, uint64_t at) {
   return v;
 }
 
-uint32_t blob_dtype_for(pb::DataType dt) {
-  switch (dt) {
-    case pb::FLOAT16:
-      return kBlobF16;
-    case pb::FLOAT32:
-      return kBlobF32;
-    case pb::INT32:
-      return kBlobI32;
-    case pb::INT8:
-      return kBlobI8;
-    case pb::UINT8:
-      return kBlobU8;
-    default:
-      return 0;
-  }
-}
-
 // Fills `r` (numel already known) from raw little-endian bytes of type `dt`.
 void from_bytes(Value& r, const char* p, size_t bytes, pb::DataType dt, const std::string& where) {
   const size_t n = size_t(r.numel()), es = mil_dtype_size(dt);
