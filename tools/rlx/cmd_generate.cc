@@ -77,15 +77,22 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
   cmd->add_option("--tokens", o->tokens, "Prompt as token ids instead of text (\"1 15043\")");
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)");
-  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0: off)");
-  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass (1: off)");
-  cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the best probability");
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the best probability")
+      ->capture_default_str();
   cmd->add_option("--repeat-penalty", o->sampling.repeat_penalty,
-                  "Penalty for repeated tokens (1: off)");
-  cmd->add_option("--repeat-last-n", o->sampling.repeat_last_n, "Window of the repetition penalty");
-  cmd->add_option("--seed", o->sampling.seed, "Random seed");
+                  "Penalty for repeated tokens (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--repeat-last-n", o->sampling.repeat_last_n, "Window of the repetition penalty")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--dequantize", o->dequantize, "Dequantize every weight to f32 up front");
