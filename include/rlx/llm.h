@@ -46,6 +46,10 @@ struct GraphOptions {
 // [T or 1, n_vocab] and the updated caches [1, n_head_kv, P + T, head_dim].
 Model build_model(const gguf::File& f, const Config& c, const GraphOptions& g, Weights w);
 
+// The `tokens` and `positions` inputs for tokens placed at positions
+// first_position..; throws naming any id outside [0, n_vocab).
+TensorMap token_inputs(std::span<const int32_t> tokens, int64_t first_position, int64_t n_vocab);
+
 // Prefill then one-token decode steps over a compiled KV-cache graph.
 class Session {
  public:

@@ -737,11 +737,7 @@ Shape infer_dequant_matmul(const Node& n, const In& in) {
   RLX_CHECK(x.rank() >= 1, "dequant_matmul: x must have rank >= 1, got ", x.str());
   RLX_CHECK(!x.dims.back().is_static() || x.dims.back().value == K, "dequant_matmul: x ", x.str(),
             " has last dim != k = ", K);
-  RLX_CHECK(w.dtype == DType::U8 && w.rank() == 2,
-            "dequant_matmul: w must be u8 [N, row_bytes], got ", w.str());
-  const size_t rb = quant::row_size(t, K);
-  RLX_CHECK(!w.dims[1].is_static() || w.dims[1].value == int64_t(rb), "dequant_matmul: w ", w.str(),
-            " rows must be ", rb, " bytes for ", K, " ", scheme, " elements");
+  check_quant_rows(n, w, "dequant_matmul");
   if (in.size() > 2) {
     const Shape& b = *in[2];
     RLX_CHECK(b.dtype == DType::F32 && b.rank() == 1 && b.dims[0] == w.dims[0],

@@ -15,9 +15,7 @@ Tensor Session::output_buffer(const Node& n, const Dims& dims) {
   // with symbolic dims get headroom so a growing length reuses them too.
   if (out_cache_.size() < exe_->graph_.size()) out_cache_.resize(exe_->graph_.size());
   auto& slots = out_cache_[size_t(n.id)];
-  int64_t numel = 1;
-  for (int64_t d : dims) numel *= d;
-  const size_t bytes = size_t(numel) * dtype_size(n.shape.dtype);
+  const size_t bytes = size_t(numel(dims)) * dtype_size(n.shape.dtype);
   std::shared_ptr<Buffer>* spare = nullptr;
   for (auto& b : slots) {
     if (b.use_count() != 1) continue;

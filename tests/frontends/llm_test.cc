@@ -26,18 +26,10 @@ Loaded load(const TinyLlm& m) {
   return l;
 }
 
-Tensor ids_tensor(const std::vector<int32_t>& v, int64_t start = 0, bool positions = false) {
-  Tensor t({int64_t(v.size())}, DType::I64);
-  for (size_t i = 0; i < v.size(); ++i)
-    t.data<int64_t>()[i] = positions ? start + int64_t(i) : v[i];
-  return t;
-}
-
 Tensor all_logits(const Loaded& l, const std::vector<int32_t>& tokens, llm::Weights w) {
   Model m = llm::build_model(l.file, l.config, {.kv_cache = false, .all_logits = true}, w);
   Session s(Executable::compile(std::move(m.graph), m.weights));
-  return s.run({{"tokens", ids_tensor(tokens)}, {"positions", ids_tensor(tokens, 0, true)}})
-      .at("logits");
+  return s.run(llm::token_inputs(tokens, 0, l.config.n_vocab)).at("logits");
 }
 
 const std::vector<int32_t> kTokens{3, 17, 42, 0, 8, 8, 31, 49, 5};

@@ -46,15 +46,9 @@ void run_gguf_tokens(const std::string& path, const std::string& tokens, const s
       llm::build_model(f, c, {.kv_cache = false, .all_logits = true}, weight_mode(dequantize));
   auto exe = Executable::compile(std::move(m.graph), m.weights);
   Session session(exe);
-  Tensor tok({int64_t(ids.size())}, DType::I64), pos({int64_t(ids.size())}, DType::I64);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    RLX_CHECK(ids[i] < c.n_vocab, "--tokens: id ", ids[i], " is outside the vocabulary of ",
-              c.n_vocab);
-    tok.data<int64_t>()[i] = ids[i];
-    pos.data<int64_t>()[i] = int64_t(i);
-  }
+  TensorMap inputs = llm::token_inputs(ids, 0, c.n_vocab);
   auto t0 = std::chrono::steady_clock::now();
-  TensorMap outputs = session.run({{"tokens", tok}, {"positions", pos}});
+  TensorMap outputs = session.run(inputs);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%s\n", tensor_summary("logits", outputs.at("logits")).c_str());
   std::printf("%zu tokens in %.3f s (%.1f tokens/s)\n", ids.size(), s, double(ids.size()) / s);

@@ -18,19 +18,23 @@ void Session::reset() {
   n_past_ = 0;
 }
 
+TensorMap token_inputs(std::span<const int32_t> tokens, int64_t first_position, int64_t n_vocab) {
+  const int64_t n = int64_t(tokens.size());
+  Tensor ids({n}, DType::I64), pos({n}, DType::I64);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t t = tokens[size_t(i)];
+    RLX_CHECK(t >= 0 && t < n_vocab, "token ", t, " is outside the vocabulary of ", n_vocab);
+    ids.data<int64_t>()[i] = t;
+    pos.data<int64_t>()[i] = first_position + i;
+  }
+  return {{"tokens", ids}, {"positions", pos}};
+}
+
 std::vector<float> Session::feed(std::span<const int32_t> tokens) {
   const int64_t n = int64_t(tokens.size());
   RLX_CHECK(n > 0, "llm session: no tokens to feed");
-  Tensor ids({n}, DType::I64), pos({n}, DType::I64);
-  for (int64_t i = 0; i < n; ++i) {
-    RLX_CHECK(tokens[size_t(i)] >= 0 && tokens[size_t(i)] < c_.n_vocab, "llm session: token ",
-              tokens[size_t(i)], " is outside the vocabulary of ", c_.n_vocab);
-    ids.data<int64_t>()[i] = tokens[size_t(i)];
-    pos.data<int64_t>()[i] = n_past_ + i;
-  }
-  TensorMap in = cache_;
-  in["tokens"] = ids;
-  in["positions"] = pos;
+  TensorMap in = token_inputs(tokens, n_past_, c_.n_vocab);
+  in.insert(cache_.begin(), cache_.end());
   TensorMap out = session_.run(in);
   for (auto& [name, t] : cache_) t = out.at(name);
   n_past_ += n;
