@@ -29,17 +29,13 @@ import re
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-DEFAULT_RLX_CMD = ('{rlx} generate {model} --tokens "{tokens}" -n {decode} --temp 0 --threads {threads} --ignore-eos --warmup')
+from llm_common import HERE, ROOT, default_peer
+from llm_common import run as run_quiet
 
 
 def run(cmd, shell=False, timeout=1800):
-    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", shell=shell, timeout=timeout)
-    if r.returncode != 0:
-        tail = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        raise RuntimeError(f"exit {r.returncode}: {tail[-1] if tail else ''}")
-    return r.stdout + r.stderr
+    return run_quiet(cmd, shell=shell, timeout=timeout, with_stderr=True)
+DEFAULT_RLX_CMD = ('{rlx} generate {model} --tokens "{tokens}" -n {decode} --temp 0 --threads {threads} --ignore-eos --warmup')
 
 
 def parse_speeds(text):
@@ -65,14 +61,6 @@ def n_vocab_of(model):
         if key == "tokenizer.ggml.tokens":
             return struct.unpack_from("<Q", raw, 8)[0]
     raise RuntimeError(f"{model}: no tokenizer.ggml.tokens")
-
-
-def default_peer():
-    """llama_peer from the rlx build (bench/llama_peer) or a standalone build-peer/."""
-    for p in (os.path.join(ROOT, "build", "bench", "llama_peer", "llama_peer"), os.path.join(ROOT, "build-peer", "llama_peer")):
-        if os.path.exists(p):
-            return p
-    return os.path.join(ROOT, "build-peer", "llama_peer")
 
 
 def main():

@@ -30,8 +30,7 @@ import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from llm_common import HERE, ROOT, default_peer, run
 
 # name -> (arch, vocab, extra make_test_llm args)
 MODELS = {
@@ -66,14 +65,6 @@ def read_logits(path):
     return np.frombuffer(b[8 + n + lo:8 + n + hi], dtype=dt).astype(np.float32).reshape(t["shape"])
 
 
-def run(cmd, timeout=600):
-    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
-    if r.returncode != 0:
-        tail = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        raise RuntimeError(f"exit {r.returncode}: {tail[-1] if tail else ''}")
-    return r.stdout
-
-
 def make_model(out, arch, vocab, dtype, extra, seed, rlx):
     if os.path.exists(out):
         return out
@@ -104,14 +95,6 @@ def compare(ref, got, n_prompt, gen, atol):
         elif ref[pos, tok] - ref[pos, mine] <= atol:
             ties += 1
     return dict(max_abs=max_abs, cos=float(cos.min()), agree=agree, ties=ties)
-
-
-def default_peer():
-    """llama_peer from the rlx build (bench/llama_peer) or a standalone build-peer/."""
-    for p in (os.path.join(ROOT, "build", "bench", "llama_peer", "llama_peer"), os.path.join(ROOT, "build-peer", "llama_peer")):
-        if os.path.exists(p):
-            return p
-    return os.path.join(ROOT, "build-peer", "llama_peer")
 
 
 def main():
