@@ -1,6 +1,6 @@
-// Node attributes: a small ordered map of name -> int, float, string or lists.
-// One generic container keeps the printer and serializer op-agnostic; the op
-// table documents which names each op reads.
+// An untyped attribute map: name -> int, float, bool, string or lists. It is
+// what JSON, importers and builders speak; parse_attrs (op_attrs.h) turns it
+// into the op's typed struct, checked against ops.def.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,7 +10,7 @@
 namespace rlx {
 
 using AttrValue =
-    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
+    std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>>;
 
 class Attrs {
  public:
@@ -21,6 +21,7 @@ class Attrs {
 
   Attrs& set(const std::string& name, AttrValue v);
   bool has(const std::string& name) const { return find(name) != nullptr; }
+  const AttrValue* get_if(const std::string& name) const { return find(name); }
 
   // Typed reads. The one-argument forms throw rlx::Error when the attribute is
   // missing or has another kind; the two-argument forms return the default.

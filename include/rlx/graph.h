@@ -1,5 +1,6 @@
 // The IR: an append-only SSA graph. Nodes are created in topological order and
-// each has one output; a NodeId is the node's index.
+// each has one output; a NodeId is the node's index. Ops, their families and
+// typed attributes come from ops.def (op_attrs.h).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -8,22 +9,20 @@
 #include <vector>
 
 #include "rlx/attrs.h"
+#include "rlx/op_attrs.h"
 #include "rlx/shape.h"
 #include "rlx/tensor.h"
 
 namespace rlx {
 
-enum class Op : uint16_t {
-#define RLX_OP(e, name, mn, mx, infer) e,
-#include "rlx/ops.def"
-#undef RLX_OP
-};
-
 struct OpInfo {
   Op op;
   const char* name;
+  OpFamily family;
+  const char* attr_set;  // "Rope" for RopeAttrs
   int min_inputs;
   int max_inputs;  // -1 = any
+  int outputs;
 };
 
 const OpInfo& op_info(Op op);
@@ -32,8 +31,9 @@ int num_ops();
 // Looks an op up by its table name; throws rlx::Error for unknown names.
 Op parse_op(std::string_view name);
 bool is_leaf(Op op);
-// activation_grad's `kind`: the unary activation op it names (relu ... clamp in
-// the op table); throws rlx::Error listing the valid kinds otherwise.
+// Checks that `kind` is a unary float activation (activation_grad's kind);
+// throws rlx::Error listing the valid kinds otherwise.
+Op activation_kind(Op kind);
 Op activation_kind(std::string_view kind);
 
 using NodeId = int32_t;
@@ -42,13 +42,23 @@ struct Node {
   NodeId id = -1;
   Op op = Op::Input;
   std::vector<NodeId> inputs;
-  Attrs attrs;
+  OpAttrs attrs;  // the op's attribute struct (ops.def)
   Shape shape;
   std::string name;    // inputs and params: the binding name; others optional
   std::string origin;  // provenance from the source model, shown in errors
   Tensor value;        // Constant data
   // "node %12 (matmul 'fc1')"
   std::string label() const;
+  // The typed attributes; throws rlx::Error naming the node when the node
+  // holds another set (a bug in the caller, not in the input).
+  template <AttrStruct T>
+  const T& attrs_as() const {
+    if (const T* p = std::get_if<T>(&attrs)) return *p;
+    throw_wrong_attrs();
+  }
+
+ private:
+  [[noreturn]] void throw_wrong_attrs() const;
 };
 
 struct GraphOutput {
@@ -58,10 +68,20 @@ struct GraphOutput {
 
 class Graph {
  public:
-  // Appends a node, runs shape inference and returns its id. Throws rlx::Error
-  // naming the node, op, input shapes and origin when inference fails.
-  NodeId add(Op op, std::vector<NodeId> inputs, Attrs attrs = {}, std::string name = {},
+  // Appends a node, parses its attributes against ops.def, runs shape
+  // inference and returns its id. Throws rlx::Error naming the node, op,
+  // input shapes and origin when an attribute or the inference is wrong.
+  NodeId add(Op op, std::vector<NodeId> inputs, const Attrs& attrs = {}, std::string name = {},
              std::string origin = {});
+  // The same with typed attributes: g.add(Op::Rope, {x, pos}, RopeAttrs{.theta = 1e6}).
+  template <AttrStruct A>
+  NodeId add(Op op, std::vector<NodeId> inputs, A attrs, std::string name = {},
+             std::string origin = {}) {
+    return add_typed(op, std::move(inputs), OpAttrs(std::move(attrs)), std::move(name),
+                     std::move(origin));
+  }
+  NodeId add_typed(Op op, std::vector<NodeId> inputs, OpAttrs attrs, std::string name = {},
+                   std::string origin = {});
   // Leaves.
   NodeId input(const std::string& name, Shape shape);
   NodeId param(const std::string& name, Shape shape);

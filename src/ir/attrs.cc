@@ -8,7 +8,7 @@
 namespace rlx {
 namespace {
 const char* kind_name(const AttrValue& v) {
-  static const char* names[] = {"int", "float", "string", "int list", "float list"};
+  static const char* names[] = {"int", "float", "bool", "string", "int list", "float list"};
   return names[v.index()];
 }
 }  // namespace
@@ -83,6 +83,7 @@ std::string attr_value_str(const AttrValue& v) {
       std::snprintf(b, sizeof b, "%g", x);
       return b;
     }
+    std::string operator()(bool x) const { return x ? "true" : "false"; }
     std::string operator()(const std::string& x) const { return "\"" + x + "\""; }
     std::string operator()(const std::vector<int64_t>& x) const {
       std::string s = "[";

@@ -8,7 +8,8 @@
 namespace rlx {
 namespace {
 const OpInfo kOps[] = {
-#define RLX_OP(e, name, mn, mx, infer) {Op::e, name, mn, mx},
+#define RLX_OP(e, name, fam, set, mn, mx, outs, infer) \
+  {Op::e, name, OpFamily::fam, #set, mn, mx, outs},
 #include "rlx/ops.def"
 #undef RLX_OP
 };
@@ -30,14 +31,20 @@ Op parse_op(std::string_view name) {
 
 bool is_leaf(Op op) { return op_info(op).max_inputs == 0; }
 
-Op activation_kind(std::string_view kind) {
-  // The unary float activations are one contiguous block of the op table.
-  constexpr auto first = size_t(Op::Relu), last = size_t(Op::Clamp);
-  for (size_t i = first; i <= last; ++i)
-    if (kind == kOps[i].name) return Op(i);
+Op activation_kind(Op kind) {
+  if (op_family(kind) == OpFamily::Unary) return kind;
   std::string valid;
-  for (size_t i = first; i <= last; ++i) valid += std::string(i > first ? ", " : "") + kOps[i].name;
-  throw make_error("activation_grad: unknown kind '", kind, "' (valid: ", valid, ")");
+  for (const auto& o : kOps)
+    if (o.family == OpFamily::Unary) valid += std::string(valid.empty() ? "" : ", ") + o.name;
+  throw make_error("activation_grad: '", op_name(kind),
+                   "' is not a unary activation (valid: ", valid, ")");
+}
+
+Op activation_kind(std::string_view kind) { return activation_kind(parse_op(kind)); }
+
+void Node::throw_wrong_attrs() const {
+  throw make_error(label(), ": holds ", op_info(op).attr_set,
+                   "Attrs, read as another attribute set");
 }
 
 std::string Node::label() const {
@@ -56,7 +63,8 @@ std::string node_context(const Graph& g, const Node& n) {
       s += in >= 0 && size_t(in) < g.size() ? g.node(in).shape.str() : "<bad id>";
     }
   }
-  if (!n.attrs.items().empty()) s += " {" + n.attrs.str() + "}";
+  const Attrs a = attrs_to_map(n.attrs, true);
+  if (!a.items().empty()) s += " {" + a.str() + "}";
   if (!n.origin.empty()) s += " from " + n.origin;
   return s;
 }
@@ -73,12 +81,30 @@ NodeId Graph::append_raw(Node n) {
                      " inputs, got ", k);
   for (NodeId in : n.inputs)
     RLX_CHECK(in >= 0 && in < n.id, n.label(), ": input %", in, " is not an earlier node");
+  if (std::holds_alternative<std::monostate>(n.attrs)) n.attrs = default_attrs(n.op);
+  RLX_CHECK(attrs_match(n.op, n.attrs), n.label(), ": attributes are not ", op_info(n.op).attr_set,
+            "Attrs");
   nodes_.push_back(std::move(n));
   return nodes_.back().id;
 }
 
-NodeId Graph::add(Op op, std::vector<NodeId> inputs, Attrs attrs, std::string name,
+NodeId Graph::add(Op op, std::vector<NodeId> inputs, const Attrs& attrs, std::string name,
                   std::string origin) {
+  OpAttrs typed;
+  try {
+    typed = parse_attrs(op, attrs);
+  } catch (const Error& e) {
+    Node n;
+    n.op = op;
+    n.id = NodeId(nodes_.size());
+    n.name = name;
+    throw e.with_context(n.label() + (origin.empty() ? "" : " from " + origin));
+  }
+  return add_typed(op, std::move(inputs), std::move(typed), std::move(name), std::move(origin));
+}
+
+NodeId Graph::add_typed(Op op, std::vector<NodeId> inputs, OpAttrs attrs, std::string name,
+                        std::string origin) {
   Node n;
   n.op = op;
   n.inputs = std::move(inputs);
@@ -164,6 +190,8 @@ void Graph::verify() const {
                 ": constant data does not match its shape ", n.shape.str());
     if (n.op == Op::Input || n.op == Op::Param)
       RLX_CHECK(!n.name.empty(), n.label(), ": inputs and params need a name");
+    RLX_CHECK(attrs_match(n.op, n.attrs), n.label(), ": attributes are not ",
+              op_info(n.op).attr_set, "Attrs");
     try {
       std::vector<const Shape*> in;
       for (NodeId i : n.inputs) in.push_back(&nodes_[size_t(i)].shape);

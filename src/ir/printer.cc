@@ -10,7 +10,8 @@ std::string to_text(const Graph& g) {
     os << "%" << n.id << " = " << op_name(n.op);
     if (n.op == Op::Input || n.op == Op::Param) os << " \"" << n.name << "\"";
     for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", %" : " %") << n.inputs[i];
-    if (!n.attrs.items().empty()) os << " {" << n.attrs.str() << "}";
+    const Attrs a = attrs_to_map(n.attrs, true);
+    if (!a.items().empty()) os << " {" << a.str() << "}";
     os << " : " << n.shape.str();
     if (!n.origin.empty())
       os << "   # " << n.origin;

@@ -12,7 +12,9 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kFormat = "rlx-graph";
-constexpr int kVersion = 1;
+// Version 2: attributes are plain JSON values checked against ops.def's
+// schema. Version 1 (tagged {"i": 1} values, div rounding "") still loads.
+constexpr int kVersion = 2;
 
 const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -99,22 +101,39 @@ double float_from(const json& j) {
 }
 
 json attr_json(const AttrValue& v) {
-  // Tagged so that 1 (int) and 1.0 (float) survive the round trip.
   struct V {
-    json operator()(int64_t x) const { return {{"i", x}}; }
-    json operator()(double x) const { return {{"f", float_json(x)}}; }
-    json operator()(const std::string& x) const { return {{"s", x}}; }
-    json operator()(const std::vector<int64_t>& x) const { return {{"ints", x}}; }
+    json operator()(int64_t x) const { return x; }
+    json operator()(double x) const { return float_json(x); }
+    json operator()(bool x) const { return x; }
+    json operator()(const std::string& x) const { return x; }
+    json operator()(const std::vector<int64_t>& x) const { return x; }
     json operator()(const std::vector<double>& x) const {
       json a = json::array();
       for (double d : x) a.push_back(float_json(d));
-      return {{"floats", a}};
+      return a;
     }
   };
   return std::visit(V{}, v);
 }
 
-AttrValue attr_from(const json& j) {
+// A version-2 value; the schema decides what it means (a float field takes
+// an int, a float list an int list, "inf" a float).
+AttrValue attr_from(const json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return v.get<std::string>();
+  RLX_CHECK(v.is_array(), "attribute must be a number, bool, string or list, got ", v.dump());
+  bool ints = true;
+  for (const auto& e : v) ints = ints && e.is_number_integer();
+  if (ints) return v.get<std::vector<int64_t>>();
+  std::vector<double> out;
+  for (const auto& e : v) out.push_back(float_from(e));
+  return out;
+}
+
+// A version-1 value: tagged so that 1 (int) and 1.0 (float) were told apart.
+AttrValue attr_from_v1(const json& j) {
   RLX_CHECK(j.is_object() && j.size() == 1, "attribute must be a one-key object");
   // Not `*j.items().begin()`: that binds to a proxy of a dead temporary.
   const auto it = j.begin();
@@ -133,6 +152,18 @@ AttrValue attr_from(const json& j) {
   throw make_error("unknown attribute kind '", k, "'");
 }
 
+Attrs read_attrs(const json& j, Op op, int version) {
+  Attrs a;
+  if (!j.contains("attrs")) return a;
+  RLX_CHECK(j.at("attrs").is_object(), "attrs must be an object");
+  for (const auto& [k, v] : j.at("attrs").items())
+    a.set(k, version == 1 ? attr_from_v1(v) : attr_from(v));
+  // Version 1 spelt true division as rounding "".
+  if (version == 1 && op == Op::Div && a.has("rounding") && a.s("rounding").empty())
+    a.set("rounding", std::string("none"));
+  return a;
+}
+
 }  // namespace
 
 std::string to_json(const Graph& g) {
@@ -144,10 +175,11 @@ std::string to_json(const Graph& g) {
               {"dtype", dtype_name(n.shape.dtype)}};
     if (!n.name.empty()) j["name"] = n.name;
     if (!n.origin.empty()) j["origin"] = n.origin;
-    if (!n.attrs.items().empty()) {
+    const Attrs attrs = attrs_to_map(n.attrs);
+    if (!attrs.items().empty()) {
       json a = json::object();
-      for (const auto& [k, v] : n.attrs.items()) a[k] = attr_json(v);
-      j["attrs"] = a;
+      for (const auto& [k, v] : attrs.items()) a[k] = attr_json(v);
+      j.at("attrs") = a;
     }
     if (n.op == Op::Constant)
       j["data"] = base64_encode(static_cast<const unsigned char*>(n.value.raw()), n.value.nbytes());
@@ -171,8 +203,10 @@ Graph from_json(std::string_view text, const std::string& source) {
   try {
     RLX_CHECK(doc.is_object() && doc.value("format", "") == kFormat,
               "not an rlx graph (missing \"format\": \"", kFormat, "\")");
-    RLX_CHECK(doc.value("version", 0) == kVersion, "unsupported graph version ",
-              doc.value("version", 0));
+    const json& ver = doc.value("version", json(0));
+    const int version = ver.is_number_integer() ? ver.get<int>() : 0;
+    RLX_CHECK(version == 1 || version == kVersion, "unsupported graph version ", ver.dump(),
+              " (this build reads 1 and ", kVersion, ")");
     for (const auto& j : doc.at("nodes")) {
       Node n;
       n.op = parse_op(j.at("op").get<std::string>());
@@ -184,8 +218,7 @@ Graph from_json(std::string_view text, const std::string& source) {
       n.shape = Shape(dims_from(j.at("shape")), parse_dtype(j.at("dtype").get<std::string>()));
       n.name = j.value("name", "");
       n.origin = j.value("origin", "");
-      if (j.contains("attrs"))
-        for (const auto& [k, v] : j["attrs"].items()) n.attrs.set(k, attr_from(v));
+      n.attrs = parse_attrs(n.op, read_attrs(j, n.op, version));
       if (n.op == Op::Constant) {
         auto bytes = base64_decode(j.at("data").get<std::string>());
         RLX_CHECK(n.shape.is_static(), "constant with symbolic shape");

@@ -45,11 +45,14 @@ Dim map_dim(const Dim& d, F f) {
 }
 
 Shape infer_leaf(const Node& n, const In&) {
-  if (n.op == Op::Full) return Shape(n.attrs.ints("shape"), parse_dtype(n.attrs.s("dtype")));
+  if (n.op == Op::Full) {
+    const auto& a = n.attrs_as<FullAttrs>();
+    return Shape(a.shape, a.dtype);
+  }
   if (n.op == Op::Arange) {
-    int64_t count = n.attrs.i("count");
-    RLX_CHECK(count >= 0, "arange count must be >= 0, got ", count);
-    return Shape(Dims{count}, parse_dtype(n.attrs.s("dtype", "i64")));
+    const auto& a = n.attrs_as<ArangeAttrs>();
+    RLX_CHECK(a.count >= 0, "arange count must be >= 0, got ", a.count);
+    return Shape(Dims{a.count}, a.dtype);
   }
   return n.shape;
 }
@@ -80,12 +83,11 @@ Shape infer_where(const Node&, const In& in) {
 }
 
 Shape infer_cast(const Node& n, const In& in) {
-  return Shape(in[0]->dims, parse_dtype(n.attrs.s("dtype")));
+  return Shape(in[0]->dims, n.attrs_as<CastAttrs>().dtype);
 }
 
-std::vector<bool> reduced_axes(const Node& n, int rank) {
+std::vector<bool> reduced_axes(const std::vector<int64_t>& axes, int rank) {
   std::vector<bool> red(size_t(rank), false);
-  auto axes = n.attrs.ints("axes", {});
   if (axes.empty()) std::fill(red.begin(), red.end(), true);
   for (int64_t a : axes) {
     // A scalar accepts axis 0 or -1 (as in PyTorch) and has nothing to mark.
@@ -99,8 +101,9 @@ std::vector<bool> reduced_axes(const Node& n, int rank) {
 
 Shape infer_reduce(const Node& n, const In& in) {
   const int r = in[0]->rank();
-  auto red = reduced_axes(n, r);
-  bool keep = n.attrs.i("keepdims", 0) != 0;
+  const auto& a = n.attrs_as<ReduceAttrs>();
+  auto red = reduced_axes(a.axes, r);
+  const bool keep = a.keepdims;
   std::vector<Dim> out;
   for (int i = 0; i < r; ++i) {
     if (!red[size_t(i)])
@@ -113,19 +116,20 @@ Shape infer_reduce(const Node& n, const In& in) {
 
 Shape infer_arg_reduce(const Node& n, const In& in) {
   const int r = in[0]->rank();
-  int ax = normalize_axis(n.attrs.i("axis"), std::max(r, 1));  // scalar: 0 or -1
+  const auto& a = n.attrs_as<ArgReduceAttrs>();
+  int ax = normalize_axis(a.axis, std::max(r, 1));  // scalar: 0 or -1
   std::vector<Dim> out;
   for (int i = 0; i < r; ++i) {
     if (i != ax)
       out.push_back(in[0]->dims[i]);
-    else if (n.attrs.i("keepdims", 0))
+    else if (a.keepdims)
       out.emplace_back(1);
   }
   return Shape(out, DType::I64);
 }
 
 Shape infer_reshape(const Node& n, const In& in) {
-  const auto& target = n.attrs.ints("shape");
+  const auto& target = n.attrs_as<ReshapeAttrs>().shape;
   std::vector<Dim> out;
   int infer_at = -1;
   int64_t known = 1;
@@ -154,7 +158,7 @@ Shape infer_reshape(const Node& n, const In& in) {
 }
 
 Shape infer_transpose(const Node& n, const In& in) {
-  const auto& perm = n.attrs.ints("perm");
+  const auto& perm = n.attrs_as<TransposeAttrs>().perm;
   const int r = in[0]->rank();
   RLX_CHECK(int(perm.size()) == r, "transpose: perm of ", perm.size(), " axes for rank ", r);
   std::vector<bool> seen(size_t(r), false);
@@ -171,16 +175,17 @@ Shape infer_transpose(const Node& n, const In& in) {
 Shape infer_slice(const Node& n, const In& in) {
   const int r = in[0]->rank();
   RLX_CHECK(r > 0, "slice: cannot slice a scalar");
-  int ax = normalize_axis(n.attrs.i("axis"), r);
-  int64_t step = n.attrs.i("step", 1);
+  const auto& a = n.attrs_as<SliceAttrs>();
+  int ax = normalize_axis(a.axis, r);
+  const int64_t step = a.step;
   RLX_CHECK(step != 0 && step != INT64_MIN, "slice: bad step ", step);
   std::vector<Dim> out = in[0]->dims;
   out[size_t(ax)] = map_dim(in[0]->dims[size_t(ax)], [&](int64_t len) {
     int64_t s, e;
     // Python semantics, as in PyTorch/NumPy: clamp, then count.
     auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(hi, v)); };
-    int64_t start = n.attrs.i("start", step > 0 ? 0 : INT64_MAX);
-    int64_t end = n.attrs.i("end", step > 0 ? INT64_MAX : INT64_MIN);
+    const int64_t start = a.start.value_or(step > 0 ? 0 : INT64_MAX);
+    const int64_t end = a.end.value_or(step > 0 ? INT64_MAX : INT64_MIN);
     if (step > 0) {
       s = clampi(start < 0 ? start + len : start, 0, len);
       e = clampi(end < 0 ? end + len : end, 0, len);
@@ -196,7 +201,7 @@ Shape infer_slice(const Node& n, const In& in) {
 Shape infer_concat(const Node& n, const In& in) {
   const int r = in[0]->rank();
   RLX_CHECK(r > 0, "concat: cannot concatenate scalars");
-  int ax = normalize_axis(n.attrs.i("axis"), r);
+  int ax = normalize_axis(n.attrs_as<AxisAttrs>().axis, r);
   std::vector<Dim> out = in[0]->dims;
   for (size_t k = 1; k < in.size(); ++k) {
     same_dtype(*in[0], *in[k]);
@@ -215,7 +220,7 @@ Shape infer_concat(const Node& n, const In& in) {
 }
 
 Shape infer_expand(const Node& n, const In& in) {
-  const auto& target = n.attrs.ints("shape");
+  const auto& target = n.attrs_as<ExpandAttrs>().shape;
   RLX_CHECK(target.size() >= in[0]->dims.size(), "expand: target ", dims_str(target),
             " has lower rank than ", in[0]->str());
   std::vector<Dim> t;
@@ -237,21 +242,20 @@ Shape infer_expand(const Node& n, const In& in) {
 }
 
 Shape infer_pad(const Node& n, const In& in) {
-  const auto& pads = n.attrs.ints("pads");
+  const auto& a = n.attrs_as<PadAttrs>();
+  const auto& pads = a.pads;
   const int r = in[0]->rank();
   RLX_CHECK(int(pads.size()) == 2 * r, "pad: need ", 2 * r, " pads for rank ", r, ", got ",
             pads.size());
-  std::string mode = n.attrs.s("mode", "constant");
-  RLX_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate", "pad: unknown mode '",
-            mode, "'");
+  const PadMode mode = a.mode;
   std::vector<Dim> out = in[0]->dims;
   for (int i = 0; i < r; ++i) {
     int64_t b = pads[size_t(i)], e = pads[size_t(i + r)];
     out[size_t(i)] = map_dim(out[size_t(i)], [&](int64_t d) {
-      if (mode == "reflect")
+      if (mode == PadMode::reflect)
         RLX_CHECK(b < d && e < d, "pad: reflect padding ", b, "/", e, " needs dim > pad, dim is ",
                   d);
-      if (mode == "replicate")
+      if (mode == PadMode::replicate)
         RLX_CHECK(d > 0 || (b == 0 && e == 0), "pad: replicate of empty dim");
       RLX_CHECK(d + b + e >= 0, "pad: negative result size");
       return d + b + e;
@@ -261,7 +265,7 @@ Shape infer_pad(const Node& n, const In& in) {
 }
 
 Shape infer_tile(const Node& n, const In& in) {
-  const auto& reps = n.attrs.ints("repeats");
+  const auto& reps = n.attrs_as<TileAttrs>().repeats;
   const int r = in[0]->rank();
   RLX_CHECK(int(reps.size()) == r, "tile: ", reps.size(), " repeats for rank ", r);
   std::vector<Dim> out = in[0]->dims;
@@ -280,7 +284,7 @@ void check_index_dtype(const Shape& s, const char* what) {
 Shape infer_gather(const Node& n, const In& in) {
   check_index_dtype(*in[1], "gather");
   const int r = in[0]->rank();
-  int ax = normalize_axis(n.attrs.i("axis", 0), r);
+  int ax = normalize_axis(n.attrs_as<GatherAttrs>().axis, r);
   std::vector<Dim> out(in[0]->dims.begin(), in[0]->dims.begin() + ax);
   out.insert(out.end(), in[1]->dims.begin(), in[1]->dims.end());
   out.insert(out.end(), in[0]->dims.begin() + ax + 1, in[0]->dims.end());
@@ -301,17 +305,11 @@ bool dims_compatible(const Dim& a, const Dim& b) {
   return !a.is_static() || !b.is_static() || a.value == b.value;
 }
 
-void check_reduction(const Node& n, const char* what) {
-  std::string r = n.attrs.s("reduction", "none");
-  RLX_CHECK(r == "none" || r == "add" || r == "mul" || r == "max" || r == "min", what,
-            ": unknown reduction '", r, "' (none, add, mul, max, min)");
-}
-
 Shape infer_gather_elements(const Node& n, const In& in) {
   check_index_dtype(*in[1], "gather_elements");
   RLX_CHECK(in[0]->rank() == in[1]->rank(), "gather_elements: rank of indices ", in[1]->str(),
             " differs from data ", in[0]->str());
-  int ax = normalize_axis(n.attrs.i("axis"), in[0]->rank());
+  int ax = normalize_axis(n.attrs_as<AxisAttrs>().axis, in[0]->rank());
   check_index_dims_fit(*in[1], *in[0], ax, "gather_elements");
   return Shape(in[1]->dims, in[0]->dtype);
 }
@@ -320,7 +318,7 @@ Shape infer_gather_nd(const Node& n, const In& in) {
   check_index_dtype(*in[1], "gather_nd");
   const auto& d = in[0]->dims;
   const auto& id = in[1]->dims;
-  int64_t b = n.attrs.i("batch_dims", 0);
+  const int64_t b = n.attrs_as<GatherNDAttrs>().batch_dims;
   RLX_CHECK(!id.empty() && id.back().is_static(), "gather_nd: indices need a static last dim");
   int64_t k = id.back().value;
   RLX_CHECK(b >= 0 && k >= 1 && b + k <= int64_t(d.size()) && b < int64_t(id.size()),
@@ -341,18 +339,17 @@ Shape infer_scatter_elements(const Node& n, const In& in) {
   RLX_CHECK(d.rank() >= 1 && idx.rank() == d.rank() && u.rank() == d.rank(),
             "scatter_elements: data, indices and updates need one rank >= 1, got ", d.str(), ", ",
             idx.str(), ", ", u.str());
-  int ax = normalize_axis(n.attrs.i("axis", 0), d.rank());
+  int ax = normalize_axis(n.attrs_as<ScatterElementsAttrs>().axis, d.rank());
   for (int i = 0; i < d.rank(); ++i)
     RLX_CHECK(dims_compatible(idx.dims[size_t(i)], u.dims[size_t(i)]), "scatter_elements: updates ",
               u.str(), " must match indices ", idx.str());
   check_index_dims_fit(idx, d, ax, "scatter_elements");
-  check_reduction(n, "scatter_elements");
   return d;
 }
 
 // ONNX ScatterND: indices [..., k] with 1 <= k <= rank(data), updates of
 // shape indices.shape[:-1] + data.shape[k:].
-Shape infer_scatter_nd(const Node& n, const In& in) {
+Shape infer_scatter_nd(const Node&, const In& in) {
   const Shape &d = *in[0], &idx = *in[1], &u = *in[2];
   check_index_dtype(idx, "scatter_nd");
   same_dtype(d, u);
@@ -366,20 +363,20 @@ Shape infer_scatter_nd(const Node& n, const In& in) {
   for (size_t i = 0; ok && i < want.size(); ++i) ok = dims_compatible(u.dims[i], want[i]);
   RLX_CHECK(ok, "scatter_nd: updates ", u.str(), " should have dims indices[:-1] + data[", k,
             ":] for data ", d.str(), " and indices ", idx.str());
-  check_reduction(n, "scatter_nd");
   return d;
 }
 
 Shape infer_topk(const Node& n, const In& in) {
   const int r = in[0]->rank();
-  int ax = normalize_axis(n.attrs.i("axis", -1), r);
-  int64_t k = n.attrs.i("k");
+  const auto& a = n.attrs_as<TopKAttrs>();
+  int ax = normalize_axis(a.axis, r);
+  const int64_t k = a.k;
   std::vector<Dim> out = in[0]->dims;
   const Dim& len = out[size_t(ax)];
   RLX_CHECK(k >= 0 && (!len.is_static() || k <= len.value), "topk: k=", k, " out of range for ",
             in[0]->str());
   out[size_t(ax)] = Dim(k);
-  int64_t output = n.attrs.i("output", 0);
+  const int64_t output = a.output;
   RLX_CHECK(output == 0 || output == 1, "topk: output must be 0 (values) or 1 (indices), got ",
             output);
   return Shape(out, output == 1 ? DType::I64 : in[0]->dtype);
@@ -388,10 +385,10 @@ Shape infer_topk(const Node& n, const In& in) {
 Shape infer_one_hot(const Node& n, const In& in) {
   check_index_dtype(*in[0], "one_hot");
   std::vector<Dim> out = in[0]->dims;
-  int64_t depth = n.attrs.i("depth");
-  RLX_CHECK(depth > 0, "one_hot: depth must be > 0, got ", depth);
-  out.emplace_back(depth);
-  return Shape(out, parse_dtype(n.attrs.s("dtype", "i64")));
+  const auto& a = n.attrs_as<OneHotAttrs>();
+  RLX_CHECK(a.depth > 0, "one_hot: depth must be > 0, got ", a.depth);
+  out.emplace_back(a.depth);
+  return Shape(out, a.dtype);
 }
 
 Shape infer_embedding(const Node&, const In& in) {
@@ -404,20 +401,21 @@ Shape infer_embedding(const Node&, const In& in) {
 
 // A u8 [rows, row_bytes] tensor of ggml blocks holding rows of k elements.
 void check_quant_rows(const Node& n, const Shape& w, const char* what) {
-  quant::GgmlType t = quant::parse_type_name(n.attrs.s("scheme"));
-  const int64_t k = n.attrs.i("k");
+  const auto& a = n.attrs_as<QuantAttrs>();
+  quant::GgmlType t = quant::parse_type_name(a.scheme);
+  const int64_t k = a.k;
   RLX_CHECK(w.dtype == DType::U8 && w.rank() == 2, what,
             ": weight must be u8 [rows, row_bytes], got ", w.str());
   const int64_t bytes = int64_t(quant::row_size(t, k));
   RLX_CHECK(!w.dims[1].is_static() || w.dims[1].value == bytes, what, ": rows of ", k, " ",
-            n.attrs.s("scheme"), " elements take ", bytes, " bytes, weight is ", w.str());
+            a.scheme, " elements take ", bytes, " bytes, weight is ", w.str());
 }
 
 Shape infer_dequant_embedding(const Node& n, const In& in) {
   check_quant_rows(n, *in[0], "dequant_embedding");
   check_index_dtype(*in[1], "dequant_embedding");
   std::vector<Dim> out = in[1]->dims;
-  out.emplace_back(n.attrs.i("k"));
+  out.emplace_back(n.attrs_as<QuantAttrs>().k);
   return Shape(out, DType::F32);
 }
 
@@ -455,8 +453,9 @@ int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int
   return out;
 }
 
-std::vector<int64_t> ints_or(const Node& n, const char* name, size_t count, int64_t def) {
-  auto v = n.attrs.ints(name, std::vector<int64_t>(count, def));
+std::vector<int64_t> ints_or(const std::vector<int64_t>& list, const char* name, size_t count,
+                             int64_t fill) {
+  auto v = list_or(list, count, fill);
   RLX_CHECK(v.size() == count, name, " needs ", count, " values, got ", v.size());
   return v;
 }
@@ -468,7 +467,8 @@ Shape infer_conv(const Node& n, const In& in) {
   RLX_CHECK(sp >= 1 && sp <= 3 && w.rank() == x.rank(),
             "conv: expected x [N,C,...] and w [O,C/g,...], got ", x.str(), " and ", w.str());
   RLX_CHECK(w.is_static(), "conv: weight shape must be static");
-  int64_t g = n.attrs.i("groups", 1);
+  const auto& a = n.attrs_as<ConvAttrs>();
+  const int64_t g = a.groups;
   const auto wd = w.concrete();
   RLX_CHECK(g >= 1 && wd[0] % g == 0, "conv: groups=", g, " does not divide ", wd[0],
             " out channels");
@@ -478,9 +478,9 @@ Shape infer_conv(const Node& n, const In& in) {
   if (in.size() == 3)
     RLX_CHECK(in[2]->rank() == 1 && in[2]->dims[0] == Dim(wd[0]), "conv: bias ", in[2]->str(),
               " does not match ", wd[0], " out channels");
-  auto stride = ints_or(n, "stride", size_t(sp), 1);
-  auto dil = ints_or(n, "dilation", size_t(sp), 1);
-  auto pads = ints_or(n, "pads", size_t(2 * sp), 0);
+  auto stride = ints_or(a.stride, "stride", size_t(sp), 1);
+  auto dil = ints_or(a.dilation, "dilation", size_t(sp), 1);
+  auto pads = ints_or(a.pads, "pads", size_t(2 * sp), 0);
   std::vector<Dim> out{x.dims[0], Dim(wd[0])};
   for (int i = 0; i < sp; ++i)
     out.push_back(map_dim(x.dims[size_t(2 + i)], [&](int64_t d) {
@@ -497,16 +497,17 @@ Shape infer_conv_transpose(const Node& n, const In& in) {
   RLX_CHECK(sp >= 1 && sp <= 3 && w.rank() == x.rank() && w.is_static(),
             "conv_transpose: expected x [N,C,...] and static w [C,O/g,...], got ", x.str(), " and ",
             w.str());
-  int64_t g = n.attrs.i("groups", 1);
+  const auto& a = n.attrs_as<ConvTransposeAttrs>();
+  const int64_t g = a.groups;
   const auto wd = w.concrete();
   if (x.dims[1].is_static())
     RLX_CHECK(x.dims[1].value == wd[0], "conv_transpose: input has ", x.dims[1].value,
               " channels, weight has ", wd[0]);
   RLX_CHECK(g >= 1 && wd[0] % g == 0, "conv_transpose: bad groups ", g);
-  auto stride = ints_or(n, "stride", size_t(sp), 1);
-  auto dil = ints_or(n, "dilation", size_t(sp), 1);
-  auto pads = ints_or(n, "pads", size_t(2 * sp), 0);
-  auto opad = ints_or(n, "output_padding", size_t(sp), 0);
+  auto stride = ints_or(a.stride, "stride", size_t(sp), 1);
+  auto dil = ints_or(a.dilation, "dilation", size_t(sp), 1);
+  auto pads = ints_or(a.pads, "pads", size_t(2 * sp), 0);
+  auto opad = ints_or(a.output_padding, "output_padding", size_t(sp), 0);
   for (int i = 0; i < sp; ++i) {
     const size_t u = size_t(i);
     RLX_CHECK(
@@ -529,17 +530,34 @@ Shape infer_conv_transpose(const Node& n, const In& in) {
   return Shape(out, x.dtype);
 }
 
+// max_pool2d and avg_pool2d windows with the optional lists filled in.
+struct PoolWindow {
+  std::vector<int64_t> kernel, stride, pads, dilation;
+  bool ceil_mode;
+};
+
+PoolWindow pool_window(const Node& n) {
+  auto fill = [](const auto& a, std::vector<int64_t> dilation) {
+    RLX_CHECK(a.kernel.size() == 2, "pool: kernel needs 2 values");
+    PoolWindow p{a.kernel, list_or(a.stride, 2, 0), ints_or(a.pads, "pads", 4, 0),
+                 std::move(dilation), a.ceil_mode};
+    if (a.stride.empty()) p.stride = a.kernel;  // PyTorch: stride=[] means the kernel size
+    RLX_CHECK(p.stride.size() == 2, "pool: stride needs 2 values");
+    return p;
+  };
+  if (n.op == Op::MaxPool2d) {
+    const auto& a = n.attrs_as<MaxPoolAttrs>();
+    return fill(a, ints_or(a.dilation, "dilation", 2, 1));
+  }
+  return fill(n.attrs_as<AvgPoolAttrs>(), {1, 1});
+}
+
 Shape infer_pool(const Node& n, const In& in) {
   const Shape& x = *in[0];
   RLX_CHECK(x.rank() == 4 || x.rank() == 3, "pool: expected [N,]C,H,W, got ", x.str());
-  auto k = n.attrs.ints("kernel");
-  RLX_CHECK(k.size() == 2, "pool: kernel needs 2 values");
-  auto stride = n.attrs.ints("stride", k);
-  if (stride.empty()) stride = k;  // PyTorch: stride=[] means the kernel size
-  RLX_CHECK(stride.size() == 2, "pool: stride needs 2 values");
-  auto pads = ints_or(n, "pads", 4, 0);
-  auto dil = ints_or(n, "dilation", 2, 1);
-  bool ceil_mode = n.attrs.i("ceil_mode", 0) != 0;
+  const PoolWindow p = pool_window(n);
+  const auto &k = p.kernel, &stride = p.stride, &pads = p.pads, &dil = p.dilation;
+  const bool ceil_mode = p.ceil_mode;
   for (int i = 0; i < 2; ++i)
     RLX_CHECK(pads[size_t(i)] * 2 <= k[size_t(i)] && pads[size_t(i + 2)] * 2 <= k[size_t(i)],
               "pool: pad should be at most half of kernel size");
@@ -558,7 +576,7 @@ Shape infer_adaptive_pool(const Node& n, const In& in) {
   const Shape& x = *in[0];
   RLX_CHECK(x.rank() == 4 || x.rank() == 3, "adaptive_avg_pool2d: expected [N,]C,H,W, got ",
             x.str());
-  auto o = n.attrs.ints("output");
+  const auto& o = n.attrs_as<AdaptivePoolAttrs>().output;
   RLX_CHECK(o.size() == 2 && o[0] > 0 && o[1] > 0, "adaptive_avg_pool2d: bad output size");
   std::vector<Dim> out = x.dims;
   out[out.size() - 2] = Dim(o[0]);
@@ -579,8 +597,7 @@ void check_param_dims(const char* op, const char* what, const Shape& x, const Sh
             " required by x ", x.str());
 }
 
-void check_eps(const Node& n, const char* op) {
-  double eps = n.attrs.f("eps", 1e-5);
+void check_eps(double eps, const char* op) {
   RLX_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
 }
 
@@ -588,20 +605,22 @@ void check_eps(const Node& n, const char* op) {
 Shape infer_layer_norm(const Node& n, const In& in) {
   const char* op = n.op == Op::RmsNorm ? "rms_norm" : "layer_norm";
   const Shape& x = *in[0];
-  int64_t naxes = n.attrs.i("naxes", 1);
+  const auto& a = n.attrs_as<NormAttrs>();
+  const int64_t naxes = a.naxes;
   RLX_CHECK(naxes >= 1 && naxes <= x.rank(), op, ": naxes=", naxes, " out of range for x ",
             x.str());
   std::vector<Dim> want(x.dims.end() - naxes, x.dims.end());
   static const char* names[] = {"x", "gamma", "beta"};
   for (size_t i = 1; i < in.size(); ++i) check_param_dims(op, names[i], x, *in[i], want);
-  check_eps(n, op);
+  check_eps(a.eps, op);
   return x;
 }
 
 Shape infer_group_norm(const Node& n, const In& in) {
   const Shape& x = *in[0];
   RLX_CHECK(x.rank() >= 2, "group_norm: x must be [N,C,...], got ", x.str());
-  int64_t g = n.attrs.i("groups");
+  const auto& a = n.attrs_as<GroupNormAttrs>();
+  const int64_t g = a.groups;
   RLX_CHECK(g >= 1, "group_norm: groups must be >= 1, got ", g);
   const Dim& c = x.dims[1];
   if (c.is_static())
@@ -609,7 +628,7 @@ Shape infer_group_norm(const Node& n, const In& in) {
               " channels");
   static const char* names[] = {"x", "gamma", "beta"};
   for (size_t i = 1; i < in.size(); ++i) check_param_dims("group_norm", names[i], x, *in[i], {c});
-  check_eps(n, "group_norm");
+  check_eps(a.eps, "group_norm");
   return x;
 }
 
@@ -619,7 +638,7 @@ Shape infer_batch_norm(const Node& n, const In& in) {
   static const char* names[] = {"x", "mean", "var", "gamma", "beta"};
   for (size_t i = 1; i < in.size(); ++i)
     check_param_dims("batch_norm", names[i], x, *in[i], {x.dims[1]});
-  check_eps(n, "batch_norm");
+  check_eps(n.attrs_as<EpsAttrs>().eps, "batch_norm");
   return x;
 }
 
@@ -629,7 +648,7 @@ Shape infer_layer_norm_2d(const Node& n, const In& in) {
   static const char* names[] = {"x", "gamma", "beta"};
   for (size_t i = 1; i < in.size(); ++i)
     check_param_dims("layer_norm_2d", names[i], x, *in[i], {x.dims[1]});
-  check_eps(n, "layer_norm_2d");
+  check_eps(n.attrs_as<EpsAttrs>().eps, "layer_norm_2d");
   return x;
 }
 
@@ -640,16 +659,15 @@ Shape infer_rope(const Node& n, const In& in) {
   RLX_CHECK(pos.rank() == 1 && !(pos.dims[0].is_static() && x.dims[2].is_static() &&
                                  pos.dims[0].value != x.dims[2].value),
             "rope: positions ", pos.str(), " must be [S] for x ", x.str());
-  std::string style = n.attrs.s("style", "neox");
-  RLX_CHECK(style == "neox" || style == "interleaved", "rope: unknown style '", style, "'");
+  const auto& a = n.attrs_as<RopeAttrs>();
   const Dim& d = x.dims[3];
-  if (n.attrs.has("rotary_dims") || d.is_static()) {
-    int64_t rd = n.attrs.i("rotary_dims", d.value);
+  if (a.rotary_dims || d.is_static()) {
+    const int64_t rd = a.rotary_dims.value_or(d.value);
     RLX_CHECK(rd >= 0 && rd % 2 == 0 && (!d.is_static() || rd <= d.value), "rope: rotary_dims=", rd,
               " must be even and at most D of x ", x.str());
     if (in.size() == 3) check_param_dims("rope", "freq_factors", x, *in[2], {Dim(rd / 2)});
   }
-  RLX_CHECK(n.attrs.f("theta", 10000.0) > 0, "rope: theta must be > 0");
+  RLX_CHECK(a.theta > 0, "rope: theta must be > 0");
   return x;
 }
 
@@ -665,14 +683,13 @@ Shape infer_attention(const Node& n, const In& in) {
               " key heads");
   RLX_CHECK(q.dims[3] == k.dims[3] || !q.dims[3].is_static() || !k.dims[3].is_static(),
             "attention: q and k head dims differ");
-  std::string mask = n.attrs.s("mask", "none");
-  RLX_CHECK(mask == "none" || mask == "causal" || mask == "sliding" || mask == "bias",
-            "attention: unknown mask '", mask, "'");
-  RLX_CHECK((mask == "bias") == (in.size() == 4),
+  const auto& a = n.attrs_as<AttentionAttrs>();
+  RLX_CHECK((a.mask == MaskKind::bias) == (in.size() == 4),
             "attention: mask 'bias' needs exactly a 4th input");
-  if (mask == "sliding")
-    RLX_CHECK(n.attrs.i("window") >= 1, "attention: sliding window must be >= 1, got ",
-              n.attrs.i("window"));
+  if (a.mask == MaskKind::sliding)
+    RLX_CHECK(a.window >= 1, "attention: sliding window must be >= 1, got ", a.window);
+  RLX_CHECK(!a.scale || std::isfinite(*a.scale), "attention: scale must be finite, got ",
+            a.scale.value_or(0));
   auto differ = [](const Dim& a, const Dim& b) {
     return a.is_static() && b.is_static() && a.value != b.value;
   };
@@ -698,27 +715,23 @@ Shape infer_attention(const Node& n, const In& in) {
 Shape infer_resize(const Node& n, const In& in) {
   const Shape& x = *in[0];
   RLX_CHECK(x.rank() == 4, "resize: expected NCHW, got ", x.str());
-  auto size = n.attrs.ints("size");
+  const auto& a = n.attrs_as<ResizeAttrs>();
+  const auto& size = a.size;
   RLX_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0, "resize: bad size");
-  std::string mode = n.attrs.s("mode", "nearest");
-  RLX_CHECK(mode == "nearest" || mode == "nearest_exact" || mode == "bilinear" || mode == "bicubic",
-            "resize: unknown mode '", mode, "'");
-  bool interp = mode == "bilinear" || mode == "bicubic";
-  RLX_CHECK(interp || (n.attrs.i("align_corners", 0) == 0 && n.attrs.i("antialias", 0) == 0),
-            "resize: align_corners and antialias need mode bilinear or bicubic, not '", mode, "'");
+  RLX_CHECK(a.scales.empty() || a.scales.size() == 2, "resize: scales needs 2 values, got ",
+            a.scales.size());
+  const bool interp = a.mode == ResizeMode::bilinear || a.mode == ResizeMode::bicubic;
+  RLX_CHECK(interp || (!a.align_corners && !a.antialias),
+            "resize: align_corners and antialias need mode bilinear or bicubic, not '",
+            to_string(a.mode), "'");
   return Shape({x.dims[0], x.dims[1], Dim(size[0]), Dim(size[1])}, x.dtype);
 }
 
-Shape infer_grid_sample(const Node& n, const In& in) {
+Shape infer_grid_sample(const Node&, const In& in) {
   const Shape &x = *in[0], &g = *in[1];
   RLX_CHECK(x.rank() == 4 && g.rank() == 4 && g.dims[3] == Dim(2),
             "grid_sample: expected x [N,C,H,W] and grid [N,H,W,2], got ", x.str(), ", ", g.str());
   same_dtype(x, g);
-  std::string mode = n.attrs.s("mode", "bilinear"), pad = n.attrs.s("padding", "zeros");
-  RLX_CHECK(mode == "bilinear" || mode == "nearest" || mode == "bicubic",
-            "grid_sample: unknown mode '", mode, "'");
-  RLX_CHECK(pad == "zeros" || pad == "border" || pad == "reflection",
-            "grid_sample: unknown padding '", pad, "'");
   return Shape({x.dims[0], x.dims[1], g.dims[1], g.dims[2]}, x.dtype);
 }
 
@@ -726,8 +739,8 @@ Shape infer_grid_sample(const Node& n, const In& in) {
 // (raw bytes [N, row_bytes]), output f32 [..., N].
 Shape infer_dequant_matmul(const Node& n, const In& in) {
   const Shape &x = *in[0], &w = *in[1];
-  const std::string scheme = n.attrs.s("scheme");
-  const int64_t K = n.attrs.i("k");
+  const std::string& scheme = n.attrs_as<QuantAttrs>().scheme;
+  const int64_t K = n.attrs_as<QuantAttrs>().k;
   const quant::GgmlType t = quant::parse_type_name(scheme);
   const quant::TypeTraits& tr = quant::traits(t);
   RLX_CHECK(K >= 0 && K % tr.block_size == 0, "dequant_matmul: k = ", K, " is not a multiple of ",
@@ -764,30 +777,39 @@ Shape infer_norm_grad(const Node& n, const In& in) {
     RLX_CHECK(dims_compatible(x.dims[size_t(i)], dy.dims[size_t(i)]), op, ": dy ", dy.str(),
               " does not match x ", x.str());
   std::vector<Dim> pdims;
+  double eps;
+  int64_t output;
   if (n.op == Op::GroupNormGrad) {
     RLX_CHECK(x.rank() >= 2, op, ": x must be [N,C,...], got ", x.str());
-    const int64_t g = n.attrs.i("groups");
+    const auto& a = n.attrs_as<GroupNormGradAttrs>();
+    const int64_t g = a.groups;
+    eps = a.eps;
+    output = a.output;
     RLX_CHECK(g >= 1, op, ": groups must be >= 1, got ", g);
     const Dim& c = x.dims[1];
     RLX_CHECK(!c.is_static() || c.value % g == 0, op, ": groups=", g, " does not divide ", c.str(),
               " channels");
     pdims = {c};
   } else {
-    const int64_t naxes = n.attrs.i("naxes", 1);
+    const auto& a = n.attrs_as<NormGradAttrs>();
+    const int64_t naxes = a.naxes;
+    eps = a.eps;
+    output = a.output;
     RLX_CHECK(naxes >= 1 && naxes <= x.rank(), op, ": naxes=", naxes, " out of range for x ",
               x.str());
     pdims.assign(x.dims.end() - naxes, x.dims.end());
   }
   if (in.size() > 2) check_param_dims(op, "gamma", x, *in[2], pdims);
-  check_eps(n, op);
-  const int64_t output = n.attrs.i("output", 0), max_out = n.op == Op::RmsNormGrad ? 1 : 2;
+  check_eps(eps, op);
+  const int64_t max_out = n.op == Op::RmsNormGrad ? 1 : 2;
   RLX_CHECK(output >= 0 && output <= max_out, op, ": output must be 0 (dx), 1 (dgamma)",
             max_out == 2 ? " or 2 (dbeta)" : "", ", got ", output);
   return output == 0 ? x : Shape(pdims, x.dtype);
 }
 
 Shape infer_activation_grad(const Node& n, const In& in) {
-  activation_kind(n.attrs.s("kind"));  // throws listing the valid kinds
+  // Throws for a kind that is not an activation or attributes it does not take.
+  activation_attrs(n.attrs_as<ActivationGradAttrs>());
   const Shape &x = *in[0], &dy = *in[1];
   same_dtype(x, dy);
   bool ok = x.rank() == dy.rank();
@@ -798,7 +820,7 @@ Shape infer_activation_grad(const Node& n, const In& in) {
 }
 
 // Shared checks of softmax_cross_entropy(_grad); returns the reduction.
-std::string check_softmax_ce(const Node& n, const In& in) {
+LossReduction check_softmax_ce(const Node& n, const In& in) {
   const char* op = op_name(n.op);
   const Shape &logits = *in[0], &labels = *in[1];
   RLX_CHECK(logits.rank() == 2 && labels.rank() == 1, op,
@@ -806,28 +828,25 @@ std::string check_softmax_ce(const Node& n, const In& in) {
   check_index_dtype(labels, op);
   RLX_CHECK(dims_compatible(logits.dims[0], labels.dims[0]), op, ": logits ", logits.str(),
             " and labels ", labels.str(), " disagree on N");
-  std::string r = n.attrs.s("reduction", "mean");
-  RLX_CHECK(r == "mean" || r == "sum" || r == "none", op, ": unknown reduction '", r,
-            "' (mean, sum, none)");
-  return r;
+  return n.attrs_as<CrossEntropyAttrs>().reduction;
 }
 
 Shape infer_softmax_ce(const Node& n, const In& in) {
-  const std::string r = check_softmax_ce(n, in);
-  if (r == "none") return Shape(std::vector<Dim>{in[0]->dims[0]}, in[0]->dtype);
+  const LossReduction r = check_softmax_ce(n, in);
+  if (r == LossReduction::none) return Shape(std::vector<Dim>{in[0]->dims[0]}, in[0]->dtype);
   return Shape(std::vector<Dim>{}, in[0]->dtype);
 }
 
 Shape infer_softmax_ce_grad(const Node& n, const In& in) {
-  const std::string r = check_softmax_ce(n, in);
+  const LossReduction r = check_softmax_ce(n, in);
   const Shape& dl = *in[2];
   same_dtype(*in[0], dl);
-  if (r == "none")
+  if (r == LossReduction::none)
     RLX_CHECK(dl.rank() == 1 && dims_compatible(dl.dims[0], in[0]->dims[0]),
               "softmax_cross_entropy_grad: dloss must be [N] for reduction 'none', got ", dl.str());
   else
     RLX_CHECK(dl.rank() == 0, "softmax_cross_entropy_grad: dloss must be a scalar for reduction '",
-              r, "', got ", dl.str());
+              to_string(r), "', got ", dl.str());
   return *in[0];
 }
 
@@ -835,8 +854,8 @@ Shape infer_softmax_ce_grad(const Node& n, const In& in) {
 
 Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs) {
   switch (n.op) {
-#define RLX_OP(e, name, mn, mx, infer) \
-  case Op::e:                          \
+#define RLX_OP(e, name, fam, set, mn, mx, outs, infer) \
+  case Op::e:                                          \
     return infer(n, inputs);
 #include "rlx/ops.def"
 #undef RLX_OP

@@ -30,7 +30,7 @@ Graph eliminate_common_subexpressions(const Graph& g) {
     }
     std::vector<NodeId> ins;
     for (NodeId in : n.inputs) ins.push_back(rw.mapped(in));
-    Key key{int(n.op), ins, n.attrs, n.shape.str(), payload};
+    Key key{int(n.op), ins, attrs_to_map(n.attrs), n.shape.str(), payload};
     auto it = seen.find(key);
     if (it != seen.end()) {
       rw.map(n.id, it->second);

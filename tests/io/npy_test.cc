@@ -10,21 +10,13 @@
 
 namespace rlx {
 namespace {
+using testing::error_of;
 
 using namespace rlx::testing;
 
 const std::vector<Dims> kShapes = {{}, {0}, {1}, {5}, {2, 3}, {2, 0, 3}, {2, 3, 4}, {1, 1, 2, 1}};
 
 // The exception message of f(), or "" when it does not throw rlx::Error.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // A .npy file with a hand-written header (version 1.0), for malformed inputs.
 std::string npy_bytes(const std::string& header, const std::string& data, int major = 1) {

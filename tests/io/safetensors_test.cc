@@ -10,18 +10,10 @@
 
 namespace rlx {
 namespace {
+using testing::error_of;
 
 using namespace rlx::testing;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::string st_bytes(const std::string& header, const std::string& data) {
   std::string out(8, '\0');

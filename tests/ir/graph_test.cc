@@ -6,21 +6,12 @@
 
 namespace rlx {
 namespace {
+using testing::error_of;
 
 using testing::all_equal;
 
 Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
 Dim sym(const char* s) { return Dim::symbol(s); }
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Shape of one `op` node over inputs of the given shapes.
 Shape infer(Op op, const std::vector<Shape>& ins, Attrs a = {}) {
@@ -311,17 +302,26 @@ Graph every_kind_graph() {
   NodeId x = b.input("x", S({sym("batch"), 4}));
   b.param("p", S({4}, DType::BF16));
   b.set_origin("blk.0");
+  // int list, enum, float
   NodeId y = b.op(Op::Pad, {x},
                   {{"pads", std::vector<int64_t>{0, 1, 0, 1}},
                    {"mode", std::string("constant")},
-                   {"value", 0.5},
-                   {"scales", std::vector<double>{1.5, -2.0, 1e-300}},
-                   {"flag", int64_t(1)},
-                   {"lo", -INFINITY},
-                   {"specials", std::vector<double>{INFINITY, -INFINITY, 0.0}},
-                   {"whole", 1.0}},
+                   {"value", 0.5}},
                   "padded");
   g.add_output("y", y);
+  // float list with an extreme value, bools, a float given as an int
+  NodeId img = b.input("img", S({1, 2, 4, 4}));
+  g.add_output("r", b.op(Op::Resize, {img},
+                         {{"size", std::vector<int64_t>{6, 6}},
+                          {"mode", std::string("bilinear")},
+                          {"align_corners", true},
+                          {"scales", std::vector<double>{1.5, 1e-300}}}));
+  // non-finite floats, optional ints, dtype, op name, string
+  g.add_output("c", b.op(Op::Clamp, {x}, {{"min", -INFINITY}, {"max", 1}}));
+  g.add_output("s", b.op(Op::Slice, {x}, {{"axis", 1}, {"end", -1}}));
+  g.add_output("k", b.op(Op::Cast, {x}, {{"dtype", std::string("f16")}}));
+  g.add_output("ag",
+               b.op(Op::ActivationGrad, {x, x}, {{"kind", std::string("elu")}, {"alpha", 0.5}}));
   for (int i = 0; i < kNumDTypes; ++i) {
     DType t = DType(i);
     NodeId c = g.constant(testing::random_tensor({2, 3}, t, uint64_t(i), -50, 50),
@@ -347,28 +347,63 @@ TEST(GraphJson, RoundTripsEveryAttrKindConstantDtypeAndSymbol) {
     EXPECT_EQ(a.shape, c.shape) << a.label();
     EXPECT_EQ(a.name, c.name);
     EXPECT_EQ(a.origin, c.origin);
-    EXPECT_TRUE(a.attrs == c.attrs) << a.attrs.str() << " vs " << c.attrs.str();
+    EXPECT_TRUE(a.attrs == c.attrs)
+        << attrs_to_map(a.attrs).str() << " vs " << attrs_to_map(c.attrs).str();
     if (a.op == Op::Constant) {
       EXPECT_TRUE(all_equal(c.value, a.value)) << a.label();
     }
   }
-  // Int 1 and float 1.0 keep their kinds.
-  const Attrs& at = back.node(2).attrs;
-  EXPECT_EQ(at.i("flag"), 1);
-  EXPECT_THROW(at.i("whole"), Error);
-  EXPECT_EQ(at.f("whole"), 1.0);
-  EXPECT_EQ(at.floats("scales")[2], 1e-300);
-  EXPECT_EQ(at.f("lo"), -INFINITY);  // JSON has no inf: written as a string
-  EXPECT_EQ(at.floats("specials")[0], INFINITY);
+  const auto& pad = back.node(2).attrs_as<PadAttrs>();
+  EXPECT_EQ(pad.mode, PadMode::constant);
+  EXPECT_EQ(pad.value, 0.5);
+  const auto& rs = back.node(4).attrs_as<ResizeAttrs>();
+  EXPECT_TRUE(rs.align_corners);
+  EXPECT_EQ(rs.mode, ResizeMode::bilinear);
+  EXPECT_EQ(rs.scales[1], 1e-300);
+  EXPECT_EQ(back.node(5).attrs_as<ClampAttrs>().min, -INFINITY);  // JSON has no inf: a string
+  EXPECT_EQ(back.node(5).attrs_as<ClampAttrs>().max, 1.0);
+  EXPECT_EQ(back.node(6).attrs_as<SliceAttrs>().end, -1);
+  EXPECT_FALSE(back.node(6).attrs_as<SliceAttrs>().start.has_value());
+  EXPECT_EQ(back.node(7).attrs_as<CastAttrs>().dtype, DType::F16);
+  EXPECT_EQ(back.node(8).attrs_as<ActivationGradAttrs>().kind, Op::Elu);
+  EXPECT_EQ(back.node(8).attrs_as<ActivationGradAttrs>().alpha, 0.5);
+  EXPECT_EQ(
+      std::get<EluAttrs>(activation_attrs(back.node(8).attrs_as<ActivationGradAttrs>())).alpha,
+      0.5);
   EXPECT_EQ(back.node(0).shape.dims[0].sym, "batch");
   Graph nan_graph;
-  NodeId x = nan_graph.input("x", S({2}));
-  nan_graph.add_output("y", nan_graph.add(Op::Clamp, {x}, {{"min", NAN}, {"max", INFINITY}}));
+  NodeId xn = nan_graph.input("x", S({2}));
+  nan_graph.add_output("y", nan_graph.add(Op::Clamp, {xn}, {{"min", NAN}, {"max", INFINITY}}));
   Graph nan_back = from_json(to_json(nan_graph));
-  EXPECT_TRUE(std::isnan(nan_back.node(1).attrs.f("min")));
-  EXPECT_EQ(nan_back.node(1).attrs.f("max"), INFINITY);
+  EXPECT_TRUE(std::isnan(nan_back.node(1).attrs_as<ClampAttrs>().min));
+  EXPECT_EQ(nan_back.node(1).attrs_as<ClampAttrs>().max, INFINITY);
   ASSERT_EQ(back.outputs().size(), g.outputs().size());
   EXPECT_EQ(back.outputs()[0].name, "y");
+}
+
+// Graphs written by version 1 (tagged attribute values, flags as ints, true
+// division spelt rounding "") still load.
+TEST(GraphJson, LoadsVersionOne) {
+  const std::string v1 = R"({"format": "rlx-graph", "version": 1, "nodes": [
+    {"op": "input", "name": "x", "shape": [2, 3], "dtype": "f32"},
+    {"op": "reduce_sum", "inputs": [0], "shape": [2, 1], "dtype": "f32",
+     "attrs": {"axes": {"ints": [1]}, "keepdims": {"i": 1}}},
+    {"op": "div", "inputs": [1, 1], "shape": [2, 1], "dtype": "f32",
+     "attrs": {"rounding": {"s": ""}}},
+    {"op": "clamp", "inputs": [2], "shape": [2, 1], "dtype": "f32",
+     "attrs": {"min": {"f": "-inf"}, "max": {"i": 6}}}],
+    "outputs": [{"name": "y", "node": 3}]})";
+  Graph g = from_json(v1, "old.json");
+  EXPECT_TRUE(g.node(1).attrs_as<ReduceAttrs>().keepdims);
+  EXPECT_EQ(g.node(1).attrs_as<ReduceAttrs>().axes, std::vector<int64_t>{1});
+  EXPECT_EQ(g.node(2).attrs_as<DivAttrs>().rounding, DivRounding::none);
+  EXPECT_EQ(g.node(3).attrs_as<ClampAttrs>().min, -INFINITY);
+  EXPECT_EQ(g.node(3).attrs_as<ClampAttrs>().max, 6.0);
+  // Written back as version 2 with plain values.
+  const std::string v2 = to_json(g);
+  EXPECT_NE(v2.find("\"version\": 2"), std::string::npos) << v2;
+  EXPECT_NE(v2.find("\"keepdims\": true"), std::string::npos) << v2;
+  EXPECT_EQ(to_json(from_json(v2)), v2);
 }
 
 TEST(GraphJson, MalformedDocumentsAreErrors) {
@@ -381,7 +416,7 @@ TEST(GraphJson, MalformedDocumentsAreErrors) {
     return s;
   };
   auto small = [](const std::string& nodes, const std::string& outputs = "[]") {
-    return "{\"format\":\"rlx-graph\",\"version\":1,\"nodes\":" + nodes +
+    return "{\"format\":\"rlx-graph\",\"version\":2,\"nodes\":" + nodes +
            ",\"outputs\":" + outputs + "}";
   };
   const std::string in0 = "{\"op\":\"input\",\"name\":\"x\",\"shape\":[2],\"dtype\":\"f32\"}";
@@ -393,7 +428,7 @@ TEST(GraphJson, MalformedDocumentsAreErrors) {
   const std::vector<Case> cases = {
       {"not JSON", "{\"nodes\": [", "invalid JSON"},
       {"not a graph", "[1, 2]", "not an rlx graph"},
-      {"wrong version", edit("\"version\": 1", "\"version\": 7"), "unsupported graph version 7"},
+      {"wrong version", edit("\"version\": 2", "\"version\": 7"), "unsupported graph version 7"},
       {"unknown op", edit("\"op\": \"pad\"", "\"op\": \"frobnicate\""), "unknown op 'frobnicate'"},
       {"forward input",
        small("[" + in0 + ",{\"op\":\"relu\",\"inputs\":[2],\"shape\":[2],\"dtype\":\"f32\"}]"),
@@ -444,10 +479,15 @@ TEST(GraphJson, MalformedDocumentsAreErrors) {
       {"negative dim",
        small("[{\"op\":\"input\",\"name\":\"x\",\"shape\":[-2],\"dtype\":\"f32\"}]"),
        "negative dim"},
-      {"bad attr kind", edit("{\n     \"i\": 1\n    }", "{\"q\": 1}"),
-       "unknown attribute kind 'q'"},
-      {"attr two keys", edit("{\n     \"i\": 1\n    }", "{\"i\": 1, \"f\": 2.0}"),
-       "one-key object"},
+      {"misspelt attr", edit("\"value\": 0.5", "\"valeu\": 0.5"),
+       "pad: unknown attribute 'valeu' (pad takes pads: int list (required), mode: "
+       "constant|reflect|replicate = \"constant\", value: float = 0)"},
+      {"attr of the wrong kind", edit("\"value\": 0.5", "\"value\": [1]"),
+       "pad: attribute 'value' is [1], expected float"},
+      {"bad enum value", edit("\"mode\": \"constant\"", "\"mode\": \"wrap\""),
+       "unknown PadMode 'wrap' (valid: constant, reflect, replicate)"},
+      {"missing required attr", edit("\"pads\"", "\"pods\""), "pad: missing attribute 'pads'"},
+      {"attr object", edit("\"value\": 0.5", "\"value\": {\"f\": 0.5}"), "attribute must be"},
       {"output to missing node", small("[" + in0 + "]", "[{\"name\":\"y\",\"node\":5}]"),
        "refers to node %5"},
       {"duplicate input names", small("[" + in0 + "," + in0 + "]"), "duplicate graph input 'x'"},

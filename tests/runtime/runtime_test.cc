@@ -8,6 +8,7 @@
 
 namespace rlx {
 namespace {
+using testing::error_of;
 
 using testing::all_close;
 using testing::all_equal;
@@ -15,15 +16,6 @@ using testing::all_equal;
 Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
 Dim sym(const char* s) { return Dim::symbol(s); }
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 Plan plan(const Graph& g, const std::map<std::string, Dims>& dims) {
   return runtime::plan_memory(g, runtime::specialize(g, dims));

@@ -37,4 +37,15 @@ struct CliResult {
 };
 CliResult run_cli(const std::string& args);
 
+// The message of the rlx::Error `f` throws; empty when it throws nothing.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace rlx::testing

@@ -28,14 +28,15 @@ Tensor static_tensor(const Node& n) {
 
 Val lower_full(Lowering& L, const Node& n) {
   Tensor t = static_tensor(n);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = n.attrs.f("value");
+  const double value = n.attrs_as<FullAttrs>().value;
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = value;
   return L.b.constant(t, L.dtype(n.shape.dtype), L.hint(n));
 }
 
 Val lower_arange(Lowering& L, const Node& n) {
   Tensor t = static_tensor(n);
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.data<double>()[i] = n.attrs.f("start") + double(i) * n.attrs.f("step");
+  const auto& a = n.attrs_as<ArangeAttrs>();
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = a.start + double(i) * a.step;
   return L.b.constant(t, L.dtype(n.shape.dtype), L.hint(n));
 }
 
@@ -102,9 +103,11 @@ Val alpha_op(Lowering& L, const Node& n, const char* type, double alpha) {
   return L.b.op(type, {{"x", x}, {"alpha", L.scalar_like(alpha, x, L.hint(n) + "_alpha")}},
                 L.type_of(n), L.hint(n));
 }
-Val lower_elu(Lowering& L, const Node& n) { return alpha_op(L, n, "elu", n.attrs.f("alpha", 1.0)); }
+Val lower_elu(Lowering& L, const Node& n) {
+  return alpha_op(L, n, "elu", n.attrs_as<EluAttrs>().alpha);
+}
 Val lower_leaky_relu(Lowering& L, const Node& n) {
-  return alpha_op(L, n, "leaky_relu", n.attrs.f("slope", 0.01));
+  return alpha_op(L, n, "leaky_relu", n.attrs_as<LeakyReluAttrs>().slope);
 }
 
 Val hard_sigmoid(Lowering& L, const Val& x, double a, double b, const std::string& h) {
@@ -115,8 +118,8 @@ Val hard_sigmoid(Lowering& L, const Val& x, double a, double b, const std::strin
                 x.type, h);
 }
 Val lower_hard_sigmoid(Lowering& L, const Node& n) {
-  return hard_sigmoid(L, L.in(n, 0), n.attrs.f("alpha", 1.0 / 6), n.attrs.f("beta", 0.5),
-                      L.hint(n));
+  const auto& a = n.attrs_as<HardSigmoidAttrs>();
+  return hard_sigmoid(L, L.in(n, 0), a.alpha, a.beta, L.hint(n));
 }
 Val lower_hard_swish(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
@@ -127,7 +130,7 @@ Val lower_hard_swish(Lowering& L, const Node& n) {
 // softplus with beta: softplus(beta * x) / beta (threshold only guards overflow on the CPU).
 Val lower_softplus(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
-  double beta = n.attrs.f("beta", 1.0);
+  const double beta = n.attrs_as<SoftplusAttrs>().beta;
   if (beta == 1.0) return L.b.op("softplus", {{"x", x}}, L.type_of(n), L.hint(n));
   Val bx = L.binary("mul", x, L.scalar_like(beta, x, L.hint(n) + "_beta"), L.hint(n) + "_bx");
   Val sp = L.unary("softplus", bx, L.hint(n) + "_sp");
@@ -143,7 +146,8 @@ Val lower_mish(Lowering& L, const Node& n) {
 
 Val lower_clamp(Lowering& L, const Node& n) {
   Val x = L.in(n, 0);
-  double lo = n.attrs.f("min", -INFINITY), hi = n.attrs.f("max", INFINITY);
+  const auto& a = n.attrs_as<ClampAttrs>();
+  const double lo = a.min, hi = a.max;
   if (std::isfinite(lo) && std::isfinite(hi) && is_float(n.shape.dtype))
     return L.b.op("clip",
                   {{"x", x},
@@ -189,11 +193,16 @@ Val trunc(Lowering& L, const Val& v, const std::string& h) {
 
 Val lower_div(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &y = L.in(n, 1);
-  std::string r = n.attrs.s("rounding", "");
   const bool integer = x.type.dt == pb::INT32;
-  if (r == "floor") return L.b.op("floor_div", {{"x", x}, {"y", y}}, L.type_of(n), L.hint(n));
-  if (r.empty() && !integer)
-    return L.b.op("real_div", {{"x", x}, {"y", y}}, L.type_of(n), L.hint(n));
+  switch (n.attrs_as<DivAttrs>().rounding) {
+    case DivRounding::floor:
+      return L.b.op("floor_div", {{"x", x}, {"y", y}}, L.type_of(n), L.hint(n));
+    case DivRounding::none:
+      if (!integer) return L.b.op("real_div", {{"x", x}, {"y", y}}, L.type_of(n), L.hint(n));
+      break;
+    case DivRounding::trunc:
+      break;
+  }
   // Truncating division (and integer "/", which truncates in the CPU backend).
   Val fx = integer ? L.cast(x, pb::FLOAT32, L.hint(n) + "_fx") : x;
   Val fy = integer ? L.cast(y, pb::FLOAT32, L.hint(n) + "_fy") : y;

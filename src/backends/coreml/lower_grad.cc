@@ -41,13 +41,13 @@ Val sum_leading(Lowering& L, const Val& t, int64_t nlead, const std::string& h) 
 Val lower_rms_norm_grad(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &dy = L.in(n, 1);
   const std::string h = L.hint(n);
-  const int64_t naxes = n.attrs.i("naxes", 1);
+  const auto& at = n.attrs_as<NormGradAttrs>();
+  const int64_t naxes = at.naxes;
   const auto axes = trailing_axes(naxes);
   Val ms = L.reduce("reduce_mean", L.binary("mul", x, x, h + "_sq"), axes, true, h + "_ms");
-  Val inv = rsqrt(
-      L, L.binary("add", ms, L.scalar_like(n.attrs.f("eps", 1e-5), x, h + "_eps"), h + "_mse"),
-      h + "_inv");
-  if (n.attrs.i("output", 0) == 1)
+  Val inv =
+      rsqrt(L, L.binary("add", ms, L.scalar_like(at.eps, x, h + "_eps"), h + "_mse"), h + "_inv");
+  if (at.output == 1)
     return finish(L, n,
                   sum_leading(L, L.binary("mul", L.binary("mul", dy, x, h + "_dyx"), inv, h + "_t"),
                               x.type.rank() - naxes, h + "_dg"));
@@ -85,11 +85,12 @@ std::pair<Val, Val> x_hat(Lowering& L, const Val& x, const std::vector<int64_t>&
 Val lower_layer_norm_grad(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &dy = L.in(n, 1);
   const std::string h = L.hint(n);
-  const int64_t naxes = n.attrs.i("naxes", 1), output = n.attrs.i("output", 0);
+  const auto& at = n.attrs_as<NormGradAttrs>();
+  const int64_t naxes = at.naxes, output = at.output;
   const auto axes = trailing_axes(naxes);
   const int64_t nlead = x.type.rank() - naxes;
   if (output == 2) return finish(L, n, sum_leading(L, dy, nlead, h + "_db"));
-  auto [xh, inv] = x_hat(L, x, axes, n.attrs.f("eps", 1e-5), h);
+  auto [xh, inv] = x_hat(L, x, axes, at.eps, h);
   if (output == 1)
     return finish(L, n, sum_leading(L, L.binary("mul", dy, xh, h + "_dyxh"), nlead, h + "_dg"));
   Val sy = n.inputs.size() > 2 ? L.binary("mul", dy, L.in(n, 2), h + "_sy") : dy;
@@ -100,7 +101,8 @@ Val lower_layer_norm_grad(Lowering& L, const Node& n) {
 Val lower_group_norm_grad(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &dy = L.in(n, 1);
   const std::string h = L.hint(n);
-  const int64_t g = n.attrs.i("groups"), output = n.attrs.i("output", 0);
+  const auto& at = n.attrs_as<GroupNormGradAttrs>();
+  const int64_t g = at.groups, output = at.output;
   std::vector<int64_t> rest(x.type.dims.begin() + 1, x.type.dims.end());
   int64_t m = 1;
   for (int64_t d : rest) {
@@ -113,8 +115,7 @@ Val lower_group_norm_grad(Lowering& L, const Node& n) {
   const int64_t nb = x.type.dims[0] >= 0 ? x.type.dims[0] : -1;
   std::vector<int64_t> back = x.type.dims;
   if (back[0] < 0) back[0] = -1;
-  auto [xh, inv] =
-      x_hat(L, L.reshape(x, {nb, g, m / g}, h + "_xg"), {-1}, n.attrs.f("eps", 1e-5), h);
+  auto [xh, inv] = x_hat(L, L.reshape(x, {nb, g, m / g}, h + "_xg"), {-1}, at.eps, h);
   if (output == 1) {
     Val xhb = L.reshape(xh, back, h + "_xhb");
     return finish(L, n,
@@ -132,8 +133,9 @@ Val lower_group_norm_grad(Lowering& L, const Node& n) {
 }
 
 // f'(x) for activation_grad, composed from MIL primitives (round is handled by the caller).
-Val activation_derivative(Lowering& L, const Node& n, Op kind, const Val& x, const std::string& h) {
-  const Attrs& a = n.attrs;
+// `a` holds the activation's own attributes (activation_attrs).
+Val activation_derivative(Lowering& L, Op kind, const OpAttrs& a, const Val& x,
+                          const std::string& h) {
   auto k = [&](double v, const char* s) { return L.scalar_like(v, x, h + s); };
   auto mul = [&](const Val& p, const Val& q, const char* s) {
     return L.binary("mul", p, q, h + s);
@@ -153,10 +155,10 @@ Val activation_derivative(Lowering& L, const Node& n, Op kind, const Val& x, con
   };
   auto zero = [&] { return k(0, "_zero"); };
   auto one = [&] { return k(1, "_one"); };
-  switch (kind) {
-    case Op::Relu:
+  switch (family_op<UnaryOp>(kind)) {
+    case UnaryOp::Relu:
       return select(L, cmp("greater", x, 0, "_pos"), one(), zero(), h + "_d");
-    case Op::Gelu: {  // Phi(x) + x phi(x)
+    case UnaryOp::Gelu: {  // Phi(x) + x phi(x)
       Val cdf =
           mul(k(0.5, "_half"),
               add(one(), un("erf", mul(x, k(M_SQRT1_2, "_rs2"), "_xs"), "_erf"), "_1erf"), "_cdf");
@@ -164,7 +166,7 @@ Val activation_derivative(Lowering& L, const Node& n, Op kind, const Val& x, con
                     un("exp", mul(mul(x, x, "_x2"), k(-0.5, "_mh"), "_e"), "_exp"), "_pdf");
       return add(cdf, mul(x, pdf, "_xpdf"), "_d");
     }
-    case Op::GeluTanh: {
+    case UnaryOp::GeluTanh: {
       const double kk = 0.79788456080286535588, c3 = 0.044715;
       Val x2 = mul(x, x, "_x2");
       Val t =
@@ -176,82 +178,86 @@ Val activation_derivative(Lowering& L, const Node& n, Op kind, const Val& x, con
       Val du = mul(k(kk, "_k2"), add(one(), mul(k(3 * c3, "_3c"), x2, "_3cx2"), "_du0"), "_du");
       return add(left, mul(mul(k(0.5, "_half2"), x, "_hx"), mul(dt, du, "_dtdu"), "_r"), "_d");
     }
-    case Op::Silu: {
+    case UnaryOp::Silu: {
       Val s = un("sigmoid", x, "_s");
       return mul(s, add(one(), mul(x, sub(one(), s, "_1s"), "_x1s"), "_f"), "_d");
     }
-    case Op::Sigmoid: {
+    case UnaryOp::Sigmoid: {
       Val s = un("sigmoid", x, "_s");
       return mul(s, sub(one(), s, "_1s"), "_d");
     }
-    case Op::Tanh: {
+    case UnaryOp::Tanh: {
       Val t = un("tanh", x, "_t");
       return sub(one(), mul(t, t, "_t2"), "_d");
     }
-    case Op::Exp:
+    case UnaryOp::Exp:
       return un("exp", x, "_d");
-    case Op::Log:
+    case UnaryOp::Log:
       return div(one(), x, "_d");
-    case Op::Sqrt:
+    case UnaryOp::Sqrt:
       return div(k(0.5, "_half"), un("sqrt", x, "_sqrt"), "_d");
-    case Op::Rsqrt:
+    case UnaryOp::Rsqrt:
       return div(k(-0.5, "_mh"), mul(x, un("sqrt", x, "_sqrt"), "_xs"), "_d");
-    case Op::Neg:
+    case UnaryOp::Neg:
       return k(-1, "_d");
-    case Op::Abs:
+    case UnaryOp::Abs:
       return un("sign", x, "_d");
-    case Op::Sin:
+    case UnaryOp::Sin:
       return un("cos", x, "_d");
-    case Op::Cos:
+    case UnaryOp::Cos:
       return mul(k(-1, "_m1"), un("sin", x, "_sin"), "_d");
-    case Op::Tan: {
+    case UnaryOp::Tan: {
       Val t = un("tan", x, "_t");
       return add(one(), mul(t, t, "_t2"), "_d");
     }
-    case Op::Atan:
+    case UnaryOp::Atan:
       return div(one(), add(one(), mul(x, x, "_x2"), "_1x2"), "_d");
-    case Op::Erf:
+    case UnaryOp::Erf:
       return mul(k(1.1283791670955126, "_2sp"),
                  un("exp", mul(k(-1, "_m1"), mul(x, x, "_x2"), "_mx2"), "_e"), "_d");
-    case Op::Reciprocal:
+    case UnaryOp::Reciprocal:
       return div(k(-1, "_m1"), mul(x, x, "_x2"), "_d");
-    case Op::Round:  // straight-through
+    case UnaryOp::Round:  // straight-through
       return one();
-    case Op::Floor:
-    case Op::Ceil:
-    case Op::Sign:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Sign:
       return zero();
-    case Op::Softplus: {
-      const double beta = a.f("beta", 1.0), thr = a.f("threshold", 20.0);
+    case UnaryOp::Softplus: {
+      const auto& sp = std::get<SoftplusAttrs>(a);
+      const double beta = sp.beta, thr = sp.threshold;
       Val bx = mul(x, k(beta, "_beta"), "_bx");
       return select(L, cmp("greater", bx, thr, "_lin"), one(), un("sigmoid", bx, "_s"), h + "_d");
     }
-    case Op::Elu:
+    case UnaryOp::Elu:
       return select(L, cmp("greater", x, 0, "_pos"), one(),
-                    mul(k(a.f("alpha", 1.0), "_alpha"), un("exp", x, "_e"), "_ae"), h + "_d");
-    case Op::LeakyRelu:
-      return select(L, cmp("greater", x, 0, "_pos"), one(), k(a.f("slope", 0.01), "_slope"),
+                    mul(k(std::get<EluAttrs>(a).alpha, "_alpha"), un("exp", x, "_e"), "_ae"),
                     h + "_d");
-    case Op::HardSigmoid: {
-      const double al = a.f("alpha", 1.0 / 6.0), be = a.f("beta", 0.5);
+    case UnaryOp::LeakyRelu:
+      return select(L, cmp("greater", x, 0, "_pos"), one(),
+                    k(std::get<LeakyReluAttrs>(a).slope, "_slope"), h + "_d");
+    case UnaryOp::HardSigmoid: {
+      const auto& hs = std::get<HardSigmoidAttrs>(a);
+      const double al = hs.alpha, be = hs.beta;
       Val v = add(mul(x, k(al, "_al"), "_ax"), k(be, "_be"), "_v");
       Val in =
           L.binary("logical_and", cmp("greater", v, 0, "_lo"), cmp("less", v, 1, "_hi"), h + "_in");
       return select(L, in, k(al, "_al2"), zero(), h + "_d");
     }
-    case Op::HardSwish: {
+    case UnaryOp::HardSwish: {
       Val mid = add(div(x, k(3, "_3"), "_x3"), k(0.5, "_half"), "_mid");
       return select(L, cmp("less", x, -3, "_lo"), zero(),
                     select(L, cmp("less_equal", x, 3, "_hi"), mid, one(), h + "_upper"), h + "_d");
     }
-    case Op::Mish: {
+    case UnaryOp::Mish: {
       Val t = un("tanh", un("softplus", x, "_sp"), "_t");
       return add(
           t, mul(mul(x, un("sigmoid", x, "_s"), "_xs"), sub(one(), mul(t, t, "_t2"), "_dt"), "_r"),
           "_d");
     }
-    case Op::Clamp: {
-      const double lo = a.f("min", -INFINITY), hi = a.f("max", INFINITY);
+    case UnaryOp::Clamp: {
+      const auto& c = std::get<ClampAttrs>(a);
+      const double lo = c.min, hi = c.max;
       const bool has_lo = std::isfinite(lo), has_hi = std::isfinite(hi);
       if (!has_lo && !has_hi) return one();
       Val in = has_lo ? cmp("greater_equal", x, lo, "_lo") : cmp("less_equal", x, hi, "_hi");
@@ -259,19 +265,18 @@ Val activation_derivative(Lowering& L, const Node& n, Op kind, const Val& x, con
         in = L.binary("logical_and", in, cmp("less_equal", x, hi, "_hi"), h + "_in");
       return select(L, in, one(), zero(), h + "_d");
     }
-    default:
-      break;
   }
   throw make_error("coreml: activation_grad kind '", op_name(kind), "' is not lowered");
 }
 
 Val lower_activation_grad(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &dy = L.in(n, 1);
-  const Op kind = activation_kind(n.attrs.s("kind"));
+  const auto& g = n.attrs_as<ActivationGradAttrs>();
   const std::string h = L.hint(n);
-  if (kind == Op::Round) return finish(L, n, dy);
-  return L.b.op("mul", {{"x", dy}, {"y", activation_derivative(L, n, kind, x, h)}}, L.type_of(n),
-                h);
+  if (g.kind == Op::Round) return finish(L, n, dy);
+  return L.b.op("mul",
+                {{"x", dy}, {"y", activation_derivative(L, g.kind, activation_attrs(g), x, h)}},
+                L.type_of(n), h);
 }
 
 // Shared part of the loss and its gradient: labels with ignored rows replaced by 0 (so the
@@ -284,14 +289,15 @@ CeParts ce_parts(Lowering& L, const Node& n) {
   const Val &logits = L.in(n, 0), &labels = L.in(n, 1);
   const std::string h = L.hint(n);
   Val keep = L.binary("not_equal", labels,
-                      L.b.int_scalar(n.attrs.i("ignore_index", -100), h + "_ignore"), h + "_keep");
+                      L.b.int_scalar(n.attrs_as<CrossEntropyAttrs>().ignore_index, h + "_ignore"),
+                      h + "_keep");
   Val safe = select(L, keep, labels, L.b.int_scalar(0, h + "_zero_label"), h + "_safe");
   return {safe, L.cast(keep, logits.type.dt, h + "_valid")};
 }
 
 Val lower_softmax_ce(Lowering& L, const Node& n) {
   const Val& logits = L.in(n, 0);
-  const std::string h = L.hint(n), red = n.attrs.s("reduction", "mean");
+  const std::string h = L.hint(n);
   auto [safe, valid] = ce_parts(L, n);
   Val lse = L.reduce("reduce_log_sum_exp", logits, {-1}, false, h + "_lse");
   std::vector<std::pair<std::string, Arg>> in{{"x", logits},
@@ -301,17 +307,24 @@ Val lower_softmax_ce(Lowering& L, const Node& n) {
   Type pt{logits.type.dt, {logits.type.dims[0], 1}};
   Val picked = L.reshape(L.b.op("gather_along_axis", in, pt, h + "_picked2"), {-1}, h + "_picked");
   Val loss = L.binary("mul", L.binary("sub", lse, picked, h + "_nll"), valid, h + "_loss");
-  if (red == "none") return finish(L, n, loss);
-  Val sum = L.reduce("reduce_sum", loss, {0}, false, h + "_sum");
-  if (red == "sum") return finish(L, n, sum);
-  Val count = L.reduce("reduce_sum", valid, {0}, false, h + "_count");
-  return L.b.op("real_div", {{"x", sum}, {"y", count}}, L.type_of(n), h);
+  switch (n.attrs_as<CrossEntropyAttrs>().reduction) {
+    case LossReduction::none:
+      return finish(L, n, loss);
+    case LossReduction::sum:
+      return finish(L, n, L.reduce("reduce_sum", loss, {0}, false, h + "_sum"));
+    case LossReduction::mean: {
+      Val sum = L.reduce("reduce_sum", loss, {0}, false, h + "_sum");
+      Val count = L.reduce("reduce_sum", valid, {0}, false, h + "_count");
+      return L.b.op("real_div", {{"x", sum}, {"y", count}}, L.type_of(n), h);
+    }
+  }
+  throw make_error("coreml: ", n.label(), ": bad loss reduction");
 }
 
 // (softmax(logits) - onehot(label)) * w, w = dloss * valid (/ count for mean), as [N, 1].
 Val lower_softmax_ce_grad(Lowering& L, const Node& n) {
   const Val &logits = L.in(n, 0), &dloss = L.in(n, 2);
-  const std::string h = L.hint(n), red = n.attrs.s("reduction", "mean");
+  const std::string h = L.hint(n);
   const int64_t C = logits.type.dims[1];
   RLX_CHECK(C >= 0, "coreml: softmax_cross_entropy_grad needs a static class count");
   auto [safe, valid] = ce_parts(L, n);
@@ -323,7 +336,7 @@ Val lower_softmax_ce_grad(Lowering& L, const Node& n) {
                      L.b.constant(range, pb::INT32, h + "_range"), h + "_hot");
   Val diff = L.binary("sub", p, L.cast(hot, logits.type.dt, h + "_onehot"), h + "_diff");
   Val w = L.binary("mul", valid, dloss, h + "_w0");
-  if (red == "mean")
+  if (n.attrs_as<CrossEntropyAttrs>().reduction == LossReduction::mean)
     w = L.binary("real_div", w, L.reduce("reduce_sum", valid, {0}, false, h + "_count"), h + "_w1");
   return L.b.op("mul", {{"x", diff}, {"y", L.reshape(w, {-1, 1}, h + "_w")}}, L.type_of(n), h);
 }

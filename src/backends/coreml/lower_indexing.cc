@@ -25,7 +25,7 @@ Val wrap_indices(Lowering& L, const Val& idx, const std::vector<int64_t>& lens,
 Val lower_one_hot(Lowering& L, const Node& n) {
   const Val& idx = L.in(n, 0);
   const std::string h = L.hint(n);
-  const int64_t depth = n.attrs.i("depth");
+  const int64_t depth = n.attrs_as<OneHotAttrs>().depth;
   Val w = wrap_indices(L, idx, {depth}, h);
   Type et = w.type;
   et.dims.push_back(1);
@@ -42,7 +42,7 @@ Val lower_one_hot(Lowering& L, const Node& n) {
 Val lower_gather_nd(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &idx = L.in(n, 1);
   const std::string h = L.hint(n);
-  const int64_t b = n.attrs.i("batch_dims", 0);
+  const int64_t b = n.attrs_as<GatherNDAttrs>().batch_dims;
   RLX_CHECK(b == 0 || L.opset() >= 6, "coreml: gather_nd with batch_dims needs CoreML6");
   const int64_t k = idx.type.dims.back();
   RLX_CHECK(k >= 0, "coreml: gather_nd needs a static index depth");
@@ -53,21 +53,30 @@ Val lower_gather_nd(Lowering& L, const Node& n) {
   return L.b.op("gather_nd", in, L.type_of(n), h);
 }
 
-std::string scatter_mode(const Node& n) {
-  const std::string r = n.attrs.s("reduction", "none");
-  return r == "none" ? "update" : r;  // add, mul, max, min share MIL's names
+std::string scatter_mode(ScatterReduction r) {
+  switch (r) {
+    case ScatterReduction::none:
+      return "update";
+    case ScatterReduction::add:  // these share MIL's names
+    case ScatterReduction::mul:
+    case ScatterReduction::max:
+    case ScatterReduction::min:
+      return std::string(to_string(r));
+  }
+  throw make_error("coreml: bad scatter reduction ", int(r));
 }
 
 Val lower_scatter_elements(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &idx = L.in(n, 1);
   const std::string h = L.hint(n);
-  const int ax = normalize_axis(n.attrs.i("axis", 0), x.type.rank());
+  const auto& a = n.attrs_as<ScatterElementsAttrs>();
+  const int ax = normalize_axis(a.axis, x.type.rank());
   std::vector<std::pair<std::string, Arg>> in{
       {"data", x},
       {"indices", wrap_indices(L, idx, {x.type.dims[size_t(ax)]}, h)},
       {"updates", L.in(n, 2)},
       {"axis", L.b.int_scalar(ax, h + "_axis")},
-      {"mode", L.b.string(scatter_mode(n), h + "_mode")}};
+      {"mode", L.b.string(scatter_mode(a.reduction), h + "_mode")}};
   if (L.opset() >= 7) in.push_back({"validate_indices", L.b.boolean(false, h + "_vi")});
   return L.b.op("scatter_along_axis", in, L.type_of(n), h);
 }
@@ -78,10 +87,11 @@ Val lower_scatter_nd(Lowering& L, const Node& n) {
   const int64_t k = idx.type.dims.back();
   RLX_CHECK(k >= 0, "coreml: scatter_nd needs a static index depth");
   std::vector<int64_t> lens(x.type.dims.begin(), x.type.dims.begin() + k);
-  std::vector<std::pair<std::string, Arg>> in{{"data", x},
-                                              {"indices", wrap_indices(L, idx, lens, h)},
-                                              {"updates", L.in(n, 2)},
-                                              {"mode", L.b.string(scatter_mode(n), h + "_mode")}};
+  std::vector<std::pair<std::string, Arg>> in{
+      {"data", x},
+      {"indices", wrap_indices(L, idx, lens, h)},
+      {"updates", L.in(n, 2)},
+      {"mode", L.b.string(scatter_mode(n.attrs_as<ScatterNDAttrs>().reduction), h + "_mode")}};
   if (L.opset() >= 7) in.push_back({"validate_indices", L.b.boolean(false, h + "_vi")});
   return L.b.op("scatter_nd", in, L.type_of(n), h);
 }
@@ -92,19 +102,20 @@ Val lower_conv_transpose(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const size_t sp = size_t(x.type.rank() - 2);
   const std::string h = L.hint(n);
-  const auto pads = n.attrs.ints("pads", std::vector<int64_t>(2 * sp, 0));
+  const auto& a = n.attrs_as<ConvTransposeAttrs>();
+  const auto pads = list_or(a.pads, 2 * sp, 0);
   std::vector<int64_t> mil_pad;
   for (size_t i = 0; i < sp; ++i) mil_pad.insert(mil_pad.end(), {pads[i], pads[i + sp]});
   std::vector<std::pair<std::string, Arg>> in{
       {"x", x},
       {"weight", L.in(n, 1)},
-      {"strides", L.b.ints(n.attrs.ints("stride", std::vector<int64_t>(sp, 1)), h + "_strides")},
+      {"strides", L.b.ints(list_or(a.stride, sp, 1), h + "_strides")},
       {"pad_type", L.b.string("custom", h + "_pad_type")},
       {"pad", L.b.ints(mil_pad, h + "_pad")},
-      {"dilations", L.b.ints(n.attrs.ints("dilation", std::vector<int64_t>(sp, 1)), h + "_dil")},
-      {"groups", L.b.int_scalar(n.attrs.i("groups", 1), h + "_groups")}};
+      {"dilations", L.b.ints(list_or(a.dilation, sp, 1), h + "_dil")},
+      {"groups", L.b.int_scalar(a.groups, h + "_groups")}};
   if (n.inputs.size() == 3) in.push_back({"bias", L.in(n, 2)});
-  const auto opad = n.attrs.ints("output_padding", std::vector<int64_t>(sp, 0));
+  const auto opad = list_or(a.output_padding, sp, 0);
   if (opad != std::vector<int64_t>(sp, 0)) {
     const Type out = L.type_of(n);
     RLX_CHECK(out.is_static(), "coreml: conv_transpose with output_padding needs static shapes");
@@ -120,8 +131,9 @@ Val lower_topk(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const std::string h = L.hint(n);
   const int r = x.type.rank();
-  const int ax = normalize_axis(n.attrs.i("axis", -1), r);
-  const int64_t k = n.attrs.i("k");
+  const auto& a = n.attrs_as<TopKAttrs>();
+  const int ax = normalize_axis(a.axis, r);
+  const int64_t k = a.k;
   auto argsort = [&](const Val& v, bool ascending, const std::string& s) {
     return L.b.op("argsort",
                   {{"x", v},
@@ -134,7 +146,7 @@ Val lower_topk(Lowering& L, const Node& n) {
     for (int i = 0; i < r; ++i) t.data<bool>()[i] = i == ax ? at_axis : v;
     return L.b.constant(t, pb::BOOL, h + s);
   };
-  Val order = argsort(x, n.attrs.i("largest", 1) == 0, h + "_order");
+  Val order = argsort(x, !a.largest, h + "_order");
   std::vector<int64_t> begin(size_t(r), 0), end(size_t(r), 0), stride(size_t(r), 1);
   end[size_t(ax)] = k;
   Type kt{pb::INT32, x.type.dims};
@@ -154,9 +166,8 @@ Val lower_topk(Lowering& L, const Node& n) {
     if (L.opset() >= 7) in.push_back({"validate_indices", L.b.boolean(false, s + "_vi")});
     return L.b.op("gather_along_axis", in, t, s);
   };
-  if (n.attrs.i("sorted", 1) == 0)
-    idx = gather(idx, argsort(idx, true, h + "_by_index"), kt, h + "_index_order");
-  if (n.attrs.i("output", 0) == 1) return L.b.op("identity", {{"x", idx}}, L.type_of(n), h);
+  if (!a.sorted) idx = gather(idx, argsort(idx, true, h + "_by_index"), kt, h + "_index_order");
+  if (a.output == 1) return L.b.op("identity", {{"x", idx}}, L.type_of(n), h);
   return gather(x, idx, L.type_of(n), h);
 }
 

@@ -1,5 +1,6 @@
 // matmul, conv, pools, norms (composed where MIL has no op) and attention.
 #include <cmath>
+#include <type_traits>
 
 #include "lower.h"
 #include "rlx/error.h"
@@ -29,56 +30,60 @@ Val lower_conv(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const size_t sp = size_t(x.type.rank() - 2);
   const std::string h = L.hint(n);
+  const auto& a = n.attrs_as<ConvAttrs>();
   std::vector<std::pair<std::string, Arg>> in{
       {"x", x},
       {"weight", L.in(n, 1)},
-      {"strides", L.b.ints(n.attrs.ints("stride", std::vector<int64_t>(sp, 1)), h + "_strides")},
+      {"strides", L.b.ints(list_or(a.stride, sp, 1), h + "_strides")},
       {"pad_type", L.b.string("custom", h + "_pad_type")},
-      {"pad", L.b.ints(interleave_pads(n.attrs.ints("pads", std::vector<int64_t>(2 * sp, 0))),
-                       h + "_pad")},
-      {"dilations", L.b.ints(n.attrs.ints("dilation", std::vector<int64_t>(sp, 1)), h + "_dil")},
-      {"groups", L.b.int_scalar(n.attrs.i("groups", 1), h + "_groups")}};
+      {"pad", L.b.ints(interleave_pads(list_or(a.pads, 2 * sp, 0)), h + "_pad")},
+      {"dilations", L.b.ints(list_or(a.dilation, sp, 1), h + "_dil")},
+      {"groups", L.b.int_scalar(a.groups, h + "_groups")}};
   if (n.inputs.size() == 3) in.push_back({"bias", L.in(n, 2)});
   return L.b.op("conv", in, L.type_of(n), h);
 }
 
-// MIL pools want [N, C, H, W]; an unbatched [C, H, W] gets a leading 1.
-Val pool(Lowering& L, const Node& n, const char* type, bool avg) {
+// MIL pools want [N, C, H, W]; an unbatched [C, H, W] gets a leading 1. A is MaxPoolAttrs or
+// AvgPoolAttrs.
+template <typename A>
+Val pool(Lowering& L, const Node& n, const char* type) {
+  constexpr bool avg = std::is_same_v<A, AvgPoolAttrs>;
+  const auto& a = n.attrs_as<A>();
   Val x = L.in(n, 0);
   const std::string h = L.hint(n);
-  RLX_CHECK(n.attrs.ints("dilation", {1, 1}) == std::vector<int64_t>({1, 1}),
-            "coreml: dilated pooling is not lowered");
+  if constexpr (!avg) {
+    RLX_CHECK(list_or(a.dilation, 2, 1) == std::vector<int64_t>({1, 1}),
+              "coreml: dilated pooling is not lowered");
+  }
   const bool unbatched = x.type.rank() == 3;
   if (unbatched) {
     std::vector<int64_t> s{1};
     s.insert(s.end(), x.type.dims.begin(), x.type.dims.end());
     x = L.reshape(x, s, h + "_batched");
   }
-  auto k = n.attrs.ints("kernel");
-  auto stride = n.attrs.ints("stride", k);
-  if (stride.empty()) stride = k;
+  const auto& k = a.kernel;
+  const auto& stride = a.stride.empty() ? a.kernel : a.stride;
   std::vector<std::pair<std::string, Arg>> in{
       {"x", x},
       {"kernel_sizes", L.b.ints(k, h + "_k")},
       {"strides", L.b.ints(stride, h + "_strides")},
       {"pad_type", L.b.string("custom", h + "_pad_type")},
-      {"pad", L.b.ints(interleave_pads(n.attrs.ints("pads", {0, 0, 0, 0})), h + "_pad")},
-      {"ceil_mode", L.b.boolean(n.attrs.i("ceil_mode", 0) != 0, h + "_ceil")}};
-  if (avg)
-    in.push_back({"exclude_padding_from_average",
-                  L.b.boolean(n.attrs.i("count_include_pad", 1) == 0, h + "_excl")});
+      {"pad", L.b.ints(interleave_pads(list_or(a.pads, 4, 0)), h + "_pad")},
+      {"ceil_mode", L.b.boolean(a.ceil_mode, h + "_ceil")}};
+  if constexpr (avg)
+    in.push_back({"exclude_padding_from_average", L.b.boolean(!a.count_include_pad, h + "_excl")});
   Type out = L.type_of(n);
   if (!unbatched) return L.b.op(type, in, out, h);
   Type bt = out;
   bt.dims.insert(bt.dims.begin(), 1);
   return L.reshape(L.b.op(type, in, bt, h + "_pool"), out.dims, h);
 }
-Val lower_max_pool(Lowering& L, const Node& n) { return pool(L, n, "max_pool", false); }
-Val lower_avg_pool(Lowering& L, const Node& n) { return pool(L, n, "avg_pool", true); }
+Val lower_max_pool(Lowering& L, const Node& n) { return pool<MaxPoolAttrs>(L, n, "max_pool"); }
+Val lower_avg_pool(Lowering& L, const Node& n) { return pool<AvgPoolAttrs>(L, n, "avg_pool"); }
 
 Val lower_adaptive_avg_pool(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
-  auto o = n.attrs.ints("output");
+  const auto& o = n.attrs_as<AdaptivePoolAttrs>().output;
   RLX_CHECK(o == std::vector<int64_t>({1, 1}),
             "coreml: adaptive_avg_pool2d is lowered for output [1,1] only");
   const std::string h = L.hint(n);
@@ -97,12 +102,12 @@ std::vector<int64_t> trailing_axes(int naxes) {
 
 Val lower_layer_norm(Lowering& L, const Node& n) {
   const std::string h = L.hint(n);
+  const auto& a = n.attrs_as<NormAttrs>();
   std::vector<std::pair<std::string, Arg>> in{
-      {"x", L.in(n, 0)},
-      {"axes", L.b.ints(trailing_axes(int(n.attrs.i("naxes", 1))), h + "_axes")}};
+      {"x", L.in(n, 0)}, {"axes", L.b.ints(trailing_axes(int(a.naxes)), h + "_axes")}};
   if (n.inputs.size() >= 2) in.push_back({"gamma", L.in(n, 1)});
   if (n.inputs.size() >= 3) in.push_back({"beta", L.in(n, 2)});
-  in.push_back({"epsilon", L.scalar_like(n.attrs.f("eps", 1e-5), L.in(n, 0), h + "_eps")});
+  in.push_back({"epsilon", L.scalar_like(a.eps, L.in(n, 0), h + "_eps")});
   return L.b.op("layer_norm", in, L.type_of(n), h);
 }
 
@@ -110,13 +115,13 @@ Val lower_layer_norm(Lowering& L, const Node& n) {
 Val lower_rms_norm(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const std::string h = L.hint(n);
-  Val ms = L.reduce("reduce_mean", L.binary("mul", x, x, h + "_sq"),
-                    trailing_axes(int(n.attrs.i("naxes", 1))), true, h + "_ms");
-  Val inv = L.b.op(
-      "rsqrt",
-      {{"x", L.binary("add", ms, L.scalar_like(n.attrs.f("eps", 1e-5), x, h + "_eps"), h + "_mse")},
-       {"epsilon", L.scalar_like(0, x, h + "_eps0")}},
-      ms.type, h + "_inv");
+  const auto& a = n.attrs_as<NormAttrs>();
+  Val ms = L.reduce("reduce_mean", L.binary("mul", x, x, h + "_sq"), trailing_axes(int(a.naxes)),
+                    true, h + "_ms");
+  Val inv = L.b.op("rsqrt",
+                   {{"x", L.binary("add", ms, L.scalar_like(a.eps, x, h + "_eps"), h + "_mse")},
+                    {"epsilon", L.scalar_like(0, x, h + "_eps0")}},
+                   ms.type, h + "_inv");
   if (n.inputs.size() < 2) return L.b.op("mul", {{"x", x}, {"y", inv}}, L.type_of(n), h);
   Val y = L.binary("mul", x, inv, h + "_norm");
   return L.b.op("mul", {{"x", y}, {"y", L.in(n, 1)}}, L.type_of(n), h);
@@ -139,13 +144,14 @@ Val channel_affine(Lowering& L, const Node& n, Val y, size_t gi, size_t bi, cons
 Val lower_group_norm(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const std::string h = L.hint(n);
-  const int64_t g = n.attrs.i("groups");
+  const auto& a = n.attrs_as<GroupNormAttrs>();
+  const int64_t g = a.groups;
   std::vector<int64_t> rest(x.type.dims.begin() + 1, x.type.dims.end());
   for (int64_t d : rest) RLX_CHECK(d >= 0, "coreml: group_norm needs static C and spatial dims");
   int64_t m = 1;  // (C/G)*H*W, static so a symbolic batch can take the one -1
   for (int64_t d : rest) m *= d;
   Val r = L.reshape(x, {x.type.dims[0] >= 0 ? x.type.dims[0] : -1, g, m / g}, h + "_grouped");
-  Val y = L.normalize(r, {-1}, n.attrs.f("eps", 1e-5), h);
+  Val y = L.normalize(r, {-1}, a.eps, h);
   std::vector<int64_t> back = x.type.dims;
   if (back[0] < 0) back[0] = -1;
   return channel_affine(L, n, L.reshape(y, back, h + "_back"), 1, 2, h);
@@ -153,7 +159,7 @@ Val lower_group_norm(Lowering& L, const Node& n) {
 
 Val lower_layer_norm_2d(Lowering& L, const Node& n) {
   const std::string h = L.hint(n);
-  return channel_affine(L, n, L.normalize(L.in(n, 0), {1}, n.attrs.f("eps", 1e-5), h), 1, 2, h);
+  return channel_affine(L, n, L.normalize(L.in(n, 0), {1}, n.attrs_as<EpsAttrs>().eps, h), 1, 2, h);
 }
 
 // (x - mean) * rsqrt(var + eps) * gamma + beta, statistics reshaped to [1, C, 1, ...].
@@ -166,7 +172,8 @@ Val lower_batch_norm(Lowering& L, const Node& n) {
   Val var = L.reshape(L.in(n, 2), s, h + "_var");
   Val inv = L.b.op(
       "rsqrt",
-      {{"x", L.binary("add", var, L.scalar_like(n.attrs.f("eps", 1e-5), x, h + "_eps"), h + "_ve")},
+      {{"x",
+        L.binary("add", var, L.scalar_like(n.attrs_as<EpsAttrs>().eps, x, h + "_eps"), h + "_ve")},
        {"epsilon", L.scalar_like(0, x, h + "_eps0")}},
       var.type, h + "_inv");
   Val y = L.binary("mul", L.binary("sub", x, mean, h + "_d"), inv, h + "_norm");
@@ -176,12 +183,13 @@ Val lower_batch_norm(Lowering& L, const Node& n) {
 // Visibility mask as an additive bias [Sq, Sk]: 0 visible, a large negative value masked
 // (finite, so a fully masked row stays finite in fp16).
 Val mask_bias(Lowering& L, const Node& n, int64_t sq, int64_t sk, pb::DataType dt) {
-  const std::string mask = n.attrs.s("mask", "none");
-  const int64_t off = sk - sq, window = mask == "sliding" ? n.attrs.i("window") : 0;
+  const auto& a = n.attrs_as<AttentionAttrs>();
+  const bool sliding = a.mask == MaskKind::sliding;
+  const int64_t off = sk - sq, window = sliding ? a.window : 0;
   Tensor t({sq, sk}, DType::F32);
   for (int64_t i = 0; i < sq; ++i)
     for (int64_t j = 0; j < sk; ++j) {
-      bool vis = j <= i + off && (mask != "sliding" || j > i + off - window);
+      bool vis = j <= i + off && (!sliding || j > i + off - window);
       t.data<float>()[i * sk + j] = vis ? 0.0f : -65000.0f;
     }
   return L.b.constant(t, dt, L.hint(n) + "_mask");
@@ -207,7 +215,9 @@ Val repeat_kv(Lowering& L, const Val& kv, int64_t heads, const std::string& h) {
 Val lower_attention(Lowering& L, const Node& n) {
   const Val& q = L.in(n, 0);
   Val k = L.in(n, 1), v = L.in(n, 2);
-  const std::string h = L.hint(n), mask = n.attrs.s("mask", "none");
+  const std::string h = L.hint(n);
+  const auto& a = n.attrs_as<AttentionAttrs>();
+  const MaskKind mask = a.mask;
   const int64_t hq = q.type.dims[1], hk = k.type.dims[1];
   RLX_CHECK(hq >= 0 && hk > 0 && hq % hk == 0 && v.type.dims[1] == hk,
             "coreml: attention needs static head counts with query heads a multiple of key heads");
@@ -217,15 +227,15 @@ Val lower_attention(Lowering& L, const Node& n) {
   }
   const int64_t d = q.type.dims[3], sq = q.type.dims[2], sk = k.type.dims[2];
   RLX_CHECK(d > 0, "coreml: attention needs a static head dim");
-  const bool banded = mask == "causal" || mask == "sliding";
+  const bool banded = mask == MaskKind::causal || mask == MaskKind::sliding;
   RLX_CHECK(!banded || (sq >= 0 && sk >= 0),
             "coreml: causal/sliding attention needs static lengths");
-  const double scale = n.attrs.f("scale", 1.0 / std::sqrt(double(d)));
+  const double scale = a.scale.value_or(1.0 / std::sqrt(double(d)));
   // CoreML8's fused op scales by 1/sqrt(D) itself and takes an additive or bool mask.
   if (L.opset() >= 8 && std::abs(scale - 1.0 / std::sqrt(double(d))) < 1e-12 * scale) {
     std::vector<std::pair<std::string, Arg>> in{{"query", q}, {"key", k}, {"value", v}};
     if (banded) in.push_back({"attn_mask", mask_bias(L, n, sq, sk, q.type.dt)});
-    if (mask == "bias") in.push_back({"attn_mask", L.in(n, 3)});
+    if (mask == MaskKind::bias) in.push_back({"attn_mask", L.in(n, 3)});
     return L.b.op("scaled_dot_product_attention", in, L.type_of(n), h);
   }
   Type st = q.type;
@@ -238,7 +248,7 @@ Val lower_attention(Lowering& L, const Node& n) {
                  st, h + "_scores");
   s = L.binary("mul", s, L.scalar_like(scale, q, h + "_scale"), h + "_scaled");
   if (banded) s = L.binary("add", s, mask_bias(L, n, sq, sk, q.type.dt), h + "_masked");
-  if (mask == "bias") {
+  if (mask == MaskKind::bias) {
     Val bias = L.in(n, 3);
     if (bias.type.dt == pb::BOOL)  // true = attend
       bias = L.b.op("select",

@@ -53,25 +53,30 @@ std::vector<int64_t> nearest_src(int64_t in, int64_t out, bool exact, double use
 
 Val lower_resize(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
-  const std::string h = L.hint(n), mode = n.attrs.s("mode", "nearest");
+  const std::string h = L.hint(n);
+  const auto& a = n.attrs_as<ResizeAttrs>();
   const Type out = L.type_of(n);
   RLX_CHECK(x.type.rank() == 4 && x.type.dims[2] > 0 && x.type.dims[3] > 0,
             "coreml: resize needs static H and W, got ", type_str(x.type));
   const int64_t IH = x.type.dims[2], IW = x.type.dims[3], OH = out.dims[2], OW = out.dims[3];
-  std::vector<double> scales{0, 0};
-  for (const auto& [k, v] : n.attrs.items())
-    if (k == "scales") scales = n.attrs.floats("scales");
+  const std::vector<double> scales = a.scales.empty() ? std::vector<double>{0, 0} : a.scales;
   RLX_CHECK(scales.size() == 2, "coreml: resize scales must be [h, w]");
-  RLX_CHECK(n.attrs.i("antialias", 0) == 0, "coreml: resize with antialias has no MIL lowering");
-  if (mode == "nearest" || mode == "nearest_exact") {
-    const bool exact = mode == "nearest_exact";
-    Type mid = x.type;
-    mid.dims[2] = OH;
-    Val y = gather_const(L, x, nearest_src(IH, OH, exact, scales[0]), 2, mid, h + "_h");
-    return gather_const(L, y, nearest_src(IW, OW, exact, scales[1]), 3, out, h);
+  RLX_CHECK(!a.antialias, "coreml: resize with antialias has no MIL lowering");
+  switch (a.mode) {
+    case ResizeMode::nearest:
+    case ResizeMode::nearest_exact: {
+      const bool exact = a.mode == ResizeMode::nearest_exact;
+      Type mid = x.type;
+      mid.dims[2] = OH;
+      Val y = gather_const(L, x, nearest_src(IH, OH, exact, scales[0]), 2, mid, h + "_h");
+      return gather_const(L, y, nearest_src(IW, OW, exact, scales[1]), 3, out, h);
+    }
+    case ResizeMode::bicubic:
+      throw make_error("coreml: resize mode '", to_string(a.mode), "' has no MIL lowering");
+    case ResizeMode::bilinear:
+      break;
   }
-  RLX_CHECK(mode == "bilinear", "coreml: resize mode '", mode, "' has no MIL lowering");
-  if (n.attrs.i("align_corners", 0) != 0) {
+  if (a.align_corners) {
     RLX_CHECK(OH > 1 && OW > 1,
               "coreml: bilinear align_corners resize to an extent of 1 differs from PyTorch");
     return L.b.op("resize_bilinear",
@@ -103,15 +108,26 @@ Val lower_resize(Lowering& L, const Node& n) {
 
 Val lower_grid_sample(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &grid = L.in(n, 1);
-  const std::string h = L.hint(n), mode = n.attrs.s("mode", "bilinear"),
-                    pad = n.attrs.s("padding", "zeros");
+  const std::string h = L.hint(n);
+  const auto& a = n.attrs_as<GridSampleAttrs>();
   const Type out = L.type_of(n);
   RLX_CHECK(x.type.is_static() && grid.type.is_static(), "coreml: grid_sample needs static shapes");
-  RLX_CHECK(mode == "bilinear" || mode == "nearest", "coreml: grid_sample mode '", mode,
-            "' has no MIL lowering");
-  RLX_CHECK(pad == "zeros" || pad == "border", "coreml: grid_sample padding '", pad,
-            "' has no MIL lowering");
-  const bool align = n.attrs.i("align_corners", 0) != 0;
+  switch (a.mode) {
+    case GridSampleMode::bilinear:
+    case GridSampleMode::nearest:
+      break;
+    case GridSampleMode::bicubic:
+      throw make_error("coreml: grid_sample mode '", to_string(a.mode), "' has no MIL lowering");
+  }
+  switch (a.padding) {
+    case GridSamplePadding::zeros:
+    case GridSamplePadding::border:
+      break;
+    case GridSamplePadding::reflection:
+      throw make_error("coreml: grid_sample padding '", to_string(a.padding),
+                       "' has no MIL lowering");
+  }
+  const bool align = a.align_corners;
   const int64_t N = x.type.dims[0], C = x.type.dims[1], H = x.type.dims[2], W = x.type.dims[3];
   const int64_t P = grid.type.dims[1] * grid.type.dims[2];
   const pb::DataType dt = x.type.dt;
@@ -131,7 +147,7 @@ Val lower_grid_sample(Lowering& L, const Node& n) {
         align ? L.binary("mul", p1, k(double(size - 1) / 2, s + "_half"), h + s + "_u")
               : L.binary("sub", L.binary("mul", p1, k(double(size) / 2, s + "_half"), h + s + "_m"),
                          k(0.5, s + "_05"), h + s + "_u");
-    if (pad == "border")
+    if (a.padding == GridSamplePadding::border)
       u = L.b.op("clip",
                  {{"x", u}, {"alpha", k(0, s + "_lo")}, {"beta", k(double(size - 1), s + "_hi")}},
                  u.type, h + s + "_clip");
@@ -167,7 +183,7 @@ Val lower_grid_sample(Lowering& L, const Node& n) {
     return L.binary("mul", v, m, s + "_out");
   };
   Val y;
-  if (mode == "nearest") {
+  if (a.mode == GridSampleMode::nearest) {
     y = sample(L.unary("round", iy, h + "_ry"), L.unary("round", ix, h + "_rx"), nullptr);
   } else {
     Val x0 = L.unary("floor", ix, h + "_x0"), y0 = L.unary("floor", iy, h + "_y0");
@@ -197,9 +213,9 @@ Val dequantized_const(Lowering& L, const Node& n, size_t input, pb::DataType dt)
     t = &w.value;
   }
   RLX_CHECK(t, "coreml: ", op_name(n.op), " needs its quantized weight as a param or constant");
-  const std::string scheme = n.attrs.s("scheme");
-  const int64_t k = n.attrs.i("k");
-  const quant::GgmlType type = quant::parse_type_name(scheme);
+  const auto& q = n.attrs_as<QuantAttrs>();
+  const int64_t k = q.k;
+  const quant::GgmlType type = quant::parse_type_name(q.scheme);
   const size_t rb = quant::row_size(type, k);
   const Tensor src = t->contiguous();
   RLX_CHECK(src.dtype() == DType::U8 && src.rank() == 2 && src.dim(1) == int64_t(rb),

@@ -49,10 +49,11 @@ Val lower_rope(Lowering& L, const Node& n) {
   const std::string h = L.hint(n);
   const int64_t D = x.type.dims[3];
   RLX_CHECK(D >= 0, "coreml: rope needs a static head dim");
-  const int64_t rd = n.attrs.i("rotary_dims", D), half = rd / 2;
-  const bool neox = n.attrs.s("style", "neox") == "neox";
+  const auto& ra = n.attrs_as<RopeAttrs>();
+  const int64_t rd = ra.rotary_dims.value_or(D), half = rd / 2;
+  const bool neox = ra.style == RopeStyle::neox;
   if (rd == 0) return L.b.op("identity", {{"x", x}}, L.type_of(n), h);
-  const double theta = n.attrs.f("theta", 10000.0);
+  const double theta = ra.theta;
   Tensor inv(Dims{half}, DType::F32);
   for (int64_t i = 0; i < half; ++i)
     inv.data<float>()[i] = float(std::pow(theta, -2.0 * double(i) / double(rd)));

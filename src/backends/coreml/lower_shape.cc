@@ -8,8 +8,8 @@
 namespace rlx::coreml {
 namespace {
 
-std::vector<int64_t> reduce_axes(const Node& n, int rank) {
-  auto axes = n.attrs.ints("axes", {});
+std::vector<int64_t> reduce_axes(const ReduceAttrs& ra, int rank) {
+  auto axes = ra.axes;
   if (axes.empty())
     for (int i = 0; i < rank; ++i) axes.push_back(i);
   for (auto& a : axes) a = normalize_axis(a, rank);
@@ -19,10 +19,11 @@ std::vector<int64_t> reduce_axes(const Node& n, int rank) {
 template <const char* Name>
 Val lower_reduce(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
+  const auto& a = n.attrs_as<ReduceAttrs>();
   return L.b.op(Name,
                 {{"x", x},
-                 {"axes", L.b.ints(reduce_axes(n, x.type.rank()), L.hint(n) + "_axes")},
-                 {"keep_dims", L.b.boolean(n.attrs.i("keepdims", 0) != 0, L.hint(n) + "_keep")}},
+                 {"axes", L.b.ints(reduce_axes(a, x.type.rank()), L.hint(n) + "_axes")},
+                 {"keep_dims", L.b.boolean(a.keepdims, L.hint(n) + "_keep")}},
                 L.type_of(n), L.hint(n));
 }
 constexpr char kSum[] = "reduce_sum", kMean[] = "reduce_mean", kMax[] = "reduce_max",
@@ -32,36 +33,39 @@ constexpr char kSum[] = "reduce_sum", kMean[] = "reduce_mean", kMax[] = "reduce_
 template <const char* Name>
 Val lower_arg(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
-  return L.b.op(Name,
-                {{"x", x},
-                 {"axis", L.b.int_scalar(normalize_axis(n.attrs.i("axis"), x.type.rank()),
-                                         L.hint(n) + "_axis")},
-                 {"keep_dims", L.b.boolean(n.attrs.i("keepdims", 0) != 0, L.hint(n) + "_keep")}},
-                L.type_of(n), L.hint(n));
+  const auto& a = n.attrs_as<ArgReduceAttrs>();
+  return L.b.op(
+      Name,
+      {{"x", x},
+       {"axis", L.b.int_scalar(normalize_axis(a.axis, x.type.rank()), L.hint(n) + "_axis")},
+       {"keep_dims", L.b.boolean(a.keepdims, L.hint(n) + "_keep")}},
+      L.type_of(n), L.hint(n));
 }
 
 Val lower_softmax(Lowering& L, const Node& n) {
-  return L.b.op(
-      "softmax",
-      {{"x", L.in(n, 0)}, {"axis", L.b.int_scalar(n.attrs.i("axis", -1), L.hint(n) + "_axis")}},
-      L.type_of(n), L.hint(n));
+  return L.b.op("softmax",
+                {{"x", L.in(n, 0)},
+                 {"axis", L.b.int_scalar(n.attrs_as<SoftmaxAttrs>().axis, L.hint(n) + "_axis")}},
+                L.type_of(n), L.hint(n));
 }
 
 // log_softmax = x - reduce_log_sum_exp(x, axis, keep_dims)
 Val lower_log_softmax(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
-  Val lse = L.reduce("reduce_log_sum_exp", x, {n.attrs.i("axis", -1)}, true, L.hint(n) + "_lse");
+  Val lse = L.reduce("reduce_log_sum_exp", x, {n.attrs_as<SoftmaxAttrs>().axis}, true,
+                     L.hint(n) + "_lse");
   return L.b.op("sub", {{"x", x}, {"y", lse}}, L.type_of(n), L.hint(n));
 }
 
 Val lower_cumsum(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const std::string h = L.hint(n);
+  const auto& a = n.attrs_as<CumSumAttrs>();
   return L.b.op("cumsum",
                 {{"x", x},
-                 {"axis", L.b.int_scalar(n.attrs.i("axis"), h + "_axis")},
-                 {"exclusive", L.b.boolean(n.attrs.i("exclusive", 0) != 0, h + "_excl")},
-                 {"reverse", L.b.boolean(n.attrs.i("reverse", 0) != 0, h + "_rev")}},
+                 {"axis", L.b.int_scalar(a.axis, h + "_axis")},
+                 {"exclusive", L.b.boolean(a.exclusive, h + "_excl")},
+                 {"reverse", L.b.boolean(a.reverse, h + "_rev")}},
                 L.type_of(n), h);
 }
 
@@ -85,15 +89,17 @@ Val lower_reshape(Lowering& L, const Node& n) {
 
 Val lower_transpose(Lowering& L, const Node& n) {
   return L.b.op("transpose",
-                {{"x", L.in(n, 0)}, {"perm", L.b.ints(n.attrs.ints("perm"), L.hint(n) + "_perm")}},
+                {{"x", L.in(n, 0)},
+                 {"perm", L.b.ints(n.attrs_as<TransposeAttrs>().perm, L.hint(n) + "_perm")}},
                 L.type_of(n), L.hint(n));
 }
 
 Val lower_slice(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const int r = x.type.rank();
-  const int ax = normalize_axis(n.attrs.i("axis"), r);
-  const int64_t step = n.attrs.i("step", 1);
+  const auto& a = n.attrs_as<SliceAttrs>();
+  const int ax = normalize_axis(a.axis, r);
+  const int64_t step = a.step;
   const int64_t d = x.type.dims[size_t(ax)];
   RLX_CHECK(d >= 0, "coreml: slice along symbolic axis ", ax, " is not lowered");
   // Python slice normalization, as the IR defines it.
@@ -101,8 +107,8 @@ Val lower_slice(Lowering& L, const Node& n) {
     if (v < 0) v += d;
     return std::clamp<int64_t>(v, lo, hi);
   };
-  int64_t start = n.attrs.i("start", step > 0 ? 0 : INT64_MAX);
-  int64_t end = n.attrs.i("end", step > 0 ? INT64_MAX : INT64_MIN);
+  int64_t start = a.start.value_or(step > 0 ? 0 : INT64_MAX);
+  int64_t end = a.end.value_or(step > 0 ? INT64_MAX : INT64_MIN);
   start = step > 0 ? norm(start, 0, d) : norm(start, -1, d - 1);
   end = step > 0 ? norm(end, 0, d) : norm(end, -1, d - 1);
   std::vector<int64_t> begin(size_t(r), 0), stop(size_t(r), 0), stride(size_t(r), 1);
@@ -137,7 +143,7 @@ Val lower_concat(Lowering& L, const Node& n) {
   for (size_t i = 0; i < n.inputs.size(); ++i) vs.push_back(L.in(n, i));
   return L.b.op("concat",
                 {{"values", vs},
-                 {"axis", L.b.int_scalar(n.attrs.i("axis"), L.hint(n) + "_axis")},
+                 {"axis", L.b.int_scalar(n.attrs_as<AxisAttrs>().axis, L.hint(n) + "_axis")},
                  {"interleave", L.b.boolean(false, L.hint(n) + "_interleave")}},
                 L.type_of(n), L.hint(n));
 }
@@ -161,19 +167,35 @@ Val lower_expand(Lowering& L, const Node& n) {
 
 Val lower_tile(Lowering& L, const Node& n) {
   return L.b.op(
-      "tile", {{"x", L.in(n, 0)}, {"reps", L.b.ints(n.attrs.ints("repeats"), L.hint(n) + "_reps")}},
+      "tile",
+      {{"x", L.in(n, 0)}, {"reps", L.b.ints(n.attrs_as<TileAttrs>().repeats, L.hint(n) + "_reps")}},
       L.type_of(n), L.hint(n));
 }
 
 Val lower_flip(Lowering& L, const Node& n) {
-  return L.b.op("reverse",
-                {{"x", L.in(n, 0)}, {"axes", L.b.ints(n.attrs.ints("axes"), L.hint(n) + "_axes")}},
-                L.type_of(n), L.hint(n));
+  return L.b.op(
+      "reverse",
+      {{"x", L.in(n, 0)}, {"axes", L.b.ints(n.attrs_as<FlipAttrs>().axes, L.hint(n) + "_axes")}},
+      L.type_of(n), L.hint(n));
+}
+
+// MIL pad's mode names.
+const char* mil_pad_mode(PadMode m) {
+  switch (m) {
+    case PadMode::constant:
+      return "constant";
+    case PadMode::reflect:
+      return "reflect";
+    case PadMode::replicate:
+      return "replicate";
+  }
+  throw make_error("coreml: bad pad mode ", int(m));
 }
 
 Val lower_pad(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
-  const auto& pads = n.attrs.ints("pads");  // [begin..., end...] -> MIL [b0, e0, b1, e1, ...]
+  const auto& a = n.attrs_as<PadAttrs>();
+  const auto& pads = a.pads;  // [begin..., end...] -> MIL [b0, e0, b1, e1, ...]
   const size_t r = pads.size() / 2;
   std::vector<int64_t> p;
   for (size_t i = 0; i < r; ++i) p.insert(p.end(), {pads[i], pads[i + r]});
@@ -181,8 +203,8 @@ Val lower_pad(Lowering& L, const Node& n) {
   return L.b.op("pad",
                 {{"x", x},
                  {"pad", L.b.ints(p, h + "_pad")},
-                 {"mode", L.b.string(n.attrs.s("mode", "constant"), h + "_mode")},
-                 {"constant_val", L.scalar_like(n.attrs.f("value", 0.0), x, h + "_val")}},
+                 {"mode", L.b.string(mil_pad_mode(a.mode), h + "_mode")},
+                 {"constant_val", L.scalar_like(a.value, x, h + "_val")}},
                 L.type_of(n), h);
 }
 
@@ -195,7 +217,7 @@ Val gather(Lowering& L, const Node& n, const Val& x, const Val& idx, int64_t axi
   return L.b.op("gather", in, L.type_of(n), h);
 }
 Val lower_gather(Lowering& L, const Node& n) {
-  return gather(L, n, L.in(n, 0), L.in(n, 1), n.attrs.i("axis"));
+  return gather(L, n, L.in(n, 0), L.in(n, 1), n.attrs_as<GatherAttrs>().axis);
 }
 Val lower_embedding(Lowering& L, const Node& n) { return gather(L, n, L.in(n, 0), L.in(n, 1), 0); }
 
@@ -204,7 +226,7 @@ Val lower_gather_elements(Lowering& L, const Node& n) {
   std::vector<std::pair<std::string, Arg>> in{
       {"x", L.in(n, 0)},
       {"indices", L.in(n, 1)},
-      {"axis", L.b.int_scalar(n.attrs.i("axis"), h + "_axis")}};
+      {"axis", L.b.int_scalar(n.attrs_as<AxisAttrs>().axis, h + "_axis")}};
   if (L.opset() >= 7) in.push_back({"validate_indices", L.b.boolean(false, h + "_vi")});
   return L.b.op("gather_along_axis", in, L.type_of(n), h);
 }

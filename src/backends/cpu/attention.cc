@@ -104,11 +104,9 @@ void scale_axpy(T* y, T c, const T* x, T p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = y[i] * c + p * x[i];
 }
 
-enum class Mask { None, Causal, Sliding, Bias };
-
 struct Geometry {
   int64_t B, Hq, Hk, Sq, Sk, D, Dv;
-  Mask mask;
+  MaskKind mask;
   int64_t window;
   double scale;
   // Bias element strides for [B,Hq,Sq,Sk] (0 on broadcast dims).
@@ -120,14 +118,14 @@ void attention_t(const KernelCall& c, const Geometry& g) {
   const T* q = c.in[0].data<T>();
   const T* k = c.in[1].data<T>();
   const T* v = c.in[2].data<T>();
-  const bool bool_bias = g.mask == Mask::Bias && c.in[3].dtype() == DType::Bool;
-  const T* bias = g.mask == Mask::Bias && !bool_bias ? c.in[3].data<T>() : nullptr;
+  const bool bool_bias = g.mask == MaskKind::bias && c.in[3].dtype() == DType::Bool;
+  const T* bias = g.mask == MaskKind::bias && !bool_bias ? c.in[3].data<T>() : nullptr;
   const bool* bmask = bool_bias ? c.in[3].data<bool>() : nullptr;
   T* out = c.out.data<T>();
   const int64_t nqb = (g.Sq + kQBlock - 1) / kQBlock;
   const int64_t group = g.Hq / g.Hk;
   const int64_t off = g.Sk - g.Sq;
-  const bool banded = g.mask == Mask::Causal || g.mask == Mask::Sliding;
+  const bool banded = g.mask == MaskKind::causal || g.mask == MaskKind::sliding;
   const T scale = T(g.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t work = kQBlock * g.Sk * (g.D + g.Dv);
@@ -148,14 +146,15 @@ void attention_t(const KernelCall& c, const Geometry& g) {
           // Keys any row of this block may see: [jlo, jhi).
           int64_t jlo = 0, jhi = g.Sk;
           if (banded) jhi = std::clamp<int64_t>(i0 + rows - 1 + off + 1, 0, g.Sk);
-          if (g.mask == Mask::Sliding) jlo = std::clamp<int64_t>(i0 + off - g.window + 1, 0, g.Sk);
+          if (g.mask == MaskKind::sliding)
+            jlo = std::clamp<int64_t>(i0 + off - g.window + 1, 0, g.Sk);
           for (int64_t j0 = jlo; j0 < jhi; j0 += kKBlock) {
             const int64_t j1 = std::min(jhi, j0 + kKBlock);
             for (int64_t r = 0; r < rows; ++r) {
               const int64_t i = i0 + r;
               int64_t lo = j0, hi = j1;
               if (banded) hi = std::min(hi, i + off + 1);
-              if (g.mask == Mask::Sliding) lo = std::max(lo, i + off - g.window + 1);
+              if (g.mask == MaskKind::sliding) lo = std::max(lo, i + off - g.window + 1);
               if (lo >= hi) continue;
               const T* qi = Q + r * g.D;
               const int64_t brow = b * g.bs[0] + h * g.bs[1] + i * g.bs[2];
@@ -212,31 +211,23 @@ void attention(const KernelCall& c) {
   RLX_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), who,
             ": q, k, v dtypes differ: ", q.shape().str(), ", ", k.shape().str(), ", ",
             v.shape().str());
-  Geometry g{q.dim(0), q.dim(1), k.dim(1),   q.dim(2), k.dim(2),
-             q.dim(3), v.dim(3), Mask::None, 0,        0.0};
+  Geometry g{q.dim(0), q.dim(1), k.dim(1),       q.dim(2), k.dim(2),
+             q.dim(3), v.dim(3), MaskKind::none, 0,        0.0};
   RLX_CHECK(
       k.dim(0) == g.B && v.dim(0) == g.B && v.dim(1) == g.Hk && v.dim(2) == g.Sk && k.dim(3) == g.D,
       who, ": shapes do not match: q ", q.shape().str(), ", k ", k.shape().str(), ", v ",
       v.shape().str());
   RLX_CHECK((g.Hk > 0 && g.Hq % g.Hk == 0) || (g.Hk == 0 && g.Hq == 0), who, ": ", g.Hq,
             " query heads are not a multiple of ", g.Hk, " key heads");
-  const std::string mask = c.node.attrs.s("mask", "none");
-  if (mask == "none") {
-    g.mask = Mask::None;
-  } else if (mask == "causal") {
-    g.mask = Mask::Causal;
-  } else if (mask == "sliding") {
-    g.mask = Mask::Sliding;
-    g.window = c.node.attrs.i("window");
+  const auto& a = c.node.attrs_as<AttentionAttrs>();
+  g.mask = a.mask;
+  if (g.mask == MaskKind::sliding) {
+    g.window = a.window;
     RLX_CHECK(g.window >= 1, who, ": sliding window must be >= 1, got ", g.window);
-  } else if (mask == "bias") {
-    g.mask = Mask::Bias;
-  } else {
-    throw make_error(who, ": unknown mask '", mask, "' (none | causal | sliding | bias)");
   }
-  RLX_CHECK((g.mask == Mask::Bias) == (c.in.size() == 4), who,
+  RLX_CHECK((g.mask == MaskKind::bias) == (c.in.size() == 4), who,
             ": mask 'bias' needs exactly a 4th input (and only it)");
-  if (g.mask == Mask::Bias) {
+  if (g.mask == MaskKind::bias) {
     const Tensor& bias = c.in[3];
     RLX_CHECK(bias.dtype() == q.dtype() || bias.dtype() == DType::Bool, who, ": bias ",
               bias.shape().str(), " must have q's dtype or be bool");
@@ -250,9 +241,7 @@ void attention(const KernelCall& c) {
     }
     RLX_CHECK(ok, who, ": bias ", bias.shape().str(), " does not broadcast to ", dims_str(full));
   }
-  g.scale = c.node.attrs.has("scale") ? c.node.attrs.f("scale")
-            : g.D > 0                 ? 1.0 / std::sqrt(double(g.D))
-                                      : 1.0;
+  g.scale = a.scale.value_or(g.D > 0 ? 1.0 / std::sqrt(double(g.D)) : 1.0);
   if (c.out.numel() == 0) return;
   if (q.dtype() == DType::F32)
     attention_t<float>(c, g);

@@ -2,9 +2,9 @@
 // with NumPy broadcasting. Inputs share a dtype (shape inference checks it).
 //
 // Semantics, following PyTorch where the dtype allows:
-//  - div: rounding "" is true division for floats; for integers the output
-//    keeps the integer dtype, so "" truncates like "trunc" (PyTorch would
-//    promote to float). "floor" rounds toward -inf. Integer division (and
+//  - div: rounding none is true division for floats; for integers the output
+//    keeps the integer dtype, so none truncates like trunc (PyTorch would
+//    promote to float). floor rounds toward -inf. Integer division (and
 //    mod/fmod) by zero throws rlx::Error.
 //  - mod: Python remainder (result has the divisor's sign); fmod: C fmod.
 //  - max/min propagate NaN (torch.maximum/minimum).
@@ -143,44 +143,42 @@ void binary_float(const KernelCall& c) {
   const Node& n = c.node;
   constexpr int64_t g = kGrainCheap, heavy = kGrainHeavy;
   constexpr bool f32 = std::is_same_v<T, float>;
-  switch (n.op) {
-    case Op::Add:
+  switch (family_op<BinaryOp>(n.op)) {
+    case BinaryOp::Add:
       if constexpr (f32) return run_f32<AddOp>(c);
       return run_binary<T, T>(c, g, [](T a, T b) { return a + b; });
-    case Op::Sub:
+    case BinaryOp::Sub:
       if constexpr (f32) return run_f32<SubOp>(c);
       return run_binary<T, T>(c, g, [](T a, T b) { return a - b; });
-    case Op::Mul:
+    case BinaryOp::Mul:
       if constexpr (f32) return run_f32<MulOp>(c);
       return run_binary<T, T>(c, g, [](T a, T b) { return a * b; });
-    case Op::Div: {
-      const std::string mode = n.attrs.s("rounding", "");
-      if (mode == "trunc")
-        return run_binary<T, T>(c, g, [](T a, T b) { return std::trunc(a / b); });
-      if (mode == "floor") return run_binary<T, T>(c, heavy, div_floor<T>);
-      RLX_CHECK(mode.empty(), n.label(),
-                ": div rounding must be \"\", \"trunc\" or \"floor\", got \"", mode, "\"");
-      if constexpr (f32) return run_f32<DivOp>(c);
-      return run_binary<T, T>(c, g, [](T a, T b) { return a / b; });
-    }
-    case Op::Max:
+    case BinaryOp::Div:
+      switch (n.attrs_as<DivAttrs>().rounding) {
+        case DivRounding::trunc:
+          return run_binary<T, T>(c, g, [](T a, T b) { return std::trunc(a / b); });
+        case DivRounding::floor:
+          return run_binary<T, T>(c, heavy, div_floor<T>);
+        case DivRounding::none:
+          if constexpr (f32) return run_f32<DivOp>(c);
+          return run_binary<T, T>(c, g, [](T a, T b) { return a / b; });
+      }
+      break;
+    case BinaryOp::Max:
       if constexpr (f32) return run_f32<MaxOp>(c);
       return run_binary<T, T>(c, g,
                               [](T a, T b) { return a != a || b != b ? a + b : std::max(a, b); });
-    case Op::Min:
+    case BinaryOp::Min:
       if constexpr (f32) return run_f32<MinOp>(c);
       return run_binary<T, T>(c, g,
                               [](T a, T b) { return a != a || b != b ? a + b : std::min(a, b); });
-    case Op::Pow:
+    case BinaryOp::Pow:
       return run_binary<T, T>(c, heavy, [](T a, T b) { return std::pow(a, b); });
-    case Op::Mod:
+    case BinaryOp::Mod:
       return run_binary<T, T>(c, heavy, py_mod<T>);
-    case Op::Fmod:
+    case BinaryOp::Fmod:
       return run_binary<T, T>(c, heavy, [](T a, T b) { return std::fmod(a, b); });
-    default:
-      break;
   }
-  throw make_error(n.label(), ": not a binary op");
 }
 
 // ---- integers: wrap-around arithmetic through uint64_t (no signed overflow UB)
@@ -219,60 +217,58 @@ void binary_int(const KernelCall& c) {
       if (b == T(-1)) return T(0);
     return T(a % b);
   };
-  switch (n.op) {
-    case Op::Add:
+  switch (family_op<BinaryOp>(n.op)) {
+    case BinaryOp::Add:
       return run_binary<T, T>(c, g, [](T a, T b) { return wrap<T>(uint64_t(a) + uint64_t(b)); });
-    case Op::Sub:
+    case BinaryOp::Sub:
       return run_binary<T, T>(c, g, [](T a, T b) { return wrap<T>(uint64_t(a) - uint64_t(b)); });
-    case Op::Mul:
+    case BinaryOp::Mul:
       return run_binary<T, T>(c, g, [](T a, T b) { return wrap<T>(uint64_t(a) * uint64_t(b)); });
-    case Op::Div: {
-      const std::string mode = n.attrs.s("rounding", "");
-      RLX_CHECK(mode.empty() || mode == "trunc" || mode == "floor", n.label(),
-                ": div rounding must be \"\", \"trunc\" or \"floor\", got \"", mode, "\"");
-      if (mode == "floor")
-        return run_binary<T, T>(c, g, [=](T a, T b) {
-          check(b);
-          T q = trunc_div(a, b);
-          if (trunc_rem(a, b) != T(0) && ((a < T(0)) != (b < T(0)))) --q;
-          return q;
-        });
-      return run_binary<T, T>(c, g, [=](T a, T b) {
-        check(b);
-        return trunc_div(a, b);
-      });
-    }
-    case Op::Max:
+    case BinaryOp::Div:
+      switch (n.attrs_as<DivAttrs>().rounding) {
+        case DivRounding::floor:
+          return run_binary<T, T>(c, g, [=](T a, T b) {
+            check(b);
+            T q = trunc_div(a, b);
+            if (trunc_rem(a, b) != T(0) && ((a < T(0)) != (b < T(0)))) --q;
+            return q;
+          });
+        case DivRounding::none:  // integers keep their dtype: truncates like trunc
+        case DivRounding::trunc:
+          return run_binary<T, T>(c, g, [=](T a, T b) {
+            check(b);
+            return trunc_div(a, b);
+          });
+      }
+      break;
+    case BinaryOp::Max:
       return run_binary<T, T>(c, g, [](T a, T b) { return std::max(a, b); });
-    case Op::Min:
+    case BinaryOp::Min:
       return run_binary<T, T>(c, g, [](T a, T b) { return std::min(a, b); });
-    case Op::Pow:
+    case BinaryOp::Pow:
       return run_binary<T, T>(c, g, int_pow<T>);
-    case Op::Mod:
+    case BinaryOp::Mod:
       return run_binary<T, T>(c, g, [=](T a, T b) {
         check(b);
         T r = trunc_rem(a, b);
         if (r != T(0) && ((r < T(0)) != (b < T(0)))) r = T(r + b);
         return r;
       });
-    case Op::Fmod:
+    case BinaryOp::Fmod:
       return run_binary<T, T>(c, g, [=](T a, T b) {
         check(b);
         return trunc_rem(a, b);
       });
-    default:
-      break;
   }
-  throw make_error(n.label(), ": not a binary op");
 }
 
 void binary_bool(const KernelCall& c) {
-  switch (c.node.op) {
-    case Op::Add:
-    case Op::Max:
+  switch (family_op<BinaryOp>(c.node.op)) {
+    case BinaryOp::Add:
+    case BinaryOp::Max:
       return run_binary<bool, bool>(c, kGrainCheap, [](bool a, bool b) { return a || b; });
-    case Op::Mul:
-    case Op::Min:
+    case BinaryOp::Mul:
+    case BinaryOp::Min:
       return run_binary<bool, bool>(c, kGrainCheap, [](bool a, bool b) { return a && b; });
     default:
       break;
@@ -304,23 +300,20 @@ void compare(const KernelCall& c) {
   check_inputs(c);
   visit_compute_dtype(c.in[0].dtype(), c.node, [&]<typename T>() {
     constexpr int64_t g = kGrainCheap;
-    switch (c.node.op) {
-      case Op::Eq:
+    switch (family_op<CompareOp>(c.node.op)) {
+      case CompareOp::Eq:
         return run_binary<T, bool>(c, g, [](T a, T b) { return a == b; });
-      case Op::Ne:
+      case CompareOp::Ne:
         return run_binary<T, bool>(c, g, [](T a, T b) { return a != b; });
-      case Op::Lt:
+      case CompareOp::Lt:
         return run_binary<T, bool>(c, g, [](T a, T b) { return a < b; });
-      case Op::Le:
+      case CompareOp::Le:
         return run_binary<T, bool>(c, g, [](T a, T b) { return a <= b; });
-      case Op::Gt:
+      case CompareOp::Gt:
         return run_binary<T, bool>(c, g, [](T a, T b) { return a > b; });
-      case Op::Ge:
+      case CompareOp::Ge:
         return run_binary<T, bool>(c, g, [](T a, T b) { return a >= b; });
-      default:
-        break;
     }
-    throw make_error(c.node.label(), ": not a comparison");
   });
 }
 

@@ -38,12 +38,24 @@ struct Geom {
   }
 };
 
-std::vector<int64_t> attr_ints(const Node& n, const char* name, int sp, int64_t def, int mult,
-                               const std::string& where) {
-  auto v = n.attrs.ints(name, std::vector<int64_t>(size_t(sp * mult), def));
+// An optional list attribute: `sp * mult` values, `fill` when empty.
+std::vector<int64_t> attr_ints(const std::vector<int64_t>& given, const char* name, int sp,
+                               int64_t fill, int mult, const std::string& where) {
+  auto v = list_or(given, size_t(sp * mult), fill);
   RLX_CHECK(int64_t(v.size()) == sp * mult, where, ": ", name, " needs ", sp * mult,
             " values, got ", v.size());
   return v;
+}
+
+// conv_transpose's attributes, or conv's with no output_padding.
+ConvTransposeAttrs conv_attrs(const Node& n, bool transpose) {
+  if (transpose) return n.attrs_as<ConvTransposeAttrs>();
+  const auto& a = n.attrs_as<ConvAttrs>();
+  return {.stride = a.stride,
+          .pads = a.pads,
+          .dilation = a.dilation,
+          .groups = a.groups,
+          .output_padding = {}};
 }
 
 Geom make_geom(const KernelCall& c, bool transpose) {
@@ -59,7 +71,8 @@ Geom make_geom(const KernelCall& c, bool transpose) {
   const int off = 3 - g.sp;
   g.N = x.dim(0);
   g.C = x.dim(1);
-  g.G = c.node.attrs.i("groups", 1);
+  const ConvTransposeAttrs a = conv_attrs(c.node, transpose);
+  g.G = a.groups;
   RLX_CHECK(g.G >= 1, where, ": groups must be >= 1, got ", g.G);
   if (transpose) {
     RLX_CHECK(w.dim(0) == g.C && g.C % g.G == 0, where, ": input has ", g.C,
@@ -78,11 +91,10 @@ Geom make_geom(const KernelCall& c, bool transpose) {
   if (c.in.size() == 3)
     RLX_CHECK(c.in[2].rank() == 1 && c.in[2].dim(0) == g.O && c.in[2].dtype() == x.dtype(), where,
               ": bias ", dims_str(c.in[2].dims()), " does not match ", g.O, " out channels");
-  auto stride = attr_ints(c.node, "stride", g.sp, 1, 1, where);
-  auto dil = attr_ints(c.node, "dilation", g.sp, 1, 1, where);
-  auto pads = attr_ints(c.node, "pads", g.sp, 0, 2, where);
-  std::vector<int64_t> opad(size_t(g.sp), 0);
-  if (transpose) opad = attr_ints(c.node, "output_padding", g.sp, 0, 1, where);
+  auto stride = attr_ints(a.stride, "stride", g.sp, 1, 1, where);
+  auto dil = attr_ints(a.dilation, "dilation", g.sp, 1, 1, where);
+  auto pads = attr_ints(a.pads, "pads", g.sp, 0, 2, where);
+  auto opad = attr_ints(a.output_padding, "output_padding", g.sp, 0, 1, where);
   Dims want{g.N, g.O};
   for (int i = 0; i < g.sp; ++i) {
     const size_t u = size_t(i);

@@ -10,8 +10,9 @@ namespace rlx::cpu {
 void dequant_embedding(const KernelCall& c) {
   const Tensor &table = c.in[0], &ids = c.in[1];
   idx::check_index_tensor(c, ids);
-  const quant::TypeTraits& tr = quant::traits(quant::parse_type_name(c.node.attrs.s("scheme")));
-  const int64_t k = c.node.attrs.i("k");
+  const auto& a = c.node.attrs_as<QuantAttrs>();
+  const quant::TypeTraits& tr = quant::traits(quant::parse_type_name(a.scheme));
+  const int64_t k = a.k;
   const int64_t rows = table.dims()[0], row_bytes = table.dims()[1];
   RLX_CHECK(table.dtype() == DType::U8 && int64_t(quant::row_size(tr.type, k)) == row_bytes,
             c.node.label(), ": table ", table.shape().str(), " does not hold rows of ", k, " ",

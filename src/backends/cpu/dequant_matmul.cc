@@ -147,10 +147,11 @@ void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>
 
 void dequant_matmul(const KernelCall& c) {
   const Tensor &x = c.in[0], &w = c.in[1];
-  const std::string scheme = c.node.attrs.s("scheme");
+  const auto& a = c.node.attrs_as<QuantAttrs>();
+  const std::string& scheme = a.scheme;
   const GgmlType type = quant::parse_type_name(scheme);
   const TypeTraits& tr = quant::traits(type);
-  const int64_t K = c.node.attrs.i("k");
+  const int64_t K = a.k;
   RLX_CHECK(x.dtype() == DType::F32 && c.out.dtype() == DType::F32,
             "dequant_matmul: kernel expects f32 x and output");
   RLX_CHECK(w.dtype() == DType::U8 && w.dims().size() == 2, "dequant_matmul: w must be u8 2-d");

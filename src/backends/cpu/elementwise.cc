@@ -106,24 +106,23 @@ void where_bits(const KernelCall& c, const Broadcast<3>& bc) {
   });
 }
 
-}  // namespace
+bool* bool_out(const KernelCall& c) {
+  RLX_CHECK(c.out.dtype() == DType::Bool, c.node.label(), ": output must be bool");
+  return c.out.data<bool>();
+}
 
-void logical(const KernelCall& c) {
-  const Node& n = c.node;
-  if (n.op == Op::BitwiseNot) return bitwise_not(c);
-  RLX_CHECK(c.out.dtype() == DType::Bool, n.label(), ": output must be bool");
-  bool* o = c.out.data<bool>();
-  if (n.op == Op::LogicalNot) {
-    std::vector<uint8_t> x = truth_values(c.in[0]);
-    parallel_for(c.out.numel(), kGrainCheap, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) o[i] = !x[size_t(i)];
-    });
-    return;
-  }
-  RLX_CHECK(n.op == Op::LogicalAnd || n.op == Op::LogicalOr, n.label(), ": not a logical op");
-  const bool is_and = n.op == Op::LogicalAnd;
+void logical_not(const KernelCall& c) {
+  bool* o = bool_out(c);
+  std::vector<uint8_t> x = truth_values(c.in[0]);
+  parallel_for(c.out.numel(), kGrainCheap, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) o[i] = !x[size_t(i)];
+  });
+}
+
+void logical_and_or(const KernelCall& c, bool is_and) {
+  bool* o = bool_out(c);
   const std::vector<uint8_t> a = truth_values(c.in[0]), b = truth_values(c.in[1]);
-  const Broadcast<2> bc(c.out.dims(), {&c.in[0].dims(), &c.in[1].dims()}, n);
+  const Broadcast<2> bc(c.out.dims(), {&c.in[0].dims(), &c.in[1].dims()}, c.node);
   const int64_t sa = bc.inner_stride(0), sb = bc.inner_stride(1);
   bc.parallel_runs(kGrainCheap, [&](const std::array<int64_t, 2>& off, int64_t pos, int64_t len) {
     const uint8_t* pa = a.data() + off[0];
@@ -134,6 +133,21 @@ void logical(const KernelCall& c) {
       for (int64_t i = 0; i < len; ++i) o[pos + i] = pa[i * sa] | pb[i * sb];
     }
   });
+}
+
+}  // namespace
+
+void logical(const KernelCall& c) {
+  switch (family_op<LogicalOp>(c.node.op)) {
+    case LogicalOp::LogicalNot:
+      return logical_not(c);
+    case LogicalOp::BitwiseNot:
+      return bitwise_not(c);
+    case LogicalOp::LogicalAnd:
+      return logical_and_or(c, true);
+    case LogicalOp::LogicalOr:
+      return logical_and_or(c, false);
+  }
 }
 
 void where(const KernelCall& c) {

@@ -9,7 +9,6 @@
 //
 // f32 relu/sigmoid/silu/tanh/gelu run 8 lanes at a time on vmath.h; everything is threaded.
 #include <cmath>
-#include <limits>
 
 #include "backends/cpu/ew_util.h"
 #include "backends/cpu/kernels.h"
@@ -84,132 +83,133 @@ T sigmoid(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
+// `act` holds the activation's own attributes (activation_attrs): the struct of `kind`'s set.
 template <typename T>
-void activation_grad_typed(const KernelCall& c, Op kind) {
-  const Attrs& a = c.node.attrs;
+void activation_grad_typed(const KernelCall& c, UnaryOp kind, const OpAttrs& act) {
   const bool avx = std::is_same_v<T, float> && has_avx2_fma();
   constexpr int64_t cheap = kGrainCheap, heavy = kGrainHeavy;
   switch (kind) {
-    case Op::Relu:
+    case UnaryOp::Relu:
       if (avx) return map2_f32<d_relu8>(c, cheap);
       return map2<T>(c, cheap, [](T x) { return x > T(0) ? T(1) : T(0); });
-    case Op::Gelu:
+    case UnaryOp::Gelu:
       if (avx) return map2_f32<d_gelu8>(c, heavy);
       return map2<T>(c, heavy, [](T x) {
         return T(0.5) * (T(1) + std::erf(x * T(kSqrtHalf))) +
                x * T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
       });
-    case Op::GeluTanh:
+    case UnaryOp::GeluTanh:
       return map2<T>(c, heavy, [](T x) {
         const T k = T(kSqrt2OverPi), c3 = T(0.044715);
         const T t = std::tanh(k * (x + c3 * x * x * x));
         return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c3 * x * x);
       });
-    case Op::Silu:
+    case UnaryOp::Silu:
       if (avx) return map2_f32<d_silu8>(c, heavy);
       return map2<T>(c, heavy, [](T x) {
         const T s = sigmoid(x);
         return s * (T(1) + x * (T(1) - s));
       });
-    case Op::Sigmoid:
+    case UnaryOp::Sigmoid:
       if (avx) return map2_f32<d_sigmoid8>(c, heavy);
       return map2<T>(c, heavy, [](T x) {
         const T s = sigmoid(x);
         return s * (T(1) - s);
       });
-    case Op::Tanh:
+    case UnaryOp::Tanh:
       if (avx) return map2_f32<d_tanh8>(c, heavy);
       return map2<T>(c, heavy, [](T x) {
         const T t = std::tanh(x);
         return T(1) - t * t;
       });
-    case Op::Exp:
+    case UnaryOp::Exp:
       return map2<T>(c, heavy, [](T x) { return std::exp(x); });
-    case Op::Log:
+    case UnaryOp::Log:
       return map2<T>(c, cheap, [](T x) { return T(1) / x; });
-    case Op::Sqrt:
+    case UnaryOp::Sqrt:
       return map2<T>(c, cheap, [](T x) { return T(0.5) / std::sqrt(x); });
-    case Op::Rsqrt:
+    case UnaryOp::Rsqrt:
       return map2<T>(c, cheap, [](T x) { return T(-0.5) / (x * std::sqrt(x)); });
-    case Op::Neg:
+    case UnaryOp::Neg:
       return map2<T>(c, cheap, [](T) { return T(-1); });
-    case Op::Abs:
-    case Op::Sign:
-      if (kind == Op::Sign) return map2<T>(c, cheap, [](T) { return T(0); });
+    case UnaryOp::Abs:
+    case UnaryOp::Sign:
+      if (kind == UnaryOp::Sign) return map2<T>(c, cheap, [](T) { return T(0); });
       return map2<T>(c, cheap, [](T x) { return T((x > T(0)) - (x < T(0))); });
-    case Op::Sin:
+    case UnaryOp::Sin:
       return map2<T>(c, heavy, [](T x) { return std::cos(x); });
-    case Op::Cos:
+    case UnaryOp::Cos:
       return map2<T>(c, heavy, [](T x) { return -std::sin(x); });
-    case Op::Tan:
+    case UnaryOp::Tan:
       return map2<T>(c, heavy, [](T x) {
         const T t = std::tan(x);
         return T(1) + t * t;
       });
-    case Op::Atan:
+    case UnaryOp::Atan:
       return map2<T>(c, cheap, [](T x) { return T(1) / (T(1) + x * x); });
-    case Op::Erf:
+    case UnaryOp::Erf:
       return map2<T>(c, heavy, [](T x) { return T(kTwoOverSqrtPi) * std::exp(-x * x); });
-    case Op::Reciprocal:
+    case UnaryOp::Reciprocal:
       return map2<T>(c, cheap, [](T x) { return T(-1) / (x * x); });
-    case Op::Round:  // straight-through
+    case UnaryOp::Round:  // straight-through
       return map2<T>(c, cheap, [](T) { return T(1); });
-    case Op::Floor:
-    case Op::Ceil:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
       return map2<T>(c, cheap, [](T) { return T(0); });
-    case Op::Softplus: {
-      const T beta = T(a.f("beta", 1.0)), threshold = T(a.f("threshold", 20.0));
+    case UnaryOp::Softplus: {
+      const auto& a = std::get<SoftplusAttrs>(act);
+      const T beta = T(a.beta), threshold = T(a.threshold);
       RLX_CHECK(beta != T(0), c.node.label(), ": softplus beta must be non-zero");
       return map2<T>(c, heavy,
                      [=](T x) { return x * beta > threshold ? T(1) : sigmoid(x * beta); });
     }
-    case Op::Elu: {
-      const T alpha = T(a.f("alpha", 1.0));
+    case UnaryOp::Elu: {
+      const T alpha = T(std::get<EluAttrs>(act).alpha);
       return map2<T>(c, heavy, [=](T x) { return x > T(0) ? T(1) : alpha * std::exp(x); });
     }
-    case Op::LeakyRelu: {
-      const T slope = T(a.f("slope", 0.01));
+    case UnaryOp::LeakyRelu: {
+      const T slope = T(std::get<LeakyReluAttrs>(act).slope);
       return map2<T>(c, cheap, [=](T x) { return x > T(0) ? T(1) : slope; });
     }
-    case Op::HardSigmoid: {
-      const T alpha = T(a.f("alpha", 1.0 / 6.0)), beta = T(a.f("beta", 0.5));
+    case UnaryOp::HardSigmoid: {
+      const auto& a = std::get<HardSigmoidAttrs>(act);
+      const T alpha = T(a.alpha), beta = T(a.beta);
       return map2<T>(c, cheap, [=](T x) {
         const T v = alpha * x + beta;
         return v > T(0) && v < T(1) ? alpha : T(0);
       });
     }
-    case Op::HardSwish:  // PyTorch: 0 below -3, x/3 + 1/2 on [-3, 3], 1 above
+    case UnaryOp::HardSwish:  // PyTorch: 0 below -3, x/3 + 1/2 on [-3, 3], 1 above
       return map2<T>(c, cheap, [](T x) {
         return x < T(-3) ? T(0) : x <= T(3) ? x / T(3) + T(0.5) : T(1);
       });
-    case Op::Mish:  // tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus(x)
+    case UnaryOp::Mish:  // tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus(x)
       return map2<T>(c, heavy, [](T x) {
         const T t = std::tanh(std::log1p(std::exp(x)));
         return t + x * sigmoid(x) * (T(1) - t * t);
       });
-    case Op::Clamp: {
-      const double inf = std::numeric_limits<double>::infinity();
-      const T lo = T(a.f("min", -inf)), hi = T(a.f("max", inf));
+    case UnaryOp::Clamp: {
+      const auto& a = std::get<ClampAttrs>(act);
+      const T lo = T(a.min), hi = T(a.max);
       return map2<T>(c, cheap, [=](T x) { return x >= lo && x <= hi ? T(1) : T(0); });
     }
-    default:
-      break;
   }
-  throw make_error(c.node.label(), ": activation_grad kind '", op_name(kind), "' is not handled");
 }
 
 }  // namespace
 
 void activation_grad(const KernelCall& c) {
-  const Op kind = activation_kind(c.node.attrs.s("kind"));
+  const auto& g = c.node.attrs_as<ActivationGradAttrs>();
+  const OpAttrs act = activation_attrs(g);  // checks that kind is a unary activation
+  const UnaryOp kind = family_op<UnaryOp>(g.kind);
   RLX_CHECK(c.in[0].dims() == c.in[1].dims() && c.out.dims() == c.in[0].dims(), c.node.label(),
             ": x ", dims_str(c.in[0].dims()), " and dy ", dims_str(c.in[1].dims()), " differ");
   if (c.out.numel() == 0) return;
   switch (c.in[0].dtype()) {
     case DType::F32:
-      return activation_grad_typed<float>(c, kind);
+      return activation_grad_typed<float>(c, kind, act);
     case DType::F64:
-      return activation_grad_typed<double>(c, kind);
+      return activation_grad_typed<double>(c, kind, act);
     default:
       throw make_error(c.node.label(), ": activation_grad needs floating-point x, got ",
                        dtype_name(c.in[0].dtype()));

@@ -42,7 +42,7 @@ std::vector<int64_t> read_labels(const KernelCall& c, int64_t C, int64_t ignore)
 
 struct Setup {
   int64_t N, C, ignore;
-  std::string reduction;
+  LossReduction reduction;
   std::vector<int64_t> labels;
   int64_t count = 0;  // rows not ignored
 };
@@ -50,12 +50,8 @@ struct Setup {
 Setup setup(const KernelCall& c) {
   const Tensor& lg = c.in[0];
   RLX_CHECK(lg.rank() == 2, c.node.label(), ": logits must be [N, C], got ", dims_str(lg.dims()));
-  Setup s{lg.dim(0),
-          lg.dim(1),
-          c.node.attrs.i("ignore_index", -100),
-          c.node.attrs.s("reduction", "mean"),
-          {},
-          0};
+  const auto& a = c.node.attrs_as<CrossEntropyAttrs>();
+  Setup s{lg.dim(0), lg.dim(1), a.ignore_index, a.reduction, {}, 0};
   s.labels = read_labels(c, s.C, s.ignore);
   for (int64_t v : s.labels) s.count += v != s.ignore;
   return s;
@@ -90,21 +86,22 @@ void loss_typed(const KernelCall& c, const Setup& s) {
     }
   });
   T* out = c.out.data<T>();
-  if (s.reduction == "none") {
+  if (s.reduction == LossReduction::none) {
     for (int64_t n = 0; n < s.N; ++n) out[n] = T(per[size_t(n)]);
     return;
   }
   double sum = 0;
   for (double v : per) sum += v;
-  out[0] = T(s.reduction == "sum" ? sum : sum / double(s.count));  // 0/0 = NaN when all ignored
+  // mean: 0/0 = NaN when every row is ignored
+  out[0] = T(s.reduction == LossReduction::sum ? sum : sum / double(s.count));
 }
 
 template <typename T>
 void grad_typed(const KernelCall& c, const Setup& s) {
   const T *x = c.in[0].data<T>(), *dl = c.in[2].data<T>();
   T* out = c.out.data<T>();
-  const bool none = s.reduction == "none";
-  const double scale = none ? 1.0 : s.reduction == "sum" ? 1.0 : 1.0 / double(s.count);
+  const bool none = s.reduction == LossReduction::none;
+  const double scale = none ? 1.0 : s.reduction == LossReduction::sum ? 1.0 : 1.0 / double(s.count);
   const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, s.C));
   parallel_for(s.N, grain, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
@@ -155,9 +152,9 @@ void softmax_cross_entropy(const KernelCall& c) {
 
 void softmax_cross_entropy_grad(const KernelCall& c) {
   const Setup s = setup(c);
-  const int64_t want = s.reduction == "none" ? s.N : 1;
+  const int64_t want = s.reduction == LossReduction::none ? s.N : 1;
   RLX_CHECK(c.in[2].numel() == want, c.node.label(), ": dloss ", dims_str(c.in[2].dims()),
-            " does not fit reduction '", s.reduction, "'");
+            " does not fit reduction '", to_string(s.reduction), "'");
   if (c.out.numel() == 0) return;
   by_dtype<Grad>(c, s);
 }

@@ -110,6 +110,8 @@ struct Layout {
   int64_t runs = 1, run = 0;    // each row: `runs` runs of `run` elements (group_norm: C/G x S)
   int64_t C = 0, G = 1, N = 0;  // group_norm only
   bool grouped = false, rms = false;
+  double eps = 0;      // the op's attributes, read from either set
+  int64_t output = 0;  // 0 dx | 1 dgamma | 2 dbeta
 };
 
 Layout layout_of(const KernelCall& c) {
@@ -124,7 +126,10 @@ Layout layout_of(const KernelCall& c) {
     L.grouped = true;
     L.N = x.dim(0);
     L.C = x.dim(1);
-    L.G = n.attrs.i("groups");
+    const auto& a = n.attrs_as<GroupNormGradAttrs>();
+    L.G = a.groups;
+    L.eps = a.eps;
+    L.output = a.output;
     RLX_CHECK(L.G >= 1 && L.C % L.G == 0, n.label(), ": groups=", L.G, " does not divide ", L.C,
               " channels");
     L.run = L.C ? x.numel() / std::max<int64_t>(1, L.N * L.C) : 0;
@@ -132,7 +137,10 @@ Layout layout_of(const KernelCall& c) {
     L.rows = L.N * L.G;
     L.inner = L.runs * L.run;
   } else {
-    const int64_t naxes = n.attrs.i("naxes", 1);
+    const auto& a = n.attrs_as<NormGradAttrs>();
+    const int64_t naxes = a.naxes;
+    L.eps = a.eps;
+    L.output = a.output;
     RLX_CHECK(naxes >= 1 && naxes <= x.rank(), n.label(), ": naxes=", naxes, " out of range");
     L.inner = 1;
     for (int i = x.rank() - int(naxes); i < x.rank(); ++i) L.inner *= x.dim(i);
@@ -153,9 +161,8 @@ struct RowStats {
 
 template <typename T>
 void norm_grad_typed(const KernelCall& c, const Layout& L) {
-  const Node& n = c.node;
-  const double eps = n.attrs.f("eps", 1e-5);
-  const int64_t output = n.attrs.i("output", 0);
+  const double eps = L.eps;
+  const int64_t output = L.output;
   const T *x = c.in[0].data<T>(), *dy = c.in[1].data<T>();
   const T* g = c.in.size() > 2 ? c.in[2].data<T>() : nullptr;
   T* out = c.out.data<T>();

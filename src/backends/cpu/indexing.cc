@@ -16,7 +16,7 @@ using idx::prod;
 void gather(const KernelCall& c) {
   const Tensor &d = c.in[0], &ix = c.in[1];
   RLX_CHECK(d.rank() >= 1, c.node.label(), ": cannot gather from a scalar");
-  const int ax = normalize_axis(c.node.attrs.i("axis", 0), d.rank());
+  const int ax = normalize_axis(c.node.attrs_as<GatherAttrs>().axis, d.rank());
   const Dims& dd = d.dims();
   const int64_t outer = prod(dd, 0, size_t(ax)), n = dd[size_t(ax)];
   const int64_t inner = prod(dd, size_t(ax) + 1, dd.size());
@@ -41,7 +41,7 @@ void gather_elements(const KernelCall& c) {
   RLX_CHECK(d.rank() >= 1 && d.rank() == ix.rank(), c.node.label(),
             ": data and indices need the same rank >= 1, got ", d.shape().str(), " and ",
             ix.shape().str());
-  const int ax = normalize_axis(c.node.attrs.i("axis"), d.rank());
+  const int ax = normalize_axis(c.node.attrs_as<AxisAttrs>().axis, d.rank());
   for (int k = 0; k < d.rank(); ++k)
     RLX_CHECK(k == ax || ix.dims()[size_t(k)] <= d.dims()[size_t(k)], c.node.label(), ": indices ",
               ix.shape().str(), " exceed data ", d.shape().str(), " in dim ", k);
@@ -70,7 +70,7 @@ void gather_nd(const KernelCall& c) {
   const Tensor &d = c.in[0], &ix = c.in[1];
   idx::check_index_tensor(c, ix);
   const Dims &dd = d.dims(), &id = ix.dims();
-  const int64_t b = c.node.attrs.i("batch_dims", 0);
+  const int64_t b = c.node.attrs_as<GatherNDAttrs>().batch_dims;
   RLX_CHECK(!id.empty(), c.node.label(), ": indices must have rank >= 1");
   const int64_t k = id.back(), r = int64_t(dd.size()), q = int64_t(id.size());
   RLX_CHECK(b >= 0 && b < q && k >= 1 && b + k <= r, c.node.label(), ": index depth ", k,
@@ -109,7 +109,7 @@ void gather_nd(const KernelCall& c) {
 void one_hot(const KernelCall& c) {
   const Tensor& ix = c.in[0];
   idx::check_index_tensor(c, ix);
-  const int64_t depth = c.node.attrs.i("depth");
+  const int64_t depth = c.node.attrs_as<OneHotAttrs>().depth;
   RLX_CHECK(depth > 0, c.node.label(), ": depth must be > 0, got ", depth);
   RLX_CHECK(c.out.numel() == ix.numel() * depth, c.node.label(), ": output ", c.out.shape().str(),
             " does not match indices ", ix.shape().str(), " x ", depth);

@@ -9,7 +9,7 @@
 namespace rlx::cpu {
 
 void full(const KernelCall& c) {
-  const double v = c.node.attrs.f("value");
+  const double v = c.node.attrs_as<FullAttrs>().value;
   const size_t es = dtype_size(c.out.dtype());
   std::byte one[8] = {};
   cast_elements(&v, DType::F64, one, c.out.dtype(), 1);
@@ -22,11 +22,11 @@ void full(const KernelCall& c) {
 // Element i is start + i * step evaluated in double (not by accumulation, so
 // long ranges do not drift), then converted to the output dtype.
 void arange(const KernelCall& c) {
-  const double start = c.node.attrs.f("start", 0.0), step = c.node.attrs.f("step", 1.0);
+  const auto& a = c.node.attrs_as<ArangeAttrs>();
+  const double start = a.start, step = a.step;
   const int64_t n = c.out.numel();
-  if (c.node.attrs.has("count"))
-    RLX_CHECK(c.node.attrs.i("count") == n, c.node.label(), ": count ", c.node.attrs.i("count"),
-              " does not match output ", c.out.shape().str());
+  RLX_CHECK(a.count == n, c.node.label(), ": count ", a.count, " does not match output ",
+            c.out.shape().str());
   const size_t es = dtype_size(c.out.dtype());
   auto* dst = static_cast<std::byte*>(c.out.raw());
   parallel_for(n, kGrainCheap, [&](int64_t b, int64_t e) {

@@ -177,7 +177,7 @@ void transpose(const KernelCall& c) {
   check_dtype(c);
   const Tensor& x = c.in[0];
   const int rank = x.rank();
-  auto perm = c.node.attrs.ints("perm");
+  const auto& perm = c.node.attrs_as<TransposeAttrs>().perm;
   RLX_CHECK(int(perm.size()) == rank, c.node.label(), ": perm of ", perm.size(), " axes for ",
             x.shape().str());
   std::vector<int> p;
@@ -252,11 +252,12 @@ void slice(const KernelCall& c) {
   const Tensor& x = c.in[0];
   const int rank = x.rank();
   RLX_CHECK(rank > 0, c.node.label(), ": cannot slice a scalar");
-  int ax = normalize_axis(c.node.attrs.i("axis"), std::max(rank, 1));
-  int64_t step = c.node.attrs.i("step", 1);
+  const auto& a = c.node.attrs_as<SliceAttrs>();
+  int ax = normalize_axis(a.axis, std::max(rank, 1));
+  int64_t step = a.step;
   RLX_CHECK(step != 0, c.node.label(), ": step must not be 0");
   const int64_t len = x.dims()[size_t(ax)];
-  int64_t start = c.node.attrs.i("start", step > 0 ? 0 : INT64_MAX);
+  int64_t start = a.start.value_or(step > 0 ? 0 : INT64_MAX);
   // Python start clamping: [0, len] going forward, [-1, len-1] going back.
   if (start < 0) start += len;
   start = step > 0 ? std::clamp<int64_t>(start, 0, len) : std::clamp<int64_t>(start, -1, len - 1);
@@ -283,7 +284,7 @@ void concat(const KernelCall& c) {
   check_dtype(c);
   const int rank = c.out.rank();
   RLX_CHECK(rank > 0, c.node.label(), ": cannot concatenate scalars");
-  int ax = normalize_axis(c.node.attrs.i("axis"), std::max(rank, 1));
+  int ax = normalize_axis(c.node.attrs_as<AxisAttrs>().axis, std::max(rank, 1));
   int64_t outer = 1, inner = 1, total = 0;
   for (int i = 0; i < ax; ++i) outer *= c.out.dims()[size_t(i)];
   for (int i = ax + 1; i < rank; ++i) inner *= c.out.dims()[size_t(i)];
@@ -366,7 +367,7 @@ void tile(const KernelCall& c) {
   check_dtype(c);
   const Tensor& x = c.in[0];
   const int r = x.rank();
-  auto reps = c.node.attrs.ints("repeats");
+  const auto& reps = c.node.attrs_as<TileAttrs>().repeats;
   RLX_CHECK(int(reps.size()) == r, c.node.label(), ": ", reps.size(), " repeats for ",
             x.shape().str());
   for (int i = 0; i < r; ++i)
@@ -397,12 +398,10 @@ void pad(const KernelCall& c) {
   check_dtype(c);
   const Tensor& x = c.in[0];
   const int r = x.rank();
-  const auto& pads = c.node.attrs.ints("pads");
+  const auto& a = c.node.attrs_as<PadAttrs>();
+  const auto& pads = a.pads;
   RLX_CHECK(int(pads.size()) == 2 * r, c.node.label(), ": need ", 2 * r, " pads for ",
             x.shape().str());
-  const std::string mode = c.node.attrs.s("mode", "constant");
-  RLX_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate", c.node.label(),
-            ": unknown pad mode '", mode, "'");
   // Per axis: output index -> input index, or -1 for the constant value.
   std::vector<std::vector<int64_t>> map(static_cast<size_t>(r));
   for (int d = 0; d < r; ++d) {
@@ -414,16 +413,21 @@ void pad(const KernelCall& c) {
     for (int64_t j = 0; j < n; ++j) {
       int64_t i = j - b;
       if (i < 0 || i >= L) {
-        if (mode == "reflect") {
-          i = i < 0 ? -i : 2 * (L - 1) - i;
-        } else if (mode == "replicate") {
-          RLX_CHECK(L > 0, c.node.label(), ": replicate padding of an empty axis");
-          i = std::clamp<int64_t>(i, 0, L - 1);
-        } else {
-          i = -1;
+        switch (a.mode) {
+          case PadMode::reflect:
+            i = i < 0 ? -i : 2 * (L - 1) - i;
+            break;
+          case PadMode::replicate:
+            RLX_CHECK(L > 0, c.node.label(), ": replicate padding of an empty axis");
+            i = std::clamp<int64_t>(i, 0, L - 1);
+            break;
+          case PadMode::constant:
+            i = -1;
+            break;
         }
-        RLX_CHECK(i >= -1 && i < L && (i >= 0 || mode == "constant"), c.node.label(), ": ", mode,
-                  " padding ", dims_str(pads), " too large for ", x.shape().str());
+        RLX_CHECK(i >= -1 && i < L && (i >= 0 || a.mode == PadMode::constant), c.node.label(), ": ",
+                  to_string(a.mode), " padding ", dims_str(pads), " too large for ",
+                  x.shape().str());
       }
       m[size_t(j)] = i;
     }
@@ -431,7 +435,7 @@ void pad(const KernelCall& c) {
   if (c.out.numel() == 0) return;
   const size_t es = dtype_size(x.dtype());
   alignas(8) Byte value[8] = {};
-  const double v = c.node.attrs.f("value", 0.0);
+  const double v = a.value;
   cast_elements(&v, DType::F64, value, x.dtype(), 1);
   if (r == 0) return par_copy(c.out.raw(), x.raw(), es);
   Dims ist = strides_of(x.dims());
@@ -466,7 +470,7 @@ void flip(const KernelCall& c) {
   const Tensor& x = c.in[0];
   const int r = x.rank();
   std::vector<bool> fl(size_t(std::max(r, 1)), false);
-  for (int64_t a : c.node.attrs.ints("axes", {})) {
+  for (int64_t a : c.node.attrs_as<FlipAttrs>().axes) {
     int ax = normalize_axis(a, std::max(r, 1));
     RLX_CHECK(!fl[size_t(ax)], c.node.label(), ": axis ", a, " listed twice");
     fl[size_t(ax)] = true;

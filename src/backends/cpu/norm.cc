@@ -194,8 +194,7 @@ const T* opt_ptr(const KernelCall& c, size_t i) {
   return i < c.in.size() ? c.in[i].data<T>() : nullptr;
 }
 
-double read_eps(const KernelCall& c) {
-  const double eps = c.node.attrs.f("eps", 1e-5);
+double check_eps(const KernelCall& c, double eps) {
   RLX_CHECK(eps >= 0, c.node.label(), ": eps must be >= 0, got ", eps);
   return eps;
 }
@@ -227,13 +226,14 @@ void layer_norm_t(const KernelCall& c, int64_t inner, double eps, bool rms) {
 void layer_or_rms(const KernelCall& c, bool rms) {
   check_float(c);
   const Tensor& x = c.in[0];
-  const int64_t naxes = c.node.attrs.i("naxes", 1);
+  const auto& a = c.node.attrs_as<NormAttrs>();
+  const int64_t naxes = a.naxes;
   RLX_CHECK(naxes >= 1 && naxes <= x.rank(), c.node.label(), ": naxes=", naxes,
             " out of range for x ", x.shape().str());
   Dims norm_dims(x.dims().end() - naxes, x.dims().end());
   check_param(c, 1, norm_dims, "gamma");
   check_param(c, 2, norm_dims, "beta");
-  const double eps = read_eps(c);
+  const double eps = check_eps(c, a.eps);
   const int64_t inner = numel(norm_dims);
   if (x.dtype() == DType::F32)
     layer_norm_t<float>(c, inner, eps, rms);
@@ -380,13 +380,14 @@ void group_norm(const KernelCall& c) {
   check_float(c);
   const Tensor& x = c.in[0];
   RLX_CHECK(x.rank() >= 2, c.node.label(), ": x must be [N,C,...], got ", x.shape().str());
-  const int64_t groups = c.node.attrs.i("groups");
+  const auto& a = c.node.attrs_as<GroupNormAttrs>();
+  const int64_t groups = a.groups;
   const int64_t C = x.dim(1);
   RLX_CHECK(groups >= 1 && C % groups == 0, c.node.label(), ": groups=", groups,
             " must be >= 1 and divide C=", C);
   check_param(c, 1, {C}, "gamma");
   check_param(c, 2, {C}, "beta");
-  const double eps = read_eps(c);
+  const double eps = check_eps(c, a.eps);
   if (x.numel() == 0) return;
   if (x.dtype() == DType::F32)
     group_norm_t<float>(c, groups, eps);
@@ -401,7 +402,7 @@ void batch_norm(const KernelCall& c) {
   const int64_t C = x.dim(1);
   static const char* names[] = {"", "mean", "var", "gamma", "beta"};
   for (size_t i = 1; i < 5; ++i) check_param(c, i, {C}, names[i]);
-  const double eps = read_eps(c);
+  const double eps = check_eps(c, c.node.attrs_as<EpsAttrs>().eps);
   if (x.dtype() == DType::F32)
     batch_norm_t<float>(c, eps);
   else
@@ -414,7 +415,7 @@ void layer_norm_2d(const KernelCall& c) {
   RLX_CHECK(x.rank() == 4, c.node.label(), ": x must be [N,C,H,W], got ", x.shape().str());
   check_param(c, 1, {x.dim(1)}, "gamma");
   check_param(c, 2, {x.dim(1)}, "beta");
-  const double eps = read_eps(c);
+  const double eps = check_eps(c, c.node.attrs_as<EpsAttrs>().eps);
   if (x.dtype() == DType::F32)
     layer_norm_2d_t<float>(c, eps);
   else

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
@@ -41,6 +42,8 @@ void check_plane_dims(const KernelCall& c, const std::string& where, int64_t OH,
             dims_str(c.out.dims()), ", expected ", dims_str(want));
 }
 
+// A is MaxPoolAttrs (dilation, no count_include_pad) or AvgPoolAttrs (the reverse).
+template <typename A>
 PoolGeom make_geom(const KernelCall& c, const char* op) {
   const Tensor& x = c.in[0];
   const std::string where = c.node.label() + ": " + op + " " + dims_str(x.dims());
@@ -50,16 +53,19 @@ PoolGeom make_geom(const KernelCall& c, const char* op) {
   g.W = x.dim(-1);
   RLX_CHECK(g.H > 0 && g.W > 0, where, ": spatial dims must be non-empty");
   g.planes = x.numel() / (g.H * g.W);
-  const Attrs& a = c.node.attrs;
-  auto k = a.ints("kernel");
-  auto s = a.ints("stride", k);
-  if (s.empty()) s = k;  // PyTorch: stride=[] means stride = kernel
-  auto p = a.ints("pads", {0, 0, 0, 0});
-  auto d = a.ints("dilation", {1, 1});
+  const A& a = c.node.attrs_as<A>();
+  const std::vector<int64_t>& k = a.kernel;
+  const std::vector<int64_t>& s = a.stride.empty() ? k : a.stride;  // PyTorch: stride = kernel
+  const std::vector<int64_t> p = list_or(a.pads, 4, 0);
+  std::vector<int64_t> d{1, 1};
+  if constexpr (std::is_same_v<A, MaxPoolAttrs>) {
+    d = list_or(a.dilation, 2, 1);
+  } else {
+    g.count_include_pad = a.count_include_pad;
+  }
   RLX_CHECK(k.size() == 2 && s.size() == 2 && p.size() == 4 && d.size() == 2, where,
             ": kernel, stride, dilation need 2 values and pads 4 [t,l,b,r]");
-  g.ceil_mode = a.i("ceil_mode", 0) != 0;
-  g.count_include_pad = a.i("count_include_pad", 1) != 0;
+  g.ceil_mode = a.ceil_mode;
   for (int i = 0; i < 2; ++i) {
     const size_t u = size_t(i);
     g.k[i] = k[u];
@@ -183,7 +189,7 @@ void adaptive_avg(const KernelCall& c, int64_t OH, int64_t OW, const T* x, T* y)
 }  // namespace
 
 void max_pool2d(const KernelCall& c) {
-  const PoolGeom g = make_geom(c, "max_pool2d");
+  const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d");
   const Tensor& x = c.in[0];
   switch (x.dtype()) {
 #define RLX_CASE(E, T) \
@@ -203,7 +209,7 @@ void max_pool2d(const KernelCall& c) {
 }
 
 void avg_pool2d(const KernelCall& c) {
-  const PoolGeom g = make_geom(c, "avg_pool2d");
+  const PoolGeom g = make_geom<AvgPoolAttrs>(c, "avg_pool2d");
   RLX_CHECK(g.d[0] == 1 && g.d[1] == 1, c.node.label(), ": avg_pool2d has no dilation");
   const Tensor& x = c.in[0];
   if (x.dtype() == DType::F32) return avg_pool(g, x.data<float>(), c.out.data<float>());
@@ -216,7 +222,7 @@ void adaptive_avg_pool2d(const KernelCall& c) {
   const std::string where = c.node.label() + ": adaptive_avg_pool2d " + dims_str(x.dims());
   RLX_CHECK(x.rank() == 3 || x.rank() == 4, where, ": expected [N,]C,H,W");
   RLX_CHECK(x.dim(-2) > 0 && x.dim(-1) > 0, where, ": spatial dims must be non-empty");
-  auto o = c.node.attrs.ints("output");
+  const auto& o = c.node.attrs_as<AdaptivePoolAttrs>().output;
   RLX_CHECK(o.size() == 2 && o[0] >= 1 && o[1] >= 1, where, ": output needs 2 sizes >= 1");
   check_plane_dims(c, where, o[0], o[1]);
   if (x.dtype() == DType::F32)

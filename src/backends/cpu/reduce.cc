@@ -223,27 +223,25 @@ void reduce_typed(const T* x, T* y, int64_t outer, int64_t red, int64_t inner, b
 }
 
 template <typename T>
-void reduce_kind(Op op, const T* x, T* y, int64_t outer, int64_t red, int64_t inner) {
+void reduce_kind(ReduceOp op, const T* x, T* y, int64_t outer, int64_t red, int64_t inner) {
   switch (op) {
-    case Op::ReduceSum:
+    case ReduceOp::ReduceSum:
       return reduce_typed<T, Kind::Sum>(x, y, outer, red, inner, false);
-    case Op::ReduceMean:
+    case ReduceOp::ReduceMean:
       return reduce_typed<T, Kind::Sum>(x, y, outer, red, inner, true);
-    case Op::ReduceProd:
+    case ReduceOp::ReduceProd:
       return reduce_typed<T, Kind::Prod>(x, y, outer, red, inner, false);
-    case Op::ReduceMax:
+    case ReduceOp::ReduceMax:
       return reduce_typed<T, Kind::Max>(x, y, outer, red, inner, false);
-    case Op::ReduceMin:
+    case ReduceOp::ReduceMin:
       return reduce_typed<T, Kind::Min>(x, y, outer, red, inner, false);
-    default:
-      throw make_error("reduce: bad op ", op_name(op));
   }
 }
 
 // Which input axes are reduced (empty list = all), validated.
 std::vector<bool> reduced_mask(const Node& n, int rank) {
   std::vector<bool> red(size_t(rank), false);
-  auto axes = n.attrs.ints("axes", {});
+  const auto& axes = n.attrs_as<ReduceAttrs>().axes;
   if (axes.empty()) red.assign(size_t(rank), true);
   for (int64_t a : axes) {
     int ax = normalize_axis(a, std::max(rank, 1));
@@ -259,11 +257,12 @@ std::vector<bool> reduced_mask(const Node& n, int rank) {
 void reduce(const KernelCall& c) {
   const Tensor& x = c.in[0];
   const DType dt = x.dtype();
+  const ReduceOp op = family_op<ReduceOp>(c.node.op);
   RLX_CHECK(c.out.dtype() == dt, c.node.label(), ": output dtype ", dtype_name(c.out.dtype()),
             " differs from input ", dtype_name(dt));
-  RLX_CHECK(c.node.op != Op::ReduceMean || dt == DType::F32 || dt == DType::F64, c.node.label(),
+  RLX_CHECK(op != ReduceOp::ReduceMean || dt == DType::F32 || dt == DType::F64, c.node.label(),
             ": reduce_mean needs a float input, got ", x.shape().str());
-  RLX_CHECK(dt != DType::Bool || c.node.op == Op::ReduceMax || c.node.op == Op::ReduceMin,
+  RLX_CHECK(dt != DType::Bool || op == ReduceOp::ReduceMax || op == ReduceOp::ReduceMin,
             c.node.label(), ": only max/min reduce bool tensors (cast first), got ",
             x.shape().str());
   const int rank = x.rank();
@@ -272,7 +271,7 @@ void reduce(const KernelCall& c) {
   for (int i = 0; i < rank; ++i)
     if (red[size_t(i)]) count *= x.dims()[size_t(i)];
   if (c.out.numel() == 0) return;
-  RLX_CHECK(count > 0 || (c.node.op != Op::ReduceMax && c.node.op != Op::ReduceMin), c.node.label(),
+  RLX_CHECK(count > 0 || (op != ReduceOp::ReduceMax && op != ReduceOp::ReduceMin), c.node.label(),
             ": max/min over an empty axis of ", x.shape().str());
 
   // Coalesce: drop size-1 dims, merge neighbours with the same role.
@@ -312,7 +311,7 @@ void reduce(const KernelCall& c) {
   }
   dispatch_real(dt, c.node.label(), [&](auto tag) {
     using T = decltype(tag);
-    reduce_kind<T>(c.node.op, src.data<T>(), c.out.data<T>(), outer, rn, inner);
+    reduce_kind<T>(op, src.data<T>(), c.out.data<T>(), outer, rn, inner);
   });
 }
 
@@ -371,7 +370,7 @@ void arg_typed(const T* x, int64_t* y, int64_t outer, int64_t len, int64_t inner
 void arg_reduce(const KernelCall& c) {
   const Tensor& x = c.in[0];
   const int rank = x.rank();
-  int ax = normalize_axis(c.node.attrs.i("axis"), std::max(rank, 1));
+  int ax = normalize_axis(c.node.attrs_as<ArgReduceAttrs>().axis, std::max(rank, 1));
   RLX_CHECK(c.out.dtype() == DType::I64, c.node.label(), ": output must be i64");
   if (c.out.numel() == 0) return;
   int64_t len = rank == 0 ? 1 : x.dims()[size_t(ax)];
@@ -445,8 +444,9 @@ void cumsum_typed(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, b
 void cumsum(const KernelCall& c) {
   const Tensor& x = c.in[0];
   const int rank = x.rank();
-  int ax = normalize_axis(c.node.attrs.i("axis"), std::max(rank, 1));
-  bool excl = c.node.attrs.i("exclusive", 0) != 0, rev = c.node.attrs.i("reverse", 0) != 0;
+  const auto& a = c.node.attrs_as<CumSumAttrs>();
+  int ax = normalize_axis(a.axis, std::max(rank, 1));
+  bool excl = a.exclusive, rev = a.reverse;
   if (x.numel() == 0) return;
   int64_t len = rank == 0 ? 1 : x.dims()[size_t(ax)];
   int64_t outer = rank == 0 ? 1 : span(x.dims(), 0, ax);

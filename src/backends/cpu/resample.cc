@@ -34,8 +34,6 @@ bool use_avx2() {
 
 // ---------------------------------------------------------------- resize
 
-enum class Mode { Nearest, NearestExact, Bilinear, Bicubic };
-
 // Taps of one axis: output o reads in[idx[o*K + t]] with weight w[o*K + t]. Unused taps carry a
 // valid index and weight 0.
 template <typename T>
@@ -84,7 +82,7 @@ T aa_filter(T x, bool cubic) {
 }
 
 template <typename T>
-Taps<T> make_taps(int64_t in, int64_t out, Mode mode, bool align_corners, bool antialias,
+Taps<T> make_taps(int64_t in, int64_t out, ResizeMode mode, bool align_corners, bool antialias,
                   double user_scale) {
   Taps<T> tp;
   auto alloc = [&](int64_t K) {
@@ -93,12 +91,12 @@ Taps<T> make_taps(int64_t in, int64_t out, Mode mode, bool align_corners, bool a
     tp.w.assign(size_t(out * K), T(0));
   };
   auto clampi = [in](int64_t v) { return std::clamp<int64_t>(v, 0, in - 1); };
-  if (mode == Mode::Nearest || mode == Mode::NearestExact) {
+  if (mode == ResizeMode::nearest || mode == ResizeMode::nearest_exact) {
     alloc(1);
     const float scale = user_scale > 0 ? float(1.0 / user_scale) : float(in) / float(out);
     for (int64_t o = 0; o < out; ++o) {
       int64_t s;
-      if (mode == Mode::Nearest)
+      if (mode == ResizeMode::nearest)
         s = out == in ? o : out == 2 * in ? o >> 1 : int64_t(std::floor(float(o) * scale));
       else
         s = int64_t(std::floor(float((double(o) + 0.5) * double(scale))));
@@ -107,7 +105,7 @@ Taps<T> make_taps(int64_t in, int64_t out, Mode mode, bool align_corners, bool a
     }
     return tp;
   }
-  const bool cubic = mode == Mode::Bicubic;
+  const bool cubic = mode == ResizeMode::bicubic;
   const T scale = pixel_scale<T>(in, out, align_corners, user_scale);
   if (antialias) {
     const int base = cubic ? 4 : 2;
@@ -171,7 +169,7 @@ void axpy_plain(T* y, const T* x, T a, int64_t n) {
 }
 
 template <typename T>
-void resize_t(const KernelCall& c, Mode mode, bool align_corners, bool antialias,
+void resize_t(const KernelCall& c, ResizeMode mode, bool align_corners, bool antialias,
               const std::vector<double>& scales) {
   const Tensor& x = c.in[0];
   const int64_t P = x.dim(0) * x.dim(1), IH = x.dim(2), IW = x.dim(3);
@@ -225,13 +223,11 @@ void resize_t(const KernelCall& c, Mode mode, bool align_corners, bool antialias
 
 // ---------------------------------------------------------------- grid_sample
 
-enum class Pad { Zeros, Border, Reflection };
-
 template <typename T>
 struct Axis {
   int64_t size;
   bool align;
-  Pad pad;
+  GridSamplePadding pad;
 
   T unnormalize(T g) const {
     if (align) return (g + T(1)) * (T(size - 1) / T(2));
@@ -254,8 +250,8 @@ struct Axis {
   }
   // Padding applied to a (possibly fractional) coordinate.
   T pad_coord(T v) const {
-    if (pad == Pad::Border) return clip(v);
-    if (pad == Pad::Reflection) return clip(reflect(v));
+    if (pad == GridSamplePadding::border) return clip(v);
+    if (pad == GridSamplePadding::reflection) return clip(reflect(v));
     return v;
   }
   // Integer-valued coordinate -> index, or -1 when it falls outside (zeros padding).
@@ -266,7 +262,7 @@ struct Axis {
 };
 
 template <typename T>
-void grid_sample_t(const KernelCall& c, int mode, Pad pad, bool align) {
+void grid_sample_t(const KernelCall& c, GridSampleMode mode, GridSamplePadding pad, bool align) {
   const Tensor &x = c.in[0], &grid = c.in[1];
   const int64_t N = x.dim(0), C = x.dim(1), IH = x.dim(2), IW = x.dim(3);
   const int64_t OH = grid.dim(1), OW = grid.dim(2);
@@ -282,52 +278,58 @@ void grid_sample_t(const KernelCall& c, int mode, Pad pad, bool align) {
           const T gx = gp[2 * p], gy = gp[2 * p + 1];
           const T* in = xp + n * C * HWi;
           T* out = yp + n * C * HWo + o;
-          if (mode == 1) {  // nearest
-            const int64_t ix = ax.index(std::nearbyint(ax.pad_coord(ax.unnormalize(gx))));
-            const int64_t iy = ay.index(std::nearbyint(ay.pad_coord(ay.unnormalize(gy))));
-            const bool ok = ix >= 0 && iy >= 0;
-            for (int64_t ch = 0; ch < C; ++ch)
-              out[ch * HWo] = ok ? in[ch * HWi + iy * IW + ix] : T(0);
-          } else if (mode == 0) {  // bilinear
-            const T fx = ax.pad_coord(ax.unnormalize(gx)), fy = ay.pad_coord(ay.unnormalize(gy));
-            const T x0 = std::floor(fx), y0 = std::floor(fy);
-            const T w = fx - x0, e = T(1) - w, nn = fy - y0, s = T(1) - nn;
-            const T wts[4] = {s * e, s * w, nn * e, nn * w};  // nw, ne, sw, se
-            const int64_t ixw = ax.index(x0), ixe = ax.index(x0 + T(1));
-            const int64_t iyn = ay.index(y0), iys = ay.index(y0 + T(1));
-            const int64_t offs[4] = {ixw >= 0 && iyn >= 0 ? iyn * IW + ixw : -1,
-                                     ixe >= 0 && iyn >= 0 ? iyn * IW + ixe : -1,
-                                     ixw >= 0 && iys >= 0 ? iys * IW + ixw : -1,
-                                     ixe >= 0 && iys >= 0 ? iys * IW + ixe : -1};
-            for (int64_t ch = 0; ch < C; ++ch) {
-              const T* src = in + ch * HWi;
-              T v = 0;
-              for (int k = 0; k < 4; ++k) v += (offs[k] >= 0 ? src[offs[k]] : T(0)) * wts[k];
-              out[ch * HWo] = v;
+          switch (mode) {
+            case GridSampleMode::nearest: {
+              const int64_t ix = ax.index(std::nearbyint(ax.pad_coord(ax.unnormalize(gx))));
+              const int64_t iy = ay.index(std::nearbyint(ay.pad_coord(ay.unnormalize(gy))));
+              const bool ok = ix >= 0 && iy >= 0;
+              for (int64_t ch = 0; ch < C; ++ch)
+                out[ch * HWo] = ok ? in[ch * HWi + iy * IW + ix] : T(0);
+              break;
             }
-          } else {  // bicubic: taps on the unpadded coordinate; padding applies per tap
-            const T fx = ax.unnormalize(gx), fy = ay.unnormalize(gy);
-            const T x0 = std::floor(fx), y0 = std::floor(fy);
-            T cx[4], cy[4];
-            cubic_coeffs(fx - x0, T(-0.75), cx);
-            cubic_coeffs(fy - y0, T(-0.75), cy);
-            int64_t ixs[4], iys[4];
-            for (int k = 0; k < 4; ++k) {
-              ixs[k] = ax.index(ax.pad_coord(x0 + T(k - 1)));
-              iys[k] = ay.index(ay.pad_coord(y0 + T(k - 1)));
-            }
-            for (int64_t ch = 0; ch < C; ++ch) {
-              const T* src = in + ch * HWi;
-              T v = 0;
-              for (int i = 0; i < 4; ++i) {
-                T row = 0;
-                for (int j = 0; j < 4; ++j) {
-                  const bool ok = ixs[j] >= 0 && iys[i] >= 0;
-                  row += cx[j] * (ok ? src[iys[i] * IW + ixs[j]] : T(0));
-                }
-                v += cy[i] * row;
+            case GridSampleMode::bilinear: {
+              const T fx = ax.pad_coord(ax.unnormalize(gx)), fy = ay.pad_coord(ay.unnormalize(gy));
+              const T x0 = std::floor(fx), y0 = std::floor(fy);
+              const T w = fx - x0, e = T(1) - w, nn = fy - y0, s = T(1) - nn;
+              const T wts[4] = {s * e, s * w, nn * e, nn * w};  // nw, ne, sw, se
+              const int64_t ixw = ax.index(x0), ixe = ax.index(x0 + T(1));
+              const int64_t iyn = ay.index(y0), iys = ay.index(y0 + T(1));
+              const int64_t offs[4] = {ixw >= 0 && iyn >= 0 ? iyn * IW + ixw : -1,
+                                       ixe >= 0 && iyn >= 0 ? iyn * IW + ixe : -1,
+                                       ixw >= 0 && iys >= 0 ? iys * IW + ixw : -1,
+                                       ixe >= 0 && iys >= 0 ? iys * IW + ixe : -1};
+              for (int64_t ch = 0; ch < C; ++ch) {
+                const T* src = in + ch * HWi;
+                T v = 0;
+                for (int k = 0; k < 4; ++k) v += (offs[k] >= 0 ? src[offs[k]] : T(0)) * wts[k];
+                out[ch * HWo] = v;
               }
-              out[ch * HWo] = v;
+              break;
+            }
+            case GridSampleMode::bicubic: {  // taps on the unpadded coordinate; padding per tap
+              const T fx = ax.unnormalize(gx), fy = ay.unnormalize(gy);
+              const T x0 = std::floor(fx), y0 = std::floor(fy);
+              T cx[4], cy[4];
+              cubic_coeffs(fx - x0, T(-0.75), cx);
+              cubic_coeffs(fy - y0, T(-0.75), cy);
+              int64_t ixs[4], iys[4];
+              for (int k = 0; k < 4; ++k) {
+                ixs[k] = ax.index(ax.pad_coord(x0 + T(k - 1)));
+                iys[k] = ay.index(ay.pad_coord(y0 + T(k - 1)));
+              }
+              for (int64_t ch = 0; ch < C; ++ch) {
+                const T* src = in + ch * HWi;
+                T v = 0;
+                for (int i = 0; i < 4; ++i) {
+                  T row = 0;
+                  for (int j = 0; j < 4; ++j) {
+                    const bool ok = ixs[j] >= 0 && iys[i] >= 0;
+                    row += cx[j] * (ok ? src[iys[i] * IW + ixs[j]] : T(0));
+                  }
+                  v += cy[i] * row;
+                }
+                out[ch * HWo] = v;
+              }
             }
           }
         }
@@ -346,32 +348,22 @@ void resize(const KernelCall& c) {
   const Tensor& x = c.in[0];
   RLX_CHECK(x.rank() == 4, who, ": expected NCHW, got ", x.shape().str());
   check_float_input(c, x, "x");
-  const std::string m = c.node.attrs.s("mode", "nearest");
-  Mode mode;
-  if (m == "nearest")
-    mode = Mode::Nearest;
-  else if (m == "nearest_exact")
-    mode = Mode::NearestExact;
-  else if (m == "bilinear")
-    mode = Mode::Bilinear;
-  else if (m == "bicubic")
-    mode = Mode::Bicubic;
-  else
-    throw make_error(who, ": unknown mode '", m,
-                     "' (nearest | nearest_exact | bilinear | bicubic)");
-  const bool align = c.node.attrs.i("align_corners", 0) != 0;
-  const bool aa = c.node.attrs.i("antialias", 0) != 0;
-  const bool interp = mode == Mode::Bilinear || mode == Mode::Bicubic;
-  RLX_CHECK(interp || !align, who, ": align_corners needs mode bilinear or bicubic, not '", m, "'");
-  RLX_CHECK(interp || !aa, who, ": antialias needs mode bilinear or bicubic, not '", m, "'");
+  const auto& a = c.node.attrs_as<ResizeAttrs>();
+  const ResizeMode mode = a.mode;
+  const bool align = a.align_corners;
+  const bool aa = a.antialias;
+  const bool interp = mode == ResizeMode::bilinear || mode == ResizeMode::bicubic;
+  RLX_CHECK(interp || !align, who, ": align_corners needs mode bilinear or bicubic, not '",
+            to_string(mode), "'");
+  RLX_CHECK(interp || !aa, who, ": antialias needs mode bilinear or bicubic, not '",
+            to_string(mode), "'");
   RLX_CHECK(c.out.dim(2) > 0 && c.out.dim(3) > 0, who, ": output size must be > 0, got ",
             c.out.shape().str());
   if (c.out.numel() == 0) return;  // N or C is 0
   RLX_CHECK(x.dim(2) > 0 && x.dim(3) > 0, who, ": input spatial size must be > 0, got ",
             x.shape().str());
-  std::vector<double> scales{0, 0};
-  for (const auto& [k, v] : c.node.attrs.items())
-    if (k == "scales") scales = c.node.attrs.floats("scales");
+  // No scales: 0 each, the coordinate map comes from the sizes.
+  const std::vector<double> scales = a.scales.empty() ? std::vector<double>{0, 0} : a.scales;
   RLX_CHECK(scales.size() == 2, who, ": scales must be [h, w], got ", scales.size(), " values");
   if (x.dtype() == DType::F32)
     resize_t<float>(c, mode, align, aa, scales);
@@ -387,20 +379,10 @@ void grid_sample(const KernelCall& c) {
             grid.shape().str());
   check_float_input(c, x, "x");
   RLX_CHECK(grid.dtype() == x.dtype(), who, ": grid ", grid.shape().str(), " must have x's dtype");
-  const std::string m = c.node.attrs.s("mode", "bilinear");
-  const int mode = m == "bilinear" ? 0 : m == "nearest" ? 1 : m == "bicubic" ? 2 : -1;
-  RLX_CHECK(mode >= 0, who, ": unknown mode '", m, "' (bilinear | nearest | bicubic)");
-  const std::string p = c.node.attrs.s("padding", "zeros");
-  Pad pad;
-  if (p == "zeros")
-    pad = Pad::Zeros;
-  else if (p == "border")
-    pad = Pad::Border;
-  else if (p == "reflection")
-    pad = Pad::Reflection;
-  else
-    throw make_error(who, ": unknown padding '", p, "' (zeros | border | reflection)");
-  const bool align = c.node.attrs.i("align_corners", 0) != 0;
+  const auto& a = c.node.attrs_as<GridSampleAttrs>();
+  const GridSampleMode mode = a.mode;
+  const GridSamplePadding pad = a.padding;
+  const bool align = a.align_corners;
   if (c.out.numel() == 0) return;
   RLX_CHECK(x.dim(2) > 0 && x.dim(3) > 0, who, ": input spatial size must be > 0, got ",
             x.shape().str());

@@ -122,13 +122,12 @@ void rope(const KernelCall& c) {
   RLX_CHECK(pos.rank() == 1 && pos.dim(0) == x.dim(2), who, ": positions ", pos.shape().str(),
             " must be [S] for x ", x.shape().str());
   const int64_t D = x.dim(3);
-  const int64_t rd = c.node.attrs.i("rotary_dims", D);
+  const auto& a = c.node.attrs_as<RopeAttrs>();
+  const int64_t rd = a.rotary_dims.value_or(D);
   RLX_CHECK(rd >= 0 && rd <= D && rd % 2 == 0, who, ": rotary_dims=", rd,
             " must be even and in [0, ", D, "]");
-  const std::string style = c.node.attrs.s("style", "neox");
-  RLX_CHECK(style == "neox" || style == "interleaved", who, ": unknown style '", style,
-            "' (neox | interleaved)");
-  const double theta = c.node.attrs.f("theta", 10000.0);
+  const bool neox = a.style == RopeStyle::neox;
+  const double theta = a.theta;
   RLX_CHECK(theta > 0 && std::isfinite(theta), who, ": theta must be > 0, got ", theta);
   if (c.in.size() > 2) {
     const Tensor& ff = c.in[2];
@@ -137,9 +136,9 @@ void rope(const KernelCall& c) {
   }
   if (x.numel() == 0) return;
   if (x.dtype() == DType::F32)
-    rope_t<float>(c, rd, theta, style == "neox");
+    rope_t<float>(c, rd, theta, neox);
   else
-    rope_t<double>(c, rd, theta, style == "neox");
+    rope_t<double>(c, rd, theta, neox);
 }
 
 }  // namespace rlx::cpu

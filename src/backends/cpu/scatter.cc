@@ -5,7 +5,6 @@
 // deterministic: "none" keeps the last update, reductions fold in order.
 #include <cmath>
 #include <cstring>
-#include <string>
 #include <type_traits>
 
 #include "backends/cpu/indexing_util.h"
@@ -18,46 +17,34 @@ using idx::prod;
 
 namespace {
 
-enum class Red { None, Add, Mul, Max, Min };
-
-Red parse_reduction(const KernelCall& c) {
-  std::string s = c.node.attrs.s("reduction", "none");
-  if (s == "none") return Red::None;
-  if (s == "add") return Red::Add;
-  if (s == "mul") return Red::Mul;
-  if (s == "max") return Red::Max;
-  if (s == "min") return Red::Min;
-  throw make_error(c.node.label(), ": unknown reduction '", s, "' (none, add, mul, max, min)");
-}
-
 // dst = reduce(dst, src). Integers wrap on overflow (computed unsigned, no
 // UB); float max/min propagate NaN from either side, like torch amax/amin;
 // bool uses or (add, max) and and (mul, min).
-template <Red R, typename T>
+template <ScatterReduction R, typename T>
 inline void apply(T& dst, T src) {
-  if constexpr (R == Red::None) {
+  if constexpr (R == ScatterReduction::none) {
     dst = src;
   } else if constexpr (std::is_same_v<T, bool>) {
-    if constexpr (R == Red::Add || R == Red::Max)
+    if constexpr (R == ScatterReduction::add || R == ScatterReduction::max)
       dst = dst || src;
     else
       dst = dst && src;
   } else if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
-    if constexpr (R == Red::Add)
+    if constexpr (R == ScatterReduction::add)
       dst = T(U(dst) + U(src));
-    else if constexpr (R == Red::Mul)
+    else if constexpr (R == ScatterReduction::mul)
       dst = T(U(dst) * U(src));
-    else if constexpr (R == Red::Max)
+    else if constexpr (R == ScatterReduction::max)
       dst = src > dst ? src : dst;
     else
       dst = src < dst ? src : dst;
   } else {
-    if constexpr (R == Red::Add)
+    if constexpr (R == ScatterReduction::add)
       dst = dst + src;
-    else if constexpr (R == Red::Mul)
+    else if constexpr (R == ScatterReduction::mul)
       dst = dst * src;
-    else if constexpr (R == Red::Max)
+    else if constexpr (R == ScatterReduction::max)
       dst = (std::isnan(src) || src > dst) ? src : dst;
     else
       dst = (std::isnan(src) || src < dst) ? src : dst;
@@ -66,18 +53,18 @@ inline void apply(T& dst, T src) {
 
 // Calls f.template operator()<R>() with the reduction as a compile-time value.
 template <typename F>
-void visit_reduction(Red r, F&& f) {
+void visit_reduction(ScatterReduction r, F&& f) {
   switch (r) {
-    case Red::None:
-      return f.template operator()<Red::None>();
-    case Red::Add:
-      return f.template operator()<Red::Add>();
-    case Red::Mul:
-      return f.template operator()<Red::Mul>();
-    case Red::Max:
-      return f.template operator()<Red::Max>();
-    case Red::Min:
-      return f.template operator()<Red::Min>();
+    case ScatterReduction::none:
+      return f.template operator()<ScatterReduction::none>();
+    case ScatterReduction::add:
+      return f.template operator()<ScatterReduction::add>();
+    case ScatterReduction::mul:
+      return f.template operator()<ScatterReduction::mul>();
+    case ScatterReduction::max:
+      return f.template operator()<ScatterReduction::max>();
+    case ScatterReduction::min:
+      return f.template operator()<ScatterReduction::min>();
   }
 }
 
@@ -96,11 +83,12 @@ void scatter_elements(const KernelCall& c) {
             ": need data, indices and updates of one rank >= 1 with updates shaped like "
             "indices, got ",
             d.shape().str(), ", ", ix.shape().str(), ", ", u.shape().str());
-  const int ax = normalize_axis(c.node.attrs.i("axis", 0), d.rank());
+  const auto& a = c.node.attrs_as<ScatterElementsAttrs>();
+  const int ax = normalize_axis(a.axis, d.rank());
   for (int k = 0; k < d.rank(); ++k)
     RLX_CHECK(k == ax || ix.dims()[size_t(k)] <= d.dims()[size_t(k)], c.node.label(), ": indices ",
               ix.shape().str(), " exceed data ", d.shape().str(), " in dim ", k);
-  const Red red = parse_reduction(c);
+  const ScatterReduction red = a.reduction;
   if (d.nbytes() > 0) std::memcpy(c.out.raw(), d.raw(), d.nbytes());
   const int64_t n = ix.numel();
   if (n == 0) return;
@@ -123,7 +111,7 @@ void scatter_elements(const KernelCall& c) {
     using T = decltype(tag);
     const T* up = static_cast<const T*>(u.raw());
     T* out = static_cast<T*>(c.out.raw());
-    visit_reduction(red, [&]<Red R>() {
+    visit_reduction(red, [&]<ScatterReduction R>() {
       idx::ordered_by_dest(n, dest.data(), d.numel(), 1,
                            [&](int64_t i) { apply<R>(out[dest[size_t(i)]], up[i]); });
     });
@@ -143,7 +131,7 @@ void scatter_nd(const KernelCall& c) {
   want_u.insert(want_u.end(), dd.begin() + k, dd.end());
   RLX_CHECK(u.dims() == want_u, c.node.label(), ": updates ", u.shape().str(), " should be ",
             dims_str(want_u), " for data ", d.shape().str(), " and indices ", ix.shape().str());
-  const Red red = parse_reduction(c);
+  const ScatterReduction red = c.node.attrs_as<ScatterNDAttrs>().reduction;
   if (d.nbytes() > 0) std::memcpy(c.out.raw(), d.raw(), d.nbytes());
   const int64_t count = prod(id, 0, size_t(q - 1));
   const int64_t inner = prod(dd, size_t(k), dd.size());
@@ -165,7 +153,7 @@ void scatter_nd(const KernelCall& c) {
     using T = decltype(tag);
     const T* up = static_cast<const T*>(u.raw());
     T* out = static_cast<T*>(c.out.raw());
-    visit_reduction(red, [&]<Red R>() {
+    visit_reduction(red, [&]<ScatterReduction R>() {
       if (inner >= 4096) {
         // Wide slices: split each slice's columns across threads; every
         // thread walks the tuples in order, so duplicates stay ordered.

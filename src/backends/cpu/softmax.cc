@@ -190,7 +190,7 @@ void softmax_cols(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, b
 void softmax(const KernelCall& c) {
   const Tensor& x = c.in[0];
   const int rank = x.rank();
-  int ax = normalize_axis(c.node.attrs.i("axis", -1), std::max(rank, 1));
+  int ax = normalize_axis(c.node.attrs_as<SoftmaxAttrs>().axis, std::max(rank, 1));
   const bool log = c.node.op == Op::LogSoftmax;
   RLX_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::F64, c.node.label(),
             ": softmax needs a float input, got ", x.shape().str());

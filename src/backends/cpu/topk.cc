@@ -78,19 +78,19 @@ void topk_typed(const KernelCall& c, int ax, int64_t k, bool largest, bool sorte
 void topk(const KernelCall& c) {
   const Tensor& x = c.in[0];
   RLX_CHECK(x.rank() >= 1, c.node.label(), ": topk needs rank >= 1, got ", x.shape().str());
-  const int ax = normalize_axis(c.node.attrs.i("axis", -1), x.rank());
-  const int64_t k = c.node.attrs.i("k");
+  const auto& a = c.node.attrs_as<TopKAttrs>();
+  const int ax = normalize_axis(a.axis, x.rank());
+  const int64_t k = a.k;
   const int64_t n = x.dims()[size_t(ax)];
   RLX_CHECK(k >= 0 && k <= n, c.node.label(), ": k=", k, " out of range for axis ", ax, " of size ",
             n);
-  const int64_t output = c.node.attrs.i("output", 0);
+  const int64_t output = a.output;
   RLX_CHECK(output == 0 || output == 1, c.node.label(),
             ": output must be 0 (values) or 1 (indices), got ", output);
   const bool want_idx = output == 1;
   RLX_CHECK(want_idx ? c.out.dtype() == DType::I64 : c.out.dtype() == x.dtype(), c.node.label(),
             ": output dtype ", dtype_name(c.out.dtype()), " does not match");
-  const bool largest = c.node.attrs.i("largest", 1) != 0;
-  const bool sorted = c.node.attrs.i("sorted", 1) != 0;
+  const bool largest = a.largest, sorted = a.sorted;
   idx::visit_compute_type(c, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     // bool is stored as one byte 0/1; rank it as uint8 (std::vector<bool> is packed).

@@ -69,97 +69,95 @@ T sigmoid_ref(T x) {
 template <typename T>
 void unary_float(const KernelCall& c) {
   const Node& n = c.node;
-  const Attrs& a = n.attrs;
   const bool avx = std::is_same_v<T, float> && has_avx2_fma();
   constexpr int64_t cheap = kGrainCheap, heavy = kGrainHeavy;
-  switch (n.op) {
-    case Op::Relu:
+  switch (family_op<UnaryOp>(n.op)) {
+    case UnaryOp::Relu:
       if (avx) return map_f32_avx2<relu8>(c, cheap);
       return map<T>(c, cheap, [](T x) { return x < T(0) ? T(0) : x; });
-    case Op::Gelu:
+    case UnaryOp::Gelu:
       if (avx) return map_f32_avx2<gelu8>(c, heavy);
       return map<T>(c, heavy, [](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(kSqrtHalf))); });
-    case Op::GeluTanh:
+    case UnaryOp::GeluTanh:
       if (avx) return map_f32_avx2<gelu_tanh8>(c, heavy);
       return map<T>(c, heavy, [](T x) {
         return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
       });
-    case Op::Silu:
+    case UnaryOp::Silu:
       if (avx) return map_f32_avx2<silu8>(c, heavy);
       return map<T>(c, heavy, [](T x) { return x * sigmoid_ref(x); });
-    case Op::Sigmoid:
+    case UnaryOp::Sigmoid:
       if (avx) return map_f32_avx2<sigmoid8>(c, heavy);
       return map<T>(c, heavy, [](T x) { return sigmoid_ref(x); });
-    case Op::Tanh:
+    case UnaryOp::Tanh:
       if (avx) return map_f32_avx2<tanh8>(c, heavy);
       return map<T>(c, heavy, [](T x) { return std::tanh(x); });
-    case Op::Exp:
+    case UnaryOp::Exp:
       if (avx) return map_f32_avx2<exp8>(c, heavy);
       return map<T>(c, heavy, [](T x) { return std::exp(x); });
-    case Op::Log:
+    case UnaryOp::Log:
       return map<T>(c, heavy, [](T x) { return std::log(x); });
-    case Op::Sqrt:
+    case UnaryOp::Sqrt:
       return map<T>(c, cheap, [](T x) { return std::sqrt(x); });
-    case Op::Rsqrt:
+    case UnaryOp::Rsqrt:
       return map<T>(c, cheap, [](T x) { return T(1) / std::sqrt(x); });
-    case Op::Neg:
+    case UnaryOp::Neg:
       return map<T>(c, cheap, [](T x) { return -x; });
-    case Op::Abs:
+    case UnaryOp::Abs:
       return map<T>(c, cheap, [](T x) { return std::abs(x); });
-    case Op::Sin:
+    case UnaryOp::Sin:
       return map<T>(c, heavy, [](T x) { return std::sin(x); });
-    case Op::Cos:
+    case UnaryOp::Cos:
       return map<T>(c, heavy, [](T x) { return std::cos(x); });
-    case Op::Tan:
+    case UnaryOp::Tan:
       return map<T>(c, heavy, [](T x) { return std::tan(x); });
-    case Op::Atan:
+    case UnaryOp::Atan:
       return map<T>(c, heavy, [](T x) { return std::atan(x); });
-    case Op::Erf:
+    case UnaryOp::Erf:
       return map<T>(c, heavy, [](T x) { return std::erf(x); });
-    case Op::Reciprocal:
+    case UnaryOp::Reciprocal:
       return map<T>(c, cheap, [](T x) { return T(1) / x; });
     // nearbyint rounds half to even in the default rounding mode.
-    case Op::Round:
+    case UnaryOp::Round:
       return map<T>(c, cheap, [](T x) { return std::nearbyint(x); });
-    case Op::Floor:
+    case UnaryOp::Floor:
       return map<T>(c, cheap, [](T x) { return std::floor(x); });
-    case Op::Ceil:
+    case UnaryOp::Ceil:
       return map<T>(c, cheap, [](T x) { return std::ceil(x); });
     // NaN gives 0, like torch.sign.
-    case Op::Sign:
+    case UnaryOp::Sign:
       return map<T>(c, cheap, [](T x) { return T((x > T(0)) - (x < T(0))); });
-    case Op::Softplus: {
-      const T beta = T(a.f("beta", 1.0)), threshold = T(a.f("threshold", 20.0));
+    case UnaryOp::Softplus: {
+      const auto& a = n.attrs_as<SoftplusAttrs>();
+      const T beta = T(a.beta), threshold = T(a.threshold);
       RLX_CHECK(beta != T(0), n.label(), ": softplus beta must be non-zero");
       return map<T>(c, heavy, [=](T x) {
         return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
       });
     }
-    case Op::Elu: {
-      const T alpha = T(a.f("alpha", 1.0));
+    case UnaryOp::Elu: {
+      const T alpha = T(n.attrs_as<EluAttrs>().alpha);
       return map<T>(c, heavy, [=](T x) { return x > T(0) ? x : alpha * std::expm1(x); });
     }
-    case Op::LeakyRelu: {
-      const T slope = T(a.f("slope", 0.01));
+    case UnaryOp::LeakyRelu: {
+      const T slope = T(n.attrs_as<LeakyReluAttrs>().slope);
       return map<T>(c, cheap, [=](T x) { return x > T(0) ? x : x * slope; });
     }
-    case Op::HardSigmoid: {
-      const T alpha = T(a.f("alpha", 1.0 / 6.0)), beta = T(a.f("beta", 0.5));
+    case UnaryOp::HardSigmoid: {
+      const auto& a = n.attrs_as<HardSigmoidAttrs>();
+      const T alpha = T(a.alpha), beta = T(a.beta);
       return map<T>(c, cheap, [=](T x) { return clamp_nan(alpha * x + beta, T(0), T(1)); });
     }
-    case Op::HardSwish:
+    case UnaryOp::HardSwish:
       return map<T>(c, cheap, [](T x) { return x * clamp_nan(x + T(3), T(0), T(6)) / T(6); });
-    case Op::Mish:
+    case UnaryOp::Mish:
       return map<T>(c, heavy, [](T x) { return x * std::tanh(std::log1p(std::exp(x))); });
-    case Op::Clamp: {
-      const double inf = std::numeric_limits<double>::infinity();
-      const T lo = T(a.f("min", -inf)), hi = T(a.f("max", inf));
+    case UnaryOp::Clamp: {
+      const auto& a = n.attrs_as<ClampAttrs>();
+      const T lo = T(a.min), hi = T(a.max);
       return map<T>(c, cheap, [=](T x) { return clamp_nan(x, lo, hi); });
     }
-    default:
-      break;
   }
-  throw make_error(n.label(), ": not a unary op");
 }
 
 // An integral double to T, saturating at the ends of T's range (a plain
@@ -179,27 +177,27 @@ void unary_int(const KernelCall& c) {
   const Node& n = c.node;
   constexpr int64_t g = kGrainCheap;
   constexpr bool is_signed = std::is_signed_v<T>;
-  switch (n.op) {
-    case Op::Neg:
+  switch (family_op<UnaryOp>(n.op)) {
+    case UnaryOp::Neg:
       return map<T>(c, g, [](T x) { return T(uint64_t(0) - uint64_t(x)); });
-    case Op::Abs:
+    case UnaryOp::Abs:
       return map<T>(c, g, [](T x) { return x < T(0) ? T(uint64_t(0) - uint64_t(x)) : x; });
-    case Op::Sign:
+    case UnaryOp::Sign:
       return map<T>(c, g, [](T x) {
         if constexpr (is_signed) return T((x > T(0)) - (x < T(0)));
         return T(x != T(0));
       });
-    case Op::Relu:
+    case UnaryOp::Relu:
       return map<T>(c, g, [](T x) { return x < T(0) ? T(0) : x; });
-    case Op::Round:
-    case Op::Floor:
-    case Op::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
       return map<T>(c, g, [](T x) { return x; });
-    case Op::Clamp: {
+    case UnaryOp::Clamp: {
       // Float bounds become the tightest integer bounds inside the type's
       // range (PyTorch would promote to float; the dtype here is fixed).
-      const double inf = std::numeric_limits<double>::infinity();
-      const double lo_f = n.attrs.f("min", -inf), hi_f = n.attrs.f("max", inf);
+      const auto& a = n.attrs_as<ClampAttrs>();
+      const double lo_f = a.min, hi_f = a.max;
       RLX_CHECK(!std::isnan(lo_f) && !std::isnan(hi_f), n.label(), ": clamp bound is NaN");
       const T lo = saturate<T>(std::ceil(lo_f)), hi = saturate<T>(std::floor(hi_f));
       return map<T>(c, g, [=](T x) { return std::min(std::max(x, lo), hi); });

@@ -272,9 +272,7 @@ TEST(GradActivation, Errors) {
     FAIL() << "no error for an unknown kind";
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("swishy"), std::string::npos) << m;
-    EXPECT_NE(m.find("relu"), std::string::npos) << m;
-    EXPECT_NE(m.find("clamp"), std::string::npos) << m;
+    EXPECT_NE(m.find("attribute 'kind': unknown op 'swishy'"), std::string::npos) << m;
   }
   EXPECT_THROW(run_op(Op::ActivationGrad, {x, x}, {{"kind", std::string("add")}}), Error);
   EXPECT_THROW(run_op(Op::ActivationGrad, {x, rnd({3, 2}, 2)}, {{"kind", std::string("relu")}}),

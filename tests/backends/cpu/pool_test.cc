@@ -22,14 +22,17 @@ struct PoolCase {
   bool ceil = false, cip = true;
 };
 
-Attrs attrs_of(const PoolCase& c, bool with_dil) {
+// Max pooling takes a dilation, average pooling count_include_pad.
+Attrs attrs_of(const PoolCase& c, bool max_pool) {
   Attrs a;
   a.set("kernel", c.k);
   a.set("stride", c.s);
   a.set("pads", c.pads);
-  if (with_dil) a.set("dilation", c.dil);
-  a.set("ceil_mode", int64_t(c.ceil));
-  a.set("count_include_pad", int64_t(c.cip));
+  if (max_pool)
+    a.set("dilation", c.dil);
+  else
+    a.set("count_include_pad", c.cip);
+  a.set("ceil_mode", c.ceil);
   return a;
 }
 
