@@ -46,6 +46,9 @@ std::vector<PassInfo> describe_pipeline(const CompileOptions& options);
 struct Plan {
   std::vector<Dims> dims;       // concrete dims of every node
   std::vector<int64_t> offset;  // arena byte offset, or -1 when not in the arena
+  // Per node: the node whose buffer it views (a reshape of a contiguous value
+  // costs no copy), or -1. Views are never graph outputs.
+  std::vector<NodeId> alias;
   size_t arena_bytes = 0;  // peak activation bytes
 };
 
