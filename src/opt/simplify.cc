@@ -82,7 +82,10 @@ class Simplifier {
   }
 
  private:
+  // Input k of a source node, in the new graph.
   const Node& in(const Node& n, size_t k) { return rw_.out().node(rw_.mapped(n.inputs[k])); }
+  // Input k of a node already in the new graph (its inputs are new ids).
+  const Node& arg(const Node& x, size_t k) { return rw_.out().node(x.inputs[k]); }
 
   // `n` becomes `x` (already in the new graph). Graph outputs are never
   // forwarded: they keep their own node, name and origin.
@@ -129,7 +132,7 @@ class Simplifier {
         const Node& x = in(n, 0);
         if (forward(n, x)) return true;  // to its own shape
         return x.op == Op::Reshape &&
-               replace(n, Op::Reshape, in(x, 0), reshape_attrs(reshape_target(n)));
+               replace(n, Op::Reshape, arg(x, 0), reshape_attrs(reshape_target(n)));
       }
       case Op::Cast:
         return simplify_cast(n);
@@ -151,7 +154,7 @@ class Simplifier {
     if (x.op == Op::Transpose) {  // t2(t1(y))[i] = y[p1[p2[i]]]
       const auto& inner = transpose_perm(x);
       for (int64_t& p : perm) p = normalize_axis(inner[size_t(p)], r);
-      src = &in(x, 0);
+      src = &arg(x, 0);
     }
     bool identity = true;
     for (int i = 0; i < r; ++i) identity = identity && perm[size_t(i)] == i;
@@ -165,7 +168,7 @@ class Simplifier {
     if (x.shape.dtype == to) return forward(n, x);
     // cast(cast(y, mid), to) == cast(y, to) when y -> mid loses nothing.
     if (x.op != Op::Cast) return false;
-    const Node& y = in(x, 0);
+    const Node& y = arg(x, 0);
     if (!lossless_cast(y.shape.dtype, x.shape.dtype)) return false;
     if (y.shape.dtype == to) return forward(n, y);
     return replace(n, Op::Cast, y, cast_attrs(to));

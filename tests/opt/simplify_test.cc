@@ -171,6 +171,34 @@ TEST(Simplify, NoOpExpandAndWholeSlicesGo) {
   EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
 }
 
+// Chains after an earlier rewrite: node ids in the new graph no longer match
+// the source graph's, so the chain must follow new ids (a GPT export caught this).
+TEST(Simplify, ChainsAfterEarlierRewritesFollowTheNewGraph) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({2, 3, 4}));
+  NodeId a = b.unary(Op::Neg, x);
+  NodeId e = b.op(Op::Expand, {a}, {{"shape", std::vector<int64_t>{2, 3, 4}}});  // goes
+  NodeId v = b.unary(Op::Exp, e);
+  NodeId t = b.transpose(b.transpose(v, {0, 2, 1}), {2, 1, 0});
+  NodeId r = b.reshape(b.reshape(v, {6, 4}), {4, 6});
+  NodeId c = b.cast(b.cast(v, DType::F64), DType::I32);
+  g.add_output("t", b.relu(t));
+  g.add_output("r", b.relu(r));
+  g.add_output("c", b.relu(c));
+  Graph s = simplified(g);
+  EXPECT_EQ(count_op(s, Op::Expand), 0) << to_text(s);
+  EXPECT_EQ(count_op(s, Op::Transpose) + count_op(s, Op::Reshape) + count_op(s, Op::Cast), 3)
+      << to_text(s);
+  for (const Node& n : s.nodes()) {
+    if (n.op == Op::Transpose || n.op == Op::Reshape || n.op == Op::Cast) {
+      EXPECT_EQ(s.node(n.inputs[0]).op, Op::Exp) << to_text(s);
+    }
+  }
+  TensorMap in{{"x", random_tensor({2, 3, 4}, DType::F32, 10)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+}
+
 TEST(Simplify, SymbolicDimsAreOnlyEqualByName) {
   Graph g;
   Builder b(g);
