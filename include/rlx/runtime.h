@@ -1,10 +1,12 @@
 // compile(graph) -> Executable; Session runs it with named inputs and outputs.
 #pragma once
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rlx/graph.h"
@@ -12,18 +14,42 @@
 
 namespace rlx {
 
+// The optimization pipeline is built from these (src/opt/pass.h); see
+// describe_pipeline() for the passes and what each one does.
 struct CompileOptions {
-  int opt_level = 1;  // 0: verify only; 1: fold constants (incl. weights), CSE, DCE
+  int opt_level = 1;  // 0: verify only; 1: fold constants (incl. weights), simplify, CSE, DCE
   // Upper bound on the bytes one folded constant may take, so folding never
   // blows memory up (an expand of a weight, say).
   size_t max_folded_bytes = size_t(64) << 20;
+  std::string backend = "cpu";               // the backend the pipeline targets
+  std::vector<std::string> disabled_passes;  // pass names to skip (unknown names throw)
+  bool verify_each = false;  // Graph::verify() after every pass (always on without NDEBUG)
+  // Called after every pass that ran, with the graph it produced and the node
+  // count before it (debugging: rlx inspect --after / --print-after-all).
+  std::function<void(std::string_view pass, size_t nodes_before, const Graph& after)> after_pass;
 };
+
+// One registered pass as a pipeline for some options sees it.
+struct PassInfo {
+  std::string name, description;
+  std::string needs, keeps;  // its contract, e.g. "params-bound" / "outputs, inputs"
+  int min_level = 1;         // lowest opt_level that runs it
+  bool enabled = false;      // whether the pipeline for the options runs it
+  std::string why_not;       // when not: "disabled", "needs -O1", ...
+};
+// Every registered pass in pipeline order, marked with whether `options`
+// run it. Throws rlx::Error naming the valid passes when
+// options.disabled_passes has an unknown name.
+std::vector<PassInfo> describe_pipeline(const CompileOptions& options);
 
 // A memory plan for one set of concrete input shapes.
 struct Plan {
   std::vector<Dims> dims;       // concrete dims of every node
   std::vector<int64_t> offset;  // arena byte offset, or -1 when not in the arena
-  size_t arena_bytes = 0;       // peak activation bytes
+  // Per node: the node whose buffer it views (a reshape of a contiguous value
+  // costs no copy), or -1. Views are never graph outputs.
+  std::vector<NodeId> alias;
+  size_t arena_bytes = 0;  // peak activation bytes
 };
 
 class Executable {

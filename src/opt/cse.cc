@@ -2,6 +2,7 @@
 #include <map>
 #include <tuple>
 
+#include "opt/pass.h"
 #include "opt/passes.h"
 #include "opt/rewrite.h"
 
@@ -40,5 +41,20 @@ Graph eliminate_common_subexpressions(const Graph& g) {
   }
   return rw.finish();
 }
+
+namespace {
+class CsePass final : public Pass {
+ public:
+  std::string_view name() const override { return "cse"; }
+  std::string_view description() const override {
+    return "merge nodes with the same op, inputs and attributes (and equal small constants)";
+  }
+  Graph run(const Graph& g, const PassContext&) const override {
+    return eliminate_common_subexpressions(g);
+  }
+};
+}  // namespace
+
+std::unique_ptr<Pass> make_cse_pass() { return std::make_unique<CsePass>(); }
 
 }  // namespace rlx::opt

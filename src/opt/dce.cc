@@ -1,5 +1,6 @@
 #include <vector>
 
+#include "opt/pass.h"
 #include "opt/passes.h"
 #include "opt/rewrite.h"
 
@@ -19,5 +20,18 @@ Graph eliminate_dead_code(const Graph& g) {
     if (live[size_t(n.id)]) rw.copy(n.id);
   return rw.finish();
 }
+
+namespace {
+class DcePass final : public Pass {
+ public:
+  std::string_view name() const override { return "dce"; }
+  std::string_view description() const override {
+    return "drop nodes no output depends on (inputs stay: they are the signature)";
+  }
+  Graph run(const Graph& g, const PassContext&) const override { return eliminate_dead_code(g); }
+};
+}  // namespace
+
+std::unique_ptr<Pass> make_dce_pass() { return std::make_unique<DcePass>(); }
 
 }  // namespace rlx::opt

@@ -1,5 +1,6 @@
 #include <vector>
 
+#include "opt/pass.h"
 #include "opt/passes.h"
 #include "opt/rewrite.h"
 #include "rlx/error.h"
@@ -33,5 +34,22 @@ Graph fold_constants(const Graph& g, const Evaluator& eval, size_t max_bytes) {
   }
   return rw.finish();
 }
+
+namespace {
+class FoldPass final : public Pass {
+ public:
+  std::string_view name() const override { return "fold"; }
+  std::string_view description() const override {
+    return "evaluate nodes whose inputs are all constants (weights included), up to "
+           "max_folded_bytes per result";
+  }
+  unsigned needs() const override { return kParamsBound; }
+  Graph run(const Graph& g, const PassContext& ctx) const override {
+    return fold_constants(g, ctx.eval, ctx.options.max_folded_bytes);
+  }
+};
+}  // namespace
+
+std::unique_ptr<Pass> make_fold_pass() { return std::make_unique<FoldPass>(); }
 
 }  // namespace rlx::opt

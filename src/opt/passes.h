@@ -17,6 +17,9 @@ Graph fold_constants(const Graph& g, const Evaluator& eval, size_t max_bytes);
 // Merges nodes with the same op, inputs and attributes (and small constants
 // with equal bytes).
 Graph eliminate_common_subexpressions(const Graph& g);
+// Algebraic identities (x*1, x+0, transpose/reshape/cast chains, no-op
+// reshape/cast/expand/slice). Graph outputs keep their node, name and origin.
+Graph simplify_algebra(const Graph& g);
 // Drops nodes no output depends on. Inputs stay (they are the signature).
 Graph eliminate_dead_code(const Graph& g);
 

@@ -1,4 +1,4 @@
-#include "opt/passes.h"
+#include "opt/pass.h"
 #include "rlx/error.h"
 #include "rlx/runtime.h"
 #include "runtime/execute.h"
@@ -49,15 +49,13 @@ std::shared_ptr<Executable> Executable::compile(Graph graph, const TensorMap& we
   RLX_CHECK(!graph.outputs().empty(), "graph has no outputs");
   std::string gaps = runtime::unsupported_ops(graph);
   RLX_CHECK(gaps.empty(), gaps);
-  Graph g = bind_params(graph, weights);
-  if (options.opt_level >= 1) {
-    auto eval = [](const Node& n, std::span<const Tensor> in) {
-      return runtime::evaluate_node(n, in, n.shape.concrete());
-    };
-    g = opt::fold_constants(g, eval, options.max_folded_bytes);
-    g = opt::eliminate_common_subexpressions(g);
-    g = opt::eliminate_dead_code(g);
-  }
+  RLX_CHECK(options.backend == "cpu", "the runtime runs on the cpu backend, not '", options.backend,
+            "'");
+  opt::PassManager passes(options);  // validates the options before binding weights
+  auto eval = [](const Node& n, std::span<const Tensor> in) {
+    return runtime::evaluate_node(n, in, n.shape.concrete());
+  };
+  Graph g = passes.run(bind_params(graph, weights), eval);
   auto exe = std::shared_ptr<Executable>(new Executable());
   exe->bound_.resize(g.size());
   for (const Node& n : g.nodes())

@@ -78,9 +78,21 @@ Plan plan_memory(const Graph& g, std::vector<Dims> dims) {
   p.offset.assign(g.size(), -1);
   std::vector<bool> is_output(g.size(), false);
   for (const auto& o : g.outputs()) is_output[size_t(o.node)] = true;
+  // A reshape (not a graph output: callers must own those) views its input's
+  // buffer; the buffer it views, through chains of views, stays live until the
+  // view's last reader has run.
+  p.alias.assign(g.size(), -1);
+  for (const Node& n : g.nodes()) {
+    if (n.op != Op::Reshape || is_output[size_t(n.id)]) continue;
+    NodeId src = n.inputs[0];
+    p.alias[size_t(n.id)] = p.alias[size_t(src)] >= 0 ? p.alias[size_t(src)] : src;
+  }
   std::vector<size_t> last_use(g.size(), 0);
   for (const Node& n : g.nodes())
-    for (NodeId in : n.inputs) last_use[size_t(in)] = size_t(n.id);
+    for (NodeId in : n.inputs) {
+      last_use[size_t(in)] = size_t(n.id);
+      if (NodeId root = p.alias[size_t(in)]; root >= 0) last_use[size_t(root)] = size_t(n.id);
+    }
 
   struct Block {
     size_t offset, size;
@@ -90,7 +102,7 @@ Plan plan_memory(const Graph& g, std::vector<Dims> dims) {
   size_t peak = 0;
   for (const Node& n : g.nodes()) {
     const size_t id = size_t(n.id);
-    if (!is_leaf(n.op) && !is_output[id]) {
+    if (!is_leaf(n.op) && !is_output[id] && p.alias[id] < 0) {
       size_t bytes = size_t(numel(dims[id])) * dtype_size(n.shape.dtype);
       size_t need = std::max<size_t>(64, (bytes + 63) / 64 * 64);
       size_t at = 0;

@@ -15,7 +15,8 @@ std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& 
 
 // Assigns arena offsets to every computed node (not leaves, not graph
 // outputs, which get their own tensors): a node's slot is reused once its last
-// consumer has run. First fit over free gaps, 64-byte aligned.
+// consumer has run. First fit over free gaps, 64-byte aligned. Reshapes that
+// are not graph outputs get no slot: they view their input (Plan::alias).
 Plan plan_memory(const Graph& g, std::vector<Dims> dims);
 
 // "b=2,seq=7" style cache key of input dims.

@@ -68,6 +68,10 @@ TensorMap Session::run(const TensorMap& inputs) {
     }
     RLX_CHECK(n.op != Op::Param, n.label(), ": parameter '", n.name, "' was never bound");
     const Dims& d = plan->dims[id];
+    if (plan->alias[id] >= 0) {  // a reshape: a view of its input (copied only if strided)
+      values[id] = values[size_t(n.inputs[0])].reshape(d);
+      continue;
+    }
     Tensor out = plan->offset[id] >= 0 ? Tensor(arena_, size_t(plan->offset[id]), d, n.shape.dtype)
                                        : output_buffer(n, d);
     args.clear();

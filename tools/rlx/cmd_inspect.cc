@@ -1,4 +1,6 @@
 // rlx inspect MODEL [--format text|json|dot]
+// rlx inspect MODEL --passes | --after PASS | --optimized | --print-after-all
+//                   [-O0|-O1] [--disable-pass NAME]...
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -11,6 +13,9 @@ namespace {
 
 struct InspectOptions {
   std::string model, format = "text";
+  std::string after;  // print the graph after this pass
+  bool list_passes = false, optimized = false;
+  PassFlags passes;
 };
 
 struct Facts {
@@ -20,7 +25,7 @@ struct Facts {
   size_t peak_bytes = 0;
 };
 
-Facts gather_facts(const Model& m) {
+Facts gather_facts(const Model& m, const CompileOptions& options) {
   Facts f;
   for (const Node& n : m.graph.nodes()) {
     ++f.histogram[op_name(n.op)];
@@ -40,7 +45,7 @@ Facts gather_facts(const Model& m) {
     return f;
   }
   try {
-    auto exe = Executable::compile(m.graph, m.weights);
+    auto exe = Executable::compile(m.graph, m.weights, options);
     f.peak_bytes = exe->static_plan()->arena_bytes;
     f.peak = human_bytes(double(f.peak_bytes));
   } catch (const Error& e) {
@@ -84,6 +89,41 @@ void print_json(const Model& m, const Facts& f) {
   std::printf("%s\n", j.dump(1).c_str());
 }
 
+void print_passes(const CompileOptions& options) {
+  std::printf("pass pipeline (-O%d, backend %s):\n", options.opt_level, options.backend.c_str());
+  for (const PassInfo& p : describe_pipeline(options)) {
+    std::string state = p.enabled ? "runs" : p.why_not;
+    std::printf("  %-9s %-10s %s\n", p.name.c_str(), state.c_str(), p.description.c_str());
+    std::printf("  %-9s %-10s needs: %s; keeps: %s\n", "", "", p.needs.c_str(), p.keeps.c_str());
+  }
+}
+
+// Compiles with `options` and prints the graph after pass `after` (when not
+// empty) and after the whole pipeline (when `optimized`).
+void print_after(Model& m, CompileOptions options, const std::string& after, bool optimized) {
+  std::string text;
+  if (!after.empty()) {
+    std::string valid;
+    const PassInfo* found = nullptr;
+    auto pipeline = describe_pipeline(options);
+    for (const PassInfo& p : pipeline) {
+      valid += (valid.empty() ? "" : ", ") + p.name;
+      if (p.name == after) found = &p;
+    }
+    RLX_CHECK(found, "--after: unknown pass '", after, "'; valid passes: ", valid);
+    RLX_CHECK(found->enabled, "--after ", after, ": the pass does not run in this pipeline (",
+              found->why_not, ")");
+    auto hook = options.after_pass;
+    options.after_pass = [&, hook](std::string_view pass, size_t before, const Graph& g) {
+      if (hook) hook(pass, before, g);
+      if (pass == after) text = to_text(g);
+    };
+  }
+  auto exe = Executable::compile(std::move(m.graph), m.weights, options);
+  if (optimized) text += to_text(exe->graph());
+  std::printf("%s", text.c_str());
+}
+
 }  // namespace
 
 void add_inspect_command(CLI::App& app) {
@@ -94,18 +134,32 @@ void add_inspect_command(CLI::App& app) {
       ->required();
   cmd->add_option("-f,--format", o->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "dot"}));
+  cmd->add_flag("--passes", o->list_passes,
+                "List the pass pipeline for the given -O/--disable-pass: name, state, description "
+                "and contract");
+  cmd->add_option("--after", o->after, "Print the graph (text) after this pass has run");
+  cmd->add_flag("--optimized", o->optimized, "Print the graph (text) after the whole pipeline");
+  add_pass_flags(cmd, o->passes);
   cmd->callback([o] {
+    const bool debug =
+        o->list_passes || !o->after.empty() || o->optimized || o->passes.print_after_all;
+    CompileOptions options = compile_options(o->passes, stdout);
+    if (o->list_passes) return print_passes(options);
     if (is_gguf_path(o->model)) {
+      RLX_CHECK(!debug,
+                "--after/--optimized/--print-after-all need a graph; GGUF files have none "
+                "yet");
       RLX_CHECK(o->format != "dot", "--format dot needs a graph; GGUF files have none yet");
       inspect_gguf(o->model, o->format);
       return;
     }
     Model m = load_model(o->model);
+    if (debug) return print_after(m, options, o->after, o->optimized);
     if (o->format == "dot") {
       std::printf("%s", to_dot(m.graph).c_str());
       return;
     }
-    Facts f = gather_facts(m);
+    Facts f = gather_facts(m, options);
     o->format == "json" ? print_json(m, f) : print_text(m, f);
   });
 }

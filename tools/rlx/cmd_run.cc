@@ -1,4 +1,5 @@
 // rlx run MODEL --inputs IN.safetensors [--out OUT.safetensors] [--threads N] [--bench N]
+//         [-O0|-O1] [--disable-pass NAME]... [--print-after-all]
 // rlx run MODEL.gguf --tokens "1 2 3" [--out logits.safetensors]
 #include <algorithm>
 #include <chrono>
@@ -16,6 +17,7 @@ struct RunOptions {
   bool dequantize = false;
   int threads = 0;
   int bench = 0;
+  PassFlags passes;
 };
 
 std::string signature(const Graph& g) {
@@ -33,6 +35,7 @@ void run(const RunOptions& o) {
     return run_gguf_tokens(o.model, o.tokens, o.out, o.dequantize);
   }
   RLX_CHECK(o.tokens.empty(), "--tokens applies to GGUF language models only");
+  CompileOptions copts = compile_options(o.passes, stderr);
   Model m = load_model(o.model);
   TensorMap inputs;
   if (!o.inputs.empty()) inputs = read_safetensors(o.inputs);
@@ -40,7 +43,7 @@ void run(const RunOptions& o) {
     RLX_CHECK(inputs.count(m.graph.node(id).name), o.model, " takes inputs ", signature(m.graph),
               "; '", m.graph.node(id).name, "' is missing",
               o.inputs.empty() ? " (pass --inputs FILE.safetensors)" : " from " + o.inputs);
-  auto exe = Executable::compile(std::move(m.graph), m.weights);
+  auto exe = Executable::compile(std::move(m.graph), m.weights, copts);
   Session session(exe);
   TensorMap outputs = session.run(inputs);
   for (const auto& [name, t] : outputs) std::printf("%s\n", tensor_summary(name, t).c_str());
@@ -84,6 +87,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--bench", o->bench, "Time N runs after a warm-up; print median and min")
       ->check(CLI::NonNegativeNumber);
+  add_pass_flags(cmd, o->passes);
   cmd->callback([o] { run(*o); });
 }
 

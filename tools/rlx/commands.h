@@ -1,6 +1,7 @@
 // Each subcommand registers itself on the app; one file per subcommand.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,18 @@ void add_gguf_tool_commands(CLI::App& app);  // convert + quantize
 void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_coreml_run_command(CLI::App& app);
+
+// Optimization-pipeline flags shared by run and inspect (pass_flags.cc).
+struct PassFlags {
+  int opt_level = 1;
+  std::vector<std::string> disabled;
+  bool verify_each = false, print_after_all = false;
+};
+void add_pass_flags(CLI::App* cmd, PassFlags& f);
+// Options for these flags; with --print-after-all or RLX_PRINT_AFTER_ALL=1 in
+// the environment, every pass's graph goes to `dump`. Throws for unknown pass
+// names, listing the valid ones.
+CompileOptions compile_options(const PassFlags& f, std::FILE* dump);
 
 // "logits  [1,10] f32  min -1.2 max 3.4 mean 0.1  [0.12, -0.5, ...]"
 std::string tensor_summary(const std::string& name, const Tensor& t);

@@ -1,0 +1,210 @@
+// Algebraic simplification: identities that drop a node or merge two. One
+// linear walk in topological order over the rewritten graph, so chains
+// (transpose of transpose of transpose) collapse completely.
+#include <climits>
+#include <optional>
+
+#include "opt/pass.h"
+#include "opt/passes.h"
+#include "opt/rewrite.h"
+
+namespace rlx::opt {
+namespace {
+
+// ---- attribute reads and writes, one spot per op (typed attrs replace these)
+const std::vector<int64_t>& transpose_perm(const Node& n) { return n.attrs.ints("perm"); }
+Attrs transpose_attrs(std::vector<int64_t> perm) { return {{"perm", std::move(perm)}}; }
+const std::vector<int64_t>& reshape_target(const Node& n) { return n.attrs.ints("shape"); }
+Attrs reshape_attrs(std::vector<int64_t> target) { return {{"shape", std::move(target)}}; }
+DType cast_dtype(const Node& n) { return parse_dtype(n.attrs.s("dtype")); }
+Attrs cast_attrs(DType t) { return {{"dtype", std::string(dtype_name(t))}}; }
+bool div_rounds(const Node& n) { return !n.attrs.s("rounding", "").empty(); }
+double full_value(const Node& n) { return n.attrs.f("value"); }
+struct SliceAttrs {
+  int64_t axis, start, end, step;
+};
+SliceAttrs slice_attrs(const Node& n) {
+  int64_t step = n.attrs.i("step", 1);
+  return {n.attrs.i("axis"), n.attrs.i("start", step > 0 ? 0 : INT64_MAX),
+          n.attrs.i("end", step > 0 ? INT64_MAX : INT64_MIN), step};
+}
+
+// Equal shapes where every dim is known to be equal: static, or the same
+// named symbol (bound once per run). "?" dims prove nothing.
+bool same_shape(const Shape& a, const Shape& b) {
+  if (!(a == b)) return false;
+  for (const Dim& d : a.dims)
+    if (d.sym == "?") return false;
+  return true;
+}
+
+// Whether every element of a constant-like node equals `v`.
+bool is_splat(const Node& n, double v) {
+  if (n.op == Op::Full) return full_value(n) == v;
+  if (n.op != Op::Constant || !n.value.defined()) return false;
+  for (int64_t i = 0, e = n.value.numel(); i < e; ++i)
+    if (n.value.item_as_double(i) != v) return false;
+  return true;
+}
+
+// Every value of `from` is exactly representable in `to`.
+bool lossless_cast(DType from, DType to) {
+  if (from == to || from == DType::Bool) return true;
+  switch (from) {
+    case DType::U8:
+    case DType::I8:
+      return to == DType::I16 || to == DType::I32 || to == DType::I64 || is_float(to);
+    case DType::I16:
+      return to == DType::I32 || to == DType::I64 || to == DType::F32 || to == DType::F64;
+    case DType::I32:
+      return to == DType::I64 || to == DType::F64;
+    case DType::F16:
+    case DType::BF16:
+      return to == DType::F32 || to == DType::F64;
+    case DType::F32:
+      return to == DType::F64;
+    default:
+      return false;
+  }
+}
+
+class Simplifier {
+ public:
+  explicit Simplifier(const Graph& g) : g_(g), rw_(g), is_output_(g.size(), false) {
+    for (const auto& o : g.outputs()) is_output_[size_t(o.node)] = true;
+  }
+
+  Graph run() {
+    for (const Node& n : g_.nodes()) {
+      if (is_leaf(n.op) || !simplify(n)) rw_.copy(n.id);
+    }
+    return rw_.finish();
+  }
+
+ private:
+  // Input k of a source node, in the new graph.
+  const Node& in(const Node& n, size_t k) { return rw_.out().node(rw_.mapped(n.inputs[k])); }
+  // Input k of a node already in the new graph (its inputs are new ids).
+  const Node& arg(const Node& x, size_t k) { return rw_.out().node(x.inputs[k]); }
+
+  // `n` becomes `x` (already in the new graph). Graph outputs are never
+  // forwarded: they keep their own node, name and origin.
+  bool forward(const Node& n, const Node& x) {
+    if (is_output_[size_t(n.id)] || !same_shape(n.shape, x.shape)) return false;
+    rw_.map(n.id, x.id);
+    return true;
+  }
+  // `n` becomes a new node `op(x, attrs)` with n's name and origin, if it
+  // infers to exactly n's shape.
+  bool replace(const Node& n, Op op, const Node& x, Attrs attrs) {
+    Node m;
+    m.op = op;
+    m.inputs = {x.id};
+    m.attrs = std::move(attrs);
+    m.name = n.name;
+    m.origin = n.origin;
+    try {
+      m.shape = infer_shape(m, {&x.shape});
+    } catch (const Error&) {
+      return false;
+    }
+    if (!(m.shape == n.shape)) return false;
+    rw_.map(n.id, rw_.out().append_raw(std::move(m)));
+    return true;
+  }
+
+  bool simplify(const Node& n) {
+    switch (n.op) {
+      case Op::Add:
+        return (is_splat(in(n, 1), 0) && forward(n, in(n, 0))) ||
+               (is_splat(in(n, 0), 0) && forward(n, in(n, 1)));
+      case Op::Mul:
+        return (is_splat(in(n, 1), 1) && forward(n, in(n, 0))) ||
+               (is_splat(in(n, 0), 1) && forward(n, in(n, 1)));
+      case Op::Sub:
+        return is_splat(in(n, 1), 0) && forward(n, in(n, 0));
+      case Op::Div:  // x / 1 is x unless it also rounds a float (floor(x / 1) != x)
+        return (!div_rounds(n) || is_integer(n.shape.dtype)) && is_splat(in(n, 1), 1) &&
+               forward(n, in(n, 0));
+      case Op::Transpose:
+        return simplify_transpose(n);
+      case Op::Reshape: {
+        const Node& x = in(n, 0);
+        if (forward(n, x)) return true;  // to its own shape
+        return x.op == Op::Reshape &&
+               replace(n, Op::Reshape, arg(x, 0), reshape_attrs(reshape_target(n)));
+      }
+      case Op::Cast:
+        return simplify_cast(n);
+      case Op::Expand:
+        return forward(n, in(n, 0));  // same shape: nothing broadcast
+      case Op::Slice:
+        return simplify_slice(n);
+      default:
+        return false;
+    }
+  }
+
+  bool simplify_transpose(const Node& n) {
+    const Node& x = in(n, 0);
+    const int r = x.shape.rank();
+    std::vector<int64_t> perm;
+    for (int64_t p : transpose_perm(n)) perm.push_back(normalize_axis(p, r));
+    const Node* src = &x;
+    if (x.op == Op::Transpose) {  // t2(t1(y))[i] = y[p1[p2[i]]]
+      const auto& inner = transpose_perm(x);
+      for (int64_t& p : perm) p = normalize_axis(inner[size_t(p)], r);
+      src = &arg(x, 0);
+    }
+    bool identity = true;
+    for (int i = 0; i < r; ++i) identity = identity && perm[size_t(i)] == i;
+    if (identity) return forward(n, *src);
+    return src != &x && replace(n, Op::Transpose, *src, transpose_attrs(std::move(perm)));
+  }
+
+  bool simplify_cast(const Node& n) {
+    const Node& x = in(n, 0);
+    const DType to = cast_dtype(n);
+    if (x.shape.dtype == to) return forward(n, x);
+    // cast(cast(y, mid), to) == cast(y, to) when y -> mid loses nothing.
+    if (x.op != Op::Cast) return false;
+    const Node& y = arg(x, 0);
+    if (!lossless_cast(y.shape.dtype, x.shape.dtype)) return false;
+    if (y.shape.dtype == to) return forward(n, y);
+    return replace(n, Op::Cast, y, cast_attrs(to));
+  }
+
+  bool simplify_slice(const Node& n) {
+    const Node& x = in(n, 0);
+    const SliceAttrs a = slice_attrs(n);
+    if (a.step != 1 || x.shape.rank() == 0) return false;
+    const Dim& len = x.shape.dims[size_t(normalize_axis(a.axis, x.shape.rank()))];
+    // Python slicing clamps: a start at or before -len is 0, an end past len is len.
+    const bool whole = len.is_static()
+                           ? (a.start == 0 || a.start <= -len.value) && a.end >= len.value
+                           : a.start == 0 && a.end == INT64_MAX;
+    return whole && forward(n, x);
+  }
+
+  const Graph& g_;
+  Rewriter rw_;
+  std::vector<bool> is_output_;
+};
+
+class SimplifyPass final : public Pass {
+ public:
+  std::string_view name() const override { return "simplify"; }
+  std::string_view description() const override {
+    return "algebraic identities: x*1, x+0, x-0, x/1, transpose/reshape/cast chains, no-op "
+           "reshape/cast/expand/slice";
+  }
+  Graph run(const Graph& g, const PassContext&) const override { return simplify_algebra(g); }
+};
+
+}  // namespace
+
+Graph simplify_algebra(const Graph& g) { return Simplifier(g).run(); }
+
+std::unique_ptr<Pass> make_simplify_pass() { return std::make_unique<SimplifyPass>(); }
+
+}  // namespace rlx::opt

@@ -1,0 +1,115 @@
+// The pass-pipeline flags of the command line: inspect --passes / --after /
+// --optimized / --print-after-all, run --disable-pass / -O0.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "support/testing.h"
+
+namespace rlx {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+class PassCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / "rlx_pass_cli_test";
+    fs::create_directories(dir_);
+    // y = relu((x * 1) + (w1 + w2)): fold, simplify and dce all change it.
+    Graph g;
+    Builder b(g);
+    NodeId x = b.input("x", Shape(Dims{2, 3}, DType::F32));
+    NodeId w1 = b.param("w1", Shape(Dims{3}, DType::F32));
+    NodeId w2 = b.param("w2", Shape(Dims{3}, DType::F32));
+    NodeId one = b.constant(Tensor::from_vector<float>({3}, {1, 1, 1}, DType::F32));
+    g.add_output("y", b.relu(b.add(b.mul(x, one), b.add(w1, w2))));
+    TensorMap w{{"w1", testing::random_tensor({3}, DType::F32, 1)},
+                {"w2", testing::random_tensor({3}, DType::F32, 2)}};
+    save_model(path("m"), g, w);
+    write_safetensors(path("in.safetensors"),
+                      {{"x", testing::random_tensor({2, 3}, DType::F32, 3)}});
+  }
+  static std::string path(const std::string& name) { return (dir_ / name).string(); }
+  static inline fs::path dir_;
+};
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST_F(PassCli, PassesListsThePipeline) {
+  auto r = run_cli("inspect " + path("m") + " --passes --disable-pass cse");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* name : {"fold", "simplify", "cse", "dce"}) EXPECT_TRUE(has(r.output, name));
+  EXPECT_TRUE(has(r.output, "disabled")) << r.output;
+  EXPECT_TRUE(has(r.output, "needs: params-bound")) << r.output;
+  r = run_cli("inspect " + path("m") + " --passes -O0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "needs -O1")) << r.output;
+}
+
+TEST_F(PassCli, AfterPrintsTheGraphAfterOnePass) {
+  auto r = run_cli("inspect " + path("m") + " --after fold");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "= mul")) << r.output;  // simplify has not run yet
+  EXPECT_FALSE(has(r.output, "= param")) << r.output;
+  r = run_cli("inspect " + path("m") + " --after simplify");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(has(r.output, "= mul")) << r.output;
+  r = run_cli("inspect " + path("m") + " --optimized");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "output \"y\"")) << r.output;
+  EXPECT_FALSE(has(r.output, "= mul")) << r.output;
+  r = run_cli("inspect " + path("m") + " --optimized --disable-pass simplify");
+  EXPECT_TRUE(has(r.output, "= mul")) << r.output;
+}
+
+TEST_F(PassCli, BadPassNamesAreClearErrors) {
+  auto r = run_cli("inspect " + path("m") + " --after folding");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.output, "unknown pass 'folding'")) << r.output;
+  EXPECT_TRUE(has(r.output, "fold, simplify, cse, dce")) << r.output;
+  r = run_cli("run " + path("m") + " -i " + path("in.safetensors") + " --disable-pass nope");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.output, "unknown pass 'nope'")) << r.output;
+  r = run_cli("inspect " + path("m") + " --after cse --disable-pass cse");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.output, "disabled")) << r.output;
+}
+
+TEST_F(PassCli, PrintAfterAllShowsEveryPassWithDeltas) {
+  auto r = run_cli("inspect " + path("m") + " --print-after-all");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "after fold: 8 -> 8 nodes (0)")) << r.output;
+  EXPECT_TRUE(has(r.output, "after simplify: 8 -> 7 nodes (-1)")) << r.output;
+  for (const char* p : {"after cse: ", "after dce: "}) EXPECT_TRUE(has(r.output, p)) << r.output;
+  setenv("RLX_PRINT_AFTER_ALL", "1", 1);
+  r = run_cli("run " + path("m") + " -i " + path("in.safetensors"));
+  unsetenv("RLX_PRINT_AFTER_ALL");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "after dce: ")) << r.output;
+  EXPECT_TRUE(has(r.output, "peak activation memory")) << r.output;
+}
+
+TEST_F(PassCli, RunTakesDisablePassAndOptLevel) {
+  auto base = run_cli("run " + path("m") + " -i " + path("in.safetensors"));
+  ASSERT_EQ(base.status, 0) << base.output;
+  EXPECT_FALSE(has(base.output, "after fold")) << base.output;
+  auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+  for (const char* flags : {" --disable-pass simplify --disable-pass fold", " -O0"}) {
+    auto r = run_cli("run " + path("m") + " -i " + path("in.safetensors") + flags);
+    ASSERT_EQ(r.status, 0) << flags << "\n" << r.output;
+    EXPECT_EQ(first_line(r.output), first_line(base.output)) << flags;
+  }
+  auto help = run_cli("run --help");
+  EXPECT_TRUE(has(help.output, "--disable-pass")) << help.output;
+  help = run_cli("inspect --help");
+  for (const char* f : {"--passes", "--after", "--optimized", "--print-after-all"})
+    EXPECT_TRUE(has(help.output, f)) << help.output;
+}
+
+}  // namespace
+}  // namespace rlx

@@ -1,0 +1,51 @@
+// Helpers for pass tests: op counts, the graph after one pass of a real
+// compile, and running a graph with some passes disabled.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/testing.h"
+
+namespace rlx::testing {
+
+inline int count_op(const Graph& g, Op op) {
+  int k = 0;
+  for (const Node& n : g.nodes()) k += n.op == op;
+  return k;
+}
+
+// Compiles with `disabled` passes off; the optimized graph.
+inline Graph compiled_graph(const Graph& g, const TensorMap& weights,
+                            std::vector<std::string> disabled = {}) {
+  CompileOptions o;
+  o.disabled_passes = std::move(disabled);
+  o.verify_each = true;
+  return Executable::compile(g, weights, o)->graph();
+}
+
+// Compiles and runs with `disabled` passes off.
+inline TensorMap run_without(const Graph& g, const TensorMap& inputs, const TensorMap& weights,
+                             std::vector<std::string> disabled) {
+  CompileOptions o;
+  o.disabled_passes = std::move(disabled);
+  o.verify_each = true;
+  Session s(Executable::compile(g, weights, o));
+  return s.run(inputs);
+}
+
+// Outputs with and without pass `pass` are bit-identical.
+inline ::testing::AssertionResult same_with_and_without(const Graph& g, const TensorMap& inputs,
+                                                        const TensorMap& weights,
+                                                        const std::string& pass) {
+  TensorMap with = run_without(g, inputs, weights, {});
+  TensorMap without = run_without(g, inputs, weights, {pass});
+  if (with.size() != without.size()) return ::testing::AssertionFailure() << "output count";
+  for (const auto& [name, t] : with) {
+    auto r = all_equal(t, without.at(name));
+    if (!r) return r << " (output '" << name << "', pass " << pass << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace rlx::testing

@@ -1,0 +1,217 @@
+// The algebraic simplification pass: each identity, what it must leave alone,
+// and equal outputs with and without it.
+#include <gtest/gtest.h>
+
+#include "opt/passes.h"
+#include "pass_test_util.h"
+
+namespace rlx {
+namespace {
+
+using testing::count_op;
+using testing::random_tensor;
+
+Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
+
+Tensor splat(const Dims& d, float v, DType t = DType::F32) {
+  return Tensor::from_vector<float>(d, std::vector<float>(size_t(numel(d)), v), DType::F32).to(t);
+}
+
+// simplify, then DCE (so forwarded constants disappear), both verified.
+Graph simplified(const Graph& g) {
+  Graph s = opt::simplify_algebra(g);
+  s.verify();
+  Graph d = opt::eliminate_dead_code(s);
+  d.verify();
+  return d;
+}
+
+TEST(Simplify, ArithmeticIdentitiesDisappear) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({2, 4}));
+  NodeId v = b.mul(x, b.constant(splat({4}, 1)));  // x*1
+  v = b.mul(b.constant(splat({1, 4}, 1)), v);      // 1*x
+  v = b.add(v, b.constant(splat({}, 0)));          // x+0
+  v = b.add(b.full({2, 4}, 0), v);                 // 0+x (a full node)
+  v = b.sub(v, b.constant(splat({4}, 0)));         // x-0
+  v = b.div(v, b.constant(splat({2, 4}, 1)));      // x/1
+  g.add_output("y", b.relu(v));
+  Graph s = simplified(g);
+  EXPECT_EQ(
+      count_op(s, Op::Mul) + count_op(s, Op::Add) + count_op(s, Op::Sub) + count_op(s, Op::Div), 0)
+      << to_text(s);
+  EXPECT_EQ(s.size(), 2u) << to_text(s);  // x, relu
+  TensorMap in{{"x", random_tensor({2, 4}, DType::F32, 1)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+}
+
+TEST(Simplify, KeepsWhatIsNotAnIdentity) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({4}));
+  NodeId i = b.input("i", S({4}, DType::I32));
+  std::vector<NodeId> keep = {
+      b.mul(x, b.constant(splat({2, 4}, 1))),  // broadcasting grows the shape
+      b.sub(b.constant(splat({4}, 0)), x),     // 0-x is -x
+      b.mul(x, b.constant(splat({4}, 2))),     // not ones
+      b.op(Op::Div, {x, b.constant(splat({4}, 1))}, {{"rounding", std::string("floor")}}),
+      b.mul(x, b.constant(Tensor::from_vector<float>({4}, {1, 1, 1, 0.5f}, DType::F32))),
+  };
+  for (size_t k = 0; k < keep.size(); ++k) g.add_output("y" + std::to_string(k), b.relu(keep[k]));
+  // Integer division by one rounds nothing: it goes.
+  g.add_output("z", b.relu(b.op(Op::Div, {i, b.constant(splat({4}, 1, DType::I32))},
+                                {{"rounding", std::string("floor")}})));
+  Graph s = simplified(g);
+  EXPECT_EQ(count_op(s, Op::Mul) + count_op(s, Op::Sub) + count_op(s, Op::Div), 5) << to_text(s);
+  TensorMap in{{"x", random_tensor({4}, DType::F32, 2)},
+               {"i", random_tensor({4}, DType::I32, 3, -9, 9)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+}
+
+TEST(Simplify, GraphOutputsKeepTheirNodeNameAndOrigin) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({3}));
+  b.set_origin("aten.mul.Tensor");
+  NodeId y = b.op(Op::Mul, {x, b.constant(splat({3}, 1))}, {}, "scaled");
+  g.add_output("y", y);
+  Graph s = simplified(g);
+  const Node& out = s.node(s.outputs().at(0).node);
+  EXPECT_EQ(out.op, Op::Mul);
+  EXPECT_EQ(out.name, "scaled");
+  EXPECT_EQ(out.origin, "aten.mul.Tensor");
+}
+
+TEST(Simplify, TransposeChainsCompose) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({2, 3, 4}));
+  // Two swaps of the first axes cancel; two rotations make one rotation.
+  NodeId back = b.transpose(b.transpose(x, {1, 0, 2}), {1, 0, 2});
+  NodeId rot = b.transpose(b.transpose(x, {1, 2, 0}), {1, 2, -3});
+  NodeId same = b.transpose(x, {0, 1, 2});
+  g.add_output("back", b.relu(back));
+  g.add_output("rot", b.relu(rot));
+  g.add_output("same", b.relu(same));
+  Graph s = simplified(g);
+  ASSERT_EQ(count_op(s, Op::Transpose), 1) << to_text(s);
+  for (const Node& n : s.nodes())
+    if (n.op == Op::Transpose) {
+      EXPECT_EQ(n.inputs[0], 0);
+      EXPECT_EQ(n.attrs.ints("perm"), (std::vector<int64_t>{2, 0, 1}));
+      EXPECT_EQ(n.shape, S({4, 2, 3}));
+    }
+  TensorMap in{{"x", random_tensor({2, 3, 4}, DType::F32, 4)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+}
+
+TEST(Simplify, ReshapeChainsCollapseAndNoOpReshapesGo) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({2, 3, 4}));
+  NodeId two = b.reshape(b.reshape(b.reshape(x, {6, 4}), {24}), {4, -1});
+  NodeId same = b.reshape(x, {2, 3, 4});
+  g.add_output("two", b.relu(two));
+  g.add_output("same", b.relu(same));
+  Graph s = simplified(g);
+  ASSERT_EQ(count_op(s, Op::Reshape), 1) << to_text(s);
+  for (const Node& n : s.nodes())
+    if (n.op == Op::Reshape) {
+      EXPECT_EQ(n.inputs[0], 0);
+      EXPECT_EQ(n.shape, S({4, 6}));
+    }
+  TensorMap in{{"x", random_tensor({2, 3, 4}, DType::F32, 5)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+}
+
+TEST(Simplify, CastChainsCollapseOnlyThroughLosslessCasts) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({8}));
+  NodeId i = b.input("i", S({8}, DType::I32));
+  g.add_output("wide", b.relu(b.cast(b.cast(x, DType::F64), DType::F32)));    // goes
+  g.add_output("narrow", b.relu(b.cast(b.cast(x, DType::F16), DType::F32)));  // rounds: stays
+  g.add_output("same", b.relu(b.cast(x, DType::F32)));                        // goes
+  g.add_output("int", b.relu(b.cast(b.cast(i, DType::I64), DType::F32)));     // one cast
+  Graph s = simplified(g);
+  EXPECT_EQ(count_op(s, Op::Cast), 3) << to_text(s);
+  int from_i = 0;
+  for (const Node& n : s.nodes())
+    if (n.op == Op::Cast && n.inputs[0] == 1) {
+      ++from_i;
+      EXPECT_EQ(n.shape.dtype, DType::F32);
+    }
+  EXPECT_EQ(from_i, 1);
+  Tensor xs = random_tensor({8}, DType::F32, 6, -100, 100);
+  xs.data<float>()[0] = 1.0001f;  // not representable in f16
+  TensorMap in{{"x", xs}, {"i", random_tensor({8}, DType::I32, 7, -1000, 1000)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+  auto out = testing::run_without(g, in, {}, {});
+  EXPECT_NE(out.at("narrow").data<float>()[0], out.at("wide").data<float>()[0]);
+}
+
+TEST(Simplify, NoOpExpandAndWholeSlicesGo) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({3, 5}));
+  auto slice = [&](int64_t axis, int64_t start, int64_t end, int64_t step) {
+    return b.op(Op::Slice, {x}, {{"axis", axis}, {"start", start}, {"end", end}, {"step", step}});
+  };
+  g.add_output("e_same", b.relu(b.op(Op::Expand, {x}, {{"shape", std::vector<int64_t>{3, 5}}})));
+  g.add_output("e_grow", b.relu(b.op(Op::Expand, {x}, {{"shape", std::vector<int64_t>{2, 3, 5}}})));
+  g.add_output("s_all", b.relu(slice(1, 0, INT64_MAX, 1)));
+  g.add_output("s_neg", b.relu(slice(-1, -5, 5, 1)));
+  g.add_output("s_part", b.relu(slice(1, 0, 4, 1)));
+  g.add_output("s_step", b.relu(slice(0, 0, 3, 2)));
+  Graph s = simplified(g);
+  EXPECT_EQ(count_op(s, Op::Expand), 1) << to_text(s);
+  EXPECT_EQ(count_op(s, Op::Slice), 2) << to_text(s);
+  TensorMap in{{"x", random_tensor({3, 5}, DType::F32, 8)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+}
+
+// Chains after an earlier rewrite: node ids in the new graph no longer match
+// the source graph's, so the chain must follow new ids (a GPT export caught this).
+TEST(Simplify, ChainsAfterEarlierRewritesFollowTheNewGraph) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({2, 3, 4}));
+  NodeId a = b.unary(Op::Neg, x);
+  NodeId e = b.op(Op::Expand, {a}, {{"shape", std::vector<int64_t>{2, 3, 4}}});  // goes
+  NodeId v = b.unary(Op::Exp, e);
+  NodeId t = b.transpose(b.transpose(v, {0, 2, 1}), {2, 1, 0});
+  NodeId r = b.reshape(b.reshape(v, {6, 4}), {4, 6});
+  NodeId c = b.cast(b.cast(v, DType::F64), DType::I32);
+  g.add_output("t", b.relu(t));
+  g.add_output("r", b.relu(r));
+  g.add_output("c", b.relu(c));
+  Graph s = simplified(g);
+  EXPECT_EQ(count_op(s, Op::Expand), 0) << to_text(s);
+  EXPECT_EQ(count_op(s, Op::Transpose) + count_op(s, Op::Reshape) + count_op(s, Op::Cast), 3)
+      << to_text(s);
+  for (const Node& n : s.nodes()) {
+    if (n.op == Op::Transpose || n.op == Op::Reshape || n.op == Op::Cast) {
+      EXPECT_EQ(s.node(n.inputs[0]).op, Op::Exp) << to_text(s);
+    }
+  }
+  TensorMap in{{"x", random_tensor({2, 3, 4}, DType::F32, 10)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+}
+
+TEST(Simplify, SymbolicDimsAreOnlyEqualByName) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({Dim::symbol("n"), 4}));
+  NodeId r = b.reshape(x, {-1, 4});  // [?,4]: not provably [n,4]
+  g.add_output("y", b.relu(b.op(Op::Expand, {r}, {{"shape", std::vector<int64_t>{-1, 4}}})));
+  g.add_output("z", b.relu(b.cast(x, DType::F32)));
+  Graph s = simplified(g);
+  EXPECT_EQ(count_op(s, Op::Reshape), 1) << to_text(s);
+  EXPECT_EQ(count_op(s, Op::Cast), 0) << to_text(s);
+  TensorMap in{{"x", random_tensor({3, 4}, DType::F32, 9)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+}
+
+}  // namespace
+}  // namespace rlx
