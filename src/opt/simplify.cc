@@ -11,22 +11,14 @@
 namespace rlx::opt {
 namespace {
 
-// ---- attribute reads and writes, one spot per op (typed attrs replace these)
-const std::vector<int64_t>& transpose_perm(const Node& n) { return n.attrs.ints("perm"); }
-Attrs transpose_attrs(std::vector<int64_t> perm) { return {{"perm", std::move(perm)}}; }
-const std::vector<int64_t>& reshape_target(const Node& n) { return n.attrs.ints("shape"); }
-Attrs reshape_attrs(std::vector<int64_t> target) { return {{"shape", std::move(target)}}; }
-DType cast_dtype(const Node& n) { return parse_dtype(n.attrs.s("dtype")); }
-Attrs cast_attrs(DType t) { return {{"dtype", std::string(dtype_name(t))}}; }
-bool div_rounds(const Node& n) { return !n.attrs.s("rounding", "").empty(); }
-double full_value(const Node& n) { return n.attrs.f("value"); }
-struct SliceAttrs {
+// The whole axis a slice with step 1 keeps, as (start, end) before clamping.
+struct SliceRange {
   int64_t axis, start, end, step;
 };
-SliceAttrs slice_attrs(const Node& n) {
-  int64_t step = n.attrs.i("step", 1);
-  return {n.attrs.i("axis"), n.attrs.i("start", step > 0 ? 0 : INT64_MAX),
-          n.attrs.i("end", step > 0 ? INT64_MAX : INT64_MIN), step};
+SliceRange slice_range(const Node& n) {
+  const auto& a = n.attrs_as<SliceAttrs>();
+  return {a.axis, a.start.value_or(a.step > 0 ? 0 : INT64_MAX),
+          a.end.value_or(a.step > 0 ? INT64_MAX : INT64_MIN), a.step};
 }
 
 // Equal shapes where every dim is known to be equal: static, or the same
@@ -40,7 +32,7 @@ bool same_shape(const Shape& a, const Shape& b) {
 
 // Whether every element of a constant-like node equals `v`.
 bool is_splat(const Node& n, double v) {
-  if (n.op == Op::Full) return full_value(n) == v;
+  if (n.op == Op::Full) return n.attrs_as<FullAttrs>().value == v;
   if (n.op != Op::Constant || !n.value.defined()) return false;
   for (int64_t i = 0, e = n.value.numel(); i < e; ++i)
     if (n.value.item_as_double(i) != v) return false;
@@ -96,7 +88,7 @@ class Simplifier {
   }
   // `n` becomes a new node `op(x, attrs)` with n's name and origin, if it
   // infers to exactly n's shape.
-  bool replace(const Node& n, Op op, const Node& x, Attrs attrs) {
+  bool replace(const Node& n, Op op, const Node& x, OpAttrs attrs) {
     Node m;
     m.op = op;
     m.inputs = {x.id};
@@ -124,7 +116,7 @@ class Simplifier {
       case Op::Sub:
         return is_splat(in(n, 1), 0) && forward(n, in(n, 0));
       case Op::Div:  // x / 1 is x unless it also rounds a float (floor(x / 1) != x)
-        return (!div_rounds(n) || is_integer(n.shape.dtype)) && is_splat(in(n, 1), 1) &&
+        return (n.attrs_as<DivAttrs>().rounding == DivRounding::none || is_integer(n.shape.dtype)) && is_splat(in(n, 1), 1) &&
                forward(n, in(n, 0));
       case Op::Transpose:
         return simplify_transpose(n);
@@ -132,7 +124,7 @@ class Simplifier {
         const Node& x = in(n, 0);
         if (forward(n, x)) return true;  // to its own shape
         return x.op == Op::Reshape &&
-               replace(n, Op::Reshape, arg(x, 0), reshape_attrs(reshape_target(n)));
+               replace(n, Op::Reshape, arg(x, 0), ReshapeAttrs{n.attrs_as<ReshapeAttrs>()});
       }
       case Op::Cast:
         return simplify_cast(n);
@@ -149,34 +141,34 @@ class Simplifier {
     const Node& x = in(n, 0);
     const int r = x.shape.rank();
     std::vector<int64_t> perm;
-    for (int64_t p : transpose_perm(n)) perm.push_back(normalize_axis(p, r));
+    for (int64_t p : n.attrs_as<TransposeAttrs>().perm) perm.push_back(normalize_axis(p, r));
     const Node* src = &x;
     if (x.op == Op::Transpose) {  // t2(t1(y))[i] = y[p1[p2[i]]]
-      const auto& inner = transpose_perm(x);
+      const auto& inner = x.attrs_as<TransposeAttrs>().perm;
       for (int64_t& p : perm) p = normalize_axis(inner[size_t(p)], r);
       src = &arg(x, 0);
     }
     bool identity = true;
     for (int i = 0; i < r; ++i) identity = identity && perm[size_t(i)] == i;
     if (identity) return forward(n, *src);
-    return src != &x && replace(n, Op::Transpose, *src, transpose_attrs(std::move(perm)));
+    return src != &x && replace(n, Op::Transpose, *src, TransposeAttrs{std::move(perm)});
   }
 
   bool simplify_cast(const Node& n) {
     const Node& x = in(n, 0);
-    const DType to = cast_dtype(n);
+    const DType to = n.attrs_as<CastAttrs>().dtype;
     if (x.shape.dtype == to) return forward(n, x);
     // cast(cast(y, mid), to) == cast(y, to) when y -> mid loses nothing.
     if (x.op != Op::Cast) return false;
     const Node& y = arg(x, 0);
     if (!lossless_cast(y.shape.dtype, x.shape.dtype)) return false;
     if (y.shape.dtype == to) return forward(n, y);
-    return replace(n, Op::Cast, y, cast_attrs(to));
+    return replace(n, Op::Cast, y, CastAttrs{to});
   }
 
   bool simplify_slice(const Node& n) {
     const Node& x = in(n, 0);
-    const SliceAttrs a = slice_attrs(n);
+    const SliceRange a = slice_range(n);
     if (a.step != 1 || x.shape.rank() == 0) return false;
     const Dim& len = x.shape.dims[size_t(normalize_axis(a.axis, x.shape.rank()))];
     // Python slicing clamps: a start at or before -len is 0, an end past len is len.

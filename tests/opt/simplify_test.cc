@@ -99,7 +99,7 @@ TEST(Simplify, TransposeChainsCompose) {
   for (const Node& n : s.nodes())
     if (n.op == Op::Transpose) {
       EXPECT_EQ(n.inputs[0], 0);
-      EXPECT_EQ(n.attrs.ints("perm"), (std::vector<int64_t>{2, 0, 1}));
+      EXPECT_EQ(n.attrs_as<TransposeAttrs>().perm, (std::vector<int64_t>{2, 0, 1}));
       EXPECT_EQ(n.shape, S({4, 2, 3}));
     }
   TensorMap in{{"x", random_tensor({2, 3, 4}, DType::F32, 4)}};
