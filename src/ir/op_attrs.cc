@@ -312,7 +312,7 @@ OpAttrs activation_attrs(const ActivationGradAttrs& g) {
 }
 
 ActivationGradAttrs activation_grad_attrs(Op kind, const OpAttrs& activation) {
-  Attrs m = attrs_to_map(activation);
+  Attrs m = attrs_to_map(activation, true);
   m.set("kind", std::string(op_name(activation_kind(kind))));
   return std::get<ActivationGradAttrs>(parse_attrs(Op::ActivationGrad, m));
 }

@@ -179,7 +179,7 @@ std::string to_json(const Graph& g) {
     if (!attrs.items().empty()) {
       json a = json::object();
       for (const auto& [k, v] : attrs.items()) a[k] = attr_json(v);
-      j.at("attrs") = a;
+      j["attrs"] = a;
     }
     if (n.op == Op::Constant)
       j["data"] = base64_encode(static_cast<const unsigned char*>(n.value.raw()), n.value.nbytes());

@@ -284,7 +284,7 @@ TEST(Graph, PrinterAndDot) {
             "%0 = input \"x\" : [2,k] f32\n"
             "%1 = param \"w\" : [k,64] f32\n"
             "%2 = matmul %0, %1 : [2,64] f32   # fc1\n"
-            "%3 = softmax %2 {axis=-1} : [2,64] f32\n"
+            "%3 = softmax %2 : [2,64] f32\n"
             "output \"probs\" = %3\n");
   std::string dot = to_dot(g);
   EXPECT_EQ(dot.rfind("digraph rlx {", 0), 0u);
