@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <memory>
 
-#include "backends/coreml/coreml.h"
 #include "commands.h"
 
 namespace rlx::cli {

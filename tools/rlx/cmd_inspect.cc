@@ -1,4 +1,4 @@
-// rlx inspect MODEL [--format text|json|dot]
+// rlx inspect MODEL [--format text|json|dot] [--backend cpu|coreml]
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -10,7 +10,7 @@ namespace rlx::cli {
 namespace {
 
 struct InspectOptions {
-  std::string model, format = "text";
+  std::string model, format = "text", backend;
 };
 
 struct Facts {
@@ -94,7 +94,10 @@ void add_inspect_command(CLI::App& app) {
       ->required();
   cmd->add_option("-f,--format", o->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "dot"}));
+  cmd->add_option("--backend", o->backend,
+                  "List the nodes this backend cannot take (" + join_backend_names() + ")");
   cmd->callback([o] {
+    if (!o->backend.empty()) return print_backend_support(load_model(o->model), o->backend);
     if (is_gguf_path(o->model)) {
       RLX_CHECK(o->format != "dot", "--format dot needs a graph; GGUF files have none yet");
       inspect_gguf(o->model, o->format);
