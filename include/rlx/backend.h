@@ -28,7 +28,8 @@ struct Support {
 class CompiledGraph {
  public:
   virtual ~CompiledGraph() = default;
-  // Runs `n`, a node (never a leaf) of the graph this was compiled from.
+  // Runs `n`, a node of the graph this was compiled from (never an input,
+  // param or constant: the runtime binds those).
   // `in` are its inputs, contiguous; `out` is preallocated with the planned
   // dims and dtype.
   virtual void run(const Node& n, std::span<const Tensor> in, Tensor& out) const = 0;

@@ -6,6 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+
+#include <unistd.h>
 
 #include "rlx/rlx.h"
 #include "support/testing.h"
@@ -20,11 +23,14 @@ using testing::run_cli;
 class LoadModel : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / "rlx_load_model_test";
+    // One directory per process: ctest runs each test in its own process,
+    // in parallel.
+    dir_ = fs::temp_directory_path() / ("rlx_load_model_test." + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(path("tiny.gguf"), std::ios::binary) << testing::TinyLlm{}.gguf_bytes();
   }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
   static std::string path(const std::string& name) { return (dir_ / name).string(); }
   static std::string error_of(const std::string& p) {
     try {

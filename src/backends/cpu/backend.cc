@@ -39,8 +39,11 @@ KernelEntry checked_kernel(const Node& n) {
 class CpuGraph final : public CompiledGraph {
  public:
   CpuGraph(const Graph& g, const Context& ctx) : ctx_(ctx), table_(g.size()) {
+    // Input/param/constant are bound by the runtime; other leaves (full,
+    // arange) have kernels like any op.
     for (const Node& n : g.nodes())
-      if (!is_leaf(n.op)) table_[size_t(n.id)] = checked_kernel(n);
+      if (n.op != Op::Input && n.op != Op::Param && n.op != Op::Constant)
+        table_[size_t(n.id)] = checked_kernel(n);
   }
   void run(const Node& n, std::span<const Tensor> in, Tensor& out) const override {
     const KernelEntry& k = table_[size_t(n.id)];
