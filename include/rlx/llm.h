@@ -39,6 +39,9 @@ enum class Weights {
 struct GraphOptions {
   bool kv_cache = true;     // cache_k.N / cache_v.N inputs and outputs
   bool all_logits = false;  // logits for every token, else only the last
+  // > 0: the graph takes exactly this many tokens (export targets that need
+  // static lengths, CoreML); 0: a symbolic token count.
+  int64_t n_tokens = 0;
 };
 
 // Graph inputs: tokens i64[T], positions i64[T] and, with kv_cache,

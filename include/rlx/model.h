@@ -11,14 +11,28 @@ namespace rlx {
 struct Model {
   Graph graph;
   TensorMap weights;
-  std::string source;  // the path it came from
-  std::string format;  // "rlx-graph", ...
+  std::string source;   // the path it came from
+  std::string format;   // "rlx-graph", "torch-ir", "gguf-llama", ...
+  std::string summary;  // one line about the model, when the format has one
 };
 
-// Accepts a directory holding `model.rlx.json` (+ `weights.safetensors`), or
-// a graph JSON file (weights from `weights.safetensors` beside it, if any).
-// Throws rlx::Error naming the path and what it found when nothing fits.
-Model load_model(const std::string& path);
+struct LoadOptions {
+  // GGUF language models. The default graph takes tokens/positions and gives
+  // logits for every token, without a KV cache (what `rlx run --tokens` and
+  // export want); a generator asks for the KV-cache graph.
+  bool kv_cache = false;
+  bool all_logits = true;
+  bool dequantize = false;  // every weight to f32 up front, not quant blocks
+  int64_t n_tokens = 0;     // > 0: a static token count (CoreML export); 0: symbolic
+};
+
+// The one entry point for every model format, picked from the file's
+// content: a directory holding `model.rlx.json` (+ `weights.safetensors`) or
+// `torch-ir.json` (the PyTorch exporter's output), a graph JSON file (weights
+// from `weights.safetensors` beside it, if any), or a GGUF language model.
+// ONNX files are recognized and refused (no ONNX frontend yet). Throws
+// rlx::Error naming the path and what it found when nothing fits.
+Model load_model(const std::string& path, const LoadOptions& options = {});
 
 // Writes `dir/model.rlx.json` and, when there are weights, `dir/weights.safetensors`.
 void save_model(const std::string& dir, const Graph& g, const TensorMap& weights);

@@ -1,7 +1,9 @@
 // The rlx public API in one include.
 #pragma once
 #include "rlx/attrs.h"
+#include "rlx/backend.h"
 #include "rlx/builder.h"
+#include "rlx/coreml.h"
 #include "rlx/dtype.h"
 #include "rlx/error.h"
 #include "rlx/graph.h"

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rlx/backend.h"
 #include "rlx/graph.h"
 #include "rlx/io.h"
 
@@ -21,7 +22,9 @@ struct CompileOptions {
   // Upper bound on the bytes one folded constant may take, so folding never
   // blows memory up (an expand of a weight, say).
   size_t max_folded_bytes = size_t(64) << 20;
-  std::string backend = "cpu";               // the backend the pipeline targets
+  // The backend to compile for; null: default_backend() (the CPU backend in
+  // the `rlx` library). The executable keeps it alive.
+  std::shared_ptr<const Backend> backend;
   std::vector<std::string> disabled_passes;  // pass names to skip (unknown names throw)
   bool verify_each = false;  // Graph::verify() after every pass (always on without NDEBUG)
   // Called after every pass that ran, with the graph it produced and the node
@@ -55,8 +58,8 @@ struct Plan {
 class Executable {
  public:
   // Verifies, binds params from `weights` by node name (zero-copy when dtype
-  // and layout match), optimizes, and prepares the CPU kernels. Lists every op
-  // the CPU backend cannot run in one error.
+  // and layout match), optimizes, and has the backend prepare every node once.
+  // Lists every node the backend cannot run in one error.
   static std::shared_ptr<Executable> compile(Graph graph, const TensorMap& weights,
                                              const CompileOptions& options = {});
 
@@ -66,10 +69,13 @@ class Executable {
   // Plan for the graph's declared input shapes (needs them static).
   std::shared_ptr<const Plan> static_plan() const;
   const std::vector<Tensor>& bound() const { return bound_; }
+  const Backend& backend() const { return *backend_; }
 
  private:
   Graph graph_;
-  std::vector<Tensor> bound_;  // per node: param/constant data
+  std::shared_ptr<const Backend> backend_;
+  std::unique_ptr<CompiledGraph> compiled_;  // per-node kernels, built once
+  std::vector<Tensor> bound_;                // per node: param/constant data
   mutable std::mutex mu_;
   mutable std::map<std::string, std::shared_ptr<const Plan>> plans_;
   mutable std::deque<std::string> plan_order_;  // insertion order, for eviction

@@ -4,6 +4,7 @@
 
 #include "frontends/torch/import.h"
 #include "rlx/error.h"
+#include "rlx/llm.h"
 #include "rlx/model.h"
 
 namespace rlx {
@@ -35,9 +36,22 @@ Model load_rlx_graph(const fs::path& graph_file) {
   return m;
 }
 
+Model load_gguf(const std::string& path, const LoadOptions& o) {
+  gguf::File f = gguf::read(path);
+  llm::Config c = llm::Config::from_gguf(f);
+  Model m = llm::build_model(
+      f, c, {.kv_cache = o.kv_cache, .all_logits = o.all_logits, .n_tokens = o.n_tokens},
+      o.dequantize ? llm::Weights::F32 : llm::Weights::Quantized);
+  m.summary = c.summary();
+  return m;
+}
+
+// ONNX files are bare protobuf with no magic; the extension is the tell.
+bool looks_like_onnx(const fs::path& p) { return p.extension() == ".onnx"; }
+
 }  // namespace
 
-Model load_model(const std::string& path) {
+Model load_model(const std::string& path, const LoadOptions& options) {
   fs::path p(path);
   RLX_CHECK(fs::exists(p), path, ": no such file or directory");
   if (fs::is_directory(p)) {
@@ -46,12 +60,14 @@ Model load_model(const std::string& path) {
     throw make_error(path, ": directory has neither ", kGraphFile, " nor torch-ir.json");
   }
   std::string head = sniff(p);
-  if (head.rfind("GGUF", 0) == 0) throw make_error(path, ": GGUF models are not supported yet");
+  if (head.rfind("GGUF", 0) == 0) return load_gguf(path, options);
+  // The ONNX frontend hooks in here (frontends/onnx, reading io/onnx).
+  if (looks_like_onnx(p)) throw make_error(path, ": ONNX import is not supported yet");
   if (head.find('{') != std::string::npos) return load_rlx_graph(p);
   throw make_error(path,
-                   ": unrecognized model format (expected an rlx graph JSON or a directory "
-                   "holding ",
-                   kGraphFile, ")");
+                   ": unrecognized model format (expected an rlx graph JSON, a GGUF file, or a "
+                   "directory holding ",
+                   kGraphFile, " or torch-ir.json)");
 }
 
 void save_model(const std::string& dir, const Graph& g, const TensorMap& weights) {

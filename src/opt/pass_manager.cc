@@ -8,7 +8,6 @@ namespace {
 
 // Backends the pipeline can target. The runtime runs "cpu"; "coreml" export
 // shares the IR-level passes.
-constexpr std::string_view kBackends[] = {"cpu", "coreml"};
 
 std::string valid_pass_names() {
   std::string s;
@@ -59,9 +58,6 @@ const std::vector<std::unique_ptr<Pass>>& pass_registry() {
 }
 
 PassManager::PassManager(const CompileOptions& options) : options_(options) {
-  RLX_CHECK(
-      std::find(std::begin(kBackends), std::end(kBackends), options.backend) != std::end(kBackends),
-      "unknown backend '", options.backend, "'; valid: cpu, coreml");
   for (const std::string& name : options.disabled_passes) {
     bool known = std::any_of(pass_registry().begin(), pass_registry().end(),
                              [&](const auto& p) { return p->name() == name; });

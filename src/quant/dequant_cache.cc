@@ -100,15 +100,4 @@ void DequantCache::clear() {
   used_ = 0;
 }
 
-DequantCache& dequant_cache() {
-  static DequantCache cache([] {
-    const char* env = std::getenv("RLX_DEQUANT_CACHE_BYTES");
-    if (!env || !*env) return kDefaultDequantCacheBytes;
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(env, &end, 10);
-    return (end && *end == 0) ? size_t(v) : kDefaultDequantCacheBytes;
-  }());
-  return cache;
-}
-
 }  // namespace rlx::quant

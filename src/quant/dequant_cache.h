@@ -71,9 +71,8 @@ class DequantCache {
   std::deque<Key> fifo_;  // insertion order, oldest first
 };
 
-// The process-wide cache: budget from env RLX_DEQUANT_CACHE_BYTES (bytes;
-// 0 disables), default 512 MiB.
-DequantCache& dequant_cache();
+// There is no process-wide cache: each CPU backend instance owns one, sized
+// by CpuOptions::dequant_cache_bytes (default 512 MiB).
 constexpr size_t kDefaultDequantCacheBytes = size_t(512) << 20;
 
 }  // namespace rlx::quant

@@ -1,7 +1,6 @@
 #include "opt/pass.h"
 #include "rlx/error.h"
 #include "rlx/runtime.h"
-#include "runtime/execute.h"
 #include "runtime/plan.h"
 
 namespace rlx {
@@ -47,19 +46,21 @@ std::shared_ptr<Executable> Executable::compile(Graph graph, const TensorMap& we
                                                 const CompileOptions& options) {
   graph.verify();
   RLX_CHECK(!graph.outputs().empty(), "graph has no outputs");
-  std::string gaps = runtime::unsupported_ops(graph);
-  RLX_CHECK(gaps.empty(), gaps);
-  RLX_CHECK(options.backend == "cpu", "the runtime runs on the cpu backend, not '", options.backend,
-            "'");
+  std::shared_ptr<const Backend> backend = options.backend ? options.backend : default_backend();
+  check_supported(*backend, graph);
   opt::PassManager passes(options);  // validates the options before binding weights
-  auto eval = [](const Node& n, std::span<const Tensor> in) {
-    return runtime::evaluate_node(n, in, n.shape.concrete());
+  auto eval = [&backend](const Node& n, std::span<const Tensor> in) {
+    Tensor out(n.shape.concrete(), n.shape.dtype);
+    backend->run_node(n, in, out);
+    return out;
   };
   Graph g = passes.run(bind_params(graph, weights), eval);
   auto exe = std::shared_ptr<Executable>(new Executable());
   exe->bound_.resize(g.size());
   for (const Node& n : g.nodes())
     if (n.op == Op::Constant) exe->bound_[size_t(n.id)] = n.value;
+  exe->compiled_ = backend->compile(g);
+  exe->backend_ = std::move(backend);
   exe->graph_ = std::move(g);
   return exe;
 }

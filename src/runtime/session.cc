@@ -3,7 +3,6 @@
 
 #include "rlx/error.h"
 #include "rlx/runtime.h"
-#include "runtime/execute.h"
 
 namespace rlx {
 
@@ -77,7 +76,7 @@ TensorMap Session::run(const TensorMap& inputs) {
     args.clear();
     for (NodeId in : n.inputs) args.push_back(values[size_t(in)]);
     try {
-      runtime::execute_node(n, args, out);
+      exe_->compiled_->run(n, args, out);
     } catch (const Error& e) {
       throw e.with_context("while running " + node_context(g, n));
     }

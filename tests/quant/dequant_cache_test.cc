@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "quant/dequant_cache.h"
 #include "rlx/quant.h"
 #include "support/testing.h"
@@ -97,28 +98,48 @@ TEST(DequantCache, StaleEntriesAreRefilled) {
   EXPECT_TRUE(c.contains(k));
 }
 
-// The runtime: an IQ weight (no vec_dot) lands in the process cache and a
-// second run gives identical results from it.
-TEST(DequantCache, RuntimeUsesProcessCache) {
-  const size_t before = dequant_cache().size();
+// The runtime: an IQ weight (no vec_dot) lands in the cache of the backend
+// the executable was compiled for, and a second run gives identical results
+// from it. Backends with different budgets in one process are independent.
+TEST(DequantCache, EachBackendOwnsItsCache) {
   const int64_t K = 256, N = 8;
   Tensor w(Dims{N, int64_t(row_size(GgmlType::TQ2_0, K))}, DType::U8);
   for (int64_t i = 0; i < w.numel(); ++i) w.data<uint8_t>()[i] = uint8_t(i * 37 % 251) & 0xBF;
   const Tensor x = random_tensor({3, K}, DType::F32, 5);
-  const Attrs at{{"scheme", std::string("tq2_0")}, {"k", K}};
-  const Tensor y1 = run_op(Op::DequantMatmul, {x, w}, at);
-  if (dequant_cache().budget() >= size_t(N * K * 4)) {
-    EXPECT_TRUE(dequant_cache().contains({w.raw(), GgmlType::TQ2_0, N, K}));
-    EXPECT_EQ(dequant_cache().size(), before + 1);
-  }
-  const Tensor y2 = run_op(Op::DequantMatmul, {x, w}, at);
+  Graph g;
+  NodeId xi = g.input("x", x.shape());
+  NodeId wi = g.input("w", w.shape());
+  g.add_output(
+      "y", g.add(Op::DequantMatmul, {xi, wi}, Attrs{{"scheme", std::string("tq2_0")}, {"k", K}}));
+  auto run = [&](const std::shared_ptr<const Backend>& b) {
+    CompileOptions o;
+    o.backend = b;
+    Session s(Executable::compile(g, {}, o));
+    return s.run({{"x", x}, {"w", w}}).at("y");
+  };
+  auto big = make_cpu_backend({.dequant_cache_bytes = size_t(1) << 20});
+  auto off = make_cpu_backend({.dequant_cache_bytes = 0});
+  auto other = make_cpu_backend({.dequant_cache_bytes = size_t(1) << 20});
+  const DequantCache *big_c = cpu::dequant_cache_of(*big), *off_c = cpu::dequant_cache_of(*off),
+                     *other_c = cpu::dequant_cache_of(*other);
+  ASSERT_TRUE(big_c && off_c && other_c);
+  EXPECT_EQ(cpu::dequant_cache_of(*make_coreml_backend()), nullptr);
+
+  const Tensor y1 = run(big);
+  EXPECT_TRUE(big_c->contains({w.raw(), GgmlType::TQ2_0, N, K}));
+  EXPECT_EQ(big_c->size(), 1u);
+  EXPECT_EQ(big_c->bytes_used(), size_t(N * K * 4));
+  const Tensor y2 = run(big);
   EXPECT_TRUE(all_equal(y1, y2));
-  // With the cache disabled the tile path gives the same numbers.
-  const size_t budget = dequant_cache().budget();
-  dequant_cache().set_budget(0);
-  const Tensor y3 = run_op(Op::DequantMatmul, {x, w}, at);
-  dequant_cache().set_budget(budget);
+  EXPECT_EQ(big_c->size(), 1u);
+  // The disabled cache takes the tile path: same numbers, nothing cached,
+  // and neither run touched the third backend's cache.
+  const Tensor y3 = run(off);
+  EXPECT_EQ(off_c->size(), 0u);
+  EXPECT_EQ(off_c->budget(), 0u);
   EXPECT_TRUE(all_close(y3, y1, 1e-5, 1e-5));
+  EXPECT_EQ(other_c->size(), 0u);
+  EXPECT_EQ(big_c->size(), 1u);
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <memory>
 
-#include "backends/coreml/coreml.h"
 #include "commands.h"
 
 namespace rlx::cli {
@@ -13,6 +12,7 @@ namespace {
 struct CompileOptions {
   std::string model, target = "coreml", out, opset = "CoreML6";
   bool fp16 = false;
+  int64_t seq_len = 64;
 };
 
 }  // namespace
@@ -21,14 +21,20 @@ void add_compile_command(CLI::App& app) {
   auto o = std::make_shared<CompileOptions>();
   auto* cmd =
       app.add_subcommand("compile", "Export a model for another runtime (CoreML .mlpackage)");
-  cmd->add_option("model", o->model, "Model: a directory with model.rlx.json, or a graph JSON")
+  cmd->add_option(
+         "model", o->model,
+         "Model: a directory with model.rlx.json or torch-ir.json, a graph JSON, or a GGUF file")
       ->required();
   cmd->add_option("--target", o->target, "Target format")->check(CLI::IsMember({"coreml"}));
   cmd->add_option("-o,--output", o->out, "Output package (X.mlpackage)")->required();
   cmd->add_option("--opset", o->opset, "CoreML5..CoreML8 (default CoreML6)");
   cmd->add_flag("--fp16", o->fp16, "Store weights and compute in fp16 (I/O stays fp32)");
+  cmd->add_option("--seq-len", o->seq_len,
+                  "GGUF language models: the token count the exported graph takes (CoreML "
+                  "needs static lengths; default 64)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([o] {
-    Model m = load_model(o->model);
+    Model m = load_model(o->model, {.n_tokens = o->seq_len});
     coreml::ExportOptions eo;
     eo.opset = coreml::parse_opset(o->opset);
     eo.fp16 = o->fp16;

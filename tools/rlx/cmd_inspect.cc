@@ -1,4 +1,4 @@
-// rlx inspect MODEL [--format text|json|dot]
+// rlx inspect MODEL [--format text|json|dot] [--backend cpu|coreml]
 // rlx inspect MODEL --passes | --after PASS | --optimized | --print-after-all
 //                   [-O0|-O1] [--disable-pass NAME]...
 #include <cstdio>
@@ -12,7 +12,7 @@ namespace rlx::cli {
 namespace {
 
 struct InspectOptions {
-  std::string model, format = "text";
+  std::string model, format = "text", backend;
   std::string after;  // print the graph after this pass
   bool list_passes = false, optimized = false;
   PassFlags passes;
@@ -90,7 +90,8 @@ void print_json(const Model& m, const Facts& f) {
 }
 
 void print_passes(const CompileOptions& options) {
-  std::printf("pass pipeline (-O%d, backend %s):\n", options.opt_level, options.backend.c_str());
+  const std::string backend = (options.backend ? options.backend : default_backend())->name();
+  std::printf("pass pipeline (-O%d, backend %s):\n", options.opt_level, backend.c_str());
   for (const PassInfo& p : describe_pipeline(options)) {
     std::string state = p.enabled ? "runs" : p.why_not;
     std::printf("  %-9s %-10s %s\n", p.name.c_str(), state.c_str(), p.description.c_str());
@@ -140,7 +141,10 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--after", o->after, "Print the graph (text) after this pass has run");
   cmd->add_flag("--optimized", o->optimized, "Print the graph (text) after the whole pipeline");
   add_pass_flags(cmd, o->passes);
+  cmd->add_option("--backend", o->backend,
+                  "List the nodes this backend cannot take (" + join_backend_names() + ")");
   cmd->callback([o] {
+    if (!o->backend.empty()) return print_backend_support(load_model(o->model), o->backend);
     const bool debug =
         o->list_passes || !o->after.empty() || o->optimized || o->passes.print_after_all;
     CompileOptions options = compile_options(o->passes, stdout);

@@ -40,6 +40,9 @@ void inspect_gguf(const std::string& path, const std::string& format);
 std::vector<int32_t> parse_token_list(const std::string& text);
 void run_gguf_tokens(const std::string& path, const std::string& tokens, const std::string& out,
                      bool dequantize);
+// rlx inspect --backend NAME: every node of m the backend cannot take.
+void print_backend_support(const Model& m, const std::string& backend);
+std::string join_backend_names();  // "cpu, coreml"
 // 1234567 -> "1.18 MiB"
 std::string human_bytes(double bytes);
 llm::Weights weight_mode(bool dequantize);

@@ -1,10 +1,32 @@
 // The rlx command line: one file per subcommand; errors are one line on
 // stderr and exit code 1.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "commands.h"
 
+namespace {
+
+// The environment is read here, at the CLI edge, and nowhere in the library:
+// RLX_DEQUANT_CACHE_BYTES (bytes; 0 disables) and RLX_GGML_NUMERICS=1 become
+// the default CPU backend's options.
+rlx::CpuOptions cpu_options_from_env() {
+  rlx::CpuOptions o;
+  if (const char* env = std::getenv("RLX_DEQUANT_CACHE_BYTES"); env && *env) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (end && *end == 0) o.dequant_cache_bytes = size_t(v);
+  }
+  const char* v = std::getenv("RLX_GGML_NUMERICS");
+  o.ggml_numerics = v && *v && std::strcmp(v, "0") != 0;
+  return o;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  rlx::set_default_backend(rlx::make_cpu_backend(cpu_options_from_env()));
   CLI::App app{"rlx: import, optimize, run and export ML models"};
   app.require_subcommand(1);
   app.fallthrough();

@@ -1,5 +1,6 @@
 // rlx run MODEL.gguf --tokens "1 15043 3186": one prefill over a token list,
 // logits for every position.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
@@ -38,15 +39,20 @@ llm::Weights weight_mode(bool dequantize) {
 
 void run_gguf_tokens(const std::string& path, const std::string& tokens, const std::string& out,
                      bool dequantize) {
-  gguf::File f = gguf::read(path);
-  llm::Config c = llm::Config::from_gguf(f);
-  std::printf("%s\n", c.summary().c_str());
+  Model m = load_model(path, {.kv_cache = false, .all_logits = true, .dequantize = dequantize});
+  std::printf("%s\n", m.summary.c_str());
   std::vector<int32_t> ids = parse_token_list(tokens);
-  Model m =
-      llm::build_model(f, c, {.kv_cache = false, .all_logits = true}, weight_mode(dequantize));
+  const Graph& g = m.graph;
+  auto logits = std::find_if(g.outputs().begin(), g.outputs().end(),
+                             [](const auto& o) { return o.name == "logits"; });
+  RLX_CHECK(logits != g.outputs().end(), path, ": the model has no 'logits' output");
+  const Shape& ls = g.node(logits->node).shape;
+  RLX_CHECK(ls.rank() == 2 && ls.dims[1].is_static(), path, ": logits are ", ls.str(),
+            ", expected [tokens, n_vocab]");
+  const int64_t n_vocab = ls.dims[1].value;
   auto exe = Executable::compile(std::move(m.graph), m.weights);
   Session session(exe);
-  TensorMap inputs = llm::token_inputs(ids, 0, c.n_vocab);
+  TensorMap inputs = llm::token_inputs(ids, 0, n_vocab);
   auto t0 = std::chrono::steady_clock::now();
   TensorMap outputs = session.run(inputs);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

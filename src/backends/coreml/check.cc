@@ -8,9 +8,9 @@
 #include <set>
 #include <sstream>
 
-#include "coreml.h"
 #include "mil.h"
 #include "model.pb.h"
+#include "rlx/coreml.h"
 
 namespace rlx::coreml {
 namespace {

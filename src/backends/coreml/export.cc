@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "coreml.h"
 #include "lower.h"
 #include "model.pb.h"
+#include "rlx/coreml.h"
 #include "rlx/error.h"
 
 namespace rlx::coreml {
@@ -41,10 +41,15 @@ const LowerTable& lower_table() {
   return t;
 }
 
+Support supports(const Node& n) {
+  if (n.op == Op::Input || lower_table()[size_t(n.op)]) return Support::yes();
+  return Support::no("no MIL lowering");
+}
+
 std::map<std::string, int> unsupported_ops(const Graph& g) {
   std::map<std::string, int> missing;
   for (const Node& n : g.nodes())
-    if (n.op != Op::Input && !lower_table()[size_t(n.op)]) ++missing[op_name(n.op)];
+    if (!supports(n)) ++missing[op_name(n.op)];
   return missing;
 }
 

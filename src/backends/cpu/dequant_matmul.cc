@@ -9,13 +9,12 @@
 //    tiles); inside a task every activation row of the block is run against
 //    the tile, so a tile is read from memory once and then from cache.
 //  * tiled: types without vec_dot are dequantized once to f32 into the
-//    process-wide DequantCache when they fit its budget (then a GEMV over
+//    backend instance's DequantCache when they fit its budget (then a GEMV over
 //    the f32 rows for small M, one sgemm otherwise); for M >= kGemmMinRows
 //    the direct types come here too, without the cache. Uncached, each task
 //    dequantizes a few rows into thread-local scratch (bounded) and runs a
 //    small sgemm on them. Never the whole model up front.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -101,7 +100,7 @@ void add_bias(const Problem& p) {
 constexpr int64_t kGemmMinRows = 16;
 
 void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>& owner,
-           bool use_cache) {
+           quant::DequantCache* cache) {
   auto fill = [&](float* dst) {
     parallel_for(p.N, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(p.K, 1)),
                  [&](int64_t b, int64_t e) {
@@ -111,7 +110,7 @@ void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>
   };
   const quant::DequantCache::Key key{p.w, tr.type, p.N, p.K};
   quant::DequantCache::Floats wf;
-  if (use_cache) wf = quant::dequant_cache().get_or_fill(key, size_t(p.N) * p.rb, owner, fill);
+  if (cache) wf = cache->get_or_fill(key, size_t(p.N) * p.rb, owner, fill);
   if (wf && p.M < kGemmMinRows) {
     // Few rows: bandwidth-bound GEMV over the cached f32 rows.
     Problem q = p;
@@ -177,16 +176,12 @@ void dequant_matmul(const KernelCall& c) {
     return;
   }
   const Problem p{x.data<float>(), static_cast<const uint8_t*>(w.raw()), bias, y, M, N, K, rb};
-  // RLX_GGML_NUMERICS=1 quantizes activations at every M, as ggml does, so
-  // logits can be compared with llama.cpp's rounding for rounding.
-  static const bool ggml_numerics = [] {
-    const char* v = std::getenv("RLX_GGML_NUMERICS");
-    return v && *v && std::strcmp(v, "0") != 0;
-  }();
-  if (tr.vec_dot && (M < kGemmMinRows || ggml_numerics))
+  // ggml_numerics quantizes activations at every M, as ggml does, so logits
+  // can be compared with llama.cpp's rounding for rounding.
+  if (tr.vec_dot && (M < kGemmMinRows || c.ctx.ggml_numerics))
     direct(p, tr);
   else  // types with a direct kernel stream tiles instead of filling the cache
-    tiled(p, tr, w.buffer(), /*use_cache=*/!tr.vec_dot);
+    tiled(p, tr, w.buffer(), tr.vec_dot ? nullptr : c.ctx.dequant_cache);
 }
 
 }  // namespace rlx::cpu

@@ -7,12 +7,24 @@
 #include "rlx/graph.h"
 #include "rlx/tensor.h"
 
+namespace rlx::quant {
+class DequantCache;
+}
+
 namespace rlx::cpu {
+
+// What one CPU backend instance carries into its kernels (its options and
+// caches): nothing here is process-wide.
+struct Context {
+  quant::DequantCache* dequant_cache = nullptr;  // null: no caching
+  bool ggml_numerics = false;                    // CpuOptions::ggml_numerics
+};
 
 struct KernelCall {
   const Node& node;
   std::span<const Tensor> in;
   Tensor& out;
+  const Context& ctx;
 };
 
 using KernelFn = void (*)(const KernelCall&);

@@ -16,7 +16,7 @@ class LlmBuilder {
       : c_(c), b_(m.graph), weights_(f, w, m.weights) {}
 
   void build(const GraphOptions& o) {
-    const Dim T = Dim::symbol("tokens");
+    const Dim T = o.n_tokens > 0 ? Dim(o.n_tokens) : Dim::symbol("tokens");
     NodeId tokens = b_.input("tokens", Shape({T}, DType::I64));
     positions_ = b_.input("positions", Shape({T}, DType::I64));
     if (c_.rope_freqs) freq_factors_ = weights_.dense(b_, "rope_freqs.weight");

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "backends/coreml/coreml.h"
 #include "model.pb.h"
+#include "rlx/coreml.h"
 #include "rlx/rlx.h"
 
 namespace fs = std::filesystem;

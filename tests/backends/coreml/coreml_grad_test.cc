@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
-#include "backends/coreml/coreml.h"
 #include "model.pb.h"
+#include "rlx/coreml.h"
 #include "rlx/rlx.h"
 
 namespace fs = std::filesystem;

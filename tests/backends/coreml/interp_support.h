@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include "backends/coreml/coreml.h"
 #include "backends/coreml/interp/interp.h"
+#include "rlx/coreml.h"
 #include "rlx/rlx.h"
 #include "support/testing.h"
 

@@ -1,5 +1,7 @@
-// Prefill / decode over the KV-cache graph: the cache tensors returned by one
-// run are the cache inputs of the next, so the prompt is never re-run.
+// The LLM session (prefill / decode over the KV-cache graph) lives in the
+// umbrella because it needs both the GGUF frontend and the runtime: the cache
+// tensors returned by one run are the cache inputs of the next, so the prompt
+// is never re-run.
 #include "rlx/error.h"
 #include "rlx/llm.h"
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "rlx/backend.h"
 #include "rlx/graph.h"
 #include "rlx/io.h"
 
@@ -22,6 +23,9 @@ std::string opset_name(int opset);
 // CoreML spec version an opset needs (CoreML5 -> 6 ... CoreML8 -> 9).
 int spec_version_for(int opset);
 
+// Whether `n` lowers to MIL: the one answer behind unsupported_ops,
+// export_package's check and make_coreml_backend()->supports(n).
+Support supports(const Node& n);
 // Ops of `g` with no lowering, with counts. Empty when everything lowers.
 std::map<std::string, int> unsupported_ops(const Graph& g);
 // Every IR op that has a lowering (op-table names), for docs and tests.

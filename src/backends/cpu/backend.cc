@@ -1,0 +1,94 @@
+// The CPU backend: supports() asks the dispatch table, compile() looks every
+// node's kernel up once, and runs call them, computing f16/bf16 in f32 for
+// kernels that only compute in f32.
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel.h"
+#include "quant/dequant_cache.h"
+#include "rlx/backend.h"
+#include "rlx/error.h"
+
+namespace rlx::cpu {
+namespace {
+
+bool is_low_precision(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+void call_kernel(const KernelEntry& k, const Context& ctx, const Node& n,
+                 std::span<const Tensor> in, Tensor& out) {
+  bool upcast = !k.all_dtypes && is_low_precision(out.dtype());
+  for (const Tensor& t : in) upcast = upcast || (!k.all_dtypes && is_low_precision(t.dtype()));
+  if (!upcast) {
+    k.fn(KernelCall{n, in, out, ctx});
+    return;
+  }
+  std::vector<Tensor> wide;
+  wide.reserve(in.size());
+  for (const Tensor& t : in) wide.push_back(is_low_precision(t.dtype()) ? t.to(DType::F32) : t);
+  Tensor wide_out(out.dims(), is_low_precision(out.dtype()) ? DType::F32 : out.dtype());
+  k.fn(KernelCall{n, wide, wide_out, ctx});
+  cast_elements(wide_out.raw(), wide_out.dtype(), out.raw(), out.dtype(), out.numel());
+}
+
+KernelEntry checked_kernel(const Node& n) {
+  KernelEntry k = kernel_for(n.op);
+  RLX_CHECK(k.fn, n.label(), ": the CPU backend has no kernel for '", op_name(n.op), "'");
+  return k;
+}
+
+class CpuGraph final : public CompiledGraph {
+ public:
+  CpuGraph(const Graph& g, const Context& ctx) : ctx_(ctx), table_(g.size()) {
+    // Input/param/constant are bound by the runtime; other leaves (full,
+    // arange) have kernels like any op.
+    for (const Node& n : g.nodes())
+      if (n.op != Op::Input && n.op != Op::Param && n.op != Op::Constant)
+        table_[size_t(n.id)] = checked_kernel(n);
+  }
+  void run(const Node& n, std::span<const Tensor> in, Tensor& out) const override {
+    const KernelEntry& k = table_[size_t(n.id)];
+    RLX_CHECK(k.fn, n.label(), ": not a node of the compiled graph");
+    call_kernel(k, ctx_, n, in, out);
+  }
+
+ private:
+  const Context& ctx_;
+  std::vector<KernelEntry> table_;  // per node id; empty for leaves
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const CpuOptions& o)
+      : cache_(o.dequant_cache_bytes), ctx_{&cache_, o.ggml_numerics} {}
+  std::string name() const override { return "cpu"; }
+  Support supports(const Node& n) const override {
+    if (is_leaf(n.op) || kernel_for(n.op).fn) return Support::yes();
+    return Support::no("no CPU kernel");
+  }
+  std::unique_ptr<CompiledGraph> compile(const Graph& g) const override {
+    return std::make_unique<CpuGraph>(g, ctx_);
+  }
+  void run_node(const Node& n, std::span<const Tensor> in, Tensor& out) const override {
+    call_kernel(checked_kernel(n), ctx_, n, in, out);
+  }
+  const quant::DequantCache& cache() const { return cache_; }
+
+ private:
+  mutable quant::DequantCache cache_;  // synchronized internally
+  Context ctx_;
+};
+
+}  // namespace
+
+const quant::DequantCache* dequant_cache_of(const Backend& b) {
+  auto* cpu = dynamic_cast<const CpuBackend*>(&b);
+  return cpu ? &cpu->cache() : nullptr;
+}
+
+}  // namespace rlx::cpu
+
+namespace rlx {
+std::shared_ptr<const Backend> make_cpu_backend(const CpuOptions& options) {
+  return std::make_shared<cpu::CpuBackend>(options);
+}
+}  // namespace rlx
