@@ -46,54 +46,33 @@ namespace {
 // ---- one field: kind names, reading from and writing to AttrValue
 
 template <typename T>
-struct Kind;
-template <>
-struct Kind<int64_t> {
-  static std::string name() { return "int"; }
-};
-template <>
-struct Kind<double> {
-  static std::string name() { return "float"; }
-};
-template <>
-struct Kind<bool> {
-  static std::string name() { return "bool"; }
-};
-template <>
-struct Kind<std::string> {
-  static std::string name() { return "string"; }
-};
-template <>
-struct Kind<std::vector<int64_t>> {
-  static std::string name() { return "int list"; }
-};
-template <>
-struct Kind<std::vector<double>> {
-  static std::string name() { return "float list"; }
-};
-template <>
-struct Kind<DType> {
-  static std::string name() { return "dtype"; }
-};
-template <>
-struct Kind<Op> {
-  static std::string name() { return "op name"; }
-};
+struct IsOptional : std::false_type {};
 template <typename T>
-struct Kind<std::optional<T>> {
-  static std::string name() { return Kind<T>::name(); }
-};
-template <AttrEnum E>
-struct Kind<E> {
-  static std::string name() {
+struct IsOptional<std::optional<T>> : std::true_type {};
+
+// What a field of type T accepts, for messages and the schema listing.
+template <typename T>
+std::string kind_name() {
+  if constexpr (IsOptional<T>::value) {
+    return kind_name<typename T::value_type>();
+  } else if constexpr (AttrEnum<T>) {
     std::string s;
     for (int i = 0;; ++i) {
-      std::string_view v = enum_value_name(EnumInfo<E>::values, i);
+      std::string_view v = enum_value_name(EnumInfo<T>::values, i);
       if (v.empty()) return s;
       s += (i ? "|" : "") + std::string(v);
     }
+  } else {
+    if constexpr (std::is_same_v<T, int64_t>) return "int";
+    if constexpr (std::is_same_v<T, double>) return "float";
+    if constexpr (std::is_same_v<T, bool>) return "bool";
+    if constexpr (std::is_same_v<T, std::string>) return "string";
+    if constexpr (std::is_same_v<T, std::vector<int64_t>>) return "int list";
+    if constexpr (std::is_same_v<T, std::vector<double>>) return "float list";
+    if constexpr (std::is_same_v<T, DType>) return "dtype";
+    if constexpr (std::is_same_v<T, Op>) return "op name";
   }
-};
+}
 
 // Reads `v` into `out`; false when the kind does not fit.
 bool read(const AttrValue& v, int64_t& out) {
@@ -171,7 +150,7 @@ std::string schema_of() {
   S a{};
   visit_fields(a, a, [&](const char* key, const auto& field, const auto&, bool required) {
     using T = std::remove_cvref_t<decltype(field)>;
-    s += (s.empty() ? "" : ", ") + std::string(key) + ": " + Kind<T>::name();
+    s += (s.empty() ? "" : ", ") + std::string(key) + ": " + kind_name<T>();
     if (required)
       s += " (required)";
     else if (auto v = write(field))
@@ -203,7 +182,7 @@ OpAttrs parse_set(Op op, const Attrs& map) {
     }
     using T = std::remove_cvref_t<decltype(field)>;
     RLX_CHECK(ok, op_name(op), ": attribute '", key, "' is ", attr_value_str(*v), ", expected ",
-              Kind<T>::name());
+              kind_name<T>());
   });
   if (used != map.items().size()) {
     std::string unknown;
