@@ -20,9 +20,9 @@ NodeId Builder::arange(int64_t count, double start, double step, DType t) {
 }
 
 NodeId Builder::linear(NodeId x, NodeId w, NodeId b) {
-  int r = g_.node(w).shape.rank();
-  NodeId wt = transpose(w, r == 2 ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0});
-  NodeId y = matmul(x, wt);
+  // w [out, in] is read in place (transpose_b); a 1-d w is a dot product.
+  NodeId y =
+      g_.node(w).shape.rank() == 2 ? op(Op::MatMul, {x, w}, {{"transpose_b", true}}) : matmul(x, w);
   return b >= 0 ? add(y, b) : y;
 }
 

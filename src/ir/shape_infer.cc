@@ -419,10 +419,15 @@ Shape infer_dequant_embedding(const Node& n, const In& in) {
   return Shape(out, DType::F32);
 }
 
-Shape infer_matmul(const Node&, const In& in) {
+Shape infer_matmul(const Node& n, const In& in) {
   same_dtype(*in[0], *in[1]);
   std::vector<Dim> a = in[0]->dims, b = in[1]->dims;
   RLX_CHECK(!a.empty() && !b.empty(), "matmul: scalars are not allowed");
+  const auto& t = n.attrs_as<MatMulAttrs>();
+  RLX_CHECK((!t.transpose_a || a.size() >= 2) && (!t.transpose_b || b.size() >= 2),
+            "matmul: transpose_a/transpose_b need an operand of rank >= 2");
+  if (t.transpose_a) std::swap(a[a.size() - 1], a[a.size() - 2]);
+  if (t.transpose_b) std::swap(b[b.size() - 1], b[b.size() - 2]);
   bool a1 = a.size() == 1, b1 = b.size() == 1;
   if (a1) a.insert(a.begin(), Dim(1));
   if (b1) b.emplace_back(1);

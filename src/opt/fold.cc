@@ -8,14 +8,22 @@
 namespace rlx::opt {
 
 Graph fold_constants(const Graph& g, const Evaluator& eval, size_t max_bytes) {
+  // Nodes no output depends on (left behind by simplify) are copied, not
+  // evaluated: folding a dead weight transpose would only cost load time.
+  std::vector<bool> live(g.size(), false);
+  for (const auto& o : g.outputs()) live[size_t(o.node)] = true;
+  for (size_t i = g.size(); i-- > 0;)
+    if (live[i])
+      for (NodeId in : g.node(NodeId(i)).inputs) live[size_t(in)] = true;
   Rewriter rw(g);
   for (const Node& n : g.nodes()) {
-    bool foldable = !is_leaf(n.op) && n.shape.is_static() &&
+    bool foldable = live[size_t(n.id)] && !is_leaf(n.op) && n.shape.is_static() &&
                     size_t(n.shape.numel()) * dtype_size(n.shape.dtype) <= max_bytes;
     for (NodeId in : n.inputs)
       foldable = foldable && rw.out().node(rw.mapped(in)).op == Op::Constant;
     if (n.op == Op::Full || n.op == Op::Arange)
-      foldable = size_t(n.shape.numel()) * dtype_size(n.shape.dtype) <= max_bytes;
+      foldable =
+          live[size_t(n.id)] && size_t(n.shape.numel()) * dtype_size(n.shape.dtype) <= max_bytes;
     if (!foldable) {
       rw.copy(n.id);
       continue;

@@ -48,8 +48,10 @@ std::string property_names(unsigned props) {
 const std::vector<std::unique_ptr<Pass>>& pass_registry() {
   static const std::vector<std::unique_ptr<Pass>> passes = [] {
     std::vector<std::unique_ptr<Pass>> v;
-    v.push_back(make_fold_pass());
+    // simplify first: it is structural, and folding a transpose it removes
+    // (x @ w^T) would copy the weight at load time for nothing.
     v.push_back(make_simplify_pass());
+    v.push_back(make_fold_pass());
     v.push_back(make_cse_pass());
     v.push_back(make_dce_pass());
     return v;

@@ -86,23 +86,30 @@ class Simplifier {
     rw_.map(n.id, x.id);
     return true;
   }
-  // `n` becomes a new node `op(x, attrs)` with n's name and origin, if it
+  // `n` becomes a new node `op(xs..., attrs)` with n's name and origin, if it
   // infers to exactly n's shape.
-  bool replace(const Node& n, Op op, const Node& x, OpAttrs attrs) {
+  bool replace(const Node& n, Op op, std::vector<const Node*> xs, OpAttrs attrs) {
     Node m;
     m.op = op;
-    m.inputs = {x.id};
+    std::vector<const Shape*> shapes;
+    for (const Node* x : xs) {
+      m.inputs.push_back(x->id);
+      shapes.push_back(&x->shape);
+    }
     m.attrs = std::move(attrs);
     m.name = n.name;
     m.origin = n.origin;
     try {
-      m.shape = infer_shape(m, {&x.shape});
+      m.shape = infer_shape(m, shapes);
     } catch (const Error&) {
       return false;
     }
     if (!(m.shape == n.shape)) return false;
     rw_.map(n.id, rw_.out().append_raw(std::move(m)));
     return true;
+  }
+  bool replace(const Node& n, Op op, const Node& x, OpAttrs attrs) {
+    return replace(n, op, std::vector<const Node*>{&x}, std::move(attrs));
   }
 
   bool simplify(const Node& n) {
@@ -116,10 +123,13 @@ class Simplifier {
       case Op::Sub:
         return is_splat(in(n, 1), 0) && forward(n, in(n, 0));
       case Op::Div:  // x / 1 is x unless it also rounds a float (floor(x / 1) != x)
-        return (n.attrs_as<DivAttrs>().rounding == DivRounding::none || is_integer(n.shape.dtype)) && is_splat(in(n, 1), 1) &&
-               forward(n, in(n, 0));
+        return (n.attrs_as<DivAttrs>().rounding == DivRounding::none ||
+                is_integer(n.shape.dtype)) &&
+               is_splat(in(n, 1), 1) && forward(n, in(n, 0));
       case Op::Transpose:
         return simplify_transpose(n);
+      case Op::MatMul:
+        return simplify_matmul(n);
       case Op::Reshape: {
         const Node& x = in(n, 0);
         if (forward(n, x)) return true;  // to its own shape
@@ -152,6 +162,36 @@ class Simplifier {
     for (int i = 0; i < r; ++i) identity = identity && perm[size_t(i)] == i;
     if (identity) return forward(n, *src);
     return src != &x && replace(n, Op::Transpose, *src, TransposeAttrs{std::move(perm)});
+  }
+
+  // A transpose that swaps only the last two dims.
+  static bool swaps_last_two(const Node& t) {
+    if (t.op != Op::Transpose || t.shape.rank() < 2) return false;
+    const int r = t.shape.rank();
+    const auto& perm = t.attrs_as<TransposeAttrs>().perm;
+    for (int i = 0; i < r; ++i) {
+      const int want = i < r - 2 ? i : (i == r - 2 ? r - 1 : r - 2);
+      if (normalize_axis(perm[size_t(i)], r) != want) return false;
+    }
+    return true;
+  }
+
+  // matmul(transpose(y), ...) with a last-two-dims transpose reads y in place
+  // (transpose_a/b), so x @ w^T never copies w: not at run time, and not at
+  // load time either, since this runs before fold. The transpose stays for
+  // its other users; dce drops it when there are none.
+  bool simplify_matmul(const Node& n) {
+    MatMulAttrs a = n.attrs_as<MatMulAttrs>();
+    std::vector<const Node*> xs = {&in(n, 0), &in(n, 1)};
+    bool changed = false;
+    for (size_t k = 0; k < 2; ++k) {
+      if (!swaps_last_two(*xs[k])) continue;
+      bool& flag = k == 0 ? a.transpose_a : a.transpose_b;
+      flag = !flag;
+      xs[k] = &arg(*xs[k], 0);
+      changed = true;
+    }
+    return changed && replace(n, Op::MatMul, xs, a);
   }
 
   bool simplify_cast(const Node& n) {
@@ -187,8 +227,8 @@ class SimplifyPass final : public Pass {
  public:
   std::string_view name() const override { return "simplify"; }
   std::string_view description() const override {
-    return "algebraic identities: x*1, x+0, x-0, x/1, transpose/reshape/cast chains, no-op "
-           "reshape/cast/expand/slice";
+    return "algebraic identities: x*1, x+0, x-0, x/1, transpose/reshape/cast chains, "
+           "transposes folded into matmul, no-op reshape/cast/expand/slice";
   }
   Graph run(const Graph& g, const PassContext&) const override { return simplify_algebra(g); }
 };

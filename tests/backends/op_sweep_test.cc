@@ -77,7 +77,7 @@ std::vector<Sample> samples() {
       {Op::DequantEmbedding,
        {bytes({5, 34}), idx({2}, 4)},
        {{"scheme", std::string("q8_0")}, {"k", 32}}},
-      {Op::MatMul, {x, f32({3, 4})}, {}},
+      {Op::MatMul, {x, f32({4, 3})}, {{"transpose_b", true}}},
       {Op::DequantMatmul,
        {f32({2, 32}), bytes({3, 34})},
        {{"scheme", std::string("q8_0")}, {"k", 32}}},

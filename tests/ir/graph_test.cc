@@ -30,7 +30,8 @@ TEST(Graph, BuilderRecordsNodesNamesAndOrigins) {
   NodeId y = b.linear(x, w);
   NodeId r = b.relu(y);
   g.add_output("out", r);
-  EXPECT_EQ(g.size(), 5u);  // x, w, transpose, matmul, relu
+  EXPECT_EQ(g.size(), 4u);  // x, w, matmul (reading w transposed in place), relu
+  EXPECT_TRUE(g.node(y).attrs_as<MatMulAttrs>().transpose_b);
   EXPECT_EQ(g.node(r).shape, S({sym("batch"), 8}));
   EXPECT_EQ(g.node(y).op, Op::MatMul);
   EXPECT_EQ(g.node(y).origin, "model.fc");

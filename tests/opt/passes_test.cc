@@ -23,7 +23,8 @@ struct TestEval {
     ++calls;
     if (n.op == Op::Full) {
       Tensor t(n.shape.concrete(), DType::F32);
-      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = float(n.attrs_as<FullAttrs>().value);
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.data<float>()[i] = float(n.attrs_as<FullAttrs>().value);
       return t;
     }
     Tensor out(in[0].dims(), DType::F32);

@@ -106,6 +106,54 @@ TEST(Simplify, TransposeChainsCompose) {
   EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
 }
 
+// x @ w^T (and w^T @ x) read w in place; a transpose of other dims stays.
+TEST(Simplify, LastTwoDimsTransposeFoldsIntoMatmul) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({2, 5, 4}));
+  NodeId w = b.input("w", S({3, 4}));
+  NodeId xw = b.matmul(x, b.transpose(w, {1, 0}));                              // [2,5,4] @ [4,3]
+  NodeId wx = b.matmul(b.transpose(x, {0, 2, 1}), b.input("y", S({2, 5, 6})));  // [2,4,5] @ [2,5,6]
+  NodeId kept =
+      b.matmul(b.transpose(b.input("z", S({4, 2, 3})), {1, 0, 2}), b.input("v", S({3, 7})));
+  g.add_output("xw", xw);
+  g.add_output("wx", wx);
+  g.add_output("kept", kept);
+  Graph s = simplified(g);
+  EXPECT_EQ(count_op(s, Op::Transpose), 1) << to_text(s);
+  int flagged = 0;
+  for (const Node& n : s.nodes())
+    if (n.op == Op::MatMul) {
+      const auto& a = n.attrs_as<MatMulAttrs>();
+      flagged += a.transpose_a + a.transpose_b;
+    }
+  EXPECT_EQ(flagged, 2) << to_text(s);
+  TensorMap in{{"x", random_tensor({2, 5, 4}, DType::F32, 1)},
+               {"w", random_tensor({3, 4}, DType::F32, 2)},
+               {"y", random_tensor({2, 5, 6}, DType::F32, 3)},
+               {"z", random_tensor({4, 2, 3}, DType::F32, 4)},
+               {"v", random_tensor({3, 7}, DType::F32, 5)}};
+  EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+}
+
+// A linear layer's weight is read in place: compiling binds it without a
+// transposed copy (simplify runs before fold, and fold skips the dead transpose).
+TEST(Simplify, LinearWeightsAreNotCopiedAtLoad) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({2, 4}));
+  g.add_output("y", b.matmul(x, b.transpose(b.param("w", S({3, 4})), {1, 0})));
+  TensorMap weights{{"w", random_tensor({3, 4}, DType::F32, 7)}};
+  Graph c = testing::compiled_graph(g, weights);
+  EXPECT_EQ(count_op(c, Op::Transpose), 0) << to_text(c);
+  for (const Node& n : c.nodes()) {
+    if (n.op != Op::Constant) continue;
+    EXPECT_EQ(n.value.raw(), weights.at("w").raw()) << "weight was copied";
+  }
+  EXPECT_TRUE(testing::same_with_and_without(g, {{"x", random_tensor({2, 4}, DType::F32, 8)}},
+                                             weights, "simplify"));
+}
+
 TEST(Simplify, ReshapeChainsCollapseAndNoOpReshapesGo) {
   Graph g;
   Builder b(g);

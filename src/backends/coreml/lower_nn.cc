@@ -10,11 +10,12 @@ namespace {
 
 Val lower_matmul(Lowering& L, const Node& n) {
   const std::string h = L.hint(n);
+  const auto& a = n.attrs_as<MatMulAttrs>();
   return L.b.op("matmul",
                 {{"x", L.in(n, 0)},
                  {"y", L.in(n, 1)},
-                 {"transpose_x", L.b.boolean(false, h + "_tx")},
-                 {"transpose_y", L.b.boolean(false, h + "_ty")}},
+                 {"transpose_x", L.b.boolean(a.transpose_a, h + "_tx")},
+                 {"transpose_y", L.b.boolean(a.transpose_b, h + "_ty")}},
                 L.type_of(n), h);
 }
 

@@ -16,6 +16,7 @@ namespace {
 
 struct Plan {
   int64_t M = 0, N = 0, K = 0;
+  bool ta = false, tb = false;        // operands stored [K,M] / [N,K] (transpose_a/b)
   int64_t a_batch = 1, b_batch = 1;   // numel of each operand's own batch dims
   std::vector<int64_t> a_off, b_off;  // per output batch: element offsets into a, b
 };
@@ -31,6 +32,14 @@ Plan make_plan(const KernelCall& c) {
   if (ad.size() == 1) ad.insert(ad.begin(), 1);
   if (bd.size() == 1) bd.push_back(1);
   Plan p;
+  const auto& t = c.node.attrs_as<MatMulAttrs>();
+  p.ta = t.transpose_a;
+  p.tb = t.transpose_b;
+  RLX_CHECK((!p.ta || a.rank() >= 2) && (!p.tb || b.rank() >= 2), where,
+            ": transpose needs rank >= 2");
+  // The logical (transposed) dims; the data keeps its stored layout.
+  if (p.ta) std::swap(ad[ad.size() - 1], ad[ad.size() - 2]);
+  if (p.tb) std::swap(bd[bd.size() - 1], bd[bd.size() - 2]);
   p.M = ad[ad.size() - 2];
   p.K = ad.back();
   p.N = bd.back();
@@ -77,9 +86,10 @@ template <typename T>
 void matmul_float(const Plan& p, const T* a, const T* b, T* out) {
   const int64_t nb = int64_t(p.a_off.size()), M = p.M, N = p.N, K = p.K;
   if (nb == 0 || M == 0 || N == 0) return;
-  // b shared by every batch and a not broadcast: one tall GEMM.
-  if (p.b_batch == 1 && p.a_batch == nb) {
-    gemm(false, false, nb * M, N, K, T(1), a, K, b, N, T(0), out, N);
+  const int64_t lda = p.ta ? M : K, ldb = p.tb ? K : N;
+  // b shared by every batch and a not broadcast (nor transposed): one tall GEMM.
+  if (p.b_batch == 1 && p.a_batch == nb && !p.ta) {
+    gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N);
     return;
   }
   const int64_t macs = M * N * std::max<int64_t>(K, 1);
@@ -88,13 +98,13 @@ void matmul_float(const Plan& p, const T* a, const T* b, T* out) {
     int64_t grain = std::max<int64_t>(1, kGemmSplitMacs / macs);
     parallel_for(nb, grain, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t)
-        gemm_serial(false, false, M, N, K, T(1), a + p.a_off[size_t(t)], K, b + p.b_off[size_t(t)],
-                    N, T(0), out + t * M * N, N);
+        gemm_serial(p.ta, p.tb, M, N, K, T(1), a + p.a_off[size_t(t)], lda, b + p.b_off[size_t(t)],
+                    ldb, T(0), out + t * M * N, N);
     });
   } else {
     for (int64_t t = 0; t < nb; ++t)
-      gemm(false, false, M, N, K, T(1), a + p.a_off[size_t(t)], K, b + p.b_off[size_t(t)], N, T(0),
-           out + t * M * N, N);
+      gemm(p.ta, p.tb, M, N, K, T(1), a + p.a_off[size_t(t)], lda, b + p.b_off[size_t(t)], ldb,
+           T(0), out + t * M * N, N);
   }
 }
 
@@ -109,13 +119,16 @@ void matmul_int(const Plan& p, const T* a, const T* b, T* out) {
     std::vector<uint64_t> acc(static_cast<size_t>(N));
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t t = r / M, i = r % M;
-      const T* ar = a + p.a_off[size_t(t)] + i * K;
+      const T* am = a + p.a_off[size_t(t)];
       const T* bm = b + p.b_off[size_t(t)];
+      // Element (row, col) of a stored operand, transposed or not.
+      const int64_t a_row = p.ta ? 1 : K, a_col = p.ta ? M : 1;
+      const int64_t b_row = p.tb ? 1 : N, b_col = p.tb ? K : 1;
       std::fill(acc.begin(), acc.end(), 0);
       for (int64_t k = 0; k < K; ++k) {
-        const uint64_t av = uint64_t(int64_t(ar[k]));
-        const T* br = bm + k * N;
-        for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += av * uint64_t(int64_t(br[j]));
+        const uint64_t av = uint64_t(int64_t(am[i * a_row + k * a_col]));
+        const T* br = bm + k * b_row;
+        for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += av * uint64_t(int64_t(br[j * b_col]));
       }
       T* o = out + r * N;
       for (int64_t j = 0; j < N; ++j) o[j] = T(acc[size_t(j)]);

@@ -227,6 +227,10 @@ std::vector<OpCase> cases() {
       {"matmul_batch_broadcast", Op::MatMul, {f({2, 1, 3, 4}), f({3, 4, 5})}, {}, 1e-5, 6e-3});
   c.push_back({"matmul_vec", Op::MatMul, {f({4}), f({2, 4, 3})}});
   c.push_back({"matmul_param", Op::MatMul, {f(s), p({4, 6})}});
+  c.push_back({"matmul_transposed",
+               Op::MatMul,
+               {f({2, 4, 3}), p({5, 4})},
+               {{"transpose_a", true}, {"transpose_b", true}}});
   auto conv = [&](const std::string& n, In x, In w, bool bias, Attrs a, double t16 = 1e-2) {
     std::vector<In> ins{x, w};
     if (bias) ins.push_back(p({w.dims[0]}));

@@ -108,6 +108,44 @@ TEST(MatMul, MatchesScalarReference) {
   }
 }
 
+// The last two dims of t swapped (a stored-transposed operand).
+Tensor swap_last_two(const Tensor& t) {
+  std::vector<int64_t> perm(size_t(t.rank()));
+  for (int i = 0; i < t.rank(); ++i) perm[size_t(i)] = i;
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return run_op(Op::Transpose, {t}, {{"perm", perm}});
+}
+
+// transpose_a/b read an operand stored with its last two dims swapped: every
+// path (one tall GEMM, threads over batches, split GEMMs, integers) against
+// the reference on the logical operands.
+TEST(MatMul, TransposedOperandsMatchTheReference) {
+  uint64_t seed = 100;
+  std::vector<Case> all = cases();
+  all.push_back({"i32", {2, 3, 4}, {4, 5}, DType::I32});
+  all.push_back({"i8_batched", {3, 2, 6}, {3, 6, 4}, DType::I8});
+  int checked = 0;
+  for (const Case& c : all) {
+    Tensor a = random_tensor(c.a, c.dt, seed++), b = random_tensor(c.b, c.dt, seed++);
+    const Tensor want = ref_matmul(a, b);
+    const double tol = c.dt == DType::F64 ? 1e-12 : is_float(c.dt) ? kAtol32 : 0;
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        if ((ta && a.rank() < 2) || (tb && b.rank() < 2) || (!ta && !tb)) continue;
+        Tensor got = run_op(Op::MatMul, {ta ? swap_last_two(a) : a, tb ? swap_last_two(b) : b},
+                            {{"transpose_a", ta}, {"transpose_b", tb}});
+        EXPECT_TRUE(all_close(got, want, tol, tol)) << c.name << " ta=" << ta << " tb=" << tb;
+        ++checked;
+      }
+  }
+  EXPECT_GT(checked, 40);
+  // A transposed 1-d operand has no last two dims.
+  EXPECT_THROW(
+      run_op(Op::MatMul, {random_tensor({4}, DType::F32, 1), random_tensor({4, 5}, DType::F32, 2)},
+             {{"transpose_a", true}}),
+      Error);
+}
+
 TEST(MatMul, MatchesTorch) {
   std::vector<testing::GoldenCase> gc;
   std::vector<std::pair<Tensor, Tensor>> ins;
