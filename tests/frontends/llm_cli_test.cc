@@ -56,6 +56,19 @@ TEST_F(LlmCli, RunWritesLogitsForEveryToken) {
   r = run_cli("run " + path("tiny.gguf") + " --tokens '1 50'");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("outside the vocabulary"), std::string::npos) << r.output;
+  // The pass flags reach GGUF models too: the same logits with no passes.
+  r = run_cli("run " + path("tiny.gguf") + " --tokens '1 5 7 9' -O0 --print-after-all --out " +
+              path("l0.safetensors"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("after fold"), std::string::npos) << r.output;
+  EXPECT_LT(max_error(read_safetensors(path("l0.safetensors")).at("logits"), {1, 5, 7, 9}), 2e-4);
+  r = run_cli("run " + path("tiny.gguf") + " --tokens '1 5' --print-after-all --disable-pass cse");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("after fold: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("after cse: "), std::string::npos) << r.output;
+  r = run_cli("run " + path("tiny.gguf") + " --tokens '1 5' --disable-pass nope");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("unknown pass 'nope'"), std::string::npos) << r.output;
 }
 
 TEST_F(LlmCli, GenerateStreamsAndReportsSpeed) {

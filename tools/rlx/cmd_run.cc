@@ -29,13 +29,13 @@ std::string signature(const Graph& g) {
 
 void run(const RunOptions& o) {
   set_num_threads(o.threads);
+  CompileOptions copts = compile_options(o.passes, stderr);
   if (is_gguf_path(o.model)) {
     RLX_CHECK(!o.tokens.empty(), o.model,
               ": a GGUF model runs on token ids; pass --tokens \"1 2 3\"");
-    return run_gguf_tokens(o.model, o.tokens, o.out, o.dequantize);
+    return run_gguf_tokens(o.model, o.tokens, o.out, o.dequantize, copts);
   }
   RLX_CHECK(o.tokens.empty(), "--tokens applies to GGUF language models only");
-  CompileOptions copts = compile_options(o.passes, stderr);
   Model m = load_model(o.model);
   TensorMap inputs;
   if (!o.inputs.empty()) inputs = read_safetensors(o.inputs);

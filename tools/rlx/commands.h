@@ -39,7 +39,7 @@ void inspect_gguf(const std::string& path, const std::string& format);
 // GGUF language models (run_gguf.cc).
 std::vector<int32_t> parse_token_list(const std::string& text);
 void run_gguf_tokens(const std::string& path, const std::string& tokens, const std::string& out,
-                     bool dequantize);
+                     bool dequantize, const CompileOptions& options);
 // rlx inspect --backend NAME: every node of m the backend cannot take.
 void print_backend_support(const Model& m, const std::string& backend);
 std::string join_backend_names();  // "cpu, coreml"

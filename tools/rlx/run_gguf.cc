@@ -38,7 +38,7 @@ llm::Weights weight_mode(bool dequantize) {
 }
 
 void run_gguf_tokens(const std::string& path, const std::string& tokens, const std::string& out,
-                     bool dequantize) {
+                     bool dequantize, const CompileOptions& options) {
   Model m = load_model(path, {.kv_cache = false, .all_logits = true, .dequantize = dequantize});
   std::printf("%s\n", m.summary.c_str());
   std::vector<int32_t> ids = parse_token_list(tokens);
@@ -50,7 +50,7 @@ void run_gguf_tokens(const std::string& path, const std::string& tokens, const s
   RLX_CHECK(ls.rank() == 2 && ls.dims[1].is_static(), path, ": logits are ", ls.str(),
             ", expected [tokens, n_vocab]");
   const int64_t n_vocab = ls.dims[1].value;
-  auto exe = Executable::compile(std::move(m.graph), m.weights);
+  auto exe = Executable::compile(std::move(m.graph), m.weights, options);
   Session session(exe);
   TensorMap inputs = llm::token_inputs(ids, 0, n_vocab);
   auto t0 = std::chrono::steady_clock::now();
