@@ -14,7 +14,6 @@ using testing::error_of;
 
 using namespace rlx::testing;
 
-
 std::string st_bytes(const std::string& header, const std::string& data) {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[size_t(i)] = char((uint64_t(header.size()) >> (8 * i)) & 0xff);

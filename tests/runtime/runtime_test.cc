@@ -16,7 +16,6 @@ using testing::all_equal;
 Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
 Dim sym(const char* s) { return Dim::symbol(s); }
 
-
 Plan plan(const Graph& g, const std::map<std::string, Dims>& dims) {
   return runtime::plan_memory(g, runtime::specialize(g, dims));
 }
