@@ -6,6 +6,7 @@
 // $HOME/.cache/rlx-peers/llama.cpp/models); absent fixtures skip the test
 // unless RLX_REQUIRE_GGML=1.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -470,7 +471,9 @@ std::string run_tokenize_cli(const std::string& args) {
 }
 
 TEST(TokenizerCli, PrintsIdsAndPieces) {
-  const std::string path = (fs::temp_directory_path() / "rlx_tokenizer_cli_test.gguf").string();
+  const std::string path = (fs::temp_directory_path() /
+                            ("rlx_tokenizer_cli_test." + std::to_string(::getpid()) + ".gguf"))
+                               .string();
   gguf::write(path, bpe_meta(), {});
   EXPECT_EQ(run_tokenize_cli(path + " -p 'ab ab' --ids-only"), "3 5\n");
   const std::string out = run_tokenize_cli(path + " -p 'ab<|end|>' --parse-special");

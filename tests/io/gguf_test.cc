@@ -1,6 +1,7 @@
 // GGUF writer -> reader round trips and malformed files (truncations, huge
 // counts, lying offsets): all must give rlx::Error, never a crash.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -105,7 +106,9 @@ TEST(Gguf, RoundTripInMemory) {
 
 TEST(Gguf, RoundTripFileMmap) {
   Sample s = make_sample();
-  const std::string path = (std::filesystem::temp_directory_path() / "rlx_gguf_rt.gguf").string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("rlx_gguf_rt." + std::to_string(::getpid()) + ".gguf"))
+                               .string();
   std::vector<WriteTensor> ts = {
       {"a", GgmlType::F32, {6}, {reinterpret_cast<const char*>(s.a.data()), 24}}};
   write(path, sample_metadata(), ts);
@@ -223,8 +226,9 @@ TEST(GgufInspect, PrintsMetadataTensorsAndHistogram) {
   std::vector<float> x(512, 0.5f);
   quant::quantize(quant::GgmlType::Q4_K, x.data(), q.data(), 512);
   std::vector<uint16_t> h(8, 0);
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "rlx_inspect_test.gguf").string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("rlx_inspect_test." + std::to_string(::getpid()) + ".gguf"))
+                               .string();
   write(path,
         {{"general.architecture", Value::of_string("llama")},
          {"tokenizer.ggml.token_type", Value::of_array(ValueType::I32, many)}},

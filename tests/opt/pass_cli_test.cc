@@ -1,6 +1,7 @@
 // The pass-pipeline flags of the command line: inspect --passes / --after /
 // --optimized / --print-after-all, run --disable-pass / -O0.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +17,7 @@ using testing::run_cli;
 class PassCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / "rlx_pass_cli_test";
+    dir_ = fs::temp_directory_path() / ("rlx_pass_cli_test." + std::to_string(::getpid()));
     fs::create_directories(dir_);
     // y = relu((x * 1) + (w1 + w2)): fold, simplify and dce all change it.
     Graph g;
@@ -32,6 +33,7 @@ class PassCli : public ::testing::Test {
     write_safetensors(path("in.safetensors"),
                       {{"x", testing::random_tensor({2, 3}, DType::F32, 3)}});
   }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
   static std::string path(const std::string& name) { return (dir_ / name).string(); }
   static inline fs::path dir_;
 };

@@ -6,6 +6,7 @@
 // skip, unless RLX_REQUIRE_GGML=1 (CI), where they fail.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -202,8 +203,9 @@ TEST(GgmlParity, GgmlReadsOurGguf) {
   quantize(GgmlType::Q6_K, x.data(), q6.data(), 512);
   quantize(GgmlType::Q8_0, x.data(), q8.data(), 64);
   using gguf::Value;
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "rlx_ggml_reads.gguf").string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("rlx_ggml_reads." + std::to_string(::getpid()) + ".gguf"))
+                               .string();
   gguf::write(
       path,
       {{"general.architecture", Value::of_string("llama")},
