@@ -8,6 +8,7 @@
 // gets the default.
 #pragma once
 #include <array>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -114,6 +115,20 @@ concept AttrStruct = IsAlternative<T, OpAttrs>::value && !std::is_same_v<T, std:
 // it is empty (conv stride/pads/dilation and friends).
 inline std::vector<int64_t> list_or(const std::vector<int64_t>& v, size_t count, int64_t fill) {
   return v.empty() ? std::vector<int64_t>(count, fill) : v;
+}
+
+// slice's bounds with Python's defaults for an absent one: the whole axis in
+// the step's direction (before clamping to the axis).
+inline int64_t slice_start(const SliceAttrs& a) {
+  return a.start.value_or(a.step > 0 ? 0 : INT64_MAX);
+}
+inline int64_t slice_end(const SliceAttrs& a) {
+  return a.end.value_or(a.step > 0 ? INT64_MAX : INT64_MIN);
+}
+// max_pool2d / avg_pool2d stride: the kernel when empty (PyTorch's default).
+template <typename PoolAttrs>
+const std::vector<int64_t>& pool_stride(const PoolAttrs& a) {
+  return a.stride.empty() ? a.kernel : a.stride;
 }
 
 // Default attributes of `op` (required fields zero/empty).

@@ -226,14 +226,13 @@ std::string_view enum_value_name(std::string_view values, int index) {
 }
 
 int parse_enum_value(std::string_view type, std::string_view values, std::string_view name) {
-  std::string valid;
   for (int i = 0;; ++i) {
     std::string_view v = enum_value_name(values, i);
     if (v.empty()) break;
     if (v == name) return i;
-    valid += (i ? ", " : "") + std::string(v);
   }
-  throw make_error("unknown ", type, " '", name, "' (valid: ", valid, ")");
+  // `values` is the declaration itself, "a, b, c": already the list to show.
+  throw make_error("unknown ", type, " '", name, "' (valid: ", values, ")");
 }
 
 OpAttrs default_attrs(Op op) {
@@ -280,7 +279,22 @@ std::string attrs_schema(Op op) {
   return {};
 }
 
-bool attrs_match(Op op, const OpAttrs& a) { return a.index() == default_attrs(op).index(); }
+// The OpAttrs alternative each op holds, so attrs_match (run on every node
+// a pass appends) compares an index instead of building a default struct.
+template <typename T, typename... Ts>
+constexpr size_t alternative_index(std::variant<Ts...>*) {
+  size_t i = 0;
+  ((std::is_same_v<T, Ts> ? false : (++i, true)) && ...);
+  return i;
+}
+constexpr size_t kAttrsIndex[] = {
+#define RLX_OP(e, name, fam, set, ...) \
+  alternative_index<set##Attrs>(static_cast<OpAttrs*>(nullptr)),
+#include "rlx/ops.def"
+#undef RLX_OP
+};
+
+bool attrs_match(Op op, const OpAttrs& a) { return a.index() == kAttrsIndex[size_t(op)]; }
 
 OpAttrs activation_attrs(const ActivationGradAttrs& g) {
   const Attrs all = attrs_to_map(g);

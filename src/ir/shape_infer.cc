@@ -184,8 +184,7 @@ Shape infer_slice(const Node& n, const In& in) {
     int64_t s, e;
     // Python semantics, as in PyTorch/NumPy: clamp, then count.
     auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(hi, v)); };
-    const int64_t start = a.start.value_or(step > 0 ? 0 : INT64_MAX);
-    const int64_t end = a.end.value_or(step > 0 ? INT64_MAX : INT64_MIN);
+    const int64_t start = slice_start(a), end = slice_end(a);
     if (step > 0) {
       s = clampi(start < 0 ? start + len : start, 0, len);
       e = clampi(end < 0 ? end + len : end, 0, len);
@@ -544,9 +543,8 @@ struct PoolWindow {
 PoolWindow pool_window(const Node& n) {
   auto fill = [](const auto& a, std::vector<int64_t> dilation) {
     RLX_CHECK(a.kernel.size() == 2, "pool: kernel needs 2 values");
-    PoolWindow p{a.kernel, list_or(a.stride, 2, 0), ints_or(a.pads, "pads", 4, 0),
-                 std::move(dilation), a.ceil_mode};
-    if (a.stride.empty()) p.stride = a.kernel;  // PyTorch: stride=[] means the kernel size
+    PoolWindow p{a.kernel, pool_stride(a), ints_or(a.pads, "pads", 4, 0), std::move(dilation),
+                 a.ceil_mode};
     RLX_CHECK(p.stride.size() == 2, "pool: stride needs 2 values");
     return p;
   };

@@ -6,9 +6,6 @@
 namespace rlx::opt {
 namespace {
 
-// Backends the pipeline can target. The runtime runs "cpu"; "coreml" export
-// shares the IR-level passes.
-
 std::string valid_pass_names() {
   std::string s;
   for (const auto& p : pass_registry()) s += (s.empty() ? "" : ", ") + std::string(p->name());

@@ -11,16 +11,6 @@
 namespace rlx::opt {
 namespace {
 
-// The whole axis a slice with step 1 keeps, as (start, end) before clamping.
-struct SliceRange {
-  int64_t axis, start, end, step;
-};
-SliceRange slice_range(const Node& n) {
-  const auto& a = n.attrs_as<SliceAttrs>();
-  return {a.axis, a.start.value_or(a.step > 0 ? 0 : INT64_MAX),
-          a.end.value_or(a.step > 0 ? INT64_MAX : INT64_MIN), a.step};
-}
-
 // Equal shapes where every dim is known to be equal: static, or the same
 // named symbol (bound once per run). "?" dims prove nothing.
 bool same_shape(const Shape& a, const Shape& b) {
@@ -208,13 +198,13 @@ class Simplifier {
 
   bool simplify_slice(const Node& n) {
     const Node& x = in(n, 0);
-    const SliceRange a = slice_range(n);
+    const auto& a = n.attrs_as<SliceAttrs>();
     if (a.step != 1 || x.shape.rank() == 0) return false;
     const Dim& len = x.shape.dims[size_t(normalize_axis(a.axis, x.shape.rank()))];
+    const int64_t start = slice_start(a), end = slice_end(a);
     // Python slicing clamps: a start at or before -len is 0, an end past len is len.
-    const bool whole = len.is_static()
-                           ? (a.start == 0 || a.start <= -len.value) && a.end >= len.value
-                           : a.start == 0 && a.end == INT64_MAX;
+    const bool whole = len.is_static() ? (start == 0 || start <= -len.value) && end >= len.value
+                                       : start == 0 && end == INT64_MAX;
     return whole && forward(n, x);
   }
 

@@ -63,7 +63,7 @@ Val pool(Lowering& L, const Node& n, const char* type) {
     x = L.reshape(x, s, h + "_batched");
   }
   const auto& k = a.kernel;
-  const auto& stride = a.stride.empty() ? a.kernel : a.stride;
+  const auto& stride = pool_stride(a);
   std::vector<std::pair<std::string, Arg>> in{
       {"x", x},
       {"kernel_sizes", L.b.ints(k, h + "_k")},

@@ -107,8 +107,7 @@ Val lower_slice(Lowering& L, const Node& n) {
     if (v < 0) v += d;
     return std::clamp<int64_t>(v, lo, hi);
   };
-  int64_t start = a.start.value_or(step > 0 ? 0 : INT64_MAX);
-  int64_t end = a.end.value_or(step > 0 ? INT64_MAX : INT64_MIN);
+  int64_t start = slice_start(a), end = slice_end(a);
   start = step > 0 ? norm(start, 0, d) : norm(start, -1, d - 1);
   end = step > 0 ? norm(end, 0, d) : norm(end, -1, d - 1);
   std::vector<int64_t> begin(size_t(r), 0), stop(size_t(r), 0), stride(size_t(r), 1);

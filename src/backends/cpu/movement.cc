@@ -257,7 +257,7 @@ void slice(const KernelCall& c) {
   int64_t step = a.step;
   RLX_CHECK(step != 0, c.node.label(), ": step must not be 0");
   const int64_t len = x.dims()[size_t(ax)];
-  int64_t start = a.start.value_or(step > 0 ? 0 : INT64_MAX);
+  int64_t start = slice_start(a);
   // Python start clamping: [0, len] going forward, [-1, len-1] going back.
   if (start < 0) start += len;
   start = step > 0 ? std::clamp<int64_t>(start, 0, len) : std::clamp<int64_t>(start, -1, len - 1);

@@ -55,7 +55,7 @@ PoolGeom make_geom(const KernelCall& c, const char* op) {
   g.planes = x.numel() / (g.H * g.W);
   const A& a = c.node.attrs_as<A>();
   const std::vector<int64_t>& k = a.kernel;
-  const std::vector<int64_t>& s = a.stride.empty() ? k : a.stride;  // PyTorch: stride = kernel
+  const std::vector<int64_t>& s = pool_stride(a);
   const std::vector<int64_t> p = list_or(a.pads, 4, 0);
   std::vector<int64_t> d{1, 1};
   if constexpr (std::is_same_v<A, MaxPoolAttrs>) {
