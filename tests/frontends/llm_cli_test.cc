@@ -1,7 +1,6 @@
 // The GGUF language-model commands end to end: run --tokens, generate,
 // quantize, convert.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -19,8 +18,7 @@ using testing::run_cli;
 class LlmCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("rlx_llm_cli_test." + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    dir_ = testing::process_temp_dir("rlx_llm_cli_test");
     std::ofstream(path("tiny.gguf"), std::ios::binary) << model().gguf_bytes();
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }

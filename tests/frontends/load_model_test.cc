@@ -8,8 +8,6 @@
 #include <fstream>
 #include <string>
 
-#include <unistd.h>
-
 #include "rlx/rlx.h"
 #include "support/testing.h"
 #include "support/tiny_llm.h"
@@ -23,11 +21,7 @@ using testing::run_cli;
 class LoadModel : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // One directory per process: ctest runs each test in its own process,
-    // in parallel.
-    dir_ = fs::temp_directory_path() / ("rlx_load_model_test." + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing::process_temp_dir("rlx_load_model_test");
     std::ofstream(path("tiny.gguf"), std::ios::binary) << testing::TinyLlm{}.gguf_bytes();
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }

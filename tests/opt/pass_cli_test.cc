@@ -1,7 +1,6 @@
 // The pass-pipeline flags of the command line: inspect --passes / --after /
 // --optimized / --print-after-all, run --disable-pass / -O0.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -17,8 +16,7 @@ using testing::run_cli;
 class PassCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("rlx_pass_cli_test." + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    dir_ = testing::process_temp_dir("rlx_pass_cli_test");
     // y = relu((x * 1) + (w1 + w2)): fold, simplify and dce all change it.
     Graph g;
     Builder b(g);

@@ -1,12 +1,20 @@
 #include "support/testing.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
 namespace rlx::testing {
+
+std::filesystem::path process_temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 Tensor random_tensor(const Dims& dims, DType t, uint64_t seed, double lo, double hi) {
   std::mt19937_64 rng(seed);

@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ struct CliResult {
   std::string output;
 };
 CliResult run_cli(const std::string& args);
+
+// An empty directory `name.<pid>` under the system temp dir. ctest runs each
+// test in its own process, in parallel: a fixed path would let one process
+// rewrite a file another one has mapped.
+std::filesystem::path process_temp_dir(const std::string& name);
 
 // The message of the rlx::Error `f` throws; empty when it throws nothing.
 template <typename F>
