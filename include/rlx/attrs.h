@@ -20,6 +20,7 @@ class Attrs {
   }
 
   Attrs& set(const std::string& name, AttrValue v);
+  void erase(const std::string& name);  // no-op when absent
   bool has(const std::string& name) const { return find(name) != nullptr; }
   const AttrValue* get_if(const std::string& name) const { return find(name); }
 

@@ -29,10 +29,11 @@ class CompiledGraph {
  public:
   virtual ~CompiledGraph() = default;
   // Runs `n`, a node of the graph this was compiled from (never an input,
-  // param or constant: the runtime binds those).
-  // `in` are its inputs, contiguous; `out` is preallocated with the planned
-  // dims and dtype.
-  virtual void run(const Node& n, std::span<const Tensor> in, Tensor& out) const = 0;
+  // param, constant or result: the runtime binds those).
+  // `in` are its inputs, contiguous; `out` has one tensor per output (a
+  // multi-output node's in result order), preallocated with the planned dims
+  // and dtype.
+  virtual void run(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) const = 0;
 };
 
 class Backend {
@@ -46,7 +47,7 @@ class Backend {
   // only export (CoreML) throw rlx::Error saying so.
   virtual std::unique_ptr<CompiledGraph> compile(const Graph& g) const = 0;
   // Runs one node outside a compiled graph (constant folding).
-  virtual void run_node(const Node& n, std::span<const Tensor> in, Tensor& out) const = 0;
+  virtual void run_node(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) const = 0;
 };
 
 // One node `backend` cannot take and why.

@@ -27,6 +27,13 @@ class Builder {
   NodeId op(Op op, std::vector<NodeId> in, Attrs a = {}, std::string name = {}) {
     return g_.add(op, std::move(in), std::move(a), std::move(name), origin_);
   }
+  // A multi-output op (topk, split, ...): its result nodes, one per output.
+  std::vector<NodeId> results(Op op, std::vector<NodeId> in, Attrs a = {}) {
+    const NodeId id = this->op(op, std::move(in), std::move(a));
+    std::vector<NodeId> r;
+    for (size_t i = 0; i < g_.node(id).results.size(); ++i) r.push_back(g_.result(id, int(i)));
+    return r;
+  }
   NodeId unary(Op op, NodeId x, Attrs a = {}) { return this->op(op, {x}, std::move(a)); }
   NodeId binary(Op op, NodeId a, NodeId b) { return this->op(op, {a, b}); }
 

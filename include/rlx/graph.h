@@ -1,6 +1,8 @@
-// The IR: an append-only SSA graph. Nodes are created in topological order and
-// each has one output; a NodeId is the node's index. Ops, their families and
-// typed attributes come from ops.def (op_attrs.h).
+// The IR: an append-only SSA graph. Nodes are created in topological order; a
+// NodeId is the node's index. A node has one output, except nodes of
+// multi-output ops (topk, split, norm grads): those hold a shape per output and
+// are followed by one `result` node per output, which are what everything else
+// reads. Ops, their families and typed attributes come from ops.def (op_attrs.h).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -22,7 +24,7 @@ struct OpInfo {
   const char* attr_set;  // "Rope" for RopeAttrs
   int min_inputs;
   int max_inputs;  // -1 = any
-  int outputs;
+  int outputs;     // 1, a fixed count, or -1: set by the attributes
 };
 
 const OpInfo& op_info(Op op);
@@ -31,6 +33,8 @@ int num_ops();
 // Looks an op up by its table name; throws rlx::Error for unknown names.
 Op parse_op(std::string_view name);
 bool is_leaf(Op op);
+// Whether `op` makes multi-output nodes (its outputs column is not 1).
+bool has_results(Op op);
 // Checks that `kind` is a unary float activation (activation_grad's kind);
 // throws rlx::Error listing the valid kinds otherwise.
 Op activation_kind(Op kind);
@@ -43,7 +47,10 @@ struct Node {
   Op op = Op::Input;
   std::vector<NodeId> inputs;
   OpAttrs attrs;  // the op's attribute struct (ops.def)
-  Shape shape;
+  Shape shape;    // the output (a multi-output node has none: see results)
+  // A multi-output node: the shape of each output, read through the `result`
+  // nodes that follow it. Empty for every other node.
+  std::vector<Shape> results;
   std::string name;    // inputs and params: the binding name; others optional
   std::string origin;  // provenance from the source model, shown in errors
   Tensor value;        // Constant data
@@ -82,6 +89,8 @@ class Graph {
   }
   NodeId add_typed(Op op, std::vector<NodeId> inputs, OpAttrs attrs, std::string name = {},
                    std::string origin = {});
+  // The `result` node holding output `index` of multi-output node `id`.
+  NodeId result(NodeId id, int index) const;
   // Leaves.
   NodeId input(const std::string& name, Shape shape);
   NodeId param(const std::string& name, Shape shape);
@@ -102,16 +111,22 @@ class Graph {
   // first problem with full node context.
   void verify() const;
   // Appends a node without inference (deserialization, passes that copy nodes
-  // whose shape is known). Checks arity and input ids only.
+  // whose shape is known). Checks arity, input ids and that a multi-output
+  // node is read only by its `result` nodes, which come right after it.
   NodeId append_raw(Node n);
+  // The shapes node `n`'s inputs carry (a `result` reads one of its input's results).
+  std::vector<const Shape*> input_shapes(const Node& n) const;
 
  private:
   std::vector<Node> nodes_;
   std::vector<GraphOutput> outputs_;
 };
 
-// Shape inference for one node given its input shapes. Public so the runtime
-// can re-specialize graphs to concrete shapes.
+// Shape inference for one node given its input shapes (for a `result` node:
+// the shape of the output it reads). Public so the runtime can re-specialize
+// graphs to concrete shapes. One shape per output: infer_shape is for
+// single-output nodes and throws for the others.
+std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Shape*>& inputs);
 Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs);
 // Error context for a node: "node %3 (matmul) [2,3] f32, [4,5] f32 (origin)".
 std::string node_context(const Graph& g, const Node& n);

@@ -26,6 +26,10 @@ struct CompileOptions {
   // the `rlx` library). The executable keeps it alive.
   std::shared_ptr<const Backend> backend;
   std::vector<std::string> disabled_passes;  // pass names to skip (unknown names throw)
+  // Input dims to specialize the graph to at compile time (the `specialize`
+  // pass): symbolic dims become static, later passes see concrete shapes, and
+  // the executable then runs only these dims. Empty: keep symbolic dims.
+  std::map<std::string, Dims> input_shapes;
   bool verify_each = false;  // Graph::verify() after every pass (always on without NDEBUG)
   // Called after every pass that ran, with the graph it produced and the node
   // count before it (debugging: rlx inspect --after / --print-after-all).
@@ -44,6 +48,10 @@ struct PassInfo {
 // run it. Throws rlx::Error naming the valid passes when
 // options.disabled_passes has an unknown name.
 std::vector<PassInfo> describe_pipeline(const CompileOptions& options);
+// Runs the pipeline on a graph whose params stay unbound (for exporters, which
+// write the weights themselves): passes that need bound weights (fold) are
+// skipped. Executable::compile binds weights and runs every pass.
+Graph optimize_unbound(Graph g, const CompileOptions& options = {});
 
 // A memory plan for one set of concrete input shapes.
 struct Plan {

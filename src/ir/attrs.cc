@@ -23,6 +23,10 @@ Attrs& Attrs::set(const std::string& name, AttrValue v) {
   return *this;
 }
 
+void Attrs::erase(const std::string& name) {
+  std::erase_if(items_, [&](const auto& kv) { return kv.first == name; });
+}
+
 const AttrValue* Attrs::find(const std::string& name) const {
   auto it = std::lower_bound(items_.begin(), items_.end(), name,
                              [](const auto& a, const std::string& n) { return a.first < n; });

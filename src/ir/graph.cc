@@ -1,5 +1,6 @@
 #include "rlx/graph.h"
 
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 
@@ -30,6 +31,7 @@ Op parse_op(std::string_view name) {
 }
 
 bool is_leaf(Op op) { return op_info(op).max_inputs == 0; }
+bool has_results(Op op) { return op_info(op).outputs != 1; }
 
 Op activation_kind(Op kind) {
   if (op_family(kind) == OpFamily::Unary) return kind;
@@ -55,13 +57,12 @@ std::string Node::label() const {
 
 std::string node_context(const Graph& g, const Node& n) {
   std::string s = n.label();
-  if (!n.inputs.empty()) {
+  bool valid = true;
+  for (NodeId in : n.inputs) valid = valid && in >= 0 && size_t(in) < g.size();
+  if (!n.inputs.empty() && valid && n.op != Op::Result) {
     s += " with inputs ";
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      NodeId in = n.inputs[i];
-      s += (i ? ", " : "");
-      s += in >= 0 && size_t(in) < g.size() ? g.node(in).shape.str() : "<bad id>";
-    }
+    const auto shapes = g.input_shapes(n);
+    for (size_t i = 0; i < shapes.size(); ++i) s += (i ? ", " : "") + shapes[i]->str();
   }
   const Attrs a = attrs_to_map(n.attrs, true);
   if (!a.items().empty()) s += " {" + a.str() + "}";
@@ -79,11 +80,30 @@ NodeId Graph::append_raw(Node n) {
                      : info.max_inputs < 0              ? " or more"
                                                         : ".." + std::to_string(info.max_inputs),
                      " inputs, got ", k);
-  for (NodeId in : n.inputs)
+  for (NodeId in : n.inputs) {
     RLX_CHECK(in >= 0 && in < n.id, n.label(), ": input %", in, " is not an earlier node");
+    RLX_CHECK(n.op == Op::Result || !has_results(nodes_[size_t(in)].op), n.label(),
+              ": reads multi-output node %", in, " directly; its outputs are its result nodes");
+  }
   if (std::holds_alternative<std::monostate>(n.attrs)) n.attrs = default_attrs(n.op);
   RLX_CHECK(attrs_match(n.op, n.attrs), n.label(), ": attributes are not ", op_info(n.op).attr_set,
             "Attrs");
+  if (n.op == Op::Result) {
+    const Node& src = nodes_[size_t(n.inputs[0])];
+    const int64_t index = n.attrs_as<ResultAttrs>().index;
+    RLX_CHECK(has_results(src.op), n.label(), ": reads ", src.label(),
+              ", which is not a multi-output node");
+    RLX_CHECK(index >= 0 && size_t(index) < src.results.size(), n.label(), ": output ", index,
+              " of ", src.label(), ", which has ", src.results.size());
+    RLX_CHECK(n.id == src.id + 1 + index, n.label(), ": output ", index, " of ", src.label(),
+              " must be node %", src.id + 1 + index, " (results follow their node in order)");
+  }
+  if (has_results(n.op)) {
+    const int fixed = info.outputs;
+    RLX_CHECK(!n.results.empty() && (fixed < 0 || int(n.results.size()) == fixed), n.label(),
+              ": has ", n.results.size(), " output shapes, the op makes ",
+              fixed < 0 ? std::string("one or more") : std::to_string(fixed));
+  }
   nodes_.push_back(std::move(n));
   return nodes_.back().id;
 }
@@ -111,18 +131,63 @@ NodeId Graph::add_typed(Op op, std::vector<NodeId> inputs, OpAttrs attrs, std::s
   n.attrs = std::move(attrs);
   n.name = std::move(name);
   n.origin = std::move(origin);
-  NodeId id = append_raw(std::move(n));
-  Node& added = nodes_.back();
+  std::vector<Shape> shapes;
   try {
-    std::vector<const Shape*> in;
-    for (NodeId i : added.inputs) in.push_back(&nodes_[size_t(i)].shape);
-    added.shape = infer_shape(added, in);
+    // Inference needs the typed attributes and inputs checked; the node is
+    // appended once its shapes are known (append_raw wants them).
+    if (std::holds_alternative<std::monostate>(n.attrs)) n.attrs = default_attrs(op);
+    RLX_CHECK(attrs_match(op, n.attrs), "attributes are not ", op_info(op).attr_set, "Attrs");
+    const int k = int(n.inputs.size());
+    for (NodeId in : n.inputs)
+      RLX_CHECK(in >= 0 && size_t(in) < nodes_.size(), "input %", in, " is not an earlier node");
+    const OpInfo& info = op_info(op);
+    if (k >= info.min_inputs && (info.max_inputs < 0 || k <= info.max_inputs) &&
+        (op == Op::Result || std::none_of(n.inputs.begin(), n.inputs.end(), [&](NodeId in) {
+           return has_results(nodes_[size_t(in)].op);
+         })))
+      shapes = infer_shapes(n, input_shapes(n));
   } catch (const Error& e) {
-    std::string ctx = node_context(*this, added);
-    nodes_.pop_back();
-    throw e.with_context(ctx);
+    n.id = NodeId(nodes_.size());
+    throw e.with_context(node_context(*this, n));
+  }
+  if (has_results(op))
+    n.results = shapes;
+  else if (!shapes.empty())
+    n.shape = shapes[0];
+  const NodeId id = append_raw(std::move(n));  // arity and readers: clear errors there
+  for (size_t i = 0; has_results(op) && i < shapes.size(); ++i) {
+    Node r;
+    r.op = Op::Result;
+    r.inputs = {id};
+    r.attrs = ResultAttrs{.index = int64_t(i)};
+    r.shape = shapes[i];
+    r.origin = nodes_[size_t(id)].origin;
+    append_raw(std::move(r));
   }
   return id;
+}
+
+NodeId Graph::result(NodeId id, int index) const {
+  const Node& n = node(id);
+  RLX_CHECK(has_results(n.op) && index >= 0 && size_t(index) < n.results.size(), n.label(),
+            ": has no output ", index);
+  return id + 1 + index;
+}
+
+std::vector<const Shape*> Graph::input_shapes(const Node& n) const {
+  std::vector<const Shape*> in;
+  for (NodeId i : n.inputs) {
+    const Node& src = node(i);
+    if (n.op == Op::Result && has_results(src.op)) {
+      const int64_t index = n.attrs_as<ResultAttrs>().index;
+      RLX_CHECK(index >= 0 && size_t(index) < src.results.size(), n.label(), ": output ", index,
+                " of ", src.label(), ", which has ", src.results.size());
+      in.push_back(&src.results[size_t(index)]);
+    } else {
+      in.push_back(&src.shape);
+    }
+  }
+  return in;
 }
 
 NodeId Graph::input(const std::string& name, Shape shape) {
@@ -155,6 +220,8 @@ NodeId Graph::constant(Tensor value, std::string name) {
 void Graph::add_output(const std::string& name, NodeId id) {
   RLX_CHECK(id >= 0 && size_t(id) < nodes_.size(), "output '", name, "' refers to node %", id,
             " but the graph has ", nodes_.size(), " nodes");
+  RLX_CHECK(!has_results(nodes_[size_t(id)].op), "output '", name, "' refers to multi-output ",
+            nodes_[size_t(id)].label(), "; name one of its result nodes");
   for (const auto& o : outputs_) RLX_CHECK(o.name != name, "duplicate graph output '", name, "'");
   outputs_.push_back({name, id});
 }
@@ -192,16 +259,26 @@ void Graph::verify() const {
       RLX_CHECK(!n.name.empty(), n.label(), ": inputs and params need a name");
     RLX_CHECK(attrs_match(n.op, n.attrs), n.label(), ": attributes are not ",
               op_info(n.op).attr_set, "Attrs");
+    if (has_results(n.op))
+      for (size_t i = 0; i < n.results.size(); ++i) {
+        const size_t r = size_t(n.id) + 1 + i;
+        RLX_CHECK(r < nodes_.size() && nodes_[r].op == Op::Result, n.label(), ": output ", i,
+                  " has no result node (results follow their node in order)");
+      }
     try {
-      std::vector<const Shape*> in;
-      for (NodeId i : n.inputs) in.push_back(&nodes_[size_t(i)].shape);
-      Shape s = infer_shape(n, in);
-      RLX_CHECK(s.dtype == n.shape.dtype && s.rank() == n.shape.rank(), "recorded shape ",
-                n.shape.str(), " disagrees with inferred ", s.str());
-      for (int d = 0; d < s.rank(); ++d)
-        RLX_CHECK(!s.dims[d].is_static() || !n.shape.dims[d].is_static() ||
-                      s.dims[d].value == n.shape.dims[d].value,
-                  "recorded shape ", n.shape.str(), " disagrees with inferred ", s.str());
+      const std::vector<Shape> inferred = infer_shapes(n, input_shapes(n));
+      const std::vector<Shape> recorded =
+          has_results(n.op) ? n.results : std::vector<Shape>{n.shape};
+      RLX_CHECK(inferred.size() == recorded.size(), "records ", recorded.size(),
+                " outputs, inference gives ", inferred.size());
+      for (size_t i = 0; i < inferred.size(); ++i) {
+        const Shape &s = inferred[i], &r = recorded[i];
+        bool same = s.dtype == r.dtype && s.rank() == r.rank();
+        for (int d = 0; same && d < s.rank(); ++d)
+          same = !s.dims[d].is_static() || !r.dims[d].is_static() ||
+                 s.dims[d].value == r.dims[d].value;
+        RLX_CHECK(same, "recorded shape ", r.str(), " disagrees with inferred ", s.str());
+      }
     } catch (const Error& e) {
       throw e.with_context("verify: " + node_context(*this, n));
     }

@@ -3,6 +3,15 @@
 #include "rlx/graph.h"
 
 namespace rlx {
+namespace {
+// "[2,3] f32", or "([2,3] f32, [2,3] i64)" for a multi-output node.
+std::string shapes_str(const Node& n) {
+  if (!has_results(n.op)) return n.shape.str();
+  std::string s = "(";
+  for (size_t i = 0; i < n.results.size(); ++i) s += (i ? ", " : "") + n.results[i].str();
+  return s + ")";
+}
+}  // namespace
 
 std::string to_text(const Graph& g) {
   std::ostringstream os;
@@ -12,7 +21,7 @@ std::string to_text(const Graph& g) {
     for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", %" : " %") << n.inputs[i];
     const Attrs a = attrs_to_map(n.attrs, true);
     if (!a.items().empty()) os << " {" << a.str() << "}";
-    os << " : " << n.shape.str();
+    os << " : " << shapes_str(n);
     if (!n.origin.empty())
       os << "   # " << n.origin;
     else if (!n.name.empty() && n.op != Op::Input && n.op != Op::Param)
@@ -34,7 +43,7 @@ std::string to_dot(const Graph& g) {
   for (const Node& n : g.nodes()) {
     std::string label = "%" + std::to_string(n.id) + " " + op_name(n.op);
     if (!n.name.empty()) label += "\\n" + esc(n.name);
-    label += "\\n" + n.shape.str();
+    label += "\\n" + shapes_str(n);
     const char* style = n.op == Op::Input ? ", style=filled, fillcolor=\"#d0e8ff\""
                         : is_leaf(n.op)   ? ", style=filled, fillcolor=\"#eeeeee\""
                                           : "";

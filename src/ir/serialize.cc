@@ -12,9 +12,11 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kFormat = "rlx-graph";
-// Version 2: attributes are plain JSON values checked against ops.def's
-// schema. Version 1 (tagged {"i": 1} values, div rounding "") still loads.
-constexpr int kVersion = 2;
+// Version 3: multi-output nodes list their outputs' shapes under "results" and
+// are followed by their `result` nodes. Version 2 (plain attribute values)
+// and 1 (tagged {"i": 1} values, div rounding "") still load: their topk and
+// norm-grad nodes picked one output with an `output` attribute.
+constexpr int kVersion = 3;
 
 const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -169,10 +171,16 @@ Attrs read_attrs(const json& j, Op op, int version) {
 std::string to_json(const Graph& g) {
   json nodes = json::array();
   for (const Node& n : g.nodes()) {
-    json j = {{"op", op_name(n.op)},
-              {"inputs", n.inputs},
-              {"shape", dims_json(n.shape.dims)},
-              {"dtype", dtype_name(n.shape.dtype)}};
+    json j = {{"op", op_name(n.op)}, {"inputs", n.inputs}};
+    if (has_results(n.op)) {
+      json r = json::array();
+      for (const Shape& s : n.results)
+        r.push_back({{"shape", dims_json(s.dims)}, {"dtype", dtype_name(s.dtype)}});
+      j["results"] = r;
+    } else {
+      j["shape"] = dims_json(n.shape.dims);
+      j["dtype"] = dtype_name(n.shape.dtype);
+    }
     if (!n.name.empty()) j["name"] = n.name;
     if (!n.origin.empty()) j["origin"] = n.origin;
     const Attrs attrs = attrs_to_map(n.attrs);
@@ -205,20 +213,40 @@ Graph from_json(std::string_view text, const std::string& source) {
               "not an rlx graph (missing \"format\": \"", kFormat, "\")");
     const json& ver = doc.value("version", json(0));
     const int version = ver.is_number_integer() ? ver.get<int>() : 0;
-    RLX_CHECK(version == 1 || version == kVersion, "unsupported graph version ", ver.dump(),
-              " (this build reads 1 and ", kVersion, ")");
+    RLX_CHECK(version >= 1 && version <= kVersion, "unsupported graph version ", ver.dump(),
+              " (this build reads 1 to ", kVersion, ")");
+    // File node index -> graph node: files before version 3 number nodes
+    // without the result nodes that migration adds.
+    std::vector<NodeId> id_of;
     for (const auto& j : doc.at("nodes")) {
       Node n;
       n.op = parse_op(j.at("op").get<std::string>());
       for (int64_t in : j.value("inputs", std::vector<int64_t>{})) {
         // Read wide: a narrowing conversion could turn 2^32 into a valid id 0.
         RLX_CHECK(in >= 0 && in < int64_t(index), "input %", in, " is not an earlier node");
-        n.inputs.push_back(NodeId(in));
+        n.inputs.push_back(id_of[size_t(in)]);
       }
-      n.shape = Shape(dims_from(j.at("shape")), parse_dtype(j.at("dtype").get<std::string>()));
       n.name = j.value("name", "");
       n.origin = j.value("origin", "");
-      n.attrs = parse_attrs(n.op, read_attrs(j, n.op, version));
+      Attrs attrs = read_attrs(j, n.op, version);
+      if (version < 3 && has_results(n.op)) {
+        // One output picked by `output`: the node with all its outputs, read through a result.
+        const int64_t output = attrs.has("output") ? attrs.i("output") : 0;
+        attrs.erase("output");
+        const NodeId m = g.add(n.op, n.inputs, attrs, n.name, n.origin);
+        id_of.push_back(g.result(m, int(output)));
+        ++index;
+        continue;
+      }
+      n.attrs = parse_attrs(n.op, attrs);
+      if (has_results(n.op)) {
+        RLX_CHECK(j.at("results").is_array(), "results must be an array");
+        for (const auto& r : j.at("results"))
+          n.results.emplace_back(dims_from(r.at("shape")),
+                                 parse_dtype(r.at("dtype").get<std::string>()));
+      } else {
+        n.shape = Shape(dims_from(j.at("shape")), parse_dtype(j.at("dtype").get<std::string>()));
+      }
       if (n.op == Op::Constant) {
         auto bytes = base64_decode(j.at("data").get<std::string>());
         RLX_CHECK(n.shape.is_static(), "constant with symbolic shape");
@@ -240,14 +268,14 @@ Graph from_json(std::string_view text, const std::string& source) {
         if (!bytes.empty()) std::memcpy(t.raw(), bytes.data(), bytes.size());
         n.value = t;
       }
-      g.append_raw(std::move(n));
+      id_of.push_back(g.append_raw(std::move(n)));
       ++index;
     }
     for (const auto& o : doc.at("outputs")) {
       int64_t id = o.at("node").get<int64_t>();
-      RLX_CHECK(id >= 0 && id < int64_t(g.size()), "output refers to node %", id,
-                " but the graph has ", g.size(), " nodes");
-      g.add_output(o.at("name").get<std::string>(), NodeId(id));
+      RLX_CHECK(id >= 0 && id < int64_t(id_of.size()), "output refers to node %", id,
+                " but the graph has ", id_of.size(), " nodes");
+      g.add_output(o.at("name").get<std::string>(), id_of[size_t(id)]);
     }
   } catch (const json::exception& e) {
     throw make_error(source, ": node ", index, ": malformed graph JSON: ", e.what());

@@ -59,6 +59,8 @@ Shape infer_leaf(const Node& n, const In&) {
 
 Shape infer_unary(const Node&, const In& in) { return *in[0]; }
 Shape infer_unary_any(const Node&, const In& in) { return *in[0]; }
+// The output it reads (Graph::input_shapes hands that output's shape in).
+Shape infer_result(const Node&, const In& in) { return *in[0]; }
 
 Shape infer_logical_not(const Node&, const In& in) { return Shape(in[0]->dims, DType::Bool); }
 
@@ -218,6 +220,27 @@ Shape infer_concat(const Node& n, const In& in) {
   return Shape(out, in[0]->dtype);
 }
 
+std::vector<Shape> infer_split(const Node& n, const In& in) {
+  const int r = in[0]->rank();
+  RLX_CHECK(r > 0, "split: cannot split a scalar");
+  const auto& a = n.attrs_as<SplitAttrs>();
+  const int ax = normalize_axis(a.axis, r);
+  RLX_CHECK(!a.sizes.empty(), "split: sizes must not be empty");
+  int64_t total = 0;
+  std::vector<Shape> out;
+  for (int64_t s : a.sizes) {
+    RLX_CHECK(s >= 0 && s <= (int64_t(1) << 48), "split: size ", s, " out of range");
+    total += s;
+    Shape piece = *in[0];
+    piece.dims[size_t(ax)] = Dim(s);
+    out.push_back(std::move(piece));
+  }
+  const Dim& len = in[0]->dims[size_t(ax)];
+  RLX_CHECK(!len.is_static() || len.value == total, "split: sizes ", dims_str(a.sizes), " sum to ",
+            total, ", axis ", ax, " of ", in[0]->str(), " is ", len.str());
+  return out;
+}
+
 Shape infer_expand(const Node& n, const In& in) {
   const auto& target = n.attrs_as<ExpandAttrs>().shape;
   RLX_CHECK(target.size() >= in[0]->dims.size(), "expand: target ", dims_str(target),
@@ -365,7 +388,7 @@ Shape infer_scatter_nd(const Node&, const In& in) {
   return d;
 }
 
-Shape infer_topk(const Node& n, const In& in) {
+std::vector<Shape> infer_topk(const Node& n, const In& in) {
   const int r = in[0]->rank();
   const auto& a = n.attrs_as<TopKAttrs>();
   int ax = normalize_axis(a.axis, r);
@@ -375,10 +398,7 @@ Shape infer_topk(const Node& n, const In& in) {
   RLX_CHECK(k >= 0 && (!len.is_static() || k <= len.value), "topk: k=", k, " out of range for ",
             in[0]->str());
   out[size_t(ax)] = Dim(k);
-  const int64_t output = a.output;
-  RLX_CHECK(output == 0 || output == 1, "topk: output must be 0 (values) or 1 (indices), got ",
-            output);
-  return Shape(out, output == 1 ? DType::I64 : in[0]->dtype);
+  return {Shape(out, in[0]->dtype), Shape(out, DType::I64)};
 }
 
 Shape infer_one_hot(const Node& n, const In& in) {
@@ -768,7 +788,7 @@ Shape infer_dequant_matmul(const Node& n, const In& in) {
 
 // rms/layer/group_norm_grad (x, dy[, gamma]): dx has x's shape; dgamma/dbeta have the
 // parameter's (trailing `naxes` dims of x, or [C] for group_norm), gamma or not.
-Shape infer_norm_grad(const Node& n, const In& in) {
+std::vector<Shape> infer_norm_grad(const Node& n, const In& in) {
   const char* op = op_name(n.op);
   const Shape &x = *in[0], &dy = *in[1];
   RLX_CHECK(x.dtype == DType::F32 || x.dtype == DType::F64 || x.dtype == DType::F16 ||
@@ -781,13 +801,11 @@ Shape infer_norm_grad(const Node& n, const In& in) {
               " does not match x ", x.str());
   std::vector<Dim> pdims;
   double eps;
-  int64_t output;
   if (n.op == Op::GroupNormGrad) {
     RLX_CHECK(x.rank() >= 2, op, ": x must be [N,C,...], got ", x.str());
     const auto& a = n.attrs_as<GroupNormGradAttrs>();
     const int64_t g = a.groups;
     eps = a.eps;
-    output = a.output;
     RLX_CHECK(g >= 1, op, ": groups must be >= 1, got ", g);
     const Dim& c = x.dims[1];
     RLX_CHECK(!c.is_static() || c.value % g == 0, op, ": groups=", g, " does not divide ", c.str(),
@@ -797,17 +815,15 @@ Shape infer_norm_grad(const Node& n, const In& in) {
     const auto& a = n.attrs_as<NormGradAttrs>();
     const int64_t naxes = a.naxes;
     eps = a.eps;
-    output = a.output;
     RLX_CHECK(naxes >= 1 && naxes <= x.rank(), op, ": naxes=", naxes, " out of range for x ",
               x.str());
     pdims.assign(x.dims.end() - naxes, x.dims.end());
   }
   if (in.size() > 2) check_param_dims(op, "gamma", x, *in[2], pdims);
   check_eps(eps, op);
-  const int64_t max_out = n.op == Op::RmsNormGrad ? 1 : 2;
-  RLX_CHECK(output >= 0 && output <= max_out, op, ": output must be 0 (dx), 1 (dgamma)",
-            max_out == 2 ? " or 2 (dbeta)" : "", ", got ", output);
-  return output == 0 ? x : Shape(pdims, x.dtype);
+  std::vector<Shape> out{x, Shape(pdims, x.dtype)};               // dx, dgamma
+  if (n.op != Op::RmsNormGrad) out.emplace_back(pdims, x.dtype);  // dbeta
+  return out;
 }
 
 Shape infer_activation_grad(const Node& n, const In& in) {
@@ -855,15 +871,25 @@ Shape infer_softmax_ce_grad(const Node& n, const In& in) {
 
 }  // namespace
 
-Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs) {
+std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Shape*>& inputs) {
+  // Single-output rules return a Shape, multi-output ones a list.
+  struct AsList {
+    std::vector<Shape> operator()(Shape s) const { return {std::move(s)}; }
+    std::vector<Shape> operator()(std::vector<Shape> s) const { return s; }
+  };
   switch (n.op) {
 #define RLX_OP(e, name, fam, set, mn, mx, outs, infer) \
   case Op::e:                                          \
-    return infer(n, inputs);
+    return AsList{}(infer(n, inputs));
 #include "rlx/ops.def"
 #undef RLX_OP
   }
   throw make_error("infer_shape: bad op id ", int(n.op));
+}
+
+Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs) {
+  RLX_CHECK(!has_results(n.op), n.label(), ": has several outputs; use infer_shapes");
+  return infer_shapes(n, inputs).at(0);
 }
 
 }  // namespace rlx

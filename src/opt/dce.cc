@@ -14,6 +14,8 @@ Graph eliminate_dead_code(const Graph& g) {
     if (n.op == Op::Input) live[i] = true;  // inputs are the signature
     if (!live[i]) continue;
     for (NodeId in : n.inputs) live[size_t(in)] = true;
+    // A multi-output node that runs writes all its outputs: its results stay.
+    for (size_t r = 0; r < n.results.size(); ++r) live[i + 1 + r] = true;
   }
   Rewriter rw(g);
   for (const Node& n : g.nodes())

@@ -17,28 +17,40 @@ Graph fold_constants(const Graph& g, const Evaluator& eval, size_t max_bytes) {
       for (NodeId in : g.node(NodeId(i)).inputs) live[size_t(in)] = true;
   Rewriter rw(g);
   for (const Node& n : g.nodes()) {
-    bool foldable = live[size_t(n.id)] && !is_leaf(n.op) && n.shape.is_static() &&
-                    size_t(n.shape.numel()) * dtype_size(n.shape.dtype) <= max_bytes;
-    for (NodeId in : n.inputs)
-      foldable = foldable && rw.out().node(rw.mapped(in)).op == Op::Constant;
-    if (n.op == Op::Full || n.op == Op::Arange)
-      foldable =
-          live[size_t(n.id)] && size_t(n.shape.numel()) * dtype_size(n.shape.dtype) <= max_bytes;
+    if (rw.mapped(n.id) >= 0) continue;  // a result of a folded multi-output node
+    const std::vector<Shape>& outs = has_results(n.op) ? n.results : std::vector<Shape>{n.shape};
+    size_t bytes = 0;
+    bool fits = true;
+    for (const Shape& s : outs) {
+      fits = fits && s.is_static();
+      if (fits) bytes += size_t(s.numel()) * dtype_size(s.dtype);
+    }
+    fits = fits && bytes <= max_bytes;
+    bool foldable = live[size_t(n.id)] && !is_leaf(n.op) && fits;
+    for (NodeId in : n.inputs) {
+      const NodeId m = rw.mapped(in);
+      foldable = foldable && m >= 0 && rw.out().node(m).op == Op::Constant;
+    }
+    if (n.op == Op::Full || n.op == Op::Arange) foldable = live[size_t(n.id)] && fits;
     if (!foldable) {
       rw.copy(n.id);
       continue;
     }
     std::vector<Tensor> args;
     for (NodeId in : n.inputs) args.push_back(rw.out().node(rw.mapped(in)).value);
-    Tensor v;
+    std::vector<Tensor> values;
     try {
-      v = eval(n, args);
+      values = eval(n, args);
     } catch (const Error& e) {
       throw e.with_context("constant folding " + node_context(g, n));
     }
-    NodeId c = rw.out().constant(v, n.name);
-    rw.out().node(c).origin = n.origin;
-    rw.map(n.id, c);
+    // A multi-output node folds into one constant per result.
+    for (size_t i = 0; i < values.size(); ++i) {
+      const NodeId id = has_results(n.op) ? g.result(n.id, int(i)) : n.id;
+      const NodeId c = rw.out().constant(values[i], g.node(id).name);
+      rw.out().node(c).origin = n.origin;
+      rw.map(id, c);
+    }
   }
   return rw.finish();
 }

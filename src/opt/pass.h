@@ -36,11 +36,14 @@ class Pass {
   virtual unsigned keeps() const { return kOutputs | kInputs; }
   // Lowest CompileOptions::opt_level that runs the pass.
   virtual int min_level() const { return 1; }
+  // Why these options give the pass nothing to do (it is then skipped), or "".
+  virtual std::string skip_reason(const CompileOptions&) const { return ""; }
   virtual Graph run(const Graph& g, const PassContext& ctx) const = 0;
 };
 
 // Every pass, in pipeline order.
 const std::vector<std::unique_ptr<Pass>>& pass_registry();
+std::unique_ptr<Pass> make_specialize_pass();
 std::unique_ptr<Pass> make_fold_pass();
 std::unique_ptr<Pass> make_simplify_pass();
 std::unique_ptr<Pass> make_cse_pass();

@@ -45,7 +45,9 @@ std::string property_names(unsigned props) {
 const std::vector<std::unique_ptr<Pass>>& pass_registry() {
   static const std::vector<std::unique_ptr<Pass>> passes = [] {
     std::vector<std::unique_ptr<Pass>> v;
-    // simplify first: it is structural, and folding a transpose it removes
+    // specialize before everything: the others then see static shapes.
+    v.push_back(make_specialize_pass());
+    // simplify next: it is structural, and folding a transpose it removes
     // (x @ w^T) would copy the weight at load time for nothing.
     v.push_back(make_simplify_pass());
     v.push_back(make_fold_pass());
@@ -75,6 +77,8 @@ PassManager::PassManager(const CompileOptions& options) : options_(options) {
       info.why_not = "disabled";
     else if (options.opt_level < p->min_level())
       info.why_not = "needs -O" + std::to_string(p->min_level());
+    else
+      info.why_not = p->skip_reason(options);
     info.enabled = info.why_not.empty();
     if (info.enabled) pipeline_.push_back(p.get());
     info_.push_back(std::move(info));
@@ -118,5 +122,13 @@ Graph PassManager::run(Graph g, const Evaluator& eval) const {
 namespace rlx {
 std::vector<PassInfo> describe_pipeline(const CompileOptions& options) {
   return opt::PassManager(options).describe();
+}
+
+Graph optimize_unbound(Graph g, const CompileOptions& options) {
+  g.verify();
+  CompileOptions o = options;
+  for (const auto& p : opt::pass_registry())
+    if (p->needs() & opt::kParamsBound) o.disabled_passes.emplace_back(p->name());
+  return opt::PassManager(o).run(std::move(g), nullptr);
 }
 }  // namespace rlx

@@ -2,14 +2,17 @@
 // keeps names, origins and outputs.
 #pragma once
 #include <functional>
+#include <map>
 #include <span>
+#include <vector>
 
 #include "rlx/graph.h"
 
 namespace rlx::opt {
 
-// Computes one node from its input values (the backend's kernels).
-using Evaluator = std::function<Tensor(const Node&, std::span<const Tensor>)>;
+// Computes a node's outputs (one per output) from its input values (the
+// backend's kernels).
+using Evaluator = std::function<std::vector<Tensor>(const Node&, std::span<const Tensor>)>;
 
 // Replaces every non-leaf node whose inputs are all constants by a constant,
 // unless the result would exceed `max_bytes`.
@@ -20,6 +23,9 @@ Graph eliminate_common_subexpressions(const Graph& g);
 // Algebraic identities (x*1, x+0, transpose/reshape/cast chains, no-op
 // reshape/cast/expand/slice). Graph outputs keep their node, name and origin.
 Graph simplify_algebra(const Graph& g);
+// Replaces symbolic dims by the values the given input dims bind, and
+// re-infers every shape. Throws for missing or contradicting input dims.
+Graph specialize_shapes(const Graph& g, const std::map<std::string, Dims>& input_dims);
 // Drops nodes no output depends on. Inputs stay (they are the signature).
 Graph eliminate_dead_code(const Graph& g);
 

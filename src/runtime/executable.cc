@@ -50,7 +50,9 @@ std::shared_ptr<Executable> Executable::compile(Graph graph, const TensorMap& we
   check_supported(*backend, graph);
   opt::PassManager passes(options);  // validates the options before binding weights
   auto eval = [&backend](const Node& n, std::span<const Tensor> in) {
-    Tensor out(n.shape.concrete(), n.shape.dtype);
+    std::vector<Tensor> out;
+    for (const Shape& s : has_results(n.op) ? n.results : std::vector<Shape>{n.shape})
+      out.emplace_back(s.concrete(), s.dtype);
     backend->run_node(n, in, out);
     return out;
   };

@@ -23,6 +23,7 @@ std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& 
   std::map<std::string, int64_t> symbols;
   std::vector<Shape> shapes(g.size());
   std::vector<Dims> dims(g.size());
+  std::vector<Shape> results;  // the outputs of the last multi-output node
   for (const Node& n : g.nodes()) {
     Shape s;
     if (n.op == Op::Input) {
@@ -52,10 +53,17 @@ std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& 
                     "' is not bound by any input");
           d = Dim(it->second);
         }
+    } else if (n.op == Op::Result) {  // right after its node, in order
+      s = results.at(size_t(n.attrs_as<ResultAttrs>().index));
     } else {
       std::vector<const Shape*> in;
       for (NodeId i : n.inputs) in.push_back(&shapes[size_t(i)]);
       try {
+        if (has_results(n.op)) {
+          // The node itself holds no buffer; its results take these shapes.
+          results = infer_shapes(n, in);
+          continue;
+        }
         s = infer_shape(n, in);
       } catch (const Error& e) {
         std::string ctx = n.label() + " with inputs ";
@@ -100,7 +108,11 @@ Plan plan_memory(const Graph& g, std::vector<Dims> dims) {
   std::vector<Block> live;  // sorted by offset
   std::vector<std::vector<NodeId>> frees_after(g.size());
   size_t peak = 0;
-  for (const Node& n : g.nodes()) {
+  // A value's buffer is placed when the node computing it runs: a result's
+  // when its multi-output node does, and it lives until the result's last
+  // reader (an unread one is freed right after), so each output has its own
+  // lifetime.
+  auto place = [&](const Node& n) {
     const size_t id = size_t(n.id);
     if (!is_leaf(n.op) && !is_output[id] && p.alias[id] < 0) {
       size_t bytes = size_t(numel(dims[id])) * dtype_size(n.shape.dtype);
@@ -117,6 +129,13 @@ Plan plan_memory(const Graph& g, std::vector<Dims> dims) {
       // A node nobody reads is freed right after it runs.
       frees_after[std::max(last_use[id], id)].push_back(n.id);
     }
+  };
+  for (const Node& n : g.nodes()) {
+    const size_t id = size_t(n.id);
+    if (has_results(n.op))
+      for (size_t i = 0; i < n.results.size(); ++i) place(g.node(g.result(n.id, int(i))));
+    else if (n.op != Op::Result)
+      place(n);
     for (NodeId dead : frees_after[id]) {
       auto off = size_t(p.offset[size_t(dead)]);
       live.erase(

@@ -51,9 +51,7 @@ TensorMap Session::run(const TensorMap& inputs) {
   arena_bytes_ = plan->arena_bytes;
 
   std::vector<Tensor> values(g.size());
-  std::vector<bool> is_output(g.size(), false);
-  for (const auto& o : g.outputs()) is_output[size_t(o.node)] = true;
-  std::vector<Tensor> args;
+  std::vector<Tensor> args, outs;
   for (const Node& n : g.nodes()) {
     const size_t id = size_t(n.id);
     if (n.op == Op::Input) {
@@ -66,21 +64,35 @@ TensorMap Session::run(const TensorMap& inputs) {
       continue;
     }
     RLX_CHECK(n.op != Op::Param, n.label(), ": parameter '", n.name, "' was never bound");
-    const Dims& d = plan->dims[id];
-    if (plan->alias[id] >= 0) {  // a reshape: a view of its input (copied only if strided)
-      values[id] = values[size_t(n.inputs[0])].reshape(d);
+    if (n.op == Op::Result) continue;  // written by its multi-output node
+    if (plan->alias[id] >= 0) {        // a reshape: a view of its input (copied only if strided)
+      values[id] = values[size_t(n.inputs[0])].reshape(plan->dims[id]);
       continue;
     }
-    Tensor out = plan->offset[id] >= 0 ? Tensor(arena_, size_t(plan->offset[id]), d, n.shape.dtype)
-                                       : output_buffer(n, d);
+    // The buffers the node writes: its own, or each of its results'.
+    auto buffer = [&](const Node& v) {
+      const size_t at = size_t(v.id);
+      const Dims& d = plan->dims[at];
+      return plan->offset[at] >= 0 ? Tensor(arena_, size_t(plan->offset[at]), d, v.shape.dtype)
+                                   : output_buffer(v, d);
+    };
+    outs.clear();
+    if (has_results(n.op))
+      for (size_t i = 0; i < n.results.size(); ++i)
+        outs.push_back(buffer(g.node(g.result(n.id, int(i)))));
+    else
+      outs.push_back(buffer(n));
     args.clear();
     for (NodeId in : n.inputs) args.push_back(values[size_t(in)]);
     try {
-      exe_->compiled_->run(n, args, out);
+      exe_->compiled_->run(n, args, outs);
     } catch (const Error& e) {
       throw e.with_context("while running " + node_context(g, n));
     }
-    values[id] = std::move(out);
+    if (has_results(n.op))
+      for (size_t i = 0; i < outs.size(); ++i) values[size_t(g.result(n.id, int(i)))] = outs[i];
+    else
+      values[id] = std::move(outs[0]);
   }
   TensorMap result;
   // Computed outputs never live in the arena (the planner skips them), so

@@ -62,6 +62,7 @@ std::vector<Sample> samples() {
       {Op::Pad, {x}, {{"pads", Ints{0, 1, 0, 1}}, {"mode", std::string("reflect")}}},
       {Op::Tile, {x}, {{"repeats", Ints{2, 1}}}},
       {Op::Flip, {x}, {{"axes", Ints{0}}}},
+      {Op::Split, {x}, {{"axis", 1}, {"sizes", Ints{1, 0, 2}}}},
       {Op::Gather, {f32({3, 4}), idx({2}, 2)}, {{"axis", 0}}},
       {Op::GatherElements, {f32({3, 4}), idx({3, 4}, 2)}, {{"axis", 0}}},
       {Op::GatherND, {f32({3, 4}), idx({2, 1}, 2)}, {}},
@@ -105,7 +106,7 @@ std::vector<Sample> samples() {
        {{"size", Ints{4, 4}}, {"mode", std::string("bilinear")}, {"align_corners", true}}},
       {Op::GridSample, {f32({1, 1, 3, 3}), f32({1, 2, 2, 2})}, {}},
       {Op::RmsNormGrad, {f32({2, 4}), f32({2, 4}), f32({4})}, {}},
-      {Op::LayerNormGrad, {f32({2, 4}), f32({2, 4}), f32({4})}, {{"output", 2}}},
+      {Op::LayerNormGrad, {f32({2, 4}), f32({2, 4}), f32({4})}, {}},
       {Op::GroupNormGrad, {f32({1, 4, 2}), f32({1, 4, 2}), f32({4})}, {{"groups", 2}}},
       {Op::ActivationGrad, {x, x}, {{"kind", std::string("elu")}, {"alpha", 0.5}}},
       {Op::SoftmaxCrossEntropy, {f32({3, 4}), idx({3}, 3)}, {}},
@@ -135,8 +136,11 @@ std::vector<Sample> samples() {
   return s;
 }
 
-// Leaves the runtime binds rather than runs; covered by every other sample.
-bool bound_leaf(Op op) { return op == Op::Input || op == Op::Param || op == Op::Constant; }
+// Leaves the runtime binds rather than runs, and the result nodes every
+// multi-output sample makes; covered by every other sample.
+bool bound_leaf(Op op) {
+  return op == Op::Input || op == Op::Param || op == Op::Constant || op == Op::Result;
+}
 
 // Ops CoreML declares it cannot lower (the answer of coreml::supports); empty
 // today: every op lowers.
@@ -171,19 +175,29 @@ TEST(OpSweep, EveryOpInfersRoundTripsRunsOnCpuAndLowersToCoreML) {
     }
     NodeId y = -1;
     ASSERT_NO_THROW(y = g.add(s.op, ins, s.attrs));  // attributes parse, shape rule holds
-    g.add_output("y", y);
+    // Every value the node makes: itself, or each of its results.
+    std::vector<NodeId> outs{y};
+    if (has_results(s.op)) {
+      outs.clear();
+      for (size_t i = 0; i < g.node(y).results.size(); ++i) outs.push_back(g.result(y, int(i)));
+    }
+    for (size_t i = 0; i < outs.size(); ++i) g.add_output("y" + std::to_string(i), outs[i]);
 
     // Serializer: typed attributes and shapes survive the JSON round trip.
     const Graph back = from_json(to_json(g), "sweep.json");
     EXPECT_TRUE(back.node(y).attrs == g.node(y).attrs);
     EXPECT_EQ(back.node(y).shape, g.node(y).shape);
+    EXPECT_EQ(back.node(y).results, g.node(y).results);
     EXPECT_EQ(to_json(back), to_json(g));
 
-    // CPU: supported, and it runs to the inferred shape.
+    // CPU: supported, and it runs to the inferred shapes.
     EXPECT_TRUE(cpu->supports(g.node(y)).ok) << cpu->supports(g.node(y)).reason;
     TensorMap out;
     ASSERT_NO_THROW(out = testing::run_graph(g, feed, {}, 0));
-    EXPECT_EQ(out.at("y").shape(), Shape(g.node(y).shape.concrete(), g.node(y).shape.dtype));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const Shape& s = g.node(outs[i]).shape;
+      EXPECT_EQ(out.at("y" + std::to_string(i)).shape(), Shape(s.concrete(), s.dtype));
+    }
 
     // CoreML: lowers, or is declared unsupported here.
     const bool lowers = coreml::supports(g.node(y)).ok;

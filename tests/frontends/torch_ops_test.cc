@@ -308,11 +308,10 @@ TEST(TorchOps, EveryFamilyMatchesEager) {
 
 json tensor_meta(const Dims& d) { return {{"shape", d}, {"dtype", "f32"}}; }
 
-// One-node document `op(args..., kwargs)` over f32 inputs named in `inputs`.
 // A document `y = op(args, kwargs)` (plus `_getitem(y, getitem)` when
-// getitem >= 0) over the inputs in `feed`, run on `feed`.
-TensorMap run_doc(const std::string& op, const json& args, const json& kwargs, const json& out,
-                  const TensorMap& feed, int getitem = -1) {
+// getitem >= 0) over the inputs in `feed`, imported.
+Model load_doc(const std::string& op, const json& args, const json& kwargs, const json& out,
+               const TensorMap& feed, int getitem = -1) {
   json doc = {{"format", "rlx-torch-ir"}, {"version", 1}, {"decomposition", "core"}};
   doc["inputs"] = json::array();
   for (const auto& [id, t] : feed)
@@ -336,7 +335,14 @@ TensorMap run_doc(const std::string& op, const json& args, const json& kwargs, c
     throw;
   }
   fs::remove_all(dir);
-  Session s(Executable::compile(m->graph, m->weights));
+  return std::move(*m);
+}
+
+// load_doc, compiled and run on `feed`.
+TensorMap run_doc(const std::string& op, const json& args, const json& kwargs, const json& out,
+                  const TensorMap& feed, int getitem = -1) {
+  Model m = load_doc(op, args, kwargs, out, feed, getitem);
+  Session s(Executable::compile(m.graph, m.weights));
   return s.run(feed);
 }
 
@@ -355,6 +361,29 @@ json ints(const std::vector<int64_t>& v) {
   return {{"list", l}};
 }
 const json kNone = {{"none", true}};
+
+// Multi-output aten ops import as one multi-output node, not a node per output.
+TEST(TorchOpsHandWritten, MultiOutputOpsAreOneNode) {
+  const TensorMap feed{{"x", testing::random_tensor({3, 6}, DType::F32, 5)}};
+  auto count = [](const Graph& g, Op op) {
+    int k = 0;
+    for (const Node& n : g.nodes()) k += n.op == op;
+    return k;
+  };
+  const json two = {tensor_meta({3, 2}), {{"shape", Dims{3, 2}}, {"dtype", "i64"}}};
+  const Model topk = load_doc("aten.topk", {ref("x"), {{"int", 2}}}, json::object(), two, feed, 1);
+  EXPECT_EQ(count(topk.graph, Op::TopK), 1);
+  EXPECT_EQ(count(topk.graph, Op::Result), 2);
+  const json three = {tensor_meta({3, 1}), tensor_meta({3, 3}), tensor_meta({3, 2})};
+  const Model split = load_doc("aten.split_with_sizes", {ref("x"), ints({1, 3, 2}), {{"int", 1}}},
+                               json::object(), three, feed, 2);
+  EXPECT_EQ(count(split.graph, Op::Split), 1);
+  EXPECT_EQ(count(split.graph, Op::Slice), 0);
+  const TensorMap got = Session(Executable::compile(split.graph, split.weights)).run(feed);
+  const Tensor want =
+      testing::run_op(Op::Slice, {feed.at("x")}, {{"axis", int64_t(1)}, {"start", int64_t(4)}});
+  EXPECT_TRUE(testing::all_equal(got.begin()->second, want));
+}
 
 TEST(TorchOpsHandWritten, RmsNorm) {
   Tensor x = testing::random_tensor({2, 3, 8}, DType::F32, 11, -2, 2);

@@ -20,6 +20,13 @@ Shape infer(Op op, const std::vector<Shape>& ins, Attrs a = {}) {
   for (size_t i = 0; i < ins.size(); ++i) ids.push_back(g.input("x" + std::to_string(i), ins[i]));
   return g.node(g.add(op, ids, std::move(a))).shape;
 }
+// The shapes of a multi-output node's outputs.
+std::vector<Shape> infer_all(Op op, const std::vector<Shape>& ins, Attrs a = {}) {
+  Graph g;
+  std::vector<NodeId> ids;
+  for (size_t i = 0; i < ins.size(); ++i) ids.push_back(g.input("x" + std::to_string(i), ins[i]));
+  return g.node(g.add(op, ids, std::move(a))).results;
+}
 
 TEST(Graph, BuilderRecordsNodesNamesAndOrigins) {
   Graph g;
@@ -174,9 +181,16 @@ TEST(ShapeInfer, IndexingAndLinearAlgebra) {
   EXPECT_EQ(infer(Op::GatherElements, {S({3, 4}), S({3, 2}, DType::I32)}, {{"axis", int64_t(1)}}),
             S({3, 2}));
   EXPECT_EQ(infer(Op::GatherND, {S({4, 5, 6}), S({3, 2}, DType::I64)}), S({3, 6}));
-  EXPECT_EQ(infer(Op::TopK, {S({4, 10})}, {{"k", int64_t(3)}}), S({4, 3}));
-  EXPECT_EQ(infer(Op::TopK, {S({4, 10})}, {{"k", int64_t(3)}, {"output", int64_t(1)}}),
-            S({4, 3}, DType::I64));
+  EXPECT_EQ(infer_all(Op::TopK, {S({4, 10})}, {{"k", int64_t(3)}}),
+            (std::vector<Shape>{S({4, 3}), S({4, 3}, DType::I64)}));
+  EXPECT_EQ(infer_all(Op::Split, {S({sym("b"), 10})},
+                      {{"axis", int64_t(1)}, {"sizes", std::vector<int64_t>{3, 7}}}),
+            (std::vector<Shape>{S({sym("b"), 3}), S({sym("b"), 7})}));
+  EXPECT_NE(error_of([] {
+              infer_all(Op::Split, {S({4, 10})},
+                        {{"axis", int64_t(1)}, {"sizes", std::vector<int64_t>{3, 6}}});
+            }).find("sum to 9"),
+            std::string::npos);
   EXPECT_NE(error_of([] {
               infer(Op::TopK, {S({4, 10})}, {{"k", int64_t(11)}});
             }).find("k=11"),
@@ -400,9 +414,9 @@ TEST(GraphJson, LoadsVersionOne) {
   EXPECT_EQ(g.node(2).attrs_as<DivAttrs>().rounding, DivRounding::none);
   EXPECT_EQ(g.node(3).attrs_as<ClampAttrs>().min, -INFINITY);
   EXPECT_EQ(g.node(3).attrs_as<ClampAttrs>().max, 6.0);
-  // Written back as version 2 with plain values.
+  // Written back as the current version with plain values.
   const std::string v2 = to_json(g);
-  EXPECT_NE(v2.find("\"version\": 2"), std::string::npos) << v2;
+  EXPECT_NE(v2.find("\"version\": 3"), std::string::npos) << v2;
   EXPECT_NE(v2.find("\"keepdims\": true"), std::string::npos) << v2;
   EXPECT_EQ(to_json(from_json(v2)), v2);
 }
@@ -429,7 +443,7 @@ TEST(GraphJson, MalformedDocumentsAreErrors) {
   const std::vector<Case> cases = {
       {"not JSON", "{\"nodes\": [", "invalid JSON"},
       {"not a graph", "[1, 2]", "not an rlx graph"},
-      {"wrong version", edit("\"version\": 2", "\"version\": 7"), "unsupported graph version 7"},
+      {"wrong version", edit("\"version\": 3", "\"version\": 7"), "unsupported graph version 7"},
       {"unknown op", edit("\"op\": \"pad\"", "\"op\": \"frobnicate\""), "unknown op 'frobnicate'"},
       {"forward input",
        small("[" + in0 + ",{\"op\":\"relu\",\"inputs\":[2],\"shape\":[2],\"dtype\":\"f32\"}]"),

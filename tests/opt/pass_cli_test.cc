@@ -1,5 +1,5 @@
 // The pass-pipeline flags of the command line: inspect --passes / --after /
-// --optimized / --print-after-all, run --disable-pass / -O0.
+// --optimized / --print-after-all, run --disable-pass / -O0 / --specialize.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -43,7 +43,8 @@ bool has(const std::string& s, const std::string& part) {
 TEST_F(PassCli, PassesListsThePipeline) {
   auto r = run_cli("inspect " + path("m") + " --passes --disable-pass cse");
   ASSERT_EQ(r.status, 0) << r.output;
-  for (const char* name : {"simplify", "fold", "cse", "dce"}) EXPECT_TRUE(has(r.output, name));
+  for (const char* name : {"specialize", "simplify", "fold", "cse", "dce"})
+    EXPECT_TRUE(has(r.output, name));
   EXPECT_TRUE(has(r.output, "disabled")) << r.output;
   EXPECT_TRUE(has(r.output, "needs: params-bound")) << r.output;
   r = run_cli("inspect " + path("m") + " --passes -O0");
@@ -72,7 +73,7 @@ TEST_F(PassCli, BadPassNamesAreClearErrors) {
   auto r = run_cli("inspect " + path("m") + " --after folding");
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.output, "unknown pass 'folding'")) << r.output;
-  EXPECT_TRUE(has(r.output, "simplify, fold, cse, dce")) << r.output;
+  EXPECT_TRUE(has(r.output, "specialize, simplify, fold, cse, dce")) << r.output;
   r = run_cli("run " + path("m") + " -i " + path("in.safetensors") + " --disable-pass nope");
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.output, "unknown pass 'nope'")) << r.output;
@@ -105,7 +106,14 @@ TEST_F(PassCli, RunTakesDisablePassAndOptLevel) {
     ASSERT_EQ(r.status, 0) << flags << "\n" << r.output;
     EXPECT_EQ(first_line(r.output), first_line(base.output)) << flags;
   }
+  auto spec = run_cli("run " + path("m") + " -i " + path("in.safetensors") +
+                      " --specialize --print-after-all");
+  ASSERT_EQ(spec.status, 0) << spec.output;
+  EXPECT_TRUE(has(spec.output, "after specialize: ")) << spec.output;
   auto help = run_cli("run --help");
+  EXPECT_TRUE(has(help.output, "--disable-pass")) << help.output;
+  EXPECT_TRUE(has(help.output, "--specialize")) << help.output;
+  help = run_cli("compile --help");
   EXPECT_TRUE(has(help.output, "--disable-pass")) << help.output;
   help = run_cli("inspect --help");
   for (const char* f : {"--passes", "--after", "--optimized", "--print-after-all"})

@@ -39,7 +39,7 @@ class TestBackend final : public Backend {
     ++compiles;
     return cpu_->compile(g);
   }
-  void run_node(const Node& n, std::span<const Tensor> in, Tensor& out) const override {
+  void run_node(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) const override {
     cpu_->run_node(n, in, out);
   }
   mutable std::atomic<int> compiles{0};

@@ -33,6 +33,12 @@ Tensor random_tensor(const Dims& dims, DType t, uint64_t seed, double lo, double
 }
 
 Tensor run_op(Op op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  std::vector<Tensor> out = run_op_outputs(op, inputs, attrs);
+  RLX_CHECK(out.size() == 1, op_name(op), " has ", out.size(), " outputs; use run_op_outputs");
+  return out[0];
+}
+
+std::vector<Tensor> run_op_outputs(Op op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
   Graph g;
   std::vector<NodeId> ins;
   TensorMap feed;
@@ -41,8 +47,17 @@ Tensor run_op(Op op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
     ins.push_back(g.input(name, inputs[i].shape()));
     feed[name] = inputs[i];
   }
-  g.add_output("y", g.add(op, ins, attrs));
-  return run_graph(g, feed, {}, 0).at("y");
+  const NodeId id = g.add(op, ins, attrs);
+  std::vector<NodeId> values{id};
+  if (has_results(op)) {
+    values.clear();
+    for (size_t i = 0; i < g.node(id).results.size(); ++i) values.push_back(g.result(id, int(i)));
+  }
+  for (size_t i = 0; i < values.size(); ++i) g.add_output("y" + std::to_string(i), values[i]);
+  TensorMap out = run_graph(g, feed, {}, 0);
+  std::vector<Tensor> r;
+  for (size_t i = 0; i < values.size(); ++i) r.push_back(out.at("y" + std::to_string(i)));
+  return r;
 }
 
 TensorMap run_graph(const Graph& g, const TensorMap& inputs, const TensorMap& weights,

@@ -18,6 +18,10 @@ Tensor random_tensor(const Dims& dims, DType t, uint64_t seed, double lo = -1, d
 // Builds a graph with one Input per tensor ("x0", "x1", ...), one `op` node
 // and one output, compiles it without optimizations and runs it.
 Tensor run_op(Op op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+// Every output of the op: one, or a multi-output op's (topk, split, norm grads) in
+// result order. run_op throws for multi-output ops.
+std::vector<Tensor> run_op_outputs(Op op, const std::vector<Tensor>& inputs,
+                                   const Attrs& attrs = {});
 
 // Compiles (with the given opt level) and runs a whole graph.
 TensorMap run_graph(const Graph& g, const TensorMap& inputs, const TensorMap& weights = {},

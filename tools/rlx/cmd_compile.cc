@@ -1,4 +1,4 @@
-// rlx compile MODEL --target coreml -o X.mlpackage [--opset CoreML5..CoreML8] [--fp16]
+// rlx compile MODEL --target coreml -o X.mlpackage [--opset CoreML5..CoreML8] [--fp16] [-O0]
 // rlx coreml-check X.mlpackage
 #include <cstdio>
 #include <cstdlib>
@@ -9,16 +9,17 @@
 namespace rlx::cli {
 namespace {
 
-struct CompileOptions {
+struct CompileCommand {
   std::string model, target = "coreml", out, opset = "CoreML6";
   bool fp16 = false;
   int64_t seq_len = 64;
+  PassFlags passes;
 };
 
 }  // namespace
 
 void add_compile_command(CLI::App& app) {
-  auto o = std::make_shared<CompileOptions>();
+  auto o = std::make_shared<CompileCommand>();
   auto* cmd =
       app.add_subcommand("compile", "Export a model for another runtime (CoreML .mlpackage)");
   cmd->add_option(
@@ -33,8 +34,11 @@ void add_compile_command(CLI::App& app) {
                   "GGUF language models: the token count the exported graph takes (CoreML "
                   "needs static lengths; default 64)")
       ->check(CLI::PositiveNumber);
+  add_pass_flags(cmd, o->passes);
   cmd->callback([o] {
     Model m = load_model(o->model, {.n_tokens = o->seq_len});
+    // The exporter writes the weights itself: every pass but folding runs.
+    m.graph = optimize_unbound(std::move(m.graph), compile_options(o->passes, stderr));
     coreml::ExportOptions eo;
     eo.opset = coreml::parse_opset(o->opset);
     eo.fp16 = o->fp16;

@@ -1,5 +1,5 @@
 // rlx run MODEL --inputs IN.safetensors [--out OUT.safetensors] [--threads N] [--bench N]
-//         [-O0|-O1] [--disable-pass NAME]... [--print-after-all]
+//         [-O0|-O1] [--disable-pass NAME]... [--print-after-all] [--specialize]
 // rlx run MODEL.gguf --tokens "1 2 3" [--out logits.safetensors]
 #include <algorithm>
 #include <chrono>
@@ -18,6 +18,7 @@ struct RunOptions {
   int threads = 0;
   int bench = 0;
   PassFlags passes;
+  bool specialize = false;
 };
 
 std::string signature(const Graph& g) {
@@ -43,6 +44,8 @@ void run(const RunOptions& o) {
     RLX_CHECK(inputs.count(m.graph.node(id).name), o.model, " takes inputs ", signature(m.graph),
               "; '", m.graph.node(id).name, "' is missing",
               o.inputs.empty() ? " (pass --inputs FILE.safetensors)" : " from " + o.inputs);
+  if (o.specialize)
+    for (const auto& [name, t] : inputs) copts.input_shapes[name] = t.dims();
   auto exe = Executable::compile(std::move(m.graph), m.weights, copts);
   Session session(exe);
   TensorMap outputs = session.run(inputs);
@@ -88,6 +91,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--bench", o->bench, "Time N runs after a warm-up; print median and min")
       ->check(CLI::NonNegativeNumber);
   add_pass_flags(cmd, o->passes);
+  cmd->add_flag("--specialize", o->specialize,
+                "Compile for the dims of --inputs: symbolic dims become static before the other "
+                "passes run");
   cmd->callback([o] { run(*o); });
 }
 

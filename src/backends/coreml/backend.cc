@@ -19,7 +19,9 @@ class CoreMLBackend final : public Backend {
   std::string name() const override { return "coreml"; }
   Support supports(const Node& n) const override { return coreml::supports(n); }
   std::unique_ptr<CompiledGraph> compile(const Graph&) const override { export_only(); }
-  void run_node(const Node&, std::span<const Tensor>, Tensor&) const override { export_only(); }
+  void run_node(const Node&, std::span<const Tensor>, std::span<Tensor>) const override {
+    export_only();
+  }
 };
 
 }  // namespace

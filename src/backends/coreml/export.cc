@@ -42,7 +42,7 @@ const LowerTable& lower_table() {
 }
 
 Support supports(const Node& n) {
-  if (n.op == Op::Input || lower_table()[size_t(n.op)]) return Support::yes();
+  if (n.op == Op::Input || n.op == Op::Result || lower_table().has(n.op)) return Support::yes();
   return Support::no("no MIL lowering");
 }
 
@@ -56,7 +56,7 @@ std::map<std::string, int> unsupported_ops(const Graph& g) {
 std::vector<std::string> supported_op_names() {
   std::vector<std::string> r{"input"};
   for (int i = 0; i < num_ops(); ++i)
-    if (lower_table()[size_t(i)]) r.push_back(op_name(Op(i)));
+    if (lower_table().has(Op(i)) || Op(i) == Op::Result) r.push_back(op_name(Op(i)));
   return r;
 }
 
@@ -235,7 +235,12 @@ void export_package(const Graph& g, const TensorMap& weights, const std::string&
   pb::Block* block = &(*fn->mutable_block_specializations())[opset_name(opts.opset)];
   BlobWriter blobs;
   Builder b(block, &blobs, opts.opset);
-  Lowering L{g, weights, b, opts.fp16, std::vector<Val>(g.size())};
+  Lowering L{g,
+             weights,
+             b,
+             opts.fp16,
+             std::vector<Val>(g.size()),
+             std::vector<std::vector<Val>>(g.size())};
   auto* desc = model.mutable_description();
 
   // Function inputs keep their graph names; fp16 programs take fp32 and cast.
@@ -260,7 +265,13 @@ void export_package(const Graph& g, const TensorMap& weights, const std::string&
   for (const Node& n : g.nodes()) {
     if (n.op == Op::Input) continue;
     try {
-      L.vals[size_t(n.id)] = lower_table()[size_t(n.op)](L, n);
+      if (n.op == Op::Result)  // its node made every output
+        L.vals[size_t(n.id)] =
+            L.results.at(size_t(n.inputs[0])).at(size_t(n.attrs_as<ResultAttrs>().index));
+      else if (has_results(n.op))
+        L.results[size_t(n.id)] = lower_table().many[size_t(n.op)](L, n);
+      else
+        L.vals[size_t(n.id)] = lower_table().one[size_t(n.op)](L, n);
     } catch (const Error& e) {
       throw make_error("coreml: lowering ", node_context(g, n), ": ", e.what());
     }

@@ -17,7 +17,8 @@ struct Lowering {
   const TensorMap& weights;
   Builder& b;
   bool fp16;
-  std::vector<Val> vals;  // per node id
+  std::vector<Val> vals;                  // per node id
+  std::vector<std::vector<Val>> results;  // per multi-output node id: one per output
 
   const Val& in(const Node& n, size_t i) const { return vals[size_t(n.inputs[i])]; }
   pb::DataType dtype(DType t) const;
@@ -43,15 +44,21 @@ struct Lowering {
 };
 
 using LowerFn = Val (*)(Lowering&, const Node&);
+// A multi-output op: one value per output, in result order.
+using LowerResultsFn = std::vector<Val> (*)(Lowering&, const Node&);
 inline constexpr size_t kNumOps = 0
 #define RLX_OP(e, ...) +1
 #include "rlx/ops.def"
 #undef RLX_OP
     ;
-using LowerTable = std::array<LowerFn, kNumOps>;
+struct LowerTable {
+  std::array<LowerFn, kNumOps> one{};          // single-output ops
+  std::array<LowerResultsFn, kNumOps> many{};  // multi-output ops
+  bool has(Op op) const { return one[size_t(op)] || many[size_t(op)]; }
+};
 
 void register_elementwise(LowerTable& t);  // leaves, unary, binary, compare, where, cast
-void register_shape(LowerTable& t);        // reductions, softmax, movement, indexing
+void register_shape(LowerTable& t);        // reductions, softmax, movement, indexing, split
 void register_nn(LowerTable& t);           // matmul, conv, pools, norms, attention
 void register_grad(LowerTable& t);         // backward ops (lower_grad.cc)
 void register_indexing(LowerTable& t);     // one_hot, gather_nd, scatters, topk, conv_transpose

@@ -239,7 +239,7 @@ Val lower_cast(Lowering& L, const Node& n) {
 }  // namespace
 
 void register_elementwise(LowerTable& t) {
-  auto set = [&](Op op, LowerFn f) { t[size_t(op)] = f; };
+  auto set = [&](Op op, LowerFn f) { t.one[size_t(op)] = f; };
   set(Op::Param, lower_param);
   set(Op::Constant, lower_constant);
   set(Op::Full, lower_full);

@@ -20,6 +20,11 @@ std::vector<int64_t> trailing_axes(int64_t naxes) {
 Val finish(Lowering& L, const Node& n, const Val& v) {
   return L.b.op("identity", {{"x", v}}, L.type_of(n), L.hint(n));
 }
+// Output i of a multi-output node, named after the node and the output.
+Val finish(Lowering& L, const Node& n, size_t i, const Val& v) {
+  return L.b.op("identity", {{"x", v}}, L.type_of(n.results[i]),
+                L.hint(n) + "_" + std::to_string(i));
+}
 
 Val rsqrt(Lowering& L, const Val& x, const std::string& h) {
   return L.b.op("rsqrt", {{"x", x}, {"epsilon", L.scalar_like(0, x, h + "_e0")}}, x.type, h);
@@ -38,7 +43,7 @@ Val sum_leading(Lowering& L, const Val& t, int64_t nlead, const std::string& h) 
   return L.reduce("reduce_sum", t, axes, false, h);
 }
 
-Val lower_rms_norm_grad(Lowering& L, const Node& n) {
+std::vector<Val> lower_rms_norm_grad(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &dy = L.in(n, 1);
   const std::string h = L.hint(n);
   const auto& at = n.attrs_as<NormGradAttrs>();
@@ -47,18 +52,16 @@ Val lower_rms_norm_grad(Lowering& L, const Node& n) {
   Val ms = L.reduce("reduce_mean", L.binary("mul", x, x, h + "_sq"), axes, true, h + "_ms");
   Val inv =
       rsqrt(L, L.binary("add", ms, L.scalar_like(at.eps, x, h + "_eps"), h + "_mse"), h + "_inv");
-  if (at.output == 1)
-    return finish(L, n,
-                  sum_leading(L, L.binary("mul", L.binary("mul", dy, x, h + "_dyx"), inv, h + "_t"),
-                              x.type.rank() - naxes, h + "_dg"));
+  Val dgamma = sum_leading(L, L.binary("mul", L.binary("mul", dy, x, h + "_dyx"), inv, h + "_t"),
+                           x.type.rank() - naxes, h + "_dg");
   // dx = inv * sy - x * (mean(x * sy) * inv^3)
   Val sy = n.inputs.size() > 2 ? L.binary("mul", dy, L.in(n, 2), h + "_sy") : dy;
   Val m = L.reduce("reduce_mean", L.binary("mul", x, sy, h + "_xsy"), axes, true, h + "_m");
   Val inv3 = L.binary("mul", inv, L.binary("mul", inv, inv, h + "_inv2"), h + "_inv3");
   Val q = L.binary("mul", m, inv3, h + "_q");
-  return finish(L, n,
-                L.binary("sub", L.binary("mul", inv, sy, h + "_p"),
-                         L.binary("mul", x, q, h + "_xq"), h + "_dx"));
+  Val dx = L.binary("sub", L.binary("mul", inv, sy, h + "_p"), L.binary("mul", x, q, h + "_xq"),
+                    h + "_dx");
+  return {finish(L, n, 0, dx), finish(L, n, 1, dgamma)};
 }
 
 // dx = inv * (sy - mean(sy) - xh * mean(sy * xh)) with the means over `axes` (kept).
@@ -82,27 +85,26 @@ std::pair<Val, Val> x_hat(Lowering& L, const Val& x, const std::vector<int64_t>&
   return {L.binary("mul", d, inv, h + "_xh"), inv};
 }
 
-Val lower_layer_norm_grad(Lowering& L, const Node& n) {
+std::vector<Val> lower_layer_norm_grad(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &dy = L.in(n, 1);
   const std::string h = L.hint(n);
   const auto& at = n.attrs_as<NormGradAttrs>();
-  const int64_t naxes = at.naxes, output = at.output;
+  const int64_t naxes = at.naxes;
   const auto axes = trailing_axes(naxes);
   const int64_t nlead = x.type.rank() - naxes;
-  if (output == 2) return finish(L, n, sum_leading(L, dy, nlead, h + "_db"));
   auto [xh, inv] = x_hat(L, x, axes, at.eps, h);
-  if (output == 1)
-    return finish(L, n, sum_leading(L, L.binary("mul", dy, xh, h + "_dyxh"), nlead, h + "_dg"));
   Val sy = n.inputs.size() > 2 ? L.binary("mul", dy, L.in(n, 2), h + "_sy") : dy;
-  return finish(L, n, ln_dx(L, sy, xh, inv, axes, h));
+  return {finish(L, n, 0, ln_dx(L, sy, xh, inv, axes, h)),
+          finish(L, n, 1, sum_leading(L, L.binary("mul", dy, xh, h + "_dyxh"), nlead, h + "_dg")),
+          finish(L, n, 2, sum_leading(L, dy, nlead, h + "_db"))};
 }
 
 // Computed in the [N, G, M] layout (M = C/G * spatial) with last-axis reductions only.
-Val lower_group_norm_grad(Lowering& L, const Node& n) {
+std::vector<Val> lower_group_norm_grad(Lowering& L, const Node& n) {
   const Val &x = L.in(n, 0), &dy = L.in(n, 1);
   const std::string h = L.hint(n);
   const auto& at = n.attrs_as<GroupNormGradAttrs>();
-  const int64_t g = at.groups, output = at.output;
+  const int64_t g = at.groups;
   std::vector<int64_t> rest(x.type.dims.begin() + 1, x.type.dims.end());
   int64_t m = 1;
   for (int64_t d : rest) {
@@ -111,17 +113,14 @@ Val lower_group_norm_grad(Lowering& L, const Node& n) {
   }
   std::vector<int64_t> reduce_axes{0};  // dgamma/dbeta: every axis but C
   for (int i = 2; i < x.type.rank(); ++i) reduce_axes.push_back(i);
-  if (output == 2) return finish(L, n, L.reduce("reduce_sum", dy, reduce_axes, false, h + "_db"));
   const int64_t nb = x.type.dims[0] >= 0 ? x.type.dims[0] : -1;
   std::vector<int64_t> back = x.type.dims;
   if (back[0] < 0) back[0] = -1;
   auto [xh, inv] = x_hat(L, L.reshape(x, {nb, g, m / g}, h + "_xg"), {-1}, at.eps, h);
-  if (output == 1) {
-    Val xhb = L.reshape(xh, back, h + "_xhb");
-    return finish(L, n,
-                  L.reduce("reduce_sum", L.binary("mul", dy, xhb, h + "_dyxh"), reduce_axes, false,
-                           h + "_dg"));
-  }
+  Val xhb = L.reshape(xh, back, h + "_xhb");
+  Val dgamma =
+      L.reduce("reduce_sum", L.binary("mul", dy, xhb, h + "_dyxh"), reduce_axes, false, h + "_dg");
+  Val dbeta = L.reduce("reduce_sum", dy, reduce_axes, false, h + "_db");
   Val sy = dy;
   if (n.inputs.size() > 2) {
     std::vector<int64_t> s(size_t(x.type.rank()), 1);
@@ -129,7 +128,8 @@ Val lower_group_norm_grad(Lowering& L, const Node& n) {
     sy = L.binary("mul", dy, L.reshape(L.in(n, 2), s, h + "_g"), h + "_sy");
   }
   Val dx = ln_dx(L, L.reshape(sy, {nb, g, m / g}, h + "_syg"), xh, inv, {-1}, h);
-  return finish(L, n, L.reshape(dx, back, h + "_back"));
+  return {finish(L, n, 0, L.reshape(dx, back, h + "_back")), finish(L, n, 1, dgamma),
+          finish(L, n, 2, dbeta)};
 }
 
 // f'(x) for activation_grad, composed from MIL primitives (round is handled by the caller).
@@ -344,10 +344,10 @@ Val lower_softmax_ce_grad(Lowering& L, const Node& n) {
 }  // namespace
 
 void register_grad(LowerTable& t) {
-  auto set = [&](Op op, LowerFn f) { t[size_t(op)] = f; };
-  set(Op::RmsNormGrad, lower_rms_norm_grad);
-  set(Op::LayerNormGrad, lower_layer_norm_grad);
-  set(Op::GroupNormGrad, lower_group_norm_grad);
+  auto set = [&](Op op, LowerFn f) { t.one[size_t(op)] = f; };
+  t.many[size_t(Op::RmsNormGrad)] = lower_rms_norm_grad;
+  t.many[size_t(Op::LayerNormGrad)] = lower_layer_norm_grad;
+  t.many[size_t(Op::GroupNormGrad)] = lower_group_norm_grad;
   set(Op::ActivationGrad, lower_activation_grad);
   set(Op::SoftmaxCrossEntropy, lower_softmax_ce);
   set(Op::SoftmaxCrossEntropyGrad, lower_softmax_ce_grad);

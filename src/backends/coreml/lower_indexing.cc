@@ -127,7 +127,7 @@ Val lower_conv_transpose(Lowering& L, const Node& n) {
 // topk from single-output ops: argsort along the axis, the first k indices, then a gather.
 // sorted=0 (index order) re-sorts the k indices. Ties follow CoreML's argsort, which does not
 // promise the CPU kernel's index-ascending order.
-Val lower_topk(Lowering& L, const Node& n) {
+std::vector<Val> lower_topk(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const std::string h = L.hint(n);
   const int r = x.type.rank();
@@ -167,20 +167,20 @@ Val lower_topk(Lowering& L, const Node& n) {
     return L.b.op("gather_along_axis", in, t, s);
   };
   if (!a.sorted) idx = gather(idx, argsort(idx, true, h + "_by_index"), kt, h + "_index_order");
-  if (a.output == 1) return L.b.op("identity", {{"x", idx}}, L.type_of(n), h);
-  return gather(x, idx, L.type_of(n), h);
+  return {gather(x, idx, L.type_of(n.results[0]), h + "_values"),
+          L.b.op("identity", {{"x", idx}}, L.type_of(n.results[1]), h + "_indices")};
 }
 
 }  // namespace
 
 void register_indexing(LowerTable& t) {
-  auto set = [&](Op op, LowerFn f) { t[size_t(op)] = f; };
+  auto set = [&](Op op, LowerFn f) { t.one[size_t(op)] = f; };
   set(Op::OneHot, lower_one_hot);
   set(Op::GatherND, lower_gather_nd);
   set(Op::ScatterElements, lower_scatter_elements);
   set(Op::ScatterND, lower_scatter_nd);
   set(Op::ConvTranspose, lower_conv_transpose);
-  set(Op::TopK, lower_topk);
+  t.many[size_t(Op::TopK)] = lower_topk;
 }
 
 }  // namespace rlx::coreml

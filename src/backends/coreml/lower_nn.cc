@@ -272,7 +272,7 @@ Val lower_attention(Lowering& L, const Node& n) {
 }  // namespace
 
 void register_nn(LowerTable& t) {
-  auto set = [&](Op op, LowerFn f) { t[size_t(op)] = f; };
+  auto set = [&](Op op, LowerFn f) { t.one[size_t(op)] = f; };
   set(Op::MatMul, lower_matmul);
   set(Op::Conv, lower_conv);
   set(Op::MaxPool2d, lower_max_pool);

@@ -268,10 +268,10 @@ bool only_dequant_uses(const Graph& g, NodeId id) {
 }
 
 void register_resample(LowerTable& t) {
-  t[size_t(Op::Resize)] = lower_resize;
-  t[size_t(Op::GridSample)] = lower_grid_sample;
-  t[size_t(Op::DequantMatmul)] = lower_dequant_matmul;
-  t[size_t(Op::DequantEmbedding)] = lower_dequant_embedding;
+  t.one[size_t(Op::Resize)] = lower_resize;
+  t.one[size_t(Op::GridSample)] = lower_grid_sample;
+  t.one[size_t(Op::DequantMatmul)] = lower_dequant_matmul;
+  t.one[size_t(Op::DequantEmbedding)] = lower_dequant_embedding;
 }
 
 }  // namespace rlx::coreml

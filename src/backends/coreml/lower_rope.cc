@@ -91,6 +91,6 @@ Val lower_rope(Lowering& L, const Node& n) {
 
 }  // namespace
 
-void register_rope(LowerTable& t) { t[size_t(Op::Rope)] = lower_rope; }
+void register_rope(LowerTable& t) { t.one[size_t(Op::Rope)] = lower_rope; }
 
 }  // namespace rlx::coreml

@@ -94,6 +94,36 @@ Val lower_transpose(Lowering& L, const Node& n) {
                 L.type_of(n), L.hint(n));
 }
 
+// x[start:end:step] along `ax`, with start/end already normalized as Python does.
+Val slice_axis(Lowering& L, const Val& x, int ax, int64_t start, int64_t end, int64_t step,
+               const Type& t, const std::string& h) {
+  const int r = x.type.rank();
+  std::vector<int64_t> begin(size_t(r), 0), stop(size_t(r), 0), stride(size_t(r), 1);
+  std::vector<int64_t> bmask(size_t(r), 1), emask(size_t(r), 1);
+  // MIL reads indices like Python (a negative begin/end counts from the end), so
+  // an empty slice is written as [0:0:1]: a negative-step begin of -1 would
+  // mean the last element, and a begin mask the whole axis.
+  const bool empty = step > 0 ? end <= start : end >= start;
+  if (empty) start = end = 0;
+  begin[size_t(ax)] = start, stop[size_t(ax)] = end, stride[size_t(ax)] = empty ? 1 : step;
+  bmask[size_t(ax)] = 0;
+  emask[size_t(ax)] = end < 0;  // negative step running past index 0
+  auto bools = [&](const std::vector<int64_t>& v, const char* s) {
+    Tensor m({int64_t(v.size())}, DType::Bool);
+    for (size_t i = 0; i < v.size(); ++i) m.data<bool>()[i] = v[i] != 0;
+    return L.b.constant(m, pb::BOOL, h + s);
+  };
+  return L.b.op("slice_by_index",
+                {{"x", x},
+                 {"begin", L.b.ints(begin, h + "_begin")},
+                 {"end", L.b.ints(stop, h + "_end")},
+                 {"stride", L.b.ints(stride, h + "_stride")},
+                 {"begin_mask", bools(bmask, "_bmask")},
+                 {"end_mask", bools(emask, "_emask")},
+                 {"squeeze_mask", bools(std::vector<int64_t>(size_t(r), 0), "_smask")}},
+                t, h);
+}
+
 Val lower_slice(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const int r = x.type.rank();
@@ -110,31 +140,23 @@ Val lower_slice(Lowering& L, const Node& n) {
   int64_t start = slice_start(a), end = slice_end(a);
   start = step > 0 ? norm(start, 0, d) : norm(start, -1, d - 1);
   end = step > 0 ? norm(end, 0, d) : norm(end, -1, d - 1);
-  std::vector<int64_t> begin(size_t(r), 0), stop(size_t(r), 0), stride(size_t(r), 1);
-  std::vector<int64_t> bmask(size_t(r), 1), emask(size_t(r), 1);
-  // MIL reads indices like Python (a negative begin/end counts from the end), so
-  // an empty slice is written as [0:0:1]: a negative-step begin of -1 would
-  // mean the last element, and a begin mask the whole axis.
-  const bool empty = step > 0 ? end <= start : end >= start;
-  if (empty) start = end = 0;
-  begin[size_t(ax)] = start, stop[size_t(ax)] = end, stride[size_t(ax)] = empty ? 1 : step;
-  bmask[size_t(ax)] = 0;
-  emask[size_t(ax)] = end < 0;  // negative step running past index 0
-  const std::string h = L.hint(n);
-  auto bools = [&](const std::vector<int64_t>& v, const char* s) {
-    Tensor t({int64_t(v.size())}, DType::Bool);
-    for (size_t i = 0; i < v.size(); ++i) t.data<bool>()[i] = v[i] != 0;
-    return L.b.constant(t, pb::BOOL, h + s);
-  };
-  return L.b.op("slice_by_index",
-                {{"x", x},
-                 {"begin", L.b.ints(begin, h + "_begin")},
-                 {"end", L.b.ints(stop, h + "_end")},
-                 {"stride", L.b.ints(stride, h + "_stride")},
-                 {"begin_mask", bools(bmask, "_bmask")},
-                 {"end_mask", bools(emask, "_emask")},
-                 {"squeeze_mask", bools(std::vector<int64_t>(size_t(r), 0), "_smask")}},
-                L.type_of(n), h);
+  return slice_axis(L, x, ax, start, end, step, L.type_of(n), L.hint(n));
+}
+
+// One slice per piece: MIL's own split has several outputs, which the
+// package checker's interpreter does not run.
+std::vector<Val> lower_split(Lowering& L, const Node& n) {
+  const Val& x = L.in(n, 0);
+  const auto& a = n.attrs_as<SplitAttrs>();
+  const int ax = normalize_axis(a.axis, x.type.rank());
+  std::vector<Val> out;
+  int64_t at = 0;
+  for (size_t i = 0; i < a.sizes.size(); ++i) {
+    out.push_back(slice_axis(L, x, ax, at, at + a.sizes[i], 1, L.type_of(n.results[i]),
+                             L.hint(n) + "_" + std::to_string(i)));
+    at += a.sizes[i];
+  }
+  return out;
 }
 
 Val lower_concat(Lowering& L, const Node& n) {
@@ -233,7 +255,7 @@ Val lower_gather_elements(Lowering& L, const Node& n) {
 }  // namespace
 
 void register_shape(LowerTable& t) {
-  auto set = [&](Op op, LowerFn f) { t[size_t(op)] = f; };
+  auto set = [&](Op op, LowerFn f) { t.one[size_t(op)] = f; };
   set(Op::ReduceSum, lower_reduce<kSum>);
   set(Op::ReduceMean, lower_reduce<kMean>);
   set(Op::ReduceMax, lower_reduce<kMax>);
@@ -255,6 +277,7 @@ void register_shape(LowerTable& t) {
   set(Op::Gather, lower_gather);
   set(Op::GatherElements, lower_gather_elements);
   set(Op::Embedding, lower_embedding);
+  t.many[size_t(Op::Split)] = lower_split;
 }
 
 }  // namespace rlx::coreml

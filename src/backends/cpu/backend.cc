@@ -15,19 +15,24 @@ namespace {
 bool is_low_precision(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 void call_kernel(const KernelEntry& k, const Context& ctx, const Node& n,
-                 std::span<const Tensor> in, Tensor& out) {
-  bool upcast = !k.all_dtypes && is_low_precision(out.dtype());
-  for (const Tensor& t : in) upcast = upcast || (!k.all_dtypes && is_low_precision(t.dtype()));
-  if (!upcast) {
-    k.fn(KernelCall{n, in, out, ctx});
+                 std::span<const Tensor> in, std::span<Tensor> out) {
+  RLX_CHECK(!out.empty(), n.label(), ": no output buffers");
+  bool upcast = false;
+  for (const Tensor& t : in) upcast = upcast || is_low_precision(t.dtype());
+  for (const Tensor& t : out) upcast = upcast || is_low_precision(t.dtype());
+  if (k.all_dtypes || !upcast) {
+    k.fn(KernelCall{n, in, out[0], ctx, out});
     return;
   }
-  std::vector<Tensor> wide;
+  std::vector<Tensor> wide, wide_out;
   wide.reserve(in.size());
   for (const Tensor& t : in) wide.push_back(is_low_precision(t.dtype()) ? t.to(DType::F32) : t);
-  Tensor wide_out(out.dims(), is_low_precision(out.dtype()) ? DType::F32 : out.dtype());
-  k.fn(KernelCall{n, wide, wide_out, ctx});
-  cast_elements(wide_out.raw(), wide_out.dtype(), out.raw(), out.dtype(), out.numel());
+  for (const Tensor& t : out)
+    wide_out.emplace_back(t.dims(), is_low_precision(t.dtype()) ? DType::F32 : t.dtype());
+  k.fn(KernelCall{n, wide, wide_out[0], ctx, wide_out});
+  for (size_t i = 0; i < out.size(); ++i)
+    cast_elements(wide_out[i].raw(), wide_out[i].dtype(), out[i].raw(), out[i].dtype(),
+                  out[i].numel());
 }
 
 KernelEntry checked_kernel(const Node& n) {
@@ -42,10 +47,10 @@ class CpuGraph final : public CompiledGraph {
     // Input/param/constant are bound by the runtime; other leaves (full,
     // arange) have kernels like any op.
     for (const Node& n : g.nodes())
-      if (n.op != Op::Input && n.op != Op::Param && n.op != Op::Constant)
+      if (n.op != Op::Input && n.op != Op::Param && n.op != Op::Constant && n.op != Op::Result)
         table_[size_t(n.id)] = checked_kernel(n);
   }
-  void run(const Node& n, std::span<const Tensor> in, Tensor& out) const override {
+  void run(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) const override {
     const KernelEntry& k = table_[size_t(n.id)];
     RLX_CHECK(k.fn, n.label(), ": not a node of the compiled graph");
     call_kernel(k, ctx_, n, in, out);
@@ -62,13 +67,13 @@ class CpuBackend final : public Backend {
       : cache_(o.dequant_cache_bytes), ctx_{&cache_, o.ggml_numerics} {}
   std::string name() const override { return "cpu"; }
   Support supports(const Node& n) const override {
-    if (is_leaf(n.op) || kernel_for(n.op).fn) return Support::yes();
+    if (is_leaf(n.op) || n.op == Op::Result || kernel_for(n.op).fn) return Support::yes();
     return Support::no("no CPU kernel");
   }
   std::unique_ptr<CompiledGraph> compile(const Graph& g) const override {
     return std::make_unique<CpuGraph>(g, ctx_);
   }
-  void run_node(const Node& n, std::span<const Tensor> in, Tensor& out) const override {
+  void run_node(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) const override {
     call_kernel(checked_kernel(n), ctx_, n, in, out);
   }
   const quant::DequantCache& cache() const { return cache_; }

@@ -13,7 +13,8 @@ KernelEntry kernel_for(Op op) {
     case Op::Input:
     case Op::Param:
     case Op::Constant:
-      return {nullptr, any};  // bound by the runtime, never executed
+    case Op::Result:
+      return {nullptr, any};  // bound by the runtime or written by their node, never executed
     case Op::Full: return {full, any};
     case Op::Arange: return {arange, any};
 
@@ -49,6 +50,7 @@ KernelEntry kernel_for(Op op) {
     case Op::Pad: return {pad, any};
     case Op::Tile: return {tile, any};
     case Op::Flip: return {flip, any};
+    case Op::Split: return {split, any};
 
     case Op::Gather: return {gather, any};
     case Op::GatherElements: return {gather_elements, any};

@@ -7,10 +7,12 @@
 // and then, with inv = rsqrt(s3/n + eps) (s3/n is the variance, or mean(x^2) for rms),
 //   dx = inv*(sy - mean(sy) - x_hat*mean(sy*x_hat))  = p*sy + q*d + r
 // with p = inv, q = -inv^3 * s2/n, r = -inv*s1/n (r = 0 for rms). dgamma/dbeta sum dy*x_hat and
-// dy over the rows, one parameter element per task.
+// dy over the rows, one parameter element per task, reusing the rows' statistics of the dx pass:
+// one call computes every output (dx, dgamma[, dbeta]).
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
@@ -110,8 +112,7 @@ struct Layout {
   int64_t runs = 1, run = 0;    // each row: `runs` runs of `run` elements (group_norm: C/G x S)
   int64_t C = 0, G = 1, N = 0;  // group_norm only
   bool grouped = false, rms = false;
-  double eps = 0;      // the op's attributes, read from either set
-  int64_t output = 0;  // 0 dx | 1 dgamma | 2 dbeta
+  double eps = 0;  // the op's attributes, read from either set
 };
 
 Layout layout_of(const KernelCall& c) {
@@ -129,7 +130,6 @@ Layout layout_of(const KernelCall& c) {
     const auto& a = n.attrs_as<GroupNormGradAttrs>();
     L.G = a.groups;
     L.eps = a.eps;
-    L.output = a.output;
     RLX_CHECK(L.G >= 1 && L.C % L.G == 0, n.label(), ": groups=", L.G, " does not divide ", L.C,
               " channels");
     L.run = L.C ? x.numel() / std::max<int64_t>(1, L.N * L.C) : 0;
@@ -140,7 +140,6 @@ Layout layout_of(const KernelCall& c) {
     const auto& a = n.attrs_as<NormGradAttrs>();
     const int64_t naxes = a.naxes;
     L.eps = a.eps;
-    L.output = a.output;
     RLX_CHECK(naxes >= 1 && naxes <= x.rank(), n.label(), ": naxes=", naxes, " out of range");
     L.inner = 1;
     for (int i = x.rank() - int(naxes); i < x.rank(); ++i) L.inner *= x.dim(i);
@@ -162,10 +161,11 @@ struct RowStats {
 template <typename T>
 void norm_grad_typed(const KernelCall& c, const Layout& L) {
   const double eps = L.eps;
-  const int64_t output = L.output;
   const T *x = c.in[0].data<T>(), *dy = c.in[1].data<T>();
   const T* g = c.in.size() > 2 ? c.in[2].data<T>() : nullptr;
-  T* out = c.out.data<T>();
+  T* dx = c.outs[0].data<T>();
+  T* dgamma = c.outs[1].data<T>();
+  T* dbeta = c.outs.size() > 2 ? c.outs[2].data<T>() : nullptr;
   const int64_t row_grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, L.inner));
   // gamma of run k of row r (group_norm: one channel per run) or the row-indexed pointer.
   auto run_gamma = [&](int64_t row, int64_t k, const T** gp, T* gs) {
@@ -180,59 +180,51 @@ void norm_grad_typed(const KernelCall& c, const Layout& L) {
   std::vector<RowStats> stats(size_t(L.rows));
   const double inv_n = L.inner ? 1.0 / double(L.inner) : 0.0;
 
-  if (output == 0) {
-    parallel_for(L.rows, row_grain, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        const T *xr = x + r * L.inner, *dr = dy + r * L.inner;
-        const double mean = L.rms ? 0.0 : run_sum(xr, L.inner) * inv_n;
-        Sums s;
-        for (int64_t k = 0; k < L.runs; ++k) {
-          const T* gp;
-          T gs;
-          run_gamma(r, k, &gp, &gs);
-          Sums t = run_sums(xr + k * L.run, dr + k * L.run, gp, double(gs), L.run, mean);
-          s.s1 += t.s1;
-          s.s2 += t.s2;
-          s.s3 += t.s3;
-        }
-        const double inv = 1.0 / std::sqrt(s.s3 * inv_n + eps);
-        const double p = inv, q = -inv * inv * inv * s.s2 * inv_n,
-                     rr = L.rms ? 0.0 : -inv * s.s1 * inv_n;
-        for (int64_t k = 0; k < L.runs; ++k) {
-          const T* gp;
-          T gs;
-          run_gamma(r, k, &gp, &gs);
-          const int64_t o = r * L.inner + k * L.run;
-          dx_run(x + o, dy + o, gp, gs, out + o, L.run, mean, p, q, rr);
-        }
-      }
-    });
-    return;
-  }
-
-  // dgamma / dbeta: per-row statistics first, then one task per parameter element.
+  // dx, keeping each row's statistics for the parameter gradients.
   parallel_for(L.rows, row_grain, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
-      const T* xr = x + r * L.inner;
+      const T *xr = x + r * L.inner, *dr = dy + r * L.inner;
       const double mean = L.rms ? 0.0 : run_sum(xr, L.inner) * inv_n;
-      const double var = run_sums(xr, xr, static_cast<const T*>(nullptr), 1.0, L.inner, mean).s3;
-      stats[size_t(r)] = {mean, 1.0 / std::sqrt(var * inv_n + eps)};
+      Sums s;
+      for (int64_t k = 0; k < L.runs; ++k) {
+        const T* gp;
+        T gs;
+        run_gamma(r, k, &gp, &gs);
+        Sums t = run_sums(xr + k * L.run, dr + k * L.run, gp, double(gs), L.run, mean);
+        s.s1 += t.s1;
+        s.s2 += t.s2;
+        s.s3 += t.s3;
+      }
+      const double inv = 1.0 / std::sqrt(s.s3 * inv_n + eps);
+      stats[size_t(r)] = {mean, inv};
+      const double p = inv, q = -inv * inv * inv * s.s2 * inv_n,
+                   rr = L.rms ? 0.0 : -inv * s.s1 * inv_n;
+      for (int64_t k = 0; k < L.runs; ++k) {
+        const T* gp;
+        T gs;
+        run_gamma(r, k, &gp, &gs);
+        const int64_t o = r * L.inner + k * L.run;
+        dx_run(x + o, dy + o, gp, gs, dx + o, L.run, mean, p, q, rr);
+      }
     }
   });
-  const bool dbeta = output == 2;
+
+  // dgamma = sum(dy * x_hat), dbeta = sum(dy) over the rows.
   if (L.grouped) {
     // channel ch: runs (n, ch) of S elements, statistics of row (n, ch / (C/G)).
     const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, L.N * L.run));
     parallel_for(L.C, grain, [&](int64_t b, int64_t e) {
       for (int64_t ch = b; ch < e; ++ch) {
-        double acc = 0;
+        double acc_g = 0, acc_b = 0;
         for (int64_t bn = 0; bn < L.N; ++bn) {
           const RowStats& st = stats[size_t(bn * L.G + ch / L.runs)];
           const int64_t o = (bn * L.C + ch) * L.run;
           Sums t = run_sums(x + o, dy + o, static_cast<const T*>(nullptr), 1.0, L.run, st.mean);
-          acc += dbeta ? t.s1 : t.s2 * st.inv;
+          acc_g += t.s2 * st.inv;
+          acc_b += t.s1;
         }
-        out[ch] = T(acc);
+        dgamma[ch] = T(acc_g);
+        if (dbeta) dbeta[ch] = T(acc_b);
       }
     });
     return;
@@ -240,20 +232,30 @@ void norm_grad_typed(const KernelCall& c, const Layout& L) {
   // layer/rms: column chunks, rows streamed through each chunk's accumulators.
   const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, L.rows));
   parallel_for(L.inner, grain, [&](int64_t b, int64_t e) {
-    std::vector<double> acc(size_t(e - b), 0.0);
+    std::vector<double> acc_g(size_t(e - b), 0.0), acc_b(size_t(e - b), 0.0);
     for (int64_t r = 0; r < L.rows; ++r) {
       const T *xr = x + r * L.inner, *dr = dy + r * L.inner;
       const double mean = stats[size_t(r)].mean, inv = stats[size_t(r)].inv;
-      for (int64_t i = b; i < e; ++i)
-        acc[size_t(i - b)] += dbeta ? double(dr[i]) : double(dr[i]) * (double(xr[i]) - mean) * inv;
+      for (int64_t i = b; i < e; ++i) {
+        acc_g[size_t(i - b)] += double(dr[i]) * (double(xr[i]) - mean) * inv;
+        acc_b[size_t(i - b)] += double(dr[i]);
+      }
     }
-    for (int64_t i = b; i < e; ++i) out[i] = T(acc[size_t(i - b)]);
+    for (int64_t i = b; i < e; ++i) {
+      dgamma[i] = T(acc_g[size_t(i - b)]);
+      if (dbeta) dbeta[i] = T(acc_b[size_t(i - b)]);
+    }
   });
 }
 
 void norm_grad(const KernelCall& c) {
   const Layout L = layout_of(c);
-  if (c.out.numel() == 0) return;
+  RLX_CHECK(c.outs.size() == (c.node.op == Op::RmsNormGrad ? 2u : 3u), c.node.label(), ": wants ",
+            c.node.op == Op::RmsNormGrad ? 2 : 3, " output buffers, got ", c.outs.size());
+  if (c.in[0].numel() == 0) {  // empty x: zero parameter gradients
+    for (Tensor& t : c.outs) std::memset(t.raw(), 0, t.nbytes());
+    return;
+  }
   switch (c.in[0].dtype()) {
     case DType::F32:
       return norm_grad_typed<float>(c, L);

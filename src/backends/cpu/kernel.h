@@ -23,8 +23,9 @@ struct Context {
 struct KernelCall {
   const Node& node;
   std::span<const Tensor> in;
-  Tensor& out;
+  Tensor& out;  // outs[0]
   const Context& ctx;
+  std::span<Tensor> outs;  // every output: a multi-output node's in result order
 };
 
 using KernelFn = void (*)(const KernelCall&);

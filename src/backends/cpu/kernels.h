@@ -28,6 +28,7 @@ void reshape(const KernelCall& c);
 void transpose(const KernelCall& c);
 void slice(const KernelCall& c);
 void concat(const KernelCall& c);
+void split(const KernelCall& c);  // every piece in one call
 void expand(const KernelCall& c);
 void pad(const KernelCall& c);
 void tile(const KernelCall& c);

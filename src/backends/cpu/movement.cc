@@ -280,6 +280,41 @@ void slice(const KernelCall& c) {
   });
 }
 
+// Each piece's rows are contiguous runs of the input: one pass, no index math per element.
+void split(const KernelCall& c) {
+  const Tensor& x = c.in[0];
+  const int rank = x.rank();
+  RLX_CHECK(rank > 0, c.node.label(), ": cannot split a scalar");
+  const int ax = normalize_axis(c.node.attrs_as<SplitAttrs>().axis, rank);
+  int64_t outer = 1, inner = 1, total = 0;
+  for (int i = 0; i < ax; ++i) outer *= x.dims()[size_t(i)];
+  for (int i = ax + 1; i < rank; ++i) inner *= x.dims()[size_t(i)];
+  for (const Tensor& t : c.outs) {
+    RLX_CHECK(t.dtype() == x.dtype() && t.rank() == rank, c.node.label(), ": piece ",
+              t.shape().str(), " does not match input ", x.shape().str());
+    total += t.dims()[size_t(ax)];
+  }
+  RLX_CHECK(total == x.dims()[size_t(ax)], c.node.label(), ": pieces of ", total,
+            " do not cover axis ", ax, " of ", x.shape().str());
+  const size_t es = dtype_size(x.dtype());
+  const size_t in_row = size_t(total * inner) * es;
+  const Byte* src = static_cast<const Byte*>(x.raw());
+  size_t off = 0;
+  for (Tensor& t : c.outs) {
+    const size_t chunk = size_t(t.dims()[size_t(ax)] * inner) * es;
+    Byte* dst = static_cast<Byte*>(t.raw());
+    if (outer == 1) {
+      par_copy(dst, src + off, chunk);
+    } else if (chunk > 0) {
+      parallel_for(outer, row_grain(int64_t(chunk / es)), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o)
+          std::memcpy(dst + size_t(o) * chunk, src + size_t(o) * in_row + off, chunk);
+      });
+    }
+    off += chunk;
+  }
+}
+
 void concat(const KernelCall& c) {
   check_dtype(c);
   const int rank = c.out.rank();

@@ -1,7 +1,7 @@
 // topk along one axis. The order is total: by value (NaN counts as the
 // largest value, like PyTorch), then by index ascending, so ties and repeated
 // runs are deterministic. sorted=0 returns the selected k in index order.
-// output=0 yields the values, output=1 the i64 indices along the axis.
+// One pass writes both outputs: the values and their i64 indices along the axis.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -32,14 +32,14 @@ inline bool above(T a, T b) {
 }
 
 template <typename T>
-void topk_typed(const KernelCall& c, int ax, int64_t k, bool largest, bool sorted, bool want_idx) {
+void topk_typed(const KernelCall& c, int ax, int64_t k, bool largest, bool sorted) {
   const Tensor& x = c.in[0];
   const Dims& dd = x.dims();
   const int64_t outer = idx::prod(dd, 0, size_t(ax)), n = dd[size_t(ax)];
   const int64_t inner = idx::prod(dd, size_t(ax) + 1, dd.size());
   const T* src = static_cast<const T*>(x.raw());
-  T* vals_out = want_idx ? nullptr : static_cast<T*>(c.out.raw());
-  int64_t* idx_out = want_idx ? static_cast<int64_t*>(c.out.raw()) : nullptr;
+  T* vals_out = static_cast<T*>(c.outs[0].raw());
+  int64_t* idx_out = static_cast<int64_t*>(c.outs[1].raw());
   if (outer * inner * k == 0) return;
   // Work per row ~ n log k comparisons.
   const int64_t per_row = n * std::max<int64_t>(1, int64_t(std::log2(double(k) + 1)));
@@ -64,10 +64,8 @@ void topk_typed(const KernelCall& c, int ax, int64_t k, bool largest, bool sorte
       if (!sorted) std::sort(ord.begin(), ord.begin() + k);
       const int64_t base = o * k * inner + i;
       for (int64_t j = 0; j < k; ++j) {
-        if (want_idx)
-          idx_out[base + j * inner] = ord[size_t(j)];
-        else
-          vals_out[base + j * inner] = v[size_t(ord[size_t(j)])];
+        idx_out[base + j * inner] = ord[size_t(j)];
+        vals_out[base + j * inner] = v[size_t(ord[size_t(j)])];
       }
     }
   });
@@ -84,18 +82,14 @@ void topk(const KernelCall& c) {
   const int64_t n = x.dims()[size_t(ax)];
   RLX_CHECK(k >= 0 && k <= n, c.node.label(), ": k=", k, " out of range for axis ", ax, " of size ",
             n);
-  const int64_t output = a.output;
-  RLX_CHECK(output == 0 || output == 1, c.node.label(),
-            ": output must be 0 (values) or 1 (indices), got ", output);
-  const bool want_idx = output == 1;
-  RLX_CHECK(want_idx ? c.out.dtype() == DType::I64 : c.out.dtype() == x.dtype(), c.node.label(),
-            ": output dtype ", dtype_name(c.out.dtype()), " does not match");
+  RLX_CHECK(c.outs.size() == 2 && c.outs[0].dtype() == x.dtype() && c.outs[1].dtype() == DType::I64,
+            c.node.label(), ": wants (values ", dtype_name(x.dtype()), ", indices i64) buffers");
   const bool largest = a.largest, sorted = a.sorted;
   idx::visit_compute_type(c, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     // bool is stored as one byte 0/1; rank it as uint8 (std::vector<bool> is packed).
     using S = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
-    topk_typed<S>(c, ax, k, largest, sorted, want_idx);
+    topk_typed<S>(c, ax, k, largest, sorted);
   });
 }
 

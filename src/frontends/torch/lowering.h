@@ -37,6 +37,13 @@ struct Value {
     v.f = x;
     return v;
   }
+  // A tuple of tensors; a negative id is a None item.
+  static Value tuple(const std::vector<NodeId>& ids) {
+    Value v;
+    v.kind = Tuple;
+    for (NodeId id : ids) v.items.push_back(id >= 0 ? Value::tensor(id) : Value{});
+    return v;
+  }
   bool is_number() const { return kind == Int || kind == Float || kind == Bool; }
   double number() const { return kind == Float ? f : double(i); }
 };

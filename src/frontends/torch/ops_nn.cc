@@ -8,13 +8,6 @@
 namespace rlx::torch_ir {
 namespace {
 
-Value tuple(std::vector<NodeId> ids) {
-  Value v;
-  v.kind = Value::Tuple;
-  for (NodeId id : ids) v.items.push_back(id >= 0 ? Value::tensor(id) : Value{});
-  return v;
-}
-
 NodeId scaled(LowerCtx& c, NodeId x, double s) {
   return s == 1 ? x : c.b.mul(x, c.scalar(s, c.shape(x).dtype));
 }
@@ -72,7 +65,7 @@ Value max_pool(LowerCtx& c, bool with_indices) {
                      {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
                      {"dilation", d},
                      {"ceil_mode", int64_t(c.flag(5, "ceil_mode", false))}});
-  return with_indices ? tuple({y, -1}) : Value::tensor(y);
+  return with_indices ? Value::tuple({y, -1}) : Value::tensor(y);
 }
 
 Value avg_pool(LowerCtx& c) {
@@ -125,7 +118,7 @@ Value native_layer_norm(LowerCtx& c) {
   std::vector<int64_t> axes;
   for (int64_t k = 0; k < naxes; ++k) axes.push_back(c.rank(x) - naxes + k);
   auto [mean, rstd] = moments(c, x, axes, eps);
-  return tuple({y, mean, rstd});
+  return Value::tuple({y, mean, rstd});
 }
 
 NodeId batch_norm(LowerCtx& c, NodeId x, NodeId w, NodeId b, NodeId mean, NodeId var, double eps) {
@@ -148,7 +141,7 @@ Value group_norm(LowerCtx& c, NodeId x, int64_t groups, NodeId w, NodeId b, doub
   Dims d = c.dims(x);
   NodeId g = c.b.reshape(x, {d[0], groups, -1});
   auto [mean, rstd] = moments(c, g, {2}, eps);
-  return tuple({y, c.b.reshape(mean, {d[0], groups}), c.b.reshape(rstd, {d[0], groups})});
+  return Value::tuple({y, c.b.reshape(mean, {d[0], groups}), c.b.reshape(rstd, {d[0], groups})});
 }
 
 // q [.., L, E], k/v [.., S, E] -> [B, H, L, E] views for the attention op.
@@ -220,9 +213,9 @@ NodeId fused_mha(LowerCtx& c, NodeId q, NodeId k, NodeId v, int64_t E, int64_t H
 // qkv_bias, proj_weight, proj_bias, mask, need_weights, average_attn_weights, mask_type)
 Value native_mha(LowerCtx& c) {
   RLX_CHECK(!c.has(9, "mask"), "_native_multi_head_attention with a mask is not supported");
-  return tuple({fused_mha(c, c.tensor(0), c.tensor(1), c.tensor(2), c.i(3), c.i(4), c.tensor(5),
-                          c.tensor(6), c.tensor(7), c.tensor(8)),
-                -1});
+  return Value::tuple({fused_mha(c, c.tensor(0), c.tensor(1), c.tensor(2), c.i(3), c.i(4),
+                                 c.tensor(5), c.tensor(6), c.tensor(7), c.tensor(8)),
+                       -1});
 }
 
 // nn.TransformerEncoderLayer's fast path (torch 1.13 transformer_encoder_layer.cpp):
@@ -321,7 +314,7 @@ void register_nn(Registry& r) {
   r.add("aten._native_batch_norm_legit_no_training", [](LowerCtx& c) {
     NodeId y = batch_norm(c, c.tensor(0), opt_tensor(c, 1, "weight"), opt_tensor(c, 2, "bias"),
                           c.tensor(3), c.tensor(4), c.f(6, "eps"));
-    return tuple({y, -1, -1});
+    return Value::tuple({y, -1, -1});
   });
   // native_batch_norm(x, w, b, mean, var, training, momentum, eps); batch_norm adds cudnn_enabled.
   auto bn = [](LowerCtx& c, bool as_tuple) {
@@ -331,7 +324,7 @@ void register_nn(Registry& r) {
               "batch norm needs running statistics");
     NodeId y = batch_norm(c, c.tensor(0), opt_tensor(c, 1, "weight"), opt_tensor(c, 2, "bias"),
                           c.tensor(3), c.tensor(4), c.f(7, "eps"));
-    return as_tuple ? tuple({y, -1, -1}) : Value::tensor(y);
+    return as_tuple ? Value::tuple({y, -1, -1}) : Value::tensor(y);
   };
   r.add("aten.native_batch_norm", [bn](LowerCtx& c) { return bn(c, true); });
   r.add("aten._native_batch_norm_legit", [bn](LowerCtx& c) { return bn(c, true); });
@@ -355,7 +348,9 @@ void register_nn(Registry& r) {
   for (const char* op : {"aten._scaled_dot_product_flash_attention",
                          "aten._scaled_dot_product_flash_attention_for_cpu",
                          "aten._scaled_dot_product_efficient_attention"})
-    r.add(op, [](LowerCtx& c) { return tuple({sdpa(c).id, -1, -1, -1, -1, -1, -1, -1, -1}); });
+    r.add(op, [](LowerCtx& c) {
+      return Value::tuple({sdpa(c).id, -1, -1, -1, -1, -1, -1, -1, -1});
+    });
   r.add("aten._native_multi_head_attention", native_mha);
   r.add("aten._transformer_encoder_layer_fwd", transformer_encoder_layer);
   r.add("aten.upsample_nearest2d",

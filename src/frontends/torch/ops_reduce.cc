@@ -144,16 +144,11 @@ void register_reductions(Registry& r) {
   });
   r.add("aten.topk", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
-    Attrs a{{"k", c.i(1, "k")},
-            {"axis", c.i(2, "dim", -1)},
-            {"largest", int64_t(c.flag(3, "largest", true))},
-            {"sorted", int64_t(c.flag(4, "sorted", true))}};
-    Attrs ai = a;
-    ai.set("output", int64_t(1));
-    Value t;
-    t.kind = Value::Tuple;
-    t.items = {Value::tensor(c.b.op(Op::TopK, {x}, a)), Value::tensor(c.b.op(Op::TopK, {x}, ai))};
-    return t;
+    return Value::tuple(c.b.results(Op::TopK, {x},
+                                    {{"k", c.i(1, "k")},
+                                     {"axis", c.i(2, "dim", -1)},
+                                     {"largest", c.flag(3, "largest", true)},
+                                     {"sorted", c.flag(4, "sorted", true)}}));
   });
 }
 

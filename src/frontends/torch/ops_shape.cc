@@ -40,24 +40,9 @@ NodeId scatter_range(LowerCtx& c, NodeId x, NodeId src, int ax, int64_t start, i
   return parts.size() == 1 ? parts[0] : c.b.concat(parts, ax);
 }
 
-Value tuple(std::vector<NodeId> ids) {
-  Value v;
-  v.kind = Value::Tuple;
-  for (NodeId id : ids) v.items.push_back(Value::tensor(id));
-  return v;
-}
-
-// Pieces of `x` along `ax` with the given sizes.
+// Pieces of `x` along `ax` with the given sizes: one split node.
 Value split_sizes(LowerCtx& c, NodeId x, int ax, const std::vector<int64_t>& sizes) {
-  std::vector<NodeId> parts;
-  int64_t at = 0;
-  for (int64_t s : sizes) {
-    parts.push_back(slice(c, x, ax, at, at + s));
-    at += s;
-  }
-  RLX_CHECK(at == c.dims(x)[size_t(ax)], "split sizes sum to ", at, ", dim is ",
-            c.dims(x)[size_t(ax)]);
-  return tuple(parts);
+  return Value::tuple(c.b.results(Op::Split, {x}, {{"axis", int64_t(ax)}, {"sizes", sizes}}));
 }
 
 Value split_even(LowerCtx& c, NodeId x, int ax, int64_t size) {
@@ -287,9 +272,12 @@ void register_shape_ops(Registry& r) {
     Dims piece = d;
     piece.erase(piece.begin() + ax);
     std::vector<NodeId> parts;
-    for (int64_t k = 0; k < d[size_t(ax)]; ++k)
-      parts.push_back(c.b.reshape(slice(c, x, ax, k, k + 1), piece));
-    return tuple(parts);
+    if (d[size_t(ax)] > 0)
+      for (NodeId p : c.b.results(
+               Op::Split, {x},
+               {{"axis", int64_t(ax)}, {"sizes", std::vector<int64_t>(size_t(d[size_t(ax)]), 1)}}))
+        parts.push_back(c.b.reshape(p, piece));
+    return Value::tuple(parts);
   });
   r.add("aten.constant_pad_nd",
         [](LowerCtx& c) { return pad(c, c.ints(1, "pad"), "constant", c.f(2, "value", 0)); });

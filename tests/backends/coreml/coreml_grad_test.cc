@@ -43,16 +43,18 @@ void make_grad_graph(Graph& g, TensorMap& w) {
   auto out = [&](const std::string& name, Op op, std::vector<NodeId> in, Attrs a) {
     g.add_output(name, b.op(op, std::move(in), std::move(a)));
   };
-  for (int64_t o = 0; o <= 2; ++o) {
-    const std::string k = std::to_string(o);
-    out("ln" + k, Op::LayerNormGrad, {x, dy, g4}, {{"output", o}});
-    out("ln2_" + k, Op::LayerNormGrad, {x, dy, g64}, {{"output", o}, {"naxes", int64_t(2)}});
-    out("gn" + k, Op::GroupNormGrad, {x, dy, g6}, {{"output", o}, {"groups", int64_t(3)}});
-    if (o < 2) out("rms" + k, Op::RmsNormGrad, {x, dy, g4}, {{"output", o}, {"eps", 1e-6}});
-  }
-  out("ln_nogamma", Op::LayerNormGrad, {x, dy}, {});
-  out("gn_nogamma", Op::GroupNormGrad, {x, dy}, {{"groups", int64_t(2)}});
-  out("rms_all", Op::RmsNormGrad, {x, dy}, {{"output", int64_t(1)}, {"naxes", int64_t(3)}});
+  // Every output of a multi-output node, named prefix0, prefix1, ...
+  auto outs = [&](const std::string& prefix, Op op, std::vector<NodeId> in, Attrs a) {
+    const auto r = b.results(op, std::move(in), std::move(a));
+    for (size_t i = 0; i < r.size(); ++i) g.add_output(prefix + std::to_string(i), r[i]);
+  };
+  outs("ln", Op::LayerNormGrad, {x, dy, g4}, {});
+  outs("ln2_", Op::LayerNormGrad, {x, dy, g64}, {{"naxes", int64_t(2)}});
+  outs("gn", Op::GroupNormGrad, {x, dy, g6}, {{"groups", int64_t(3)}});
+  outs("rms", Op::RmsNormGrad, {x, dy, g4}, {{"eps", 1e-6}});
+  g.add_output("ln_nogamma", b.results(Op::LayerNormGrad, {x, dy})[0]);
+  g.add_output("gn_nogamma", b.results(Op::GroupNormGrad, {x, dy}, {{"groups", int64_t(2)}})[0]);
+  g.add_output("rms_all", b.results(Op::RmsNormGrad, {x, dy}, {{"naxes", int64_t(3)}})[1]);
   for (size_t i = size_t(Op::Relu); i <= size_t(Op::Clamp); ++i) {
     Attrs a{{"kind", std::string(op_name(Op(i)))}};
     if (Op(i) == Op::Clamp) a.set("min", -0.5).set("max", 0.5);
@@ -119,12 +121,13 @@ TEST(CoreMLGrad, SymbolicBatch) {
   NodeId lg = b.input("logits", Shape({Dim::symbol("n"), Dim(7)}, DType::F32));
   NodeId lab = b.input("labels", Shape({Dim::symbol("n")}, DType::I64));
   NodeId dl = b.input("dloss", Shape(Dims{}, DType::F32));
-  for (int64_t o = 0; o <= 2; ++o) {
-    g.add_output("ln" + std::to_string(o), b.op(Op::LayerNormGrad, {x, dy}, {{"output", o}}));
-    g.add_output("gn" + std::to_string(o),
-                 b.op(Op::GroupNormGrad, {x, dy}, {{"output", o}, {"groups", int64_t(3)}}));
+  const auto ln = b.results(Op::LayerNormGrad, {x, dy});
+  const auto gn = b.results(Op::GroupNormGrad, {x, dy}, {{"groups", int64_t(3)}});
+  for (size_t o = 0; o <= 2; ++o) {
+    g.add_output("ln" + std::to_string(o), ln[o]);
+    g.add_output("gn" + std::to_string(o), gn[o]);
   }
-  g.add_output("rms", b.op(Op::RmsNormGrad, {x, dy}, {{"output", int64_t(1)}}));
+  g.add_output("rms", b.results(Op::RmsNormGrad, {x, dy})[1]);
   g.add_output("ce", b.op(Op::SoftmaxCrossEntropy, {lg, lab}));
   g.add_output("ce_grad", b.op(Op::SoftmaxCrossEntropyGrad, {lg, lab, dl}));
   const fs::path pkg =
@@ -142,7 +145,7 @@ TEST(CoreMLGrad, GroupNormGradNeedsStaticChannels) {
   Builder b(g);
   const Shape s({Dim::symbol("n"), Dim::symbol("c"), Dim(4)}, DType::F32);
   NodeId x = b.input("x", s), dy = b.input("dy", s);
-  g.add_output("dx", b.op(Op::GroupNormGrad, {x, dy}, {{"groups", int64_t(2)}}));
+  g.add_output("dx", b.results(Op::GroupNormGrad, {x, dy}, {{"groups", int64_t(2)}})[0]);
   const fs::path pkg =
       fs::temp_directory_path() / ("rlx_coreml_gng_" + std::to_string(::getpid()) + ".mlpackage");
   EXPECT_THROW(coreml::export_package(g, {}, pkg.string()), Error);

@@ -45,15 +45,13 @@ void make_graph(Graph& g, TensorMap& w, bool batch_dims) {
   g.add_output("hot_f",
                b.op(Op::OneHot, {ids}, {{"depth", int64_t(5)}, {"dtype", std::string("f32")}}));
   g.add_output("gnd", b.op(Op::GatherND, {data, nd_idx}));
-  for (int64_t o = 0; o < 2; ++o)
-    for (int64_t sorted = 0; sorted < 2; ++sorted)
-      g.add_output("topk" + std::to_string(o) + std::to_string(sorted),
-                   b.op(Op::TopK, {data},
-                        {{"k", int64_t(3)},
-                         {"axis", int64_t(1)},
-                         {"output", o},
-                         {"sorted", sorted},
-                         {"largest", sorted}}));
+  for (int64_t sorted = 0; sorted < 2; ++sorted) {
+    const auto topk = b.results(
+        Op::TopK, {data},
+        {{"k", int64_t(3)}, {"axis", int64_t(1)}, {"sorted", sorted}, {"largest", sorted}});
+    for (int o = 0; o < 2; ++o)
+      g.add_output("topk" + std::to_string(o) + std::to_string(sorted), topk[size_t(o)]);
+  }
   if (batch_dims) {
     NodeId bidx = b.input("bidx", Shape(Dims{4, 2, 1}, DType::I64));
     g.add_output("gnd_b", b.op(Op::GatherND, {data, bidx}, {{"batch_dims", int64_t(1)}}));

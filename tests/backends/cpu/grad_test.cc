@@ -22,6 +22,7 @@ namespace {
 using testing::all_close;
 using testing::random_tensor;
 using testing::run_op;
+using testing::run_op_outputs;
 
 constexpr double kH = 1e-6, kFdTol = 1e-7;
 
@@ -75,11 +76,6 @@ std::vector<NormCase> norm_cases() {
   };
 }
 
-Attrs with(Attrs a, const std::string& k, int64_t v) {
-  a.set(k, v);
-  return a;
-}
-
 TEST(GradNorm, FiniteDifferences) {
   uint64_t seed = 1;
   for (const auto& c : norm_cases()) {
@@ -96,16 +92,16 @@ TEST(GradNorm, FiniteDifferences) {
       auto fwd = [&](const std::vector<Tensor>& in) { return run_op(c.fwd, in, c.attrs); };
       std::vector<Tensor> gin{x, dy};
       if (affine) gin.push_back(g);
-      Tensor dx = run_op(c.grad, gin, with(c.attrs, "output", 0));
-      EXPECT_TRUE(all_close(dx, fd_grad(fwd, fin, 0, dy), kFdTol, kFdTol));
+      // One node computes every output.
+      const std::vector<Tensor> got = run_op_outputs(c.grad, gin, c.attrs);
+      ASSERT_EQ(got.size(), has_beta ? 3u : 2u);
+      EXPECT_TRUE(all_close(got[0], fd_grad(fwd, fin, 0, dy), kFdTol, kFdTol));
       if (!affine) continue;
-      Tensor dg = run_op(c.grad, gin, with(c.attrs, "output", 1));
-      EXPECT_TRUE(all_close(dg, fd_grad(fwd, fin, 1, dy), kFdTol, kFdTol));
+      EXPECT_TRUE(all_close(got[1], fd_grad(fwd, fin, 1, dy), kFdTol, kFdTol));
       // dgamma does not depend on gamma: the same without it.
-      EXPECT_TRUE(all_close(run_op(c.grad, {x, dy}, with(c.attrs, "output", 1)), dg, 1e-12, 1e-12));
+      EXPECT_TRUE(all_close(run_op_outputs(c.grad, {x, dy}, c.attrs)[1], got[1], 1e-12, 1e-12));
       if (!has_beta) continue;
-      Tensor db = run_op(c.grad, gin, with(c.attrs, "output", 2));
-      EXPECT_TRUE(all_close(db, fd_grad(fwd, fin, 2, dy), kFdTol, kFdTol));
+      EXPECT_TRUE(all_close(got[2], fd_grad(fwd, fin, 2, dy), kFdTol, kFdTol));
     }
   }
 }
@@ -126,43 +122,47 @@ TEST(GradNorm, F32MatchesF64Large) {
   for (const auto& c : cases) {
     // A large mean next to the spread exercises the hi/lo centering.
     Tensor x = rnd(c.x, seed++, 9, 11), dy = rnd(c.x, seed++), g = rnd(c.p, seed++, 0.5, 1.5);
-    for (int64_t out = 0; out <= (c.op == Op::RmsNormGrad ? 1 : 2); ++out) {
+    const auto want = run_op_outputs(c.op, {x, dy, g}, c.a);
+    const auto got = run_op_outputs(c.op, {to_f32(x), to_f32(dy), to_f32(g)}, c.a);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t out = 0; out < got.size(); ++out) {
       SCOPED_TRACE(std::string(op_name(c.op)) + " output " + std::to_string(out));
-      Tensor want = run_op(c.op, {x, dy, g}, with(c.a, "output", out));
-      Tensor got = run_op(c.op, {to_f32(x), to_f32(dy), to_f32(g)}, with(c.a, "output", out));
-      ASSERT_EQ(got.dtype(), DType::F32);
+      ASSERT_EQ(got[out].dtype(), DType::F32);
       // dgamma/dbeta sum ~1e4 terms of f32-rounded inputs: the inputs' own rounding dominates.
-      EXPECT_TRUE(all_close(got, want, out == 0 ? 2e-5 : 1e-3, 2e-5));
+      EXPECT_TRUE(all_close(got[out], want[out], out == 0 ? 2e-5 : 1e-3, 2e-5));
     }
   }
 }
 
 TEST(GradNorm, EmptyAndF16) {
   Tensor x = rnd({0, 4}, 1), g = rnd({4}, 2);
-  EXPECT_EQ(run_op(Op::LayerNormGrad, {x, x, g}).numel(), 0);
-  Tensor dg = run_op(Op::LayerNormGrad, {x, x, g}, {{"output", int64_t(1)}});
-  EXPECT_TRUE(all_close(dg, Tensor::from_vector<double>({4}, {0, 0, 0, 0}, DType::F64), 0, 0));
+  const auto empty = run_op_outputs(Op::LayerNormGrad, {x, x, g});
+  EXPECT_EQ(empty[0].numel(), 0);
+  const Tensor zeros = Tensor::from_vector<double>({4}, {0, 0, 0, 0}, DType::F64);
+  EXPECT_TRUE(all_close(empty[1], zeros, 0, 0));
+  EXPECT_TRUE(all_close(empty[2], zeros, 0, 0));
   Tensor gx = rnd({0, 4, 3}, 3);
-  EXPECT_EQ(run_op(Op::GroupNormGrad, {gx, gx}, {{"groups", int64_t(2)}}).numel(), 0);
-  // f16 runs through the f32 upcast path.
+  EXPECT_EQ(run_op_outputs(Op::GroupNormGrad, {gx, gx}, {{"groups", int64_t(2)}})[0].numel(), 0);
+  // f16 runs through the f32 upcast path, every output cast back.
   Tensor xh = rnd({3, 8}, 4).to(DType::F16), dyh = rnd({3, 8}, 5).to(DType::F16);
-  Tensor got = run_op(Op::RmsNormGrad, {xh, dyh});
-  EXPECT_EQ(got.dtype(), DType::F16);
-  Tensor want = run_op(Op::RmsNormGrad, {xh.to(DType::F64), dyh.to(DType::F64)});
-  EXPECT_TRUE(all_close(got, want, 5e-3, 5e-3));  // f16 output rounding (2^-11 relative)
+  const auto got = run_op_outputs(Op::RmsNormGrad, {xh, dyh});
+  const auto want = run_op_outputs(Op::RmsNormGrad, {xh.to(DType::F64), dyh.to(DType::F64)});
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(got[i].dtype(), DType::F16);
+    EXPECT_TRUE(all_close(got[i], want[i], 5e-3, 5e-3));  // f16 output rounding (2^-11 relative)
+  }
 }
 
 TEST(GradNorm, Errors) {
   Tensor x = rnd({2, 4}, 1);
-  EXPECT_THROW(run_op(Op::RmsNormGrad, {x, x}, {{"output", int64_t(2)}}), Error);
-  EXPECT_THROW(run_op(Op::LayerNormGrad, {x, x}, {{"output", int64_t(3)}}), Error);
-  EXPECT_THROW(run_op(Op::LayerNormGrad, {x, rnd({2, 5}, 2)}), Error);
-  EXPECT_THROW(run_op(Op::LayerNormGrad, {x, x, rnd({3}, 2)}), Error);
-  EXPECT_THROW(run_op(Op::LayerNormGrad, {x, x}, {{"naxes", int64_t(3)}}), Error);
-  EXPECT_THROW(
-      run_op(Op::GroupNormGrad, {rnd({2, 6, 2}, 3), rnd({2, 6, 2}, 3)}, {{"groups", int64_t(4)}}),
-      Error);
-  EXPECT_THROW(run_op(Op::LayerNormGrad, {x, x}, {{"eps", -1.0}}), Error);
+  EXPECT_THROW(run_op_outputs(Op::RmsNormGrad, {x, x}, {{"output", int64_t(1)}}), Error);
+  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, rnd({2, 5}, 2)}), Error);
+  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, x, rnd({3}, 2)}), Error);
+  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, x}, {{"naxes", int64_t(3)}}), Error);
+  EXPECT_THROW(run_op_outputs(Op::GroupNormGrad, {rnd({2, 6, 2}, 3), rnd({2, 6, 2}, 3)},
+                              {{"groups", int64_t(4)}}),
+               Error);
+  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, x}, {{"eps", -1.0}}), Error);
 }
 
 // ---- activation_grad: FD of the unary forward op, element-wise in one shot

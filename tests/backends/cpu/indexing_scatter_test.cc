@@ -15,8 +15,10 @@ namespace {
 
 using testing::all_close;
 using testing::all_equal;
+using testing::error_of;
 using testing::random_tensor;
 using testing::run_op;
+using testing::run_op_outputs;
 
 Tensor ints(const Dims& d, std::vector<int64_t> v, DType t = DType::I64) {
   return Tensor::from_vector<int64_t>(d, v, t);
@@ -216,13 +218,12 @@ TEST(IndexingTopK, MatchesReferenceWithTiesNaNAndAllAttrs) {
           for (int64_t sorted : {0, 1}) {
             auto [wv, wi] = testing::ref::topk(xt, k, axis, largest, sorted);
             Attrs a{{"k", k}, {"axis", axis}, {"largest", largest}, {"sorted", sorted}};
-            Attrs ai = a;
-            ai.set("output", int64_t(1));
             SCOPED_TRACE(std::string(dtype_name(t)) + " axis " + std::to_string(axis) + " k " +
                          std::to_string(k) + " largest " + std::to_string(largest) + " sorted " +
                          std::to_string(sorted));
-            EXPECT_TRUE(all_equal(run_op(Op::TopK, {xt}, a), wv));
-            EXPECT_TRUE(all_equal(run_op(Op::TopK, {xt}, ai), wi));
+            const auto got = run_op_outputs(Op::TopK, {xt}, a);
+            EXPECT_TRUE(all_equal(got.at(0), wv));
+            EXPECT_TRUE(all_equal(got.at(1), wi));
           }
         }
       }
@@ -233,25 +234,30 @@ TEST(IndexingTopK, MatchesReferenceWithTiesNaNAndAllAttrs) {
 TEST(IndexingTopK, LargeAndLowPrecisionAndEmpty) {
   Tensor x = random_tensor({64, 2000}, DType::F32, 72);
   auto [wv, wi] = testing::ref::topk(x, 50, -1, true, true);
-  EXPECT_TRUE(all_equal(run_op(Op::TopK, {x}, {{"k", int64_t(50)}}), wv));
-  EXPECT_TRUE(all_equal(run_op(Op::TopK, {x}, {{"k", int64_t(50)}, {"output", int64_t(1)}}), wi));
+  const auto got = run_op_outputs(Op::TopK, {x}, {{"k", int64_t(50)}});
+  EXPECT_TRUE(all_equal(got.at(0), wv));
+  EXPECT_TRUE(all_equal(got.at(1), wi));
   Tensor h = random_tensor({4, 9}, DType::BF16, 73);
   auto [hv, hi] = testing::ref::topk(h, 3, 1, false, true);
-  EXPECT_TRUE(all_equal(run_op(Op::TopK, {h}, {{"k", int64_t(3)}, {"largest", int64_t(0)}}), hv));
+  const auto hg = run_op_outputs(Op::TopK, {h}, {{"k", int64_t(3)}, {"largest", int64_t(0)}});
+  EXPECT_TRUE(all_equal(hg.at(0), hv));
+  EXPECT_TRUE(all_equal(hg.at(1), hi));
   Tensor e = random_tensor({0, 5}, DType::F32, 74);
-  EXPECT_EQ(run_op(Op::TopK, {e}, {{"k", int64_t(2)}}).dims(), (Dims{0, 2}));
+  EXPECT_EQ(run_op_outputs(Op::TopK, {e}, {{"k", int64_t(2)}}).at(0).dims(), (Dims{0, 2}));
   Tensor z = random_tensor({3, 0}, DType::F32, 75);
-  EXPECT_EQ(run_op(Op::TopK, {z}, {{"k", int64_t(0)}, {"output", int64_t(1)}}).dims(),
-            (Dims{3, 0}));
+  EXPECT_EQ(run_op_outputs(Op::TopK, {z}, {{"k", int64_t(0)}}).at(1).dims(), (Dims{3, 0}));
 }
 
 TEST(IndexingTopK, Errors) {
   Tensor x = random_tensor({2, 5}, DType::F32, 76);
-  EXPECT_THROW(run_op(Op::TopK, {x}, {{"k", int64_t(6)}}), Error);
-  EXPECT_THROW(run_op(Op::TopK, {x}, {{"k", int64_t(-1)}}), Error);
-  EXPECT_THROW(run_op(Op::TopK, {x}, {{"k", int64_t(1)}, {"output", int64_t(2)}}), Error);
-  EXPECT_THROW(run_op(Op::TopK, {x}, {{"k", int64_t(1)}, {"axis", int64_t(2)}}), Error);
-  EXPECT_THROW(run_op(Op::TopK, {x}, {}), Error);  // k is required
+  EXPECT_THROW(run_op_outputs(Op::TopK, {x}, {{"k", int64_t(6)}}), Error);
+  EXPECT_THROW(run_op_outputs(Op::TopK, {x}, {{"k", int64_t(-1)}}), Error);
+  EXPECT_THROW(run_op_outputs(Op::TopK, {x}, {{"k", int64_t(1)}, {"axis", int64_t(2)}}), Error);
+  EXPECT_THROW(run_op_outputs(Op::TopK, {x}, {}), Error);  // k is required
+  EXPECT_NE(error_of([&] {
+              run_op(Op::TopK, {x}, {{"k", int64_t(1)}});
+            }).find("2 outputs"),
+            std::string::npos);
 }
 
 TEST(IndexingShapeInfer, ScatterAcceptsSymbolicDimsAndRejectsStaticMismatch) {
@@ -381,10 +387,9 @@ TEST(IndexingScatterTorch, MatchesPyTorch) {
     SCOPED_TRACE(c.name);
     const auto& want = goldens().at(c.name);
     if (c.op == Op::TopK) {  // values and indices
-      Attrs ai = c.attrs;
-      ai.set("output", int64_t(1));
-      EXPECT_TRUE(all_equal(run_op(c.op, c.in, c.attrs), want.at(0)));
-      EXPECT_TRUE(all_equal(run_op(c.op, c.in, ai), want.at(1)));
+      const auto got = run_op_outputs(c.op, c.in, c.attrs);
+      EXPECT_TRUE(all_equal(got.at(0), want.at(0)));
+      EXPECT_TRUE(all_equal(got.at(1), want.at(1)));
       continue;
     }
     EXPECT_TRUE(all_close(run_op(c.op, c.in, c.attrs), want.at(0), c.tol, c.tol));
