@@ -18,16 +18,15 @@ Then, in --rounds interleaved rounds (per round: every model, and per model the
 three runtimes in an order that rotates from round to round), each runtime runs
 in a fresh process, untimed warm-up runs first, then --runs timed runs:
   rlx      `rlx run OUT/MODEL/rlx --inputs IN --bench N --threads T` (its first
-           run plus one warm-up are untimed; it prints only median and min)
+           run plus one warm-up are untimed; it prints median, min and max)
   ORT      bench/ort_peer.js: intraOpNumThreads T, interOpNumThreads 1,
            graphOptimizationLevel 'all', sequential execution
   PyTorch  eager, no_grad, torch.set_num_threads(T), OMP_WAIT_POLICY=PASSIVE;
            OPENBLAS_NUM_THREADS=1 for CNNs (their convs run on OpenMP) and =T for
            transformers (their matmuls run on OpenBLAS), which is fair on 2 cores.
 The table's min is the fastest single run of all rounds, the median is the
-median of the per-round medians and the max is the slowest per-round median
-(rlx reports no per-run times, so that is the spread all three share); the
-per-round medians and ORT's/PyTorch's slowest single runs are printed too.
+median of the per-round medians and the max is the slowest per-round median;
+the per-round medians and each runtime's slowest single run are printed too.
 rlx's and ORT's outputs (first round) are compared with PyTorch eager's
 (cosine, max |err|). Peak memory: rlx's planned activation arena (from rlx
 run), and each process's peak RSS (GNU /usr/bin/time: runtime + weights + arena).
@@ -270,11 +269,12 @@ def time_rlx(a, d, check):
     if check:
         cmd += ["-o", os.path.join(d, "rlx_out.safetensors")]
     rc, out, err, rss = run_proc(cmd)
-    m = re.search(r"median ([0-9.]+) ms, min ([0-9.]+) ms", out)
+    m = re.search(r"median ([0-9.]+) ms, min ([0-9.]+) ms, max ([0-9.]+) ms", out)
     if rc != 0 or not m:
         return {"error": f"rlx run exited {rc}:\n{tail(out + err)}"}
     arena = re.search(r"peak activation memory: (.*)", out)
-    return {"median_ms": float(m.group(1)), "min_ms": float(m.group(2)), "rss": rss,
+    return {"median_ms": float(m.group(1)), "min_ms": float(m.group(2)),
+            "max_ms": float(m.group(3)), "rss": rss,
             "arena": parse_bytes(arena.group(1)) if arena else None}
 
 

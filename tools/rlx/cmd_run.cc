@@ -66,8 +66,8 @@ void run(const RunOptions& o) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
-    std::printf("latency over %d runs (%d threads): median %.3f ms, min %.3f ms\n", o.bench,
-                num_threads(), ms[ms.size() / 2], ms.front());
+    std::printf("latency over %d runs (%d threads): median %.3f ms, min %.3f ms, max %.3f ms\n",
+                o.bench, num_threads(), ms[ms.size() / 2], ms.front(), ms.back());
   }
 }
 
@@ -88,7 +88,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("-o,--out", o->out, "Write outputs by name to this safetensors file");
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--bench", o->bench, "Time N runs after a warm-up; print median and min")
+  cmd->add_option("--bench", o->bench, "Time N runs after a warm-up; print median, min and max")
       ->check(CLI::NonNegativeNumber);
   add_pass_flags(cmd, o->passes);
   cmd->add_flag("--specialize", o->specialize,
