@@ -90,9 +90,21 @@ class Executable {
   friend class Session;
 };
 
+// Where a run's time went, per node (rlx run --profile).
+struct NodeTime {
+  double total_ms = 0;                    // summed over the profiled runs
+  int64_t runs = 0;                       // how many profiled runs executed the node
+  double last_start_ms = 0, last_ms = 0;  // the last run: offset from its start, duration
+};
+
 class Session {
  public:
   explicit Session(std::shared_ptr<const Executable> exe) : exe_(std::move(exe)) {}
+  // Times every node of the following runs (a clock read around each kernel
+  // call); off by default. Turning it on clears what was gathered.
+  void set_profiling(bool on);
+  // Per node id of the executable's graph; nodes that never ran stay zero.
+  const std::vector<NodeTime>& profile() const { return profile_; }
   // Inputs by name (cast to the declared dtype when they differ); returns
   // outputs by name. Throws rlx::Error on missing/extra inputs or bad shapes.
   TensorMap run(const TensorMap& inputs);
@@ -104,6 +116,8 @@ class Session {
   std::shared_ptr<const Executable> exe_;
   std::shared_ptr<Buffer> arena_;
   size_t arena_bytes_ = 0;
+  bool profiling_ = false;
+  std::vector<NodeTime> profile_;
 };
 
 }  // namespace rlx

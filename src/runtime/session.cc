@@ -1,10 +1,17 @@
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "rlx/error.h"
 #include "rlx/runtime.h"
 
 namespace rlx {
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
 
 Tensor Session::output_buffer(const Node& n, const Dims& dims) {
   // Reuse an earlier run's output buffer once the caller has dropped it (we
@@ -30,6 +37,11 @@ Tensor Session::output_buffer(const Node& n, const Dims& dims) {
   return Tensor(fresh, 0, dims, n.shape.dtype);
 }
 
+void Session::set_profiling(bool on) {
+  profiling_ = on;
+  profile_.assign(on ? exe_->graph_.size() : 0, NodeTime{});
+}
+
 TensorMap Session::run(const TensorMap& inputs) {
   const Graph& g = exe_->graph_;
   std::map<std::string, Dims> input_dims;
@@ -52,6 +64,7 @@ TensorMap Session::run(const TensorMap& inputs) {
 
   std::vector<Tensor> values(g.size());
   std::vector<Tensor> args, outs;
+  const auto run_start = Clock::now();
   for (const Node& n : g.nodes()) {
     const size_t id = size_t(n.id);
     if (n.op == Op::Input) {
@@ -85,7 +98,17 @@ TensorMap Session::run(const TensorMap& inputs) {
     args.clear();
     for (NodeId in : n.inputs) args.push_back(values[size_t(in)]);
     try {
-      exe_->compiled_->run(n, args, outs);
+      if (!profiling_) {
+        exe_->compiled_->run(n, args, outs);
+      } else {
+        const auto t0 = Clock::now();
+        exe_->compiled_->run(n, args, outs);
+        NodeTime& p = profile_[id];
+        p.last_start_ms = ms_between(run_start, t0);
+        p.last_ms = ms_between(t0, Clock::now());
+        p.total_ms += p.last_ms;
+        ++p.runs;
+      }
     } catch (const Error& e) {
       throw e.with_context("while running " + node_context(g, n));
     }

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "support/testing.h"
 
@@ -73,7 +75,7 @@ TEST_F(PassCli, BadPassNamesAreClearErrors) {
   auto r = run_cli("inspect " + path("m") + " --after folding");
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.output, "unknown pass 'folding'")) << r.output;
-  EXPECT_TRUE(has(r.output, "specialize, simplify, fold, cse, dce")) << r.output;
+  EXPECT_TRUE(has(r.output, "specialize, simplify, fold, conv_bn, epilogue, cse, dce")) << r.output;
   r = run_cli("run " + path("m") + " -i " + path("in.safetensors") + " --disable-pass nope");
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.output, "unknown pass 'nope'")) << r.output;
@@ -118,6 +120,21 @@ TEST_F(PassCli, RunTakesDisablePassAndOptLevel) {
   help = run_cli("inspect --help");
   for (const char* f : {"--passes", "--after", "--optimized", "--print-after-all"})
     EXPECT_TRUE(has(help.output, f)) << help.output;
+}
+
+TEST_F(PassCli, ProfilePrintsOpKindsAndWritesATrace) {
+  const std::string trace = path("trace.json");
+  auto r = run_cli("run " + path("m") + " -i " + path("in.safetensors") +
+                   " --profile --bench 3 --trace " + trace);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "profile over 10 run(s)")) << r.output;
+  EXPECT_TRUE(has(r.output, "op kind")) << r.output;
+  EXPECT_TRUE(has(r.output, "slowest")) << r.output;
+  ASSERT_TRUE(fs::exists(trace));
+  std::ifstream f(trace);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(has(text, "\"traceEvents\"")) << text;
+  EXPECT_TRUE(has(text, "\"ph\":\"X\"")) << text;
 }
 
 }  // namespace

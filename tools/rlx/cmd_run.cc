@@ -1,5 +1,6 @@
 // rlx run MODEL --inputs IN.safetensors [--out OUT.safetensors] [--threads N] [--bench N]
 //         [-O0|-O1] [--disable-pass NAME]... [--print-after-all] [--specialize]
+//         [--profile] [--trace T.json]
 // rlx run MODEL.gguf --tokens "1 2 3" [--out logits.safetensors]
 #include <algorithm>
 #include <chrono>
@@ -19,6 +20,8 @@ struct RunOptions {
   int bench = 0;
   PassFlags passes;
   bool specialize = false;
+  bool profile = false;
+  std::string trace;
 };
 
 std::string signature(const Graph& g) {
@@ -69,6 +72,16 @@ void run(const RunOptions& o) {
     std::printf("latency over %d runs (%d threads): median %.3f ms, min %.3f ms, max %.3f ms\n",
                 o.bench, num_threads(), ms[ms.size() / 2], ms.front(), ms.back());
   }
+  if (o.profile || !o.trace.empty()) {
+    // Separate from --bench: the clock reads around each node cost a little.
+    session.set_profiling(true);
+    for (int i = 0; i < std::max(o.bench, 10); ++i) session.run(inputs);
+    std::printf("%s", profile_report(exe->graph(), session.profile(), 15).c_str());
+    if (!o.trace.empty()) {
+      write_chrome_trace(o.trace, exe->graph(), session.profile());
+      std::printf("wrote a Chrome trace of the last run to %s\n", o.trace.c_str());
+    }
+  }
 }
 
 }  // namespace
@@ -91,6 +104,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--bench", o->bench, "Time N runs after a warm-up; print median, min and max")
       ->check(CLI::NonNegativeNumber);
   add_pass_flags(cmd, o->passes);
+  cmd->add_flag("--profile", o->profile,
+                "Time every node over max(--bench, 10) runs; print time per op kind and the "
+                "slowest nodes");
+  cmd->add_option("--trace", o->trace,
+                  "With profiling: write the last run as a Chrome trace JSON (chrome://tracing)");
   cmd->add_flag("--specialize", o->specialize,
                 "Compile for the dims of --inputs: symbolic dims become static before the other "
                 "passes run");

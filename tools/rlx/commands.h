@@ -31,6 +31,12 @@ void add_pass_flags(CLI::App* cmd, PassFlags& f);
 // names, listing the valid ones.
 CompileOptions compile_options(const PassFlags& f, std::FILE* dump);
 
+// rlx run --profile (profile.cc): time per op kind and the `top` slowest nodes
+// per run; the last profiled run as a Chrome trace JSON.
+std::string profile_report(const Graph& g, const std::vector<NodeTime>& profile, size_t top);
+void write_chrome_trace(const std::string& path, const Graph& g,
+                        const std::vector<NodeTime>& profile);
+
 // "logits  [1,10] f32  min -1.2 max 3.4 mean 0.1  [0.12, -0.5, ...]"
 std::string tensor_summary(const std::string& name, const Tensor& t);
 // GGUF files are inspected from the file itself (no graph is built).
