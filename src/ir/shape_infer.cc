@@ -457,6 +457,14 @@ Shape infer_matmul(const Node& n, const In& in) {
                                           std::vector<Dim>(b.begin(), b.end() - 2));
   if (!a1) batch.push_back(a[a.size() - 2]);
   if (!b1) batch.push_back(b.back());
+  if (in.size() == 3) {  // bias over the output's last dim
+    same_dtype(*in[0], *in[2]);
+    RLX_CHECK(!b1 && in[2]->rank() == 1 && dims_compatible(in[2]->dims[0], b.back()),
+              "matmul: bias ", in[2]->str(), " must be [N] for a result ending in N = ",
+              b1 ? std::string("(none)") : b.back().str());
+  }
+  RLX_CHECK(t.activation == Epilogue::none || is_float(in[0]->dtype),
+            "matmul: a fused activation needs floating-point operands, got ", in[0]->str());
   return Shape(batch, in[0]->dtype);
 }
 

@@ -46,6 +46,8 @@ const std::vector<std::unique_ptr<Pass>>& pass_registry();
 std::unique_ptr<Pass> make_specialize_pass();
 std::unique_ptr<Pass> make_fold_pass();
 std::unique_ptr<Pass> make_simplify_pass();
+std::unique_ptr<Pass> make_conv_bn_pass();
+std::unique_ptr<Pass> make_epilogue_pass();
 std::unique_ptr<Pass> make_cse_pass();
 std::unique_ptr<Pass> make_dce_pass();
 

@@ -51,6 +51,9 @@ const std::vector<std::unique_ptr<Pass>>& pass_registry() {
     // (x @ w^T) would copy the weight at load time for nothing.
     v.push_back(make_simplify_pass());
     v.push_back(make_fold_pass());
+    // Fusions after folding: they match constant weights and biases.
+    v.push_back(make_conv_bn_pass());
+    v.push_back(make_epilogue_pass());
     v.push_back(make_cse_pass());
     v.push_back(make_dce_pass());
     return v;

@@ -26,6 +26,12 @@ Graph simplify_algebra(const Graph& g);
 // Replaces symbolic dims by the values the given input dims bind, and
 // re-infers every shape. Throws for missing or contradicting input dims.
 Graph specialize_shapes(const Graph& g, const std::map<std::string, Dims>& input_dims);
+// conv/matmul + bias add + activation (each read only by the next) -> one
+// conv/matmul node with the activation (and matmul bias) fused.
+Graph fuse_epilogues(const Graph& g);
+// conv -> batch_norm with constant weights and statistics -> one conv with
+// rescaled weights and a bias.
+Graph fold_batchnorm_into_conv(const Graph& g);
 // Drops nodes no output depends on. Inputs stay (they are the signature).
 Graph eliminate_dead_code(const Graph& g);
 

@@ -1,6 +1,7 @@
 // Copying a graph node by node with remapped inputs: the building block of
 // every pass, since graphs are append-only.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "rlx/graph.h"
@@ -30,5 +31,21 @@ class Rewriter {
   Graph out_;
   std::vector<NodeId> map_;
 };
+
+// The provenance of a node fused from `a` and `b` ("conv ... + relu ...").
+inline std::string join_origins(const std::string& a, const std::string& b) {
+  if (a.empty() || a == b) return b;
+  return b.empty() ? a : a + " + " + b;
+}
+
+// How many times each node is read: by other nodes' inputs and as a graph
+// output (a fusion may only absorb a node nobody else reads).
+inline std::vector<int> use_counts(const Graph& g) {
+  std::vector<int> uses(g.size(), 0);
+  for (const Node& n : g.nodes())
+    for (NodeId in : n.inputs) ++uses[size_t(in)];
+  for (const auto& o : g.outputs()) ++uses[size_t(o.node)];
+  return uses;
+}
 
 }  // namespace rlx::opt

@@ -181,6 +181,7 @@ class Simplifier {
       xs[k] = &arg(*xs[k], 0);
       changed = true;
     }
+    if (n.inputs.size() == 3) xs.push_back(&in(n, 2));  // the bias stays
     return changed && replace(n, Op::MatMul, xs, a);
   }
 

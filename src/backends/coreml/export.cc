@@ -130,6 +130,35 @@ Val Lowering::reshape(const Val& x, const std::vector<int64_t>& shape, const std
   return b.op("reshape", {{"x", x}, {"shape", b.ints(shape, h + "_shape")}}, t, h);
 }
 
+Val Lowering::activation(Epilogue act, const Val& x, const std::string& h) {
+  auto gelu = [&](const char* mode) {
+    return b.op("gelu", {{"x", x}, {"mode", b.string(mode, h + "_mode")}}, x.type, h);
+  };
+  switch (act) {
+    case Epilogue::none:
+      return b.op("identity", {{"x", x}}, x.type, h);
+    case Epilogue::relu:
+      return unary("relu", x, h);
+    case Epilogue::relu6:
+      return b.op("clip",
+                  {{"x", x},
+                   {"alpha", scalar_like(0, x, h + "_lo")},
+                   {"beta", scalar_like(6, x, h + "_hi")}},
+                  x.type, h);
+    case Epilogue::gelu:
+      return gelu("EXACT");
+    case Epilogue::gelu_tanh:
+      return gelu("TANH_APPROXIMATION");
+    case Epilogue::silu:
+      return unary("silu", x, h);
+    case Epilogue::sigmoid:
+      return unary("sigmoid", x, h);
+    case Epilogue::tanh:
+      return unary("tanh", x, h);
+  }
+  throw make_error("coreml: bad epilogue");
+}
+
 Val Lowering::cast(const Val& x, pb::DataType dt, const std::string& h) {
   return b.op("cast", {{"x", x}, {"dtype", b.string(mil_dtype_name(dt), h + "_dtype")}},
               Type{dt, x.type.dims}, h);

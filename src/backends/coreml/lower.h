@@ -39,6 +39,8 @@ struct Lowering {
              const std::string& h);
   Val reshape(const Val& x, const std::vector<int64_t>& shape, const std::string& h);
   Val cast(const Val& x, pb::DataType dt, const std::string& h);
+  // A fused conv/matmul activation as its MIL op, named `h` (identity for none).
+  Val activation(Epilogue act, const Val& x, const std::string& h);
   // (x - mean) * rsqrt(var + eps) over `axes` (kept), composed from primitives.
   Val normalize(const Val& x, const std::vector<int64_t>& axes, double eps, const std::string& h);
 };

@@ -8,15 +8,20 @@
 namespace rlx::coreml {
 namespace {
 
+// A fused bias and activation become MIL add and activation ops after the matmul.
 Val lower_matmul(Lowering& L, const Node& n) {
   const std::string h = L.hint(n);
   const auto& a = n.attrs_as<MatMulAttrs>();
-  return L.b.op("matmul",
-                {{"x", L.in(n, 0)},
-                 {"y", L.in(n, 1)},
-                 {"transpose_x", L.b.boolean(a.transpose_a, h + "_tx")},
-                 {"transpose_y", L.b.boolean(a.transpose_b, h + "_ty")}},
-                L.type_of(n), h);
+  const bool fused = n.inputs.size() == 3 || a.activation != Epilogue::none;
+  Val y = L.b.op("matmul",
+                 {{"x", L.in(n, 0)},
+                  {"y", L.in(n, 1)},
+                  {"transpose_x", L.b.boolean(a.transpose_a, h + "_tx")},
+                  {"transpose_y", L.b.boolean(a.transpose_b, h + "_ty")}},
+                 L.type_of(n), fused ? h + "_mm" : h);
+  if (!fused) return y;
+  if (n.inputs.size() == 3) y = L.b.op("add", {{"x", y}, {"y", L.in(n, 2)}}, y.type, h + "_bias");
+  return L.activation(a.activation, y, h);
 }
 
 // IR pads [b..., e...] -> MIL [b0, e0, b1, e1, ...]
@@ -41,7 +46,8 @@ Val lower_conv(Lowering& L, const Node& n) {
       {"dilations", L.b.ints(list_or(a.dilation, sp, 1), h + "_dil")},
       {"groups", L.b.int_scalar(a.groups, h + "_groups")}};
   if (n.inputs.size() == 3) in.push_back({"bias", L.in(n, 2)});
-  return L.b.op("conv", in, L.type_of(n), h);
+  if (a.activation == Epilogue::none) return L.b.op("conv", in, L.type_of(n), h);
+  return L.activation(a.activation, L.b.op("conv", in, L.type_of(n), h + "_conv"), h);
 }
 
 // MIL pools want [N, C, H, W]; an unbatched [C, H, W] gets a leading 1. A is MaxPoolAttrs or

@@ -18,6 +18,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
@@ -239,9 +240,89 @@ void axpy(T* y, const T* x, T a, int64_t n) {
   axpy_scalar(y, x, a, n);
 }
 
+// x[(j + k) * s] for 8 consecutive j, s = 1 or 2 (stride 2: two loads, deinterleaved).
+template <int S>
+RLX_AVX2_INLINE __m256 strided8(const float* x) {
+  if constexpr (S == 1) {
+    return _mm256_loadu_ps(x);
+  } else {
+    const __m256 a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
+    const __m256 even =
+        _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+}
+
+// One output row of a depthwise conv with stride S and no dilation: every
+// tap accumulates in registers (one pass over the row instead of one per
+// tap). rows[kh] is input row ih(kh), or null in the padding. Columns whose
+// taps would leave the row (or, for stride 2, read one past it) take the
+// scalar loop.
+template <int S>
+RLX_AVX2 void dw_row_avx2(const float* const* rows, const float* wc, int64_t KH, int64_t KW,
+                          int64_t pl, int64_t W, int64_t OW, float b, float* yr) {
+  auto scalar = [&](int64_t j) {
+    float acc = b;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      if (!rows[kh]) continue;
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int64_t iw = j * S + kw - pl;
+        if (iw >= 0 && iw < W) acc += wc[kh * KW + kw] * rows[kh][iw];
+      }
+    }
+    yr[j] = acc;
+  };
+  // Vector columns j: j*S - pl >= 0 and (j+7)*S + KW - 1 - pl + (S - 1) < W.
+  const int64_t lo = std::min<int64_t>(OW, (pl + S - 1) / S);
+  int64_t j = 0;
+  for (; j < lo; ++j) scalar(j);
+  for (; j + 8 <= OW && (j + 7) * S + KW - 1 - pl + (S - 1) < W; j += 8) {
+    __m256 acc = _mm256_set1_ps(b);
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      if (!rows[kh]) continue;
+      const float* xr = rows[kh] + j * S - pl;
+      for (int64_t kw = 0; kw < KW; ++kw)
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(wc[kh * KW + kw]), strided8<S>(xr + kw), acc);
+    }
+    _mm256_storeu_ps(yr + j, acc);
+  }
+  for (; j < OW; ++j) scalar(j);
+}
+
+// The AVX2 depthwise path: planes over the pool, rows through dw_row_avx2.
+void depthwise_rows(const Geom& g, const float* x, const float* w, const float* bias, Epilogue act,
+                    float* y) {
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
+  const int64_t work = std::max<int64_t>(1, g.out_sz * g.k_sz);
+  parallel_for(g.N * g.C, std::max<int64_t>(1, 16384 / work), [&](int64_t p0, int64_t p1) {
+    const float* rows[16];
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t c = p % g.C;
+      const float* xp = x + p * g.in_sz;
+      float* yp = y + p * g.out_sz;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const int64_t ih = oh * g.s[1] - g.pb[1] + kh;
+          rows[kh] = ih >= 0 && ih < H ? xp + ih * W : nullptr;
+        }
+        const float b = bias ? bias[c] : 0.0f;
+        if (g.s[2] == 1)
+          dw_row_avx2<1>(rows, w + c * g.k_sz, KH, KW, g.pb[2], W, OW, b, yp + oh * OW);
+        else
+          dw_row_avx2<2>(rows, w + c * g.k_sz, KH, KW, g.pb[2], W, OW, b, yp + oh * OW);
+      }
+      apply_epilogue(GemmEpilogue<float>{act}, yp, g.out_sz, 1, g.out_sz, 0, 0);
+    }
+  });
+}
+
 // Depthwise (groups == C == O), at most 2 spatial dims (so D == 1).
 template <typename T>
-void depthwise(const Geom& g, const T* x, const T* w, const T* bias, T* y) {
+void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y) {
+  if constexpr (std::is_same_v<T, float>) {
+    const bool fast = has_avx2() && g.d[1] == 1 && g.d[2] == 1 && g.s[2] <= 2 && g.k[1] <= 16;
+    if (fast) return depthwise_rows(g, x, w, bias, act, y);
+  }
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
   const int64_t work = std::max<int64_t>(1, g.out_sz * g.k_sz);
   parallel_for(g.N * g.C, std::max<int64_t>(1, 16384 / work), [&](int64_t p0, int64_t p1) {
@@ -270,20 +351,17 @@ void depthwise(const Geom& g, const T* x, const T* w, const T* bias, T* y) {
           }
         }
       }
+      apply_epilogue(GemmEpilogue<T>{act}, yp, g.out_sz, 1, g.out_sz, 0, 0);
     }
   });
 }
 
+// `act` is the fused activation: applied with the bias to each output tile
+// right after its GEMM (per channel plane for depthwise), while it is in cache.
 template <typename T>
-void add_bias(T* y, int64_t rows, int64_t cols, int64_t ld, const T* bias) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < cols; ++j) y[r * ld + j] += bias[r];
-}
-
-template <typename T>
-void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, T* y) {
+void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y) {
   if (g.N * g.O * g.out_sz == 0) return;
-  if (g.Cg == 1 && g.Og == 1 && g.sp <= 2) return depthwise(g, x, w, bias, y);
+  if (g.Cg == 1 && g.Og == 1 && g.sp <= 2) return depthwise(g, x, w, bias, act, y);
   const int64_t rows = g.Cg * g.k_sz;
   const bool pw = g.pointwise();
   const int64_t tile = pw ? g.out_sz : tile_cols(rows, g.out_sz);
@@ -302,11 +380,11 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, T* y) {
       B = col.data();
       ldb = tl;
     }
+    const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true};
     if (serial)
-      gemm_serial(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz);
+      gemm_serial(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi);
     else
-      gemm(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz);
-    if (bias) add_bias(yg, g.Og, tl, g.out_sz, bias + gi * g.Og);
+      gemm(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi);
   };
   if (tasks >= num_threads()) {
     parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
@@ -376,7 +454,8 @@ void run(const KernelCall& c, bool transpose) {
   if (transpose)
     conv_transpose_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, c.out.data<T>());
   else
-    conv_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, c.out.data<T>());
+    conv_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias,
+              c.node.attrs_as<ConvAttrs>().activation, c.out.data<T>());
 }
 
 void dispatch(const KernelCall& c, bool transpose) {

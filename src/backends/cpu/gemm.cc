@@ -30,11 +30,16 @@ void zero_or_scale(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
     for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
 }
 
+// The block C[M,N] at (row0, col0) of the whole product, epilogue included.
 template <typename T>
 void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
-               const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+               const T* B, int64_t ldb, T beta, T* C, int64_t ldc, const GemmEpilogue<T>& epi,
+               int64_t row0, int64_t col0) {
   if (M == 0 || N == 0) return;
-  if (K == 0) return zero_or_scale(M, N, beta, C, ldc);
+  if (K == 0) {
+    zero_or_scale(M, N, beta, C, ldc);
+    return apply_epilogue(epi, C, ldc, M, N, row0, col0);
+  }
   blas_single_threaded();
   auto t_a = ta ? CblasTrans : CblasNoTrans, t_b = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -43,27 +48,28 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
   else
     cblas_dgemm(CblasRowMajor, t_a, t_b, to_blas(M), to_blas(N), to_blas(K), alpha, A, to_blas(lda),
                 B, to_blas(ldb), beta, C, to_blas(ldc));
+  apply_epilogue(epi, C, ldc, M, N, row0, col0);
 }
 
 template <typename T>
 void split_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
-                const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+                const T* B, int64_t ldb, T beta, T* C, int64_t ldc, const GemmEpilogue<T>& epi) {
   const int64_t threads = num_threads();
   if (threads <= 1 || M * N * std::max<int64_t>(K, 1) < 2 * kGemmSplitMacs)
-    return blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0);
   // One block per thread: each cblas call packs its own panels, so fewer,
   // larger blocks waste less. Split the longer side of C.
   if (M >= N) {
     int64_t grain = std::max<int64_t>((M + threads - 1) / threads, 1);
     parallel_for(M, grain, [&](int64_t r0, int64_t r1) {
       blas_call(ta, tb, r1 - r0, N, K, alpha, ta ? A + r0 : A + r0 * lda, lda, B, ldb, beta,
-                C + r0 * ldc, ldc);
+                C + r0 * ldc, ldc, epi, r0, 0);
     });
   } else {
     int64_t grain = std::max<int64_t>((N + threads - 1) / threads, 1);
     parallel_for(N, grain, [&](int64_t c0, int64_t c1) {
       blas_call(ta, tb, M, c1 - c0, K, alpha, A, lda, tb ? B + c0 * ldb : B + c0, ldb, beta, C + c0,
-                ldc);
+                ldc, epi, 0, c0);
     });
   }
 }
@@ -71,20 +77,24 @@ void split_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, cons
 }  // namespace
 
 void gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                 const GemmEpilogue<float>& epi) {
+  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0);
 }
 void gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-                 int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                 int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc,
+                 const GemmEpilogue<double>& epi) {
+  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0);
 }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+          const GemmEpilogue<float>& epi) {
+  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi);
 }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-          int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+          int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc,
+          const GemmEpilogue<double>& epi) {
+  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi);
 }
 
 }  // namespace rlx::cpu

@@ -10,6 +10,8 @@
 #pragma once
 #include <cstdint>
 
+#include "backends/cpu/epilogue.h"
+
 namespace rlx::cpu {
 
 // C[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * C, all row-major; op(X) is X
@@ -17,17 +19,19 @@ namespace rlx::cpu {
 // beta == 0); M == 0 or N == 0 does nothing. Runs on the calling thread.
 void gemm_serial(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                 int64_t ldc);
+                 int64_t ldc, const GemmEpilogue<float>& epi = {});
 void gemm_serial(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
                  const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
-                 int64_t ldc);
+                 int64_t ldc, const GemmEpilogue<double>& epi = {});
 
 // Same contract; large products are split over rlx's pool (inline when nested).
+// `epi` runs on each thread's block of C right after that block is computed.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+          const GemmEpilogue<float>& epi = {});
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
           const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
-          int64_t ldc);
+          int64_t ldc, const GemmEpilogue<double>& epi = {});
 
 // Multiply-adds below which a GEMM is not worth splitting over threads.
 constexpr int64_t kGemmSplitMacs = int64_t(1) << 18;

@@ -82,14 +82,15 @@ Plan make_plan(const KernelCall& c) {
   return p;
 }
 
+// `epi` (bias over columns, fused activation) runs on each block as it is computed.
 template <typename T>
-void matmul_float(const Plan& p, const T* a, const T* b, T* out) {
+void matmul_float(const Plan& p, const T* a, const T* b, T* out, const GemmEpilogue<T>& epi) {
   const int64_t nb = int64_t(p.a_off.size()), M = p.M, N = p.N, K = p.K;
   if (nb == 0 || M == 0 || N == 0) return;
   const int64_t lda = p.ta ? M : K, ldb = p.tb ? K : N;
   // b shared by every batch and a not broadcast (nor transposed): one tall GEMM.
   if (p.b_batch == 1 && p.a_batch == nb && !p.ta) {
-    gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N);
+    gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N, epi);
     return;
   }
   const int64_t macs = M * N * std::max<int64_t>(K, 1);
@@ -99,19 +100,19 @@ void matmul_float(const Plan& p, const T* a, const T* b, T* out) {
     parallel_for(nb, grain, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t)
         gemm_serial(p.ta, p.tb, M, N, K, T(1), a + p.a_off[size_t(t)], lda, b + p.b_off[size_t(t)],
-                    ldb, T(0), out + t * M * N, N);
+                    ldb, T(0), out + t * M * N, N, epi);
     });
   } else {
     for (int64_t t = 0; t < nb; ++t)
       gemm(p.ta, p.tb, M, N, K, T(1), a + p.a_off[size_t(t)], lda, b + p.b_off[size_t(t)], ldb,
-           T(0), out + t * M * N, N);
+           T(0), out + t * M * N, N, epi);
   }
 }
 
 // Integer matmul: accumulate in uint64 (two's-complement wrap, no UB) and
 // truncate, which equals PyTorch's wrapping arithmetic in the narrow type.
 template <typename T>
-void matmul_int(const Plan& p, const T* a, const T* b, T* out) {
+void matmul_int(const Plan& p, const T* a, const T* b, const T* bias, T* out) {
   const int64_t nb = int64_t(p.a_off.size()), M = p.M, N = p.N, K = p.K;
   const int64_t rows = nb * M;
   int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, N * K));
@@ -131,7 +132,8 @@ void matmul_int(const Plan& p, const T* a, const T* b, T* out) {
         for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += av * uint64_t(int64_t(br[j * b_col]));
       }
       T* o = out + r * N;
-      for (int64_t j = 0; j < N; ++j) o[j] = T(acc[size_t(j)]);
+      for (int64_t j = 0; j < N; ++j)
+        o[j] = T(acc[size_t(j)] + (bias ? uint64_t(int64_t(bias[j])) : 0));
     }
   });
 }
@@ -143,21 +145,33 @@ void matmul(const KernelCall& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
   RLX_CHECK(c.out.dtype() == a.dtype(), c.node.label(), ": matmul output dtype ",
             dtype_name(c.out.dtype()), " differs from inputs ", dtype_name(a.dtype()));
+  const Tensor* bias = c.in.size() == 3 ? &c.in[2] : nullptr;
+  RLX_CHECK(!bias || (bias->dtype() == a.dtype() && bias->numel() == p.N), c.node.label(),
+            ": matmul bias ", bias ? bias->shape().str() : "", " is not [", p.N, "]");
+  const Epilogue act = c.node.attrs_as<MatMulAttrs>().activation;
+  auto floats = [&]<typename T>() {
+    matmul_float(p, a.data<T>(), b.data<T>(), c.out.data<T>(),
+                 GemmEpilogue<T>{act, bias ? bias->data<T>() : nullptr, false});
+  };
+  auto ints = [&]<typename T>() {
+    RLX_CHECK(act == Epilogue::none, c.node.label(), ": a fused activation needs floats");
+    matmul_int(p, a.data<T>(), b.data<T>(), bias ? bias->data<T>() : nullptr, c.out.data<T>());
+  };
   switch (a.dtype()) {
     case DType::F32:
-      return matmul_float(p, a.data<float>(), b.data<float>(), c.out.data<float>());
+      return floats.operator()<float>();
     case DType::F64:
-      return matmul_float(p, a.data<double>(), b.data<double>(), c.out.data<double>());
+      return floats.operator()<double>();
     case DType::I8:
-      return matmul_int(p, a.data<int8_t>(), b.data<int8_t>(), c.out.data<int8_t>());
+      return ints.operator()<int8_t>();
     case DType::I16:
-      return matmul_int(p, a.data<int16_t>(), b.data<int16_t>(), c.out.data<int16_t>());
+      return ints.operator()<int16_t>();
     case DType::I32:
-      return matmul_int(p, a.data<int32_t>(), b.data<int32_t>(), c.out.data<int32_t>());
+      return ints.operator()<int32_t>();
     case DType::I64:
-      return matmul_int(p, a.data<int64_t>(), b.data<int64_t>(), c.out.data<int64_t>());
+      return ints.operator()<int64_t>();
     case DType::U8:
-      return matmul_int(p, a.data<uint8_t>(), b.data<uint8_t>(), c.out.data<uint8_t>());
+      return ints.operator()<uint8_t>();
     default:
       throw make_error(c.node.label(), ": matmul does not support dtype ", dtype_name(a.dtype()));
   }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backends/cpu/activation.h"
 #include "backends/cpu/ew_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
@@ -30,41 +31,13 @@ void map_f32_avx2(const KernelCall& c, int64_t grain) {
                [&](int64_t b, int64_t e) { vm::map_avx2<F>(x + b, y + b, e - b); });
 }
 
-constexpr double kSqrt2OverPi = 0.79788456080286535588;
-constexpr double kSqrtHalf = 0.70710678118654752440;
-
-RLX_AVX2 __m256 relu8(__m256 x) {
-  // max(x, 0) returns the second operand for NaN lanes, so put x second.
-  return _mm256_max_ps(_mm256_setzero_ps(), x);
-}
+RLX_AVX2 __m256 relu8(__m256 x) { return vm::relu(x); }
 RLX_AVX2 __m256 exp8(__m256 x) { return vm::exp(x); }
 RLX_AVX2 __m256 sigmoid8(__m256 x) { return vm::sigmoid(x); }
 RLX_AVX2 __m256 tanh8(__m256 x) { return vm::tanh(x); }
-RLX_AVX2 __m256 silu8(__m256 x) { return _mm256_mul_ps(x, vm::sigmoid(x)); }
-RLX_AVX2 __m256 gelu8(__m256 x) {
-  const __m256 half_x = _mm256_mul_ps(x, _mm256_set1_ps(0.5f));
-  const __m256 e = vm::erf(_mm256_mul_ps(x, _mm256_set1_ps(float(kSqrtHalf))));
-  return _mm256_fmadd_ps(half_x, e, half_x);
-}
-RLX_AVX2 __m256 gelu_tanh8(__m256 x) {
-  const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-  const __m256 inner = _mm256_mul_ps(_mm256_set1_ps(float(kSqrt2OverPi)),
-                                     _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, x));
-  const __m256 half_x = _mm256_mul_ps(x, _mm256_set1_ps(0.5f));
-  return _mm256_fmadd_ps(half_x, vm::tanh(inner), half_x);
-}
-
-// Clamp with NaN passing through (std::min/max would keep a bound instead).
-template <typename T>
-T clamp_nan(T x, T lo, T hi) {
-  if (x != x) return x;
-  return std::min(std::max(x, lo), hi);
-}
-
-template <typename T>
-T sigmoid_ref(T x) {
-  return T(1) / (T(1) + std::exp(-x));
-}
+RLX_AVX2 __m256 silu8(__m256 x) { return vm::silu(x); }
+RLX_AVX2 __m256 gelu8(__m256 x) { return vm::gelu(x); }
+RLX_AVX2 __m256 gelu_tanh8(__m256 x) { return vm::gelu_tanh(x); }
 
 template <typename T>
 void unary_float(const KernelCall& c) {
@@ -74,18 +47,16 @@ void unary_float(const KernelCall& c) {
   switch (family_op<UnaryOp>(n.op)) {
     case UnaryOp::Relu:
       if (avx) return map_f32_avx2<relu8>(c, cheap);
-      return map<T>(c, cheap, [](T x) { return x < T(0) ? T(0) : x; });
+      return map<T>(c, cheap, [](T x) { return relu_ref(x); });
     case UnaryOp::Gelu:
       if (avx) return map_f32_avx2<gelu8>(c, heavy);
-      return map<T>(c, heavy, [](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(kSqrtHalf))); });
+      return map<T>(c, heavy, [](T x) { return gelu_ref(x); });
     case UnaryOp::GeluTanh:
       if (avx) return map_f32_avx2<gelu_tanh8>(c, heavy);
-      return map<T>(c, heavy, [](T x) {
-        return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
-      });
+      return map<T>(c, heavy, [](T x) { return gelu_tanh_ref(x); });
     case UnaryOp::Silu:
       if (avx) return map_f32_avx2<silu8>(c, heavy);
-      return map<T>(c, heavy, [](T x) { return x * sigmoid_ref(x); });
+      return map<T>(c, heavy, [](T x) { return silu_ref(x); });
     case UnaryOp::Sigmoid:
       if (avx) return map_f32_avx2<sigmoid8>(c, heavy);
       return map<T>(c, heavy, [](T x) { return sigmoid_ref(x); });

@@ -113,6 +113,26 @@ RLX_AVX2_INLINE __m256 erf(__m256 x) {
   return keep_nan(_mm256_blendv_ps(big, small, use_small), x);
 }
 
+// Activations shared by the unary kernels and the conv/matmul epilogues, so a
+// fused activation rounds exactly like the separate op.
+RLX_AVX2_INLINE __m256 relu(__m256 x) {
+  // max(x, 0) returns the second operand for NaN lanes, so put x second.
+  return _mm256_max_ps(_mm256_setzero_ps(), x);
+}
+RLX_AVX2_INLINE __m256 silu(__m256 x) { return _mm256_mul_ps(x, sigmoid(x)); }
+RLX_AVX2_INLINE __m256 gelu(__m256 x) {
+  const __m256 half_x = _mm256_mul_ps(x, _mm256_set1_ps(0.5f));
+  const __m256 e = erf(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752440f)));
+  return _mm256_fmadd_ps(half_x, e, half_x);
+}
+RLX_AVX2_INLINE __m256 gelu_tanh(__m256 x) {
+  const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+  const __m256 inner = _mm256_mul_ps(_mm256_set1_ps(0.79788456080286535588f),
+                                     _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, x));
+  const __m256 half_x = _mm256_mul_ps(x, _mm256_set1_ps(0.5f));
+  return _mm256_fmadd_ps(half_x, tanh(inner), half_x);
+}
+
 // y[i] = F(x[i]) for i < n: whole vectors, then the tail through a masked
 // load/store so every element takes the same code path wherever it sits.
 template <__m256 (*F)(__m256)>

@@ -231,6 +231,15 @@ std::vector<OpCase> cases() {
                Op::MatMul,
                {f({2, 4, 3}), p({5, 4})},
                {{"transpose_a", true}, {"transpose_b", true}}});
+  // Fused epilogues (bias + activation) lower to the MIL ops after the matmul/conv.
+  c.push_back({"matmul_bias_gelu",
+               Op::MatMul,
+               {f({2, 3, 4}), p({5, 4}), p({5})},
+               {{"transpose_b", true}, {"activation", std::string("gelu")}},
+               1e-5,
+               6e-3});
+  c.push_back(
+      {"matmul_silu", Op::MatMul, {f(s), f({4, 5})}, {{"activation", std::string("silu")}}});
   auto conv = [&](const std::string& n, In x, In w, bool bias, Attrs a, double t16 = 1e-2) {
     std::vector<In> ins{x, w};
     if (bias) ins.push_back(p({w.dims[0]}));
@@ -244,6 +253,10 @@ std::vector<OpCase> cases() {
   conv("conv2d_depthwise", f({1, 4, 6, 6}), p({4, 1, 3, 3}), true,
        {{"groups", int64_t(4)}, {"stride", v({2, 2})}, {"pads", v({1, 1, 1, 1})}});
   conv("conv1d", f({2, 3, 10}), p({5, 3, 3}), true, {{"pads", v({2, 0})}, {"stride", v({2})}});
+  conv("conv2d_relu6", f({1, 3, 7, 6}), p({4, 3, 3, 3}), true,
+       {{"pads", v({1, 1, 1, 1})}, {"activation", std::string("relu6")}});
+  conv("conv2d_depthwise_relu", f({1, 4, 6, 6}), p({4, 1, 3, 3}), true,
+       {{"groups", int64_t(4)}, {"activation", std::string("relu")}});
   auto pool = [&](const std::string& n, Op op, Dims d, Attrs a) {
     c.push_back({n, op, {f(d)}, a, 1e-5, 4e-3});
   };

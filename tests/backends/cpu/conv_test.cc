@@ -178,6 +178,20 @@ std::vector<ConvCase> conv_cases() {
                3,
                true});
   v.push_back({"depthwise_mult2", {1, 3, 6, 6}, {6, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 3, true});
+  // Wide rows: the register-accumulating rows (AVX2) with scalar edges, stride 1 and 2.
+  v.push_back(
+      {"depthwise_s2_wide", {1, 3, 9, 45}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 3, true});
+  v.push_back({"depthwise_s2_k5_even",
+               {2, 2, 7, 40},
+               {2, 1, 5, 5},
+               {2, 2},
+               {2, 2, 2, 2},
+               {},
+               {},
+               2,
+               false});
+  v.push_back(
+      {"depthwise_s1_k5_asym", {1, 2, 6, 33}, {2, 1, 5, 5}, {}, {2, 0, 2, 4}, {}, {}, 2, true});
   v.push_back(
       {"rect_stride", {1, 3, 10, 8}, {5, 3, 2, 4}, {3, 1}, {0, 1, 2, 0}, {1, 2}, {}, 1, true});
   v.push_back({"big_tiles", {1, 8, 40, 45}, {16, 8, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 1, true});

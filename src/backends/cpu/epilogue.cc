@@ -1,0 +1,141 @@
+#include "backends/cpu/epilogue.h"
+
+#include <type_traits>
+
+#include "backends/cpu/activation.h"
+#include "backends/cpu/vmath.h"
+
+namespace rlx::cpu {
+namespace {
+
+template <typename T>
+T activate(Epilogue act, T x) {
+  switch (act) {
+    case Epilogue::none:
+      return x;
+    case Epilogue::relu:
+      return relu_ref(x);
+    case Epilogue::relu6:
+      return clamp_nan(x, T(0), T(6));
+    case Epilogue::gelu:
+      return gelu_ref(x);
+    case Epilogue::gelu_tanh:
+      return gelu_tanh_ref(x);
+    case Epilogue::silu:
+      return silu_ref(x);
+    case Epilogue::sigmoid:
+      return sigmoid_ref(x);
+    case Epilogue::tanh:
+      return std::tanh(x);
+  }
+  return x;
+}
+
+template <typename T>
+void row_scalar(Epilogue act, T* y, int64_t n, const T* col_bias, const T* row_bias) {
+  for (int64_t j = 0; j < n; ++j) {
+    T v = y[j];
+    if (row_bias) v += *row_bias;
+    if (col_bias) v += col_bias[j];
+    y[j] = activate(act, v);
+  }
+}
+
+RLX_AVX2_INLINE __m256 relu6(__m256 x) {
+  // NaN lanes pass through both (the second operand is returned for NaN).
+  return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(_mm256_setzero_ps(), x));
+}
+RLX_AVX2_INLINE __m256 identity(__m256 x) { return x; }
+
+// Where a row's bias comes from: nowhere (no add, so -0.0 stays -0.0 as in
+// the separate activation), one value per row, or one per column.
+enum class Bias { none, row, column };
+
+// One row: y[j] = F(y[j] + b).
+template <__m256 (*F)(__m256), Bias B>
+RLX_AVX2 void row_avx2(float* y, int64_t n, const float* col_bias, float row_bias) {
+  const __m256 rb = _mm256_set1_ps(row_bias);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 v = _mm256_loadu_ps(y + j);
+    if constexpr (B == Bias::row) v = _mm256_add_ps(v, rb);
+    if constexpr (B == Bias::column) v = _mm256_add_ps(v, _mm256_loadu_ps(col_bias + j));
+    _mm256_storeu_ps(y + j, F(v));
+  }
+  if (j < n) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n - j)), lane);
+    __m256 v = _mm256_maskload_ps(y + j, mask);
+    if constexpr (B == Bias::row) v = _mm256_add_ps(v, rb);
+    if constexpr (B == Bias::column) v = _mm256_add_ps(v, _mm256_maskload_ps(col_bias + j, mask));
+    _mm256_maskstore_ps(y + j, mask, F(v));
+  }
+}
+
+using RowFn = void (*)(float*, int64_t, const float*, float);
+template <__m256 (*F)(__m256)>
+RowFn with_bias(Bias b) {
+  switch (b) {
+    case Bias::none:
+      return row_avx2<F, Bias::none>;
+    case Bias::row:
+      return row_avx2<F, Bias::row>;
+    case Bias::column:
+      return row_avx2<F, Bias::column>;
+  }
+  return row_avx2<F, Bias::none>;
+}
+RowFn avx2_row(Epilogue act, Bias b) {
+  switch (act) {
+    case Epilogue::none:
+      return with_bias<identity>(b);
+    case Epilogue::relu:
+      return with_bias<vm::relu>(b);
+    case Epilogue::relu6:
+      return with_bias<relu6>(b);
+    case Epilogue::gelu:
+      return with_bias<vm::gelu>(b);
+    case Epilogue::gelu_tanh:
+      return with_bias<vm::gelu_tanh>(b);
+    case Epilogue::silu:
+      return with_bias<vm::silu>(b);
+    case Epilogue::sigmoid:
+      return with_bias<vm::sigmoid>(b);
+    case Epilogue::tanh:
+      return with_bias<vm::tanh>(b);
+  }
+  return with_bias<identity>(b);
+}
+
+template <typename T>
+void apply(const GemmEpilogue<T>& e, T* C, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
+           int64_t col0) {
+  if (!e.active()) return;
+  const Bias b = !e.bias ? Bias::none : e.bias_per_row ? Bias::row : Bias::column;
+  for (int64_t i = 0; i < rows; ++i) {
+    T* y = C + i * ldc;
+    const T* rb = b == Bias::row ? e.bias + row0 + i : nullptr;
+    const T* cb = b == Bias::column ? e.bias + col0 : nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      // The unary kernels take the same AVX2 path, so fused and separate ops agree.
+      if (has_avx2_fma()) {
+        avx2_row(e.act, b)(y, cols, cb, rb ? *rb : 0.0f);
+        continue;
+      }
+    }
+    row_scalar(e.act, y, cols, cb, rb);
+  }
+}
+
+}  // namespace
+
+void apply_epilogue(const GemmEpilogue<float>& e, float* C, int64_t ldc, int64_t rows, int64_t cols,
+                    int64_t row0, int64_t col0) {
+  apply(e, C, ldc, rows, cols, row0, col0);
+}
+void apply_epilogue(const GemmEpilogue<double>& e, double* C, int64_t ldc, int64_t rows,
+                    int64_t cols, int64_t row0, int64_t col0) {
+  apply(e, C, ldc, rows, cols, row0, col0);
+}
+
+}  // namespace rlx::cpu

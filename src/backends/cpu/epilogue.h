@@ -1,0 +1,26 @@
+// The work fused after a conv or matmul (the epilogue pass): add a bias and
+// apply an activation to a block of the output right after it is computed,
+// while it is still in cache, instead of two more passes over memory.
+#pragma once
+#include <cstdint>
+
+#include "rlx/op_attrs.h"
+
+namespace rlx::cpu {
+
+template <typename T>
+struct GemmEpilogue {
+  Epilogue act = Epilogue::none;
+  const T* bias = nullptr;    // null: no bias
+  bool bias_per_row = false;  // conv: one value per output channel (row); matmul: per column
+  bool active() const { return act != Epilogue::none || bias; }
+};
+
+// C[i][j] = act(C[i][j] + bias) for a rows x cols block at `C` (leading dim
+// ldc) that starts at (row0, col0) of the whole output, which indexes bias.
+void apply_epilogue(const GemmEpilogue<float>& e, float* C, int64_t ldc, int64_t rows, int64_t cols,
+                    int64_t row0, int64_t col0);
+void apply_epilogue(const GemmEpilogue<double>& e, double* C, int64_t ldc, int64_t rows,
+                    int64_t cols, int64_t row0, int64_t col0);
+
+}  // namespace rlx::cpu

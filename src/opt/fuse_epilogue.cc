@@ -1,0 +1,201 @@
+// The epilogue pass: conv/matmul followed by a bias add and/or an activation,
+// each read by nothing else, become one conv/matmul node whose kernel applies
+// them to each output block while it is in cache. conv_bn folds an inference
+// BatchNorm into the conv before it, so conv + BN + ReLU ends as one node.
+#include <cmath>
+
+#include "opt/pass.h"
+#include "opt/passes.h"
+#include "opt/rewrite.h"
+
+namespace rlx::opt {
+namespace {
+
+// The fused form of activation node `n`, or none.
+Epilogue epilogue_of(const Node& n) {
+  switch (n.op) {
+    case Op::Relu:
+      return Epilogue::relu;
+    case Op::Clamp: {
+      const auto& a = n.attrs_as<ClampAttrs>();
+      return a.min == 0 && a.max == 6 ? Epilogue::relu6 : Epilogue::none;
+    }
+    case Op::Gelu:
+      return Epilogue::gelu;
+    case Op::GeluTanh:
+      return Epilogue::gelu_tanh;
+    case Op::Silu:
+      return Epilogue::silu;
+    case Op::Sigmoid:
+      return Epilogue::sigmoid;
+    case Op::Tanh:
+      return Epilogue::tanh;
+    default:
+      return Epilogue::none;
+  }
+}
+
+bool float_node(const Node& n) {
+  return n.shape.dtype == DType::F32 || n.shape.dtype == DType::F64;
+}
+
+class Fuser {
+ public:
+  explicit Fuser(const Graph& g) : g_(g), rw_(g), uses_(use_counts(g)), reader_(g.size(), -1) {
+    for (const Node& n : g.nodes())
+      for (NodeId in : n.inputs) reader_[size_t(in)] = n.id;
+  }
+
+  Graph run() {
+    for (const Node& n : g_.nodes())
+      if (!fuse(n)) rw_.copy(n.id);
+    return rw_.finish();
+  }
+
+ private:
+  // A conv/matmul with nothing fused yet, read only by the node being fused.
+  bool open(const Node& p) const {
+    if (uses_[size_t(p.id)] != 1 || !float_node(p)) return false;
+    if (p.op == Op::Conv) return p.attrs_as<ConvAttrs>().activation == Epilogue::none;
+    if (p.op == Op::MatMul)
+      return p.inputs.size() == 2 && p.attrs_as<MatMulAttrs>().activation == Epilogue::none;
+    return false;
+  }
+
+  // add(matmul(a, b), bias) with bias [N] over the last dim: the matmul and
+  // the bias, else {nullptr, -1}.
+  std::pair<const Node*, NodeId> matmul_bias(const Node& add) const {
+    if (add.op != Op::Add || !float_node(add)) return {nullptr, -1};
+    for (int k = 0; k < 2; ++k) {
+      const Node& m = g_.node(add.inputs[size_t(k)]);
+      const Node& b = g_.node(add.inputs[size_t(1 - k)]);
+      if (m.op != Op::MatMul || !open(m) || !(m.shape == add.shape) || m.shape.rank() < 1) continue;
+      if (b.shape.rank() == 1 && b.shape.dtype == m.shape.dtype &&
+          b.shape.dims[0] == m.shape.dims.back())
+        return {&m, b.id};
+    }
+    return {nullptr, -1};
+  }
+
+  // `n` becomes producer `p` with `bias` (for matmul, or -1) and `act` fused.
+  void replace(const Node& n, const Node& p, NodeId bias, Epilogue act) {
+    std::vector<NodeId> ins;
+    for (NodeId in : p.inputs) ins.push_back(rw_.mapped(in));
+    if (bias >= 0) ins.push_back(rw_.mapped(bias));
+    OpAttrs attrs = p.attrs;
+    if (auto* c = std::get_if<ConvAttrs>(&attrs)) c->activation = act;
+    if (auto* m = std::get_if<MatMulAttrs>(&attrs)) m->activation = act;
+    rw_.map(n.id, rw_.out().add_typed(p.op, std::move(ins), std::move(attrs), n.name,
+                                      join_origins(p.origin, n.origin)));
+  }
+
+  bool fuse(const Node& n) {
+    if (n.op == Op::Add) {
+      // A bias add whose only reader is an activation fuses with it instead.
+      if (uses_[size_t(n.id)] == 1 && reader_is_activation(n)) return false;
+      auto [m, bias] = matmul_bias(n);
+      if (!m) return false;
+      replace(n, *m, bias, Epilogue::none);
+      return true;
+    }
+    const Epilogue act = epilogue_of(n);
+    if (act == Epilogue::none || !float_node(n)) return false;
+    const Node& p = g_.node(n.inputs[0]);
+    if (open(p)) {
+      replace(n, p, -1, act);
+      return true;
+    }
+    if (uses_[size_t(p.id)] != 1) return false;
+    auto [m, bias] = matmul_bias(p);
+    if (!m) return false;
+    replace(n, *m, bias, act);
+    return true;
+  }
+
+  // Whether the last node reading `n` is an activation the epilogue takes.
+  bool reader_is_activation(const Node& n) const {
+    const NodeId r = reader_[size_t(n.id)];
+    return r >= 0 && epilogue_of(g_.node(r)) != Epilogue::none && float_node(g_.node(r));
+  }
+
+  const Graph& g_;
+  Rewriter rw_;
+  std::vector<int> uses_;
+  std::vector<NodeId> reader_;  // the last node reading each node, or -1
+};
+
+class EpiloguePass final : public Pass {
+ public:
+  std::string_view name() const override { return "epilogue"; }
+  std::string_view description() const override {
+    return "fuse a bias add and an activation (relu, relu6, gelu, silu, sigmoid, tanh) into the "
+           "conv/matmul before them";
+  }
+  Graph run(const Graph& g, const PassContext&) const override { return fuse_epilogues(g); }
+};
+
+// conv(x, w[, b]) -> batch_norm(., mean, var, gamma, beta), all constants:
+// w' = w * s and b' = (b - mean) * s + beta per output channel, s = gamma / sqrt(var + eps).
+Graph fold_conv_batchnorm(const Graph& g) {
+  const std::vector<int> uses = use_counts(g);
+  Rewriter rw(g);
+  auto constant = [&](NodeId id) -> const Tensor* {
+    const Node& c = g.node(id);
+    return c.op == Op::Constant ? &c.value : nullptr;
+  };
+  for (const Node& n : g.nodes()) {
+    const Node* conv = n.op == Op::BatchNorm ? &g.node(n.inputs[0]) : nullptr;
+    bool ok = conv && conv->op == Op::Conv && uses[size_t(conv->id)] == 1 &&
+              conv->shape.dtype == DType::F32 &&
+              conv->attrs_as<ConvAttrs>().activation == Epilogue::none &&
+              constant(conv->inputs[1]) && (conv->inputs.size() == 2 || constant(conv->inputs[2]));
+    for (size_t k = 1; ok && k < 5; ++k) {
+      const Tensor* t = constant(n.inputs[k]);
+      ok = t && t->dtype() == DType::F32;
+    }
+    if (!ok) {
+      rw.copy(n.id);
+      continue;
+    }
+    const Tensor& w = *constant(conv->inputs[1]);
+    const Tensor* b = conv->inputs.size() == 3 ? constant(conv->inputs[2]) : nullptr;
+    const float *mean = constant(n.inputs[1])->data<float>(),
+                *var = constant(n.inputs[2])->data<float>(),
+                *gamma = constant(n.inputs[3])->data<float>(),
+                *beta = constant(n.inputs[4])->data<float>();
+    const double eps = n.attrs_as<EpsAttrs>().eps;
+    const int64_t O = w.dims()[0], per = O ? w.numel() / O : 0;
+    Tensor w2(w.dims(), DType::F32), b2(Dims{O}, DType::F32);
+    for (int64_t o = 0; o < O; ++o) {
+      const double s = double(gamma[o]) / std::sqrt(double(var[o]) + eps);
+      for (int64_t i = 0; i < per; ++i)
+        w2.data<float>()[o * per + i] = float(double(w.data<float>()[o * per + i]) * s);
+      const double bias = b ? double(b->data<float>()[o]) : 0.0;
+      b2.data<float>()[o] = float((bias - double(mean[o])) * s + double(beta[o]));
+    }
+    NodeId wn = rw.out().constant(w2, g.node(conv->inputs[1]).name);
+    NodeId bn = rw.out().constant(b2);
+    rw.map(n.id, rw.out().add_typed(Op::Conv, {rw.mapped(conv->inputs[0]), wn, bn}, conv->attrs,
+                                    n.name, join_origins(conv->origin, n.origin)));
+  }
+  return rw.finish();
+}
+
+class ConvBnPass final : public Pass {
+ public:
+  std::string_view name() const override { return "conv_bn"; }
+  std::string_view description() const override {
+    return "fold an inference batch_norm into the conv before it (new weights and bias)";
+  }
+  unsigned needs() const override { return kParamsBound; }
+  Graph run(const Graph& g, const PassContext&) const override { return fold_conv_batchnorm(g); }
+};
+
+}  // namespace
+
+Graph fuse_epilogues(const Graph& g) { return Fuser(g).run(); }
+Graph fold_batchnorm_into_conv(const Graph& g) { return fold_conv_batchnorm(g); }
+std::unique_ptr<Pass> make_epilogue_pass() { return std::make_unique<EpiloguePass>(); }
+std::unique_ptr<Pass> make_conv_bn_pass() { return std::make_unique<ConvBnPass>(); }
+
+}  // namespace rlx::opt

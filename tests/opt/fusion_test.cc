@@ -1,0 +1,120 @@
+// The fusion passes: epilogue (conv/matmul + bias + activation) and conv_bn
+// (inference BatchNorm folded into the conv). Graph before/after, and outputs
+// with and without each pass: bit-identical for the epilogue (the fused kernel
+// rounds like the separate ops), within float rounding for conv_bn (new weights).
+#include <gtest/gtest.h>
+
+#include "opt/pass_test_util.h"
+#include "opt/passes.h"
+
+namespace rlx {
+namespace {
+using testing::count_op;
+using testing::random_tensor;
+
+Shape S(Dims d) { return Shape(std::move(d), DType::F32); }
+
+struct Model {
+  Graph g;
+  TensorMap weights, inputs;
+};
+
+// x @ w1^T + b1 -> gelu -> @ w2^T + b2 -> (tanh, and read a second time).
+Model mlp() {
+  Model m;
+  Builder b(m.g);
+  NodeId x = b.input("x", S({3, 8}));
+  NodeId w1 = b.param("w1", S({16, 8})), b1 = b.param("b1", S({16}));
+  NodeId w2 = b.param("w2", S({4, 16})), b2 = b.param("b2", S({4}));
+  NodeId h = b.unary(Op::Gelu, b.linear(x, w1, b1));
+  NodeId y = b.linear(h, w2, b2);
+  m.g.add_output("y", b.unary(Op::Tanh, y));
+  m.g.add_output("y_pre", y);  // y is read twice: its tanh must not fuse
+  m.weights = {{"w1", random_tensor({16, 8}, DType::F32, 1)},
+               {"b1", random_tensor({16}, DType::F32, 2)},
+               {"w2", random_tensor({4, 16}, DType::F32, 3)},
+               {"b2", random_tensor({4}, DType::F32, 4)}};
+  m.inputs = {{"x", random_tensor({3, 8}, DType::F32, 5)}};
+  return m;
+}
+
+// conv -> batch_norm -> relu -> depthwise conv -> clamp(0, 6) -> 1x1 conv -> + residual.
+Model cnn() {
+  Model m;
+  Builder b(m.g);
+  NodeId x = b.input("x", S({1, 3, 12, 12}));
+  NodeId w = b.param("w", S({8, 3, 3, 3}));
+  Attrs pad{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  NodeId c = b.op(Op::Conv, {x, w}, pad);
+  std::vector<NodeId> bn{c};
+  for (const char* s : {"mean", "var", "gamma", "beta"}) bn.push_back(b.param(s, S({8})));
+  NodeId r = b.relu(b.op(Op::BatchNorm, bn));
+  NodeId dw = b.op(Op::Conv, {r, b.param("dw", S({8, 1, 3, 3})), b.param("dwb", S({8}))},
+                   {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"groups", int64_t(8)}});
+  NodeId six = b.op(Op::Clamp, {dw}, {{"min", 0.0}, {"max", 6.0}});
+  NodeId pw = b.op(Op::Conv, {six, b.param("pw", S({8, 8, 1, 1}))});
+  m.g.add_output("y", b.add(pw, r));
+  m.weights = {{"w", random_tensor({8, 3, 3, 3}, DType::F32, 1)},
+               {"mean", random_tensor({8}, DType::F32, 2)},
+               {"var", random_tensor({8}, DType::F32, 3, 0.5, 2)},
+               {"gamma", random_tensor({8}, DType::F32, 4)},
+               {"beta", random_tensor({8}, DType::F32, 5)},
+               {"dw", random_tensor({8, 1, 3, 3}, DType::F32, 6)},
+               {"dwb", random_tensor({8}, DType::F32, 7)},
+               {"pw", random_tensor({8, 8, 1, 1}, DType::F32, 8)}};
+  m.inputs = {{"x", random_tensor({1, 3, 12, 12}, DType::F32, 9, -3, 3)}};
+  return m;
+}
+
+TEST(Fusion, EpilogueFusesBiasAndActivationIntoMatmul) {
+  const Model m = mlp();
+  const Graph g = testing::compiled_graph(m.g, m.weights);
+  EXPECT_EQ(count_op(g, Op::MatMul), 2);
+  EXPECT_EQ(count_op(g, Op::Add), 0) << to_text(g);
+  EXPECT_EQ(count_op(g, Op::Gelu), 0) << to_text(g);
+  EXPECT_EQ(count_op(g, Op::Tanh), 1) << to_text(g);  // y_pre is an output too
+  int gelu = 0, biased = 0;
+  for (const Node& n : g.nodes())
+    if (n.op == Op::MatMul) {
+      gelu += n.attrs_as<MatMulAttrs>().activation == Epilogue::gelu;
+      biased += n.inputs.size() == 3;
+    }
+  EXPECT_EQ(gelu, 1);
+  EXPECT_EQ(biased, 2);
+  EXPECT_TRUE(testing::same_with_and_without(m.g, m.inputs, m.weights, "epilogue"));
+}
+
+TEST(Fusion, ConvBatchNormAndActivationsBecomeConvs) {
+  const Model m = cnn();
+  const Graph g = testing::compiled_graph(m.g, m.weights);
+  EXPECT_EQ(count_op(g, Op::BatchNorm), 0) << to_text(g);
+  // relu reads the folded conv only (its own output is read twice): it fuses.
+  EXPECT_EQ(count_op(g, Op::Relu), 0) << to_text(g);
+  EXPECT_EQ(count_op(g, Op::Clamp), 0) << to_text(g);
+  EXPECT_EQ(count_op(g, Op::Conv), 3);
+  EXPECT_TRUE(testing::same_with_and_without(m.g, m.inputs, m.weights, "epilogue"));
+  const TensorMap folded = testing::run_without(m.g, m.inputs, m.weights, {});
+  const TensorMap plain = testing::run_without(m.g, m.inputs, m.weights, {"conv_bn"});
+  EXPECT_TRUE(testing::all_close(folded.at("y"), plain.at("y"), 1e-5, 1e-5));
+}
+
+TEST(Fusion, ConvReluFusesWhenTheConvHasOneReader) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({1, 2, 6, 6}));
+  NodeId c = b.op(Op::Conv, {x, b.param("w", S({4, 2, 3, 3})), b.param("b", S({4}))});
+  g.add_output("y", b.relu(c));
+  const TensorMap w{{"w", random_tensor({4, 2, 3, 3}, DType::F32, 1)},
+                    {"b", random_tensor({4}, DType::F32, 2)}};
+  const Graph fused = opt::fuse_epilogues(g);
+  EXPECT_NO_THROW(fused.verify());
+  const Graph after = opt::eliminate_dead_code(fused);
+  EXPECT_EQ(count_op(after, Op::Relu), 0);
+  EXPECT_EQ(after.node(after.outputs()[0].node).attrs_as<ConvAttrs>().activation, Epilogue::relu);
+  // Read twice, the conv keeps its own output.
+  g.add_output("conv", c);
+  EXPECT_EQ(count_op(opt::eliminate_dead_code(opt::fuse_epilogues(g)), Op::Relu), 1);
+}
+
+}  // namespace
+}  // namespace rlx
