@@ -82,11 +82,20 @@ class Executable {
   friend class Session;
 };
 
+struct SessionOptions {
+  // Convert an input whose dtype differs from the one the graph declares
+  // (`rlx run --cast-inputs`). Off by default: a silent conversion would hide
+  // a caller's mistake, such as i64 data fed to an f32 input.
+  bool cast_inputs = false;
+};
+
 class Session {
  public:
-  explicit Session(std::shared_ptr<const Executable> exe) : exe_(std::move(exe)) {}
-  // Inputs by name (cast to the declared dtype when they differ); returns
-  // outputs by name. Throws rlx::Error on missing/extra inputs or bad shapes.
+  explicit Session(std::shared_ptr<const Executable> exe, SessionOptions options = {})
+      : exe_(std::move(exe)), options_(options) {}
+  // Inputs by name; returns outputs by name. Throws rlx::Error naming the
+  // input on missing/extra inputs, bad shapes, or a dtype other than the
+  // declared one (unless options.cast_inputs).
   TensorMap run(const TensorMap& inputs);
   size_t last_arena_bytes() const { return arena_bytes_; }
 
@@ -94,6 +103,7 @@ class Session {
   Tensor output_buffer(const Node& n, const Dims& dims);
   std::vector<std::vector<std::shared_ptr<Buffer>>> out_cache_;  // per graph-output node
   std::shared_ptr<const Executable> exe_;
+  SessionOptions options_;
   std::shared_ptr<Buffer> arena_;
   size_t arena_bytes_ = 0;
 };

@@ -216,10 +216,22 @@ TEST(RuntimeSession, InputChecks) {
   Session s(compile0(g));
   Tensor xt = testing::random_tensor({3, 2}, DType::F32, 2);
   Tensor yt = Tensor::from_vector<double>({3, 2}, {1.9, -1.9, 0, 5, 6, 7}, DType::F64);
-  TensorMap out = s.run({{"x", xt}, {"y", yt}});
+  // Another dtype than the declared one is an error naming the input and
+  // both dtypes; conversion happens only when asked for.
+  std::string msg = error_of([&] { s.run({{"x", xt}, {"y", yt}}); });
+  EXPECT_NE(msg.find("input 'y' is f64 but the graph declares [n,2] i32"), std::string::npos)
+      << msg;
+  msg = error_of([&] { s.run({{"x", yt}, {"y", yt.to(DType::I32)}}); });
+  EXPECT_NE(msg.find("input 'x' is f64 but the graph declares [n,2] f32"), std::string::npos)
+      << msg;
+  Session cast(compile0(g), {.cast_inputs = true});
+  TensorMap out = cast.run({{"x", xt}, {"y", yt}});
   EXPECT_TRUE(all_equal(out.at("x"), xt));
   EXPECT_TRUE(all_equal(out.at("y"), yt.to(DType::I32)));  // cast to the declared dtype
-  std::string msg = error_of([&] { s.run({{"x", xt}, {"y", yt}, {"z", xt}}); });
+  yt = yt.to(DType::I32);
+  out = s.run({{"x", xt}, {"y", yt}});
+  EXPECT_TRUE(all_equal(out.at("y"), yt));
+  msg = error_of([&] { s.run({{"x", xt}, {"y", yt}, {"z", xt}}); });
   EXPECT_NE(msg.find("unknown input 'z'; the graph takes: x, y"), std::string::npos) << msg;
   msg = error_of([&] { s.run({{"x", xt}}); });
   EXPECT_NE(msg.find("missing input 'y'"), std::string::npos) << msg;
