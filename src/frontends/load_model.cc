@@ -43,6 +43,11 @@ Model load_gguf(const std::string& path, const LoadOptions& o) {
       f, c, {.kv_cache = o.kv_cache, .all_logits = o.all_logits, .n_tokens = o.n_tokens},
       o.dequantize ? llm::Weights::F32 : llm::Weights::Quantized);
   m.summary = c.summary();
+  try {
+    m.graph.verify();  // every loaded graph passes the verifier, whatever its frontend
+  } catch (const Error& e) {
+    throw e.with_context(path);
+  }
   return m;
 }
 
