@@ -216,7 +216,12 @@ Tensor parse_npy(const unsigned char* p, size_t size) {
   try {
     h = HeaderParser(text).parse();
   } catch (const Error& e) {
-    throw e.with_context("bad header " + std::string(text.substr(0, 200)));
+    // The header ends in padding and '\n': quote it without them, on one line.
+    std::string shown(text.substr(0, 200));
+    while (!shown.empty() && (shown.back() == ' ' || shown.back() == '\n')) shown.pop_back();
+    for (char& c : shown)
+      if (c == '\n' || c == '\r') c = ' ';
+    throw e.with_context("bad header " + shown);
   }
   const Descr d = parse_descr(h.descr);
   const size_t es = dtype_size(d.dtype);
