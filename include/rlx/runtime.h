@@ -97,16 +97,25 @@ struct NodeTime {
   double last_start_ms = 0, last_ms = 0;  // the last run: offset from its start, duration
 };
 
+struct SessionOptions {
+  // Convert an input whose dtype differs from the one the graph declares
+  // (`rlx run --cast-inputs`). Off by default: a silent conversion would hide
+  // a caller's mistake, such as i64 data fed to an f32 input.
+  bool cast_inputs = false;
+};
+
 class Session {
  public:
-  explicit Session(std::shared_ptr<const Executable> exe) : exe_(std::move(exe)) {}
+  explicit Session(std::shared_ptr<const Executable> exe, SessionOptions options = {})
+      : exe_(std::move(exe)), options_(options) {}
   // Times every node of the following runs (a clock read around each kernel
   // call); off by default. Turning it on clears what was gathered.
   void set_profiling(bool on);
   // Per node id of the executable's graph; nodes that never ran stay zero.
   const std::vector<NodeTime>& profile() const { return profile_; }
-  // Inputs by name (cast to the declared dtype when they differ); returns
-  // outputs by name. Throws rlx::Error on missing/extra inputs or bad shapes.
+  // Inputs by name; returns outputs by name. Throws rlx::Error naming the
+  // input on missing/extra inputs, bad shapes, or a dtype other than the
+  // declared one (unless options.cast_inputs).
   TensorMap run(const TensorMap& inputs);
   size_t last_arena_bytes() const { return arena_bytes_; }
 
@@ -114,6 +123,7 @@ class Session {
   Tensor output_buffer(const Node& n, const Dims& dims);
   std::vector<std::vector<std::shared_ptr<Buffer>>> out_cache_;  // per graph-output node
   std::shared_ptr<const Executable> exe_;
+  SessionOptions options_;
   std::shared_ptr<Buffer> arena_;
   size_t arena_bytes_ = 0;
   bool profiling_ = false;

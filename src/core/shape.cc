@@ -1,5 +1,6 @@
 #include "rlx/shape.h"
 
+#include "rlx/checked.h"
 #include "rlx/error.h"
 
 namespace rlx {
@@ -33,11 +34,9 @@ std::string Shape::str() const {
   return s + "] " + std::string(dtype_name(dtype));
 }
 
-int64_t numel(const Dims& d) {
-  int64_t n = 1;
-  for (int64_t v : d) n *= v;
-  return n;
-}
+// Checked everywhere, not only where shapes are read: a negative or
+// overflowing element count must never reach an allocation or a loop bound.
+int64_t numel(const Dims& d) { return checked_numel(d, "numel"); }
 
 std::string dims_str(const Dims& d) {
   std::string s = "[";

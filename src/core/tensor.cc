@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "rlx/checked.h"
 #include "rlx/error.h"
 
 namespace rlx {
@@ -111,6 +112,7 @@ std::shared_ptr<Buffer> map_file(const std::string& path) {
 }
 
 Dims contiguous_strides(const Dims& dims) {
+  check_dims(dims, "tensor");  // runs before any constructor allocates: no stride can overflow
   Dims s(dims.size());
   int64_t acc = 1;
   for (int i = int(dims.size()) - 1; i >= 0; --i) {
@@ -122,8 +124,7 @@ Dims contiguous_strides(const Dims& dims) {
 
 Tensor::Tensor(const Dims& dims, DType dtype)
     : offset_(0), dims_(dims), strides_(contiguous_strides(dims)), dtype_(dtype) {
-  for (int64_t d : dims) RLX_CHECK(d >= 0, "negative dim in tensor shape ", dims_str(dims));
-  buf_ = make_aligned_buffer(size_t(rlx::numel(dims)) * dtype_size(dtype));
+  buf_ = make_aligned_buffer(checked_nbytes(dims, dtype, "tensor"));
 }
 
 Tensor::Tensor(std::shared_ptr<Buffer> buf, size_t offset, const Dims& dims, DType dtype)
@@ -132,14 +133,14 @@ Tensor::Tensor(std::shared_ptr<Buffer> buf, size_t offset, const Dims& dims, DTy
       dims_(dims),
       strides_(contiguous_strides(dims)),
       dtype_(dtype) {
-  RLX_CHECK(offset + size_t(rlx::numel(dims)) * dtype_size(dtype) <= buf_->size(), "tensor view ",
+  const size_t bytes = checked_nbytes(dims, dtype, "tensor view");
+  RLX_CHECK(offset <= buf_->size() && bytes <= buf_->size() - offset, "tensor view ",
             dims_str(dims), " ", dtype_name(dtype), " at offset ", offset, " overruns a buffer of ",
             buf_->size(), " bytes");
 }
 
 Tensor Tensor::uninitialized(const Dims& dims, DType dtype) {
-  for (int64_t d : dims) RLX_CHECK(d >= 0, "negative dim in tensor shape ", dims_str(dims));
-  auto buf = make_aligned_buffer(size_t(rlx::numel(dims)) * dtype_size(dtype), false);
+  auto buf = make_aligned_buffer(checked_nbytes(dims, dtype, "tensor"), false);
   return Tensor(std::move(buf), 0, dims, dtype);
 }
 

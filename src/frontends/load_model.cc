@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "frontends/torch/import.h"
+#include "io/io_util.h"
 #include "rlx/error.h"
 #include "rlx/llm.h"
 #include "rlx/model.h"
@@ -43,6 +44,11 @@ Model load_gguf(const std::string& path, const LoadOptions& o) {
       f, c, {.kv_cache = o.kv_cache, .all_logits = o.all_logits, .n_tokens = o.n_tokens},
       o.dequantize ? llm::Weights::F32 : llm::Weights::Quantized);
   m.summary = c.summary();
+  try {
+    m.graph.verify();  // every loaded graph passes the verifier, whatever its frontend
+  } catch (const Error& e) {
+    throw e.with_context(path);
+  }
   return m;
 }
 
@@ -72,11 +78,11 @@ Model load_model(const std::string& path, const LoadOptions& options) {
 
 void save_model(const std::string& dir, const Graph& g, const TensorMap& weights) {
   fs::create_directories(dir);
-  std::ofstream f(fs::path(dir) / kGraphFile, std::ios::binary);
-  RLX_CHECK(f, dir, ": cannot write ", kGraphFile);
-  f << to_json(g);
-  RLX_CHECK(f.good(), dir, ": write of ", kGraphFile, " failed");
+  // Weights first, both atomically: a failure leaves no half-written file, and
+  // no graph whose weights never arrived.
   if (!weights.empty()) write_safetensors((fs::path(dir) / kWeightsFile).string(), weights);
+  const std::string text = to_json(g);
+  io::write_file_atomic((fs::path(dir) / kGraphFile).string(), {text});
 }
 
 }  // namespace rlx

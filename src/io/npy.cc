@@ -110,7 +110,7 @@ class HeaderParser {
     std::vector<uint64_t> dims;
     bool trailing_comma = false;
     while (peek() != ')') {
-      RLX_CHECK(dims.size() < io::kMaxRank, "shape has more than ", io::kMaxRank, " dims");
+      RLX_CHECK(dims.size() < kMaxRank, "shape has more than ", kMaxRank, " dims");
       dims.push_back(int_lit());
       trailing_comma = false;
       if (peek() == ',') {
@@ -130,7 +130,7 @@ class HeaderParser {
     size_t start = i_;
     uint64_t v = 0;
     while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
-      RLX_CHECK(v <= io::kMaxElements, "shape dim too large");
+      RLX_CHECK(v <= uint64_t(kMaxElements), "shape dim too large");
       v = v * 10 + uint64_t(s_[i_++] - '0');
     }
     RLX_CHECK(i_ > start, "shape entries must be non-negative integers (at byte ", start, ")");
@@ -216,7 +216,12 @@ Tensor parse_npy(const unsigned char* p, size_t size) {
   try {
     h = HeaderParser(text).parse();
   } catch (const Error& e) {
-    throw e.with_context("bad header " + std::string(text.substr(0, 200)));
+    // The header ends in padding and '\n': quote it without them, on one line.
+    std::string shown(text.substr(0, 200));
+    while (!shown.empty() && (shown.back() == ' ' || shown.back() == '\n')) shown.pop_back();
+    for (char& c : shown)
+      if (c == '\n' || c == '\r') c = ' ';
+    throw e.with_context("bad header " + shown);
   }
   const Descr d = parse_descr(h.descr);
   const size_t es = dtype_size(d.dtype);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/json_depth.h"
 #include "io/io_util.h"
 #include "rlx/error.h"
 #include "rlx/io.h"
@@ -66,6 +67,7 @@ json parse_header(const char* p, size_t n) {
       dup = parsed.get<std::string>();
     return true;
   };
+  check_json_depth(std::string_view(p, n), "header");
   json h;
   try {
     h = json::parse(p, p + n, cb);

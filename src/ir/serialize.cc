@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/json_depth.h"
 #include "rlx/error.h"
 #include "rlx/graph.h"
 
@@ -200,6 +201,7 @@ std::string to_json(const Graph& g) {
 }
 
 Graph from_json(std::string_view text, const std::string& source) {
+  check_json_depth(text, source);
   json doc;
   try {
     doc = json::parse(text);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rlx/checked.h"
 #include "rlx/error.h"
 #include "rlx/graph.h"
 #include "rlx/quant.h"
@@ -132,29 +133,19 @@ Shape infer_arg_reduce(const Node& n, const In& in) {
 
 Shape infer_reshape(const Node& n, const In& in) {
   const auto& target = n.attrs_as<ReshapeAttrs>().shape;
+  // Validates the entries (>= 0 or one -1) and their product before any use.
+  const ReshapeTarget t = check_reshape_target(target, "reshape");
   std::vector<Dim> out;
-  int infer_at = -1;
-  int64_t known = 1;
-  for (size_t i = 0; i < target.size(); ++i) {
-    if (target[i] == -1) {
-      RLX_CHECK(infer_at < 0, "reshape: more than one -1 in ", dims_str(target));
-      infer_at = int(i);
-      out.push_back(kUnknown);
-      continue;
-    }
-    RLX_CHECK(target[i] >= 0, "reshape: bad target dim ", target[i]);
-    known *= target[i];
-    out.emplace_back(target[i]);
-  }
+  for (int64_t d : target) out.push_back(d == -1 ? kUnknown : Dim(d));
   if (!in[0]->is_static()) return Shape(out, in[0]->dtype);
-  int64_t total = in[0]->numel();
-  if (infer_at >= 0) {
-    RLX_CHECK(known != 0 && total % known == 0, "reshape: cannot reshape ", in[0]->str(), " to ",
-              dims_str(target));
-    out[size_t(infer_at)] = Dim(total / known);
+  const int64_t total = in[0]->numel();
+  if (t.infer_at >= 0) {
+    RLX_CHECK(t.known != 0 && total % t.known == 0, "reshape: cannot reshape ", in[0]->str(),
+              " to ", short_dims_str(target));
+    out[size_t(t.infer_at)] = Dim(total / t.known);
   } else {
-    RLX_CHECK(known == total, "reshape: cannot reshape ", in[0]->str(), " (", total,
-              " elements) to ", dims_str(target), " (", known, " elements)");
+    RLX_CHECK(t.known == total, "reshape: cannot reshape ", in[0]->str(), " (", total,
+              " elements) to ", short_dims_str(target), " (", t.known, " elements)");
   }
   return Shape(out, in[0]->dtype);
 }
@@ -215,7 +206,8 @@ Shape infer_concat(const Node& n, const In& in) {
     }
     const Dim& extra = in[k]->dims[size_t(ax)];
     Dim& acc = out[size_t(ax)];
-    acc = acc.is_static() && extra.is_static() ? Dim(acc.value + extra.value) : kUnknown;
+    acc = acc.is_static() && extra.is_static() ? Dim(checked_add(acc.value, extra.value, "concat"))
+                                               : kUnknown;
   }
   return Shape(out, in[0]->dtype);
 }
@@ -279,8 +271,9 @@ Shape infer_pad(const Node& n, const In& in) {
                   d);
       if (mode == PadMode::replicate)
         RLX_CHECK(d > 0 || (b == 0 && e == 0), "pad: replicate of empty dim");
-      RLX_CHECK(d + b + e >= 0, "pad: negative result size");
-      return d + b + e;
+      const int64_t size = checked_add(checked_add(d, b, "pad"), e, "pad");
+      RLX_CHECK(size >= 0, "pad: negative result size");
+      return size;
     });
   }
   return Shape(out, in[0]->dtype);
@@ -293,7 +286,8 @@ Shape infer_tile(const Node& n, const In& in) {
   std::vector<Dim> out = in[0]->dims;
   for (int i = 0; i < r; ++i) {
     RLX_CHECK(reps[size_t(i)] >= 0, "tile: negative repeat");
-    out[size_t(i)] = map_dim(out[size_t(i)], [&](int64_t d) { return d * reps[size_t(i)]; });
+    out[size_t(i)] =
+        map_dim(out[size_t(i)], [&](int64_t d) { return checked_mul(d, reps[size_t(i)], "tile"); });
   }
   return Shape(out, in[0]->dtype);
 }
@@ -306,6 +300,7 @@ void check_index_dtype(const Shape& s, const char* what) {
 Shape infer_gather(const Node& n, const In& in) {
   check_index_dtype(*in[1], "gather");
   const int r = in[0]->rank();
+  RLX_CHECK(r >= 1, "gather: data must have rank >= 1, got ", in[0]->str());
   int ax = normalize_axis(n.attrs_as<GatherAttrs>().axis, r);
   std::vector<Dim> out(in[0]->dims.begin(), in[0]->dims.begin() + ax);
   out.insert(out.end(), in[1]->dims.begin(), in[1]->dims.end());
@@ -474,15 +469,20 @@ int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int
   RLX_CHECK(k >= 1 && s >= 1 && dil >= 1, "kernel, stride and dilation must be >= 1, got ", k, ", ",
             s, ", ", dil);
   RLX_CHECK(pb >= 0 && pe >= 0, "paddings must be >= 0, got ", pb, ", ", pe);
-  int64_t eff = dil * (k - 1) + 1;
+  // 128-bit: kernel, stride, dilation and pads are untrusted attributes.
+  using Wide = __int128;
+  const Wide eff = Wide(dil) * (k - 1) + 1;
   // Floor division: with ceil_mode a window may overhang a too-small input
   // (PyTorch gives 1 output for in=2, k=3, s=2), without it that is an error.
-  int64_t num = in + pb + pe - eff + (ceil_mode ? s - 1 : 0);
-  int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  const Wide num = Wide(in) + pb + pe - eff + (ceil_mode ? s - 1 : 0);
+  Wide out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
   // The last window must start inside the input or left padding (PyTorch rule).
-  if (ceil_mode && (out - 1) * s >= in + pb) --out;
-  RLX_CHECK(out >= 1, "window of ", eff, " is larger than padded input ", in + pb + pe);
-  return out;
+  if (ceil_mode && (out - 1) * s >= Wide(in) + pb) --out;
+  RLX_CHECK(out >= 1, "window of ", int64_t(std::min<Wide>(eff, INT64_MAX)),
+            " is larger than padded input ",
+            int64_t(std::min<Wide>(Wide(in) + pb + pe, INT64_MAX)));
+  RLX_CHECK(out <= kMaxElements, "window output size is too large");
+  return int64_t(out);
 }
 
 std::vector<int64_t> ints_or(const std::vector<int64_t>& list, const char* name, size_t count,
@@ -554,10 +554,13 @@ Shape infer_conv_transpose(const Node& n, const In& in) {
   std::vector<Dim> out{x.dims[0], Dim(wd[1] * g)};
   for (int i = 0; i < sp; ++i)
     out.push_back(map_dim(x.dims[size_t(2 + i)], [&](int64_t d) {
-      int64_t o = (d - 1) * stride[size_t(i)] - pads[size_t(i)] - pads[size_t(i + sp)] +
-                  dil[size_t(i)] * (wd[size_t(2 + i)] - 1) + opad[size_t(i)] + 1;
-      RLX_CHECK(o > 0, "conv_transpose: output size ", o, " <= 0");
-      return o;
+      // 128-bit: stride, pads and dilation are untrusted attributes.
+      using Wide = __int128;
+      const Wide o = Wide(d - 1) * stride[size_t(i)] - pads[size_t(i)] - pads[size_t(i + sp)] +
+                     Wide(dil[size_t(i)]) * (wd[size_t(2 + i)] - 1) + opad[size_t(i)] + 1;
+      RLX_CHECK(o > 0 && o <= kMaxElements, "conv_transpose: output size is ",
+                o > 0 ? "too large" : "<= 0");
+      return int64_t(o);
     }));
   return Shape(out, x.dtype);
 }
@@ -879,7 +882,8 @@ Shape infer_softmax_ce_grad(const Node& n, const In& in) {
 
 }  // namespace
 
-std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Shape*>& inputs) {
+namespace {
+std::vector<Shape> dispatch_infer(const Node& n, const std::vector<const Shape*>& inputs) {
   // Single-output rules return a Shape, multi-output ones a list.
   struct AsList {
     std::vector<Shape> operator()(Shape s) const { return {std::move(s)}; }
@@ -893,6 +897,22 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Shape*>& 
 #undef RLX_OP
   }
   throw make_error("infer_shape: bad op id ", int(n.op));
+}
+}  // namespace
+
+std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Shape*>& inputs) {
+  std::vector<Shape> shapes = dispatch_infer(n, inputs);
+  // Every shape a graph holds (leaves included) passes the checked-arithmetic
+  // limits, so no later numel, stride or byte size can overflow.
+  for (const Shape& s : shapes) {
+    Dims fixed;
+    for (const Dim& d : s.dims)
+      if (d.is_static()) fixed.push_back(d.value);
+    RLX_CHECK(s.rank() <= kMaxRank, op_name(n.op), ": result has rank ", s.rank(),
+              " (the most rlx supports is ", kMaxRank, ")");
+    check_dims(fixed, op_name(n.op));
+  }
+  return shapes;
 }
 
 Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs) {

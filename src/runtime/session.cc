@@ -69,6 +69,10 @@ TensorMap Session::run(const TensorMap& inputs) {
     const size_t id = size_t(n.id);
     if (n.op == Op::Input) {
       const Tensor& t = inputs.at(n.name);
+      RLX_CHECK(t.dtype() == n.shape.dtype || options_.cast_inputs, "input '", n.name, "' is ",
+                dtype_name(t.dtype()), " but the graph declares ", n.shape.str(),
+                " (convert it, or ask for conversion: SessionOptions::cast_inputs, "
+                "rlx run --cast-inputs)");
       values[id] = t.dtype() == n.shape.dtype ? t.contiguous() : t.to(n.shape.dtype);
       continue;
     }

@@ -18,9 +18,6 @@ using quant::GgmlType;
 std::vector<std::pair<std::string, Value>> sample_metadata() {
   std::vector<Value> toks = {Value::of_string("<s>"), Value::of_string("a b"),
                              Value::of_string("")};
-  std::vector<Value> inner = {
-      Value::of_array(ValueType::I32, {Value::of_i32(-1), Value::of_i32(2)}),
-      Value::of_array(ValueType::I32, {})};
   Value u8;
   u8.type = ValueType::U8;
   u8.u = 200;
@@ -40,7 +37,7 @@ std::vector<std::pair<std::string, Value>> sample_metadata() {
           {"x.u64", Value::of_u64(uint64_t(1) << 50)},
           {"x.bool", Value::of_bool(true)},
           {"tokenizer.ggml.tokens", Value::of_array(ValueType::STRING, toks)},
-          {"x.nested", Value::of_array(ValueType::ARRAY, inner)}};
+          {"x.ints", Value::of_array(ValueType::I32, {Value::of_i32(-1), Value::of_i32(2)})}};
 }
 
 struct Sample {
@@ -84,10 +81,10 @@ TEST(Gguf, RoundTripInMemory) {
   const Value* toks = f.find("tokenizer.ggml.tokens");
   ASSERT_EQ(toks->arr.size(), 3u);
   EXPECT_EQ(toks->arr[1].as_string(), "a b");
-  const Value* nested = f.find("x.nested");
-  ASSERT_EQ(nested->arr.size(), 2u);
-  EXPECT_EQ(nested->arr[0].arr[0].as_int(), -1);
-  EXPECT_EQ(nested->to_string(), "array[2] [i32[2] [-1, 2], i32[0] []]");
+  const Value* ints = f.find("x.ints");
+  ASSERT_EQ(ints->arr.size(), 2u);
+  EXPECT_EQ(ints->arr[0].as_int(), -1);
+  EXPECT_EQ(ints->to_string(), "i32[2] [-1, 2]");
   EXPECT_THROW(f.find("general.architecture")->as_int(), Error);
   ASSERT_EQ(f.tensors.size(), 2u);
   const TensorInfo* a = f.find_tensor("a");
@@ -200,6 +197,32 @@ TEST(Gguf, RandomCorruptionNeverCrashes) {
     } catch (const Error&) {
     }
   }
+}
+
+// ggml rejects a metadata array whose elements are arrays; a file must load in
+// both or in neither, so rlx rejects it too, and never writes one.
+TEST(Gguf, ArraysOfArraysAreErrors) {
+  std::string b;
+  auto put = [&b](auto v) { b.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(uint32_t(0x46554747));  // magic
+  put(uint32_t(3));           // version
+  put(uint64_t(0));           // tensors
+  put(uint64_t(1));           // metadata entries
+  put(uint64_t(8));
+  b += "x.nested";
+  put(uint32_t(ValueType::ARRAY));
+  put(uint32_t(ValueType::ARRAY));  // element type
+  put(uint64_t(1));
+  put(uint32_t(ValueType::I32));  // the inner array
+  put(uint64_t(2));
+  put(int32_t(-1));
+  put(int32_t(2));
+  const std::string msg = rlx::testing::error_of([&] { read_bytes(b.data(), b.size(), "n.gguf"); });
+  EXPECT_NE(msg.find("n.gguf: metadata 'x.nested': arrays of arrays are not supported"),
+            std::string::npos)
+      << msg;
+  std::vector<Value> inner = {Value::of_array(ValueType::I32, {Value::of_i32(1)})};
+  EXPECT_THROW(serialize({{"x.nested", Value::of_array(ValueType::ARRAY, inner)}}, {}), Error);
 }
 
 TEST(Gguf, WriterRejectsBadTensors) {

@@ -131,11 +131,21 @@ TEST(RuntimeSpecialize, HugeStaticShapesAreErrorsNotOverflows) {
   Builder b(g);
   NodeId x = b.input("x", S({1, 1}));
   b.set_origin("blowup");
+  // Past 2^60 elements: shape inference (checked arithmetic) refuses the node.
+  std::string msg = error_of([&] {
+    b.op(Op::Expand, {x}, {{"shape", std::vector<int64_t>{int64_t(1) << 40, int64_t(1) << 40}}});
+  });
+  EXPECT_NE(msg.find("node %1 (expand)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("shape [1099511627776,1099511627776] has more than 2^60 elements"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("blowup"), std::string::npos) << msg;
+  // Below that but too large for an arena: specialization refuses it.
   NodeId e =
-      b.op(Op::Expand, {x}, {{"shape", std::vector<int64_t>{int64_t(1) << 40, int64_t(1) << 40}}});
+      b.op(Op::Expand, {x}, {{"shape", std::vector<int64_t>{int64_t(1) << 29, int64_t(1) << 29}}});
   g.add_output("y", b.relu(e));
-  std::string msg = error_of([&] { runtime::specialize(g, {{"x", {1, 1}}}); });
-  EXPECT_NE(msg.find("node %1 (expand): shape [1099511627776,1099511627776] f32 is too large"),
+  msg = error_of([&] { runtime::specialize(g, {{"x", {1, 1}}}); });
+  EXPECT_NE(msg.find("node %1 (expand): shape [536870912,536870912] f32 is too large"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("blowup"), std::string::npos) << msg;
@@ -232,10 +242,22 @@ TEST(RuntimeSession, InputChecks) {
   Session s(compile0(g));
   Tensor xt = testing::random_tensor({3, 2}, DType::F32, 2);
   Tensor yt = Tensor::from_vector<double>({3, 2}, {1.9, -1.9, 0, 5, 6, 7}, DType::F64);
-  TensorMap out = s.run({{"x", xt}, {"y", yt}});
+  // Another dtype than the declared one is an error naming the input and
+  // both dtypes; conversion happens only when asked for.
+  std::string msg = error_of([&] { s.run({{"x", xt}, {"y", yt}}); });
+  EXPECT_NE(msg.find("input 'y' is f64 but the graph declares [n,2] i32"), std::string::npos)
+      << msg;
+  msg = error_of([&] { s.run({{"x", yt}, {"y", yt.to(DType::I32)}}); });
+  EXPECT_NE(msg.find("input 'x' is f64 but the graph declares [n,2] f32"), std::string::npos)
+      << msg;
+  Session cast(compile0(g), {.cast_inputs = true});
+  TensorMap out = cast.run({{"x", xt}, {"y", yt}});
   EXPECT_TRUE(all_equal(out.at("x"), xt));
   EXPECT_TRUE(all_equal(out.at("y"), yt.to(DType::I32)));  // cast to the declared dtype
-  std::string msg = error_of([&] { s.run({{"x", xt}, {"y", yt}, {"z", xt}}); });
+  yt = yt.to(DType::I32);
+  out = s.run({{"x", xt}, {"y", yt}});
+  EXPECT_TRUE(all_equal(out.at("y"), yt));
+  msg = error_of([&] { s.run({{"x", xt}, {"y", yt}, {"z", xt}}); });
   EXPECT_NE(msg.find("unknown input 'z'; the graph takes: x, y"), std::string::npos) << msg;
   msg = error_of([&] { s.run({{"x", xt}}); });
   EXPECT_NE(msg.find("missing input 'y'"), std::string::npos) << msg;

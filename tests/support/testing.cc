@@ -1,9 +1,12 @@
 #include "support/testing.h"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <sstream>
 
@@ -112,6 +115,31 @@ CliResult run_cli(const std::string& args) {
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+FileSizeLimit::FileSizeLimit(uint64_t bytes) {
+  old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit r{};
+  getrlimit(RLIMIT_FSIZE, &r);
+  old_cur_ = r.rlim_cur;
+  r.rlim_cur = bytes;
+  setrlimit(RLIMIT_FSIZE, &r);
+}
+
+FileSizeLimit::~FileSizeLimit() {
+  rlimit r{};
+  getrlimit(RLIMIT_FSIZE, &r);
+  r.rlim_cur = old_cur_;
+  setrlimit(RLIMIT_FSIZE, &r);
+  std::signal(SIGXFSZ, old_handler_);
+}
+
+std::vector<std::string> list_dir(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace rlx::testing

@@ -47,6 +47,24 @@ CliResult run_cli(const std::string& args);
 // rewrite a file another one has mapped.
 std::filesystem::path process_temp_dir(const std::string& name);
 
+// While alive, no file this process writes may grow past `bytes`: writes
+// beyond fail with EFBIG (SIGXFSZ is ignored), as when a disk fills up
+// midway through an output.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(uint64_t bytes);
+  ~FileSizeLimit();
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  uint64_t old_cur_ = 0;
+  void (*old_handler_)(int) = nullptr;
+};
+
+// The entries of `dir` by file name (not recursive), sorted.
+std::vector<std::string> list_dir(const std::filesystem::path& dir);
+
 // The message of the rlx::Error `f` throws; empty when it throws nothing.
 template <typename F>
 std::string error_of(F&& f) {

@@ -1,6 +1,6 @@
-// rlx run MODEL --inputs IN.safetensors [--out OUT.safetensors] [--threads N] [--bench N]
-//         [-O0|-O1] [--disable-pass NAME]... [--print-after-all] [--specialize]
-//         [--profile] [--trace T.json]
+// rlx run MODEL --inputs IN.safetensors|IN.npy [--out OUT.safetensors] [--cast-inputs]
+//         [--threads N] [--bench N] [-O0|-O1] [--disable-pass NAME]... [--print-after-all]
+//         [--specialize] [--profile] [--trace T.json]
 // rlx run MODEL.gguf --tokens "1 2 3" [--out logits.safetensors]
 #include <algorithm>
 #include <chrono>
@@ -16,6 +16,7 @@ namespace {
 struct RunOptions {
   std::string model, inputs, out, tokens;
   bool dequantize = false;
+  bool cast_inputs = false;
   int threads = 0;
   int bench = 0;
   PassFlags passes;
@@ -31,6 +32,18 @@ std::string signature(const Graph& g) {
   return s.empty() ? "(none)" : s;
 }
 
+// Inputs by name from a safetensors file, or one .npy file for a model that
+// takes one input.
+TensorMap read_inputs(const std::string& path, const Graph& g) {
+  if (path.ends_with(".npy")) {
+    const std::vector<NodeId> ins = g.inputs();
+    RLX_CHECK(ins.size() == 1, path, ": an .npy file holds one tensor but the model takes ",
+              ins.size(), " inputs; pass a safetensors file with one tensor per input");
+    return {{g.node(ins[0]).name, read_npy(path)}};
+  }
+  return read_safetensors(path);
+}
+
 void run(const RunOptions& o) {
   set_num_threads(o.threads);
   CompileOptions copts = compile_options(o.passes, stderr);
@@ -42,7 +55,7 @@ void run(const RunOptions& o) {
   RLX_CHECK(o.tokens.empty(), "--tokens applies to GGUF language models only");
   Model m = load_model(o.model);
   TensorMap inputs;
-  if (!o.inputs.empty()) inputs = read_safetensors(o.inputs);
+  if (!o.inputs.empty()) inputs = read_inputs(o.inputs, m.graph);
   for (NodeId id : m.graph.inputs())
     RLX_CHECK(inputs.count(m.graph.node(id).name), o.model, " takes inputs ", signature(m.graph),
               "; '", m.graph.node(id).name, "' is missing",
@@ -50,7 +63,7 @@ void run(const RunOptions& o) {
   if (o.specialize)
     for (const auto& [name, t] : inputs) copts.input_shapes[name] = t.dims();
   auto exe = Executable::compile(std::move(m.graph), m.weights, copts);
-  Session session(exe);
+  Session session(exe, {.cast_inputs = o.cast_inputs});
   TensorMap outputs = session.run(inputs);
   for (const auto& [name, t] : outputs) std::printf("%s\n", tensor_summary(name, t).c_str());
   std::printf("peak activation memory: %s\n",
@@ -92,13 +105,16 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("model", o->model,
                   "Model: a directory with model.rlx.json, a graph JSON, or a GGUF language model")
       ->required();
-  cmd->add_option("-i,--inputs", o->inputs, "Inputs by name (safetensors)");
+  cmd->add_option("-i,--inputs", o->inputs,
+                  "Inputs by name (safetensors), or one .npy file for a model with one input");
   cmd->add_option("--tokens", o->tokens,
                   "GGUF language models: token ids (\"1 15043 3186\"); writes logits "
                   "[n_tokens, n_vocab]");
   cmd->add_flag("--dequantize", o->dequantize,
                 "GGUF: dequantize every weight to f32 up front instead of running on quant blocks");
   cmd->add_option("-o,--out", o->out, "Write outputs by name to this safetensors file");
+  cmd->add_flag("--cast-inputs", o->cast_inputs,
+                "Convert inputs whose dtype differs from the declared one (default: an error)");
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--bench", o->bench, "Time N runs after a warm-up; print median, min and max")

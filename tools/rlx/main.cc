@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "commands.h"
 
@@ -43,8 +44,16 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  } catch (const std::exception& e) {
+  } catch (const rlx::Error& e) {
     std::fprintf(stderr, "rlx: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "rlx: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    // Library code throws rlx::Error with context; anything else slipped
+    // past a check, so say so rather than pass it off as a diagnosis.
+    std::fprintf(stderr, "rlx: internal error (please report it): %s\n", e.what());
     return 1;
   }
   return 0;

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/json_depth.h"
 #include "mil.h"
 #include "model.pb.h"
 #include "rlx/coreml.h"
@@ -265,7 +266,9 @@ std::vector<std::string> check_package(const std::string& dir) {
   const fs::path root(dir);
   nlohmann::json man;
   try {
-    man = nlohmann::json::parse(read_all(root / "Manifest.json"));
+    const std::string text = read_all(root / "Manifest.json");
+    check_json_depth(text, "Manifest.json");
+    man = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     c.bad("Manifest.json: cannot read or parse (", e.what(), ")");
     return c.problems;

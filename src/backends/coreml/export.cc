@@ -3,11 +3,10 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "io/atomic_write.h"
 #include "lower.h"
 #include "model.pb.h"
 #include "rlx/coreml.h"
@@ -15,7 +14,6 @@
 
 namespace rlx::coreml {
 
-namespace fs = std::filesystem;
 namespace spec = ::CoreML::Specification;
 
 int parse_opset(const std::string& s) {
@@ -233,12 +231,6 @@ std::string content_id(const std::string& salt, const std::string& a, const std:
   return buf;
 }
 
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-  RLX_CHECK(f.good(), "coreml: cannot write ", p.string());
-}
-
 }  // namespace
 
 void export_package(const Graph& g, const TensorMap& weights, const std::string& dir,
@@ -345,14 +337,12 @@ void export_package(const Graph& g, const TensorMap& weights, const std::string&
                                  {"path", "com.apple.CoreML/weights"}}}}},
                              {"rootModelIdentifier", model_id}};
 
-  const fs::path root(dir), data = root / "Data" / "com.apple.CoreML";
-  std::error_code ec;
-  fs::remove_all(root, ec);
-  fs::create_directories(data / "weights", ec);
-  RLX_CHECK(!ec, "coreml: cannot create ", (data / "weights").string(), ": ", ec.message());
-  write_file(root / "Manifest.json", manifest.dump(2) + "\n");
-  write_file(data / "model.mlmodel", model_bytes);
-  write_file(data / "weights" / "weight.bin", weight_bytes);
+  // Written as a whole or not at all: a failure midway leaves neither a
+  // partial package nor a damaged previous one.
+  const std::string manifest_text = manifest.dump(2) + "\n";
+  io::write_dir_atomic(dir, {{"Manifest.json", manifest_text},
+                             {"Data/com.apple.CoreML/model.mlmodel", model_bytes},
+                             {"Data/com.apple.CoreML/weights/weight.bin", weight_bytes}});
 }
 
 }  // namespace rlx::coreml

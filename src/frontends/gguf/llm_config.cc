@@ -2,6 +2,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "rlx/checked.h"
 #include "rlx/error.h"
 #include "rlx/llm.h"
 
@@ -100,7 +101,9 @@ Config Config::from_gguf(const gguf::File& f) {
   c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
 
-  const int64_t q = c.n_head * c.head_dim, kv = c.n_head_kv * c.head_dim;
+  // Checked: head counts and sizes are untrusted metadata.
+  const int64_t q = checked_mul(c.n_head, c.head_dim, f.source + ": q size"),
+                kv = checked_mul(c.n_head_kv, c.head_dim, f.source + ": kv size");
   for (int64_t l = 0; l < c.n_layer; ++l) {
     std::string b = "blk." + std::to_string(l) + ".";
     expect_tensor(f, b + "attn_norm.weight", {c.n_embd});

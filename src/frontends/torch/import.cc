@@ -176,6 +176,10 @@ Model import_torch_export(const std::string& dir_path) {
     } catch (const Error& e) {
       throw e.with_context(json_file.string() + ": while lowering node '" + n.id + "' (" + n.op +
                            ")");
+    } catch (const std::exception& e) {
+      // A library exception here is an rlx bug; still name the node.
+      throw make_error(json_file.string(), ": while lowering node '", n.id, "' (", n.op,
+                       "): internal error: ", e.what());
     }
   }
   for (size_t i = 0; i < doc.outputs.size(); ++i) {
@@ -194,6 +198,11 @@ Model import_torch_export(const std::string& dir_path) {
       if (v.kind != Value::Float) *t.data<int64_t>() = v.i;
       g.add_output(name, g.constant(t));
     }
+  }
+  try {
+    g.verify();  // every loaded graph passes the verifier, whatever its frontend
+  } catch (const Error& e) {
+    throw e.with_context(json_file.string());
   }
   return m;
 }

@@ -145,9 +145,15 @@ void register_indexing(Registry& r) {
                                 {{"axis", c.i(1, "dim")}}));
   });
   r.add("aten.index_select", [](LowerCtx& c) {
-    return Value::tensor(c.b.op(Op::Gather,
-                                {c.tensor(0, "self"), as_index(c, c.tensor(2, "index"))},
-                                {{"axis", c.i(1, "dim")}}));
+    // PyTorch treats a 0-d index as [1] and a 0-d self as [1] whose result
+    // is 0-d again; gather itself needs data of rank >= 1.
+    NodeId x = c.tensor(0, "self"), idx = as_index(c, c.tensor(2, "index"));
+    RLX_CHECK(c.rank(idx) <= 1, "index_select: index must be 0-d or 1-d, got ", c.shape(idx).str());
+    if (c.rank(idx) == 0) idx = c.b.reshape(idx, {1});
+    const bool scalar = c.rank(x) == 0;
+    if (scalar) x = c.b.reshape(x, {1});
+    NodeId y = c.b.op(Op::Gather, {x, idx}, {{"axis", c.i(1, "dim")}});
+    return Value::tensor(scalar ? c.b.reshape(y, {}) : y);
   });
   r.add("aten.index", index_tensor);
   r.add("aten.scatter", [](LowerCtx& c) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "frontends/torch/lowering.h"
+#include "rlx/checked.h"
 #include "rlx/error.h"
 
 namespace rlx::torch_ir {
@@ -17,6 +18,33 @@ Value to_out_shape(LowerCtx& c) {
   NodeId x = c.tensor(0, "self");
   const Dims& target = c.out().shape;
   return Value::tensor(c.dims(x) == target ? x : c.b.reshape(x, target));
+}
+
+// view/reshape(self, size): lowered to the recorded output shape, so the size
+// argument must agree with it rather than be ignored: entries >= 0 or one -1,
+// no overflowing product, bounded rank. Symbolic entries (sym_size results)
+// are checked only for what they cannot hide.
+Value reshape_to(LowerCtx& c, const char* size_name) {
+  NodeId x = c.tensor(0, "self");
+  const Value* v = c.arg(1, size_name);
+  RLX_CHECK(v && (v->kind == Value::List || v->kind == Value::Tuple || v->kind == Value::Int),
+            "argument '", size_name, "' must be a list of sizes");
+  std::vector<Value> items = v->kind == Value::Int ? std::vector<Value>{*v} : v->items;
+  RLX_CHECK(items.size() <= size_t(kMaxRank), "target shape has rank ", items.size(),
+            " (the most rlx supports is ", kMaxRank, ")");
+  Dims size;
+  bool symbolic = false;
+  for (const Value& e : items) {
+    symbolic = symbolic || e.kind != Value::Int;
+    size.push_back(e.kind == Value::Int ? e.i : 1);  // 1: a placeholder for a symbolic size
+  }
+  check_reshape_target(size, "target shape");
+  if (!symbolic && c.shape(x).is_static()) {
+    const Dims resolved = resolve_reshape(size, c.shape(x).numel(), "target shape");
+    RLX_CHECK(resolved == c.out().shape, "target shape ", dims_str(size), " gives ",
+              dims_str(resolved), " but PyTorch recorded ", dims_str(c.out().shape));
+  }
+  return to_out_shape(c);
 }
 
 NodeId slice(LowerCtx& c, NodeId x, int ax, int64_t start, int64_t end, int64_t step = 1) {
@@ -151,10 +179,12 @@ Value tri(LowerCtx& c, bool lower) {
 }  // namespace
 
 void register_shape_ops(Registry& r) {
-  for (const char* op :
-       {"aten.view", "aten._unsafe_view", "aten._reshape_alias", "aten.reshape", "aten.flatten",
-        "aten.unflatten", "aten.unsqueeze", "aten.squeeze", "aten.view_as", "aten.reshape_as",
-        "prims.reshape", "prims.squeeze", "aten.expand_dims"})
+  for (const char* op : {"aten.view", "aten._unsafe_view", "aten._reshape_alias"})
+    r.add(op, [](LowerCtx& c) { return reshape_to(c, "size"); });
+  for (const char* op : {"aten.reshape", "prims.reshape"})
+    r.add(op, [](LowerCtx& c) { return reshape_to(c, "shape"); });
+  for (const char* op : {"aten.flatten", "aten.unflatten", "aten.unsqueeze", "aten.squeeze",
+                         "aten.view_as", "aten.reshape_as", "prims.squeeze", "aten.expand_dims"})
     r.add(op, to_out_shape);
   r.add("prims.broadcast_in_dim", [](LowerCtx& c) {
     // broadcast_in_dim(x, shape, broadcast_dimensions): put x's dims at the listed positions.

@@ -4,12 +4,38 @@
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "core/json_depth.h"
+#include "rlx/checked.h"
 #include "rlx/error.h"
 
 namespace rlx::torch_ir {
 namespace {
 using json = nlohmann::json;
+
+// JSON integers only: nlohmann would silently truncate 2.5 to 2 and wrap
+// 2^63 + 3 to a negative number.
+int64_t int_of(const json& v, const char* what) {
+  RLX_CHECK(v.is_number_integer(), what, " must be an integer, got ", v.dump());
+  RLX_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX), what, " ",
+            v.dump(), " does not fit in int64");
+  return v.get<int64_t>();
+}
+
+std::vector<int64_t> ints_of(const json& v, const char* what) {
+  RLX_CHECK(v.is_array(), what, " must be an array of integers, got ", v.type_name());
+  RLX_CHECK(v.size() <= size_t(kMaxRank), what, " has ", v.size(), " entries (the most rlx ",
+            "supports is ", kMaxRank, ")");
+  std::vector<int64_t> out;
+  for (const auto& e : v) out.push_back(int_of(e, what));
+  return out;
+}
+
+const json& array_of(const json& v, const char* what) {
+  RLX_CHECK(v.is_array(), what, " must be an array, got ", v.type_name());
+  return v;
+}
 
 Arg parse_arg(const json& j) {
   RLX_CHECK(j.is_object() && j.size() == 1, "an Arg must be a one-key object, got ", j.dump());
@@ -21,7 +47,7 @@ Arg parse_arg(const json& j) {
     a.text = v.get<std::string>();
   } else if (k == "int") {
     a.kind = Arg::Int;
-    a.i = v.get<int64_t>();
+    a.i = int_of(v, "an int Arg");
   } else if (k == "float") {
     a.kind = Arg::Float;
     // inf/nan arrive as strings or as large numbers depending on the writer.
@@ -52,31 +78,31 @@ Arg parse_arg(const json& j) {
     a.kind = Arg::None;
   } else if (k == "list") {
     a.kind = Arg::List;
-    for (const auto& e : v) a.list.push_back(parse_arg(e));
+    for (const auto& e : array_of(v, "a list Arg")) a.list.push_back(parse_arg(e));
   } else {
     throw make_error("unknown Arg kind '", k, "'");
   }
   return a;
 }
 
-TensorMeta meta_from(const json& j, const std::string& src) {
-  return parse_meta(src, j.at("shape").get<Dims>(), j.at("dtype").get<std::string>());
+TensorMeta meta_from(const json& j) {
+  return parse_meta(ints_of(j.at("shape"), "shape"), j.at("dtype").get<std::string>());
 }
 
-Out parse_out(const json& j, const std::string& src) {
+Out parse_out(const json& j) {
   Out o;
   if (j.is_null()) return o;
   if (j.is_array()) {
     o.kind = Out::Tuple;
     for (const auto& e : j)
-      o.tuple.push_back(e.is_object() && e.contains("shape") ? std::optional(meta_from(e, src))
+      o.tuple.push_back(e.is_object() && e.contains("shape") ? std::optional(meta_from(e))
                                                              : std::nullopt);
   } else if (j.is_object() && j.contains("scalar")) {
     o.kind = Out::Scalar;
     o.scalar = parse_arg(j["scalar"]);
   } else if (j.is_object() && j.contains("shape")) {
     o.kind = Out::Tensor;
-    o.tensor = meta_from(j, src);
+    o.tensor = meta_from(j);
   }
   return o;
 }
@@ -88,10 +114,10 @@ std::string symbol_name(int64_t k) {
   return k >= 0 && k < 4 ? names[k] : "s" + std::to_string(k);
 }
 
-TensorMeta parse_meta(const std::string& source, const Dims& shape, const std::string& dtype) {
+TensorMeta parse_meta(const Dims& shape, const std::string& dtype) {
   TensorMeta m;
   m.shape = shape;
-  for (int64_t d : shape) RLX_CHECK(d >= 0, source, ": negative dim in ", dims_str(shape));
+  check_dims(shape, "tensor");  // non-negative, bounded rank and element count
   if (dtype == "c64") {
     m.complex = true;
     return m;
@@ -146,6 +172,7 @@ std::string quote_overflowing_numbers(const std::string& text) {
 Document parse(const std::string& text, const std::string& source) {
   json doc;
   try {
+    check_json_depth(text, source);
     doc = json::parse(
         text.find_first_of("eE") == std::string::npos ? text : quote_overflowing_numbers(text));
   } catch (const json::exception& e) {
@@ -161,45 +188,63 @@ Document parse(const std::string& text, const std::string& source) {
     d.model_name = doc.value("model_name", "");
     d.producer = doc.value("producer", "");
     d.decomposition = doc.value("decomposition", "");
-    for (const auto& j : doc.at("inputs")) {
-      where = "input " + j.value("id", "?");
+    // Inputs, weights and nodes share one namespace of ids: a second
+    // definition would silently shadow the first.
+    std::set<std::string> ids;
+    auto define = [&](const json& j) {
+      std::string id = j.at("id").get<std::string>();
+      RLX_CHECK(ids.insert(id).second, "id '", id, "' is defined twice");
+      return id;
+    };
+    auto label = [](const json& j) {
+      return j.is_object() && j.contains("id") && j["id"].is_string() ? j["id"].get<std::string>()
+                                                                      : std::string("?");
+    };
+    for (const auto& j : array_of(doc.at("inputs"), "\"inputs\"")) {
+      where = "input " + label(j);
       Input in;
-      in.id = j.at("id").get<std::string>();
-      TensorMeta m = meta_from(j, source);
+      in.id = define(j);
+      TensorMeta m = meta_from(j);
       RLX_CHECK(!m.complex, "complex inputs are not supported");
       in.shape = m.shape;
       in.dtype = m.dtype;
-      in.dynamic = j.value("dynamic", std::vector<int64_t>(in.shape.size(), -1));
+      in.dynamic = j.contains("dynamic") ? ints_of(j["dynamic"], "\"dynamic\"")
+                                         : std::vector<int64_t>(in.shape.size(), -1);
       RLX_CHECK(in.dynamic.size() == in.shape.size(), "\"dynamic\" has ", in.dynamic.size(),
                 " entries for a rank-", in.shape.size(), " input");
       d.inputs.push_back(std::move(in));
     }
-    for (const auto& j : doc.value("weights", json::array())) {
-      where = "weight " + j.value("id", "?");
+    // value() returns a copy: bind it, or the loop would walk a dead temporary.
+    const json weights = doc.value("weights", json::array());
+    for (const auto& j : array_of(weights, "\"weights\"")) {
+      where = "weight " + label(j);
       Weight w;
-      w.id = j.at("id").get<std::string>();
+      w.id = define(j);
       w.key = j.value("key", w.id);
       w.kind = j.value("kind", "param");
-      TensorMeta m = meta_from(j, source);
+      TensorMeta m = meta_from(j);
       RLX_CHECK(!m.complex, "complex weights are not supported");
       w.shape = m.shape;
       w.dtype = m.dtype;
       d.weights.push_back(std::move(w));
     }
-    for (const auto& j : doc.at("nodes")) {
-      where = "node " + j.value("id", "?");
+    for (const auto& j : array_of(doc.at("nodes"), "\"nodes\"")) {
+      where = "node " + label(j);
       Node n;
-      n.id = j.at("id").get<std::string>();
+      n.id = define(j);
       n.op = j.at("op").get<std::string>();
-      for (const auto& a : j.value("args", json::array())) n.args.push_back(parse_arg(a));
-      // Bind the kwargs object first: items() of a temporary dangles.
+      const json args = j.value("args", json::array());
+      for (const auto& a : array_of(args, "\"args\"")) n.args.push_back(parse_arg(a));
+      // Bind the kwargs object first: items() of a temporary dangles. An
+      // array's items() would yield "0", "1", ... as keyword names.
       const json kwargs = j.value("kwargs", json::object());
+      RLX_CHECK(kwargs.is_object(), "\"kwargs\" must be an object, got ", kwargs.type_name());
       for (const auto& [k, v] : kwargs.items()) n.kwargs.emplace(k, parse_arg(v));
-      n.out = parse_out(j.value("out", json()), source);
+      n.out = parse_out(j.value("out", json()));
       d.nodes.push_back(std::move(n));
     }
     where = "outputs";
-    for (const auto& j : doc.at("outputs")) {
+    for (const auto& j : array_of(doc.at("outputs"), "\"outputs\"")) {
       OutputRef o;
       if (j.contains("ref")) o.ref = j["ref"].get<std::string>();
       if (j.contains("const")) o.constant = parse_arg(j["const"]);

@@ -69,8 +69,9 @@ struct Document {
 
 // Parses and structurally validates; errors name the file and the node.
 Document parse(const std::string& json_text, const std::string& source);
-// "f32" etc.; c64 -> complex flag.
-TensorMeta parse_meta(const std::string& source, const Dims& shape, const std::string& dtype);
+// Checks the dims (non-negative, bounded rank and element count); dtype
+// "f32" etc., c64 -> complex flag.
+TensorMeta parse_meta(const Dims& shape, const std::string& dtype);
 // Symbol names for `dynamic` entries: 0 batch, 1 seq, 2 rows, 3 past_seq, k -> s<k>.
 std::string symbol_name(int64_t k);
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "rlx/checked.h"
 #include "rlx/error.h"
 #include "rlx/gguf.h"
 
@@ -19,7 +20,6 @@ namespace {
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
 constexpr size_t kMaxNameLen = 63;       // ggml's GGML_MAX_NAME - 1
 constexpr int kMaxDims = 4;
-constexpr int kMaxArrayDepth = 8;
 
 // Smallest encoding of one value of each type (strings: the u64 length;
 // arrays: element type + count), used to bound counts before allocating.
@@ -82,7 +82,7 @@ ValueType checked_type(uint32_t t, const std::string& key) {
   return ValueType(t);
 }
 
-Value read_value(Cursor& c, ValueType t, const std::string& key, int depth) {
+Value read_value(Cursor& c, ValueType t, const std::string& key) {
   Value v;
   v.type = t;
   switch (t) {
@@ -126,13 +126,16 @@ Value read_value(Cursor& c, ValueType t, const std::string& key, int depth) {
       v.s = c.str("string");
       break;
     case ValueType::ARRAY: {
-      RLX_CHECK(depth < kMaxArrayDepth, "metadata '", key, "': arrays nested too deeply");
       v.elem_type = checked_type(c.get<uint32_t>("array type"), key);
+      // ggml rejects arrays of arrays; so do we, so a file either loads in
+      // both or in neither (and nesting cannot recurse).
+      RLX_CHECK(v.elem_type != ValueType::ARRAY, "metadata '", key,
+                "': arrays of arrays are not supported (ggml rejects them)");
       const uint64_t n = c.get<uint64_t>("array count");
       RLX_CHECK(n <= c.left() / min_size(v.elem_type), "metadata '", key, "': array count ", n,
                 " exceeds the remaining file");
       v.arr.reserve(size_t(n));
-      for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(c, v.elem_type, key, depth + 1));
+      for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(c, v.elem_type, key));
       break;
     }
   }
@@ -161,7 +164,7 @@ File parse(const uint8_t* data, uint64_t size, const std::string& source) {
     RLX_CHECK(!key.empty(), "empty metadata key");
     RLX_CHECK(keys.insert(key).second, "duplicate metadata key '", key, "'");
     const ValueType t = checked_type(c.get<uint32_t>("value type"), key);
-    Value v = read_value(c, t, key, 0);
+    Value v = read_value(c, t, key);
     f.metadata.emplace_back(std::move(key), std::move(v));
   }
   if (const Value* a = f.find("general.alignment")) {
@@ -185,9 +188,10 @@ File parse(const uint8_t* data, uint64_t size, const std::string& source) {
     uint64_t numel = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       const uint64_t ne = c.get<uint64_t>("tensor dim");
-      RLX_CHECK(ne < (uint64_t(1) << 62), "tensor '", t.name, "': dim ", ne, " is too large");
-      RLX_CHECK(ne == 0 || numel <= (uint64_t(1) << 62) / ne, "tensor '", t.name,
-                "': element count overflows");
+      // The limits of rlx/checked.h, so numel() and byte sizes never overflow.
+      constexpr uint64_t kMax = uint64_t(kMaxElements);
+      RLX_CHECK(ne <= kMax, "tensor '", t.name, "': dim ", ne, " is too large");
+      RLX_CHECK(ne == 0 || numel <= kMax / ne, "tensor '", t.name, "': element count overflows");
       numel *= ne;
       t.ne.push_back(int64_t(ne));
     }
@@ -202,7 +206,7 @@ File parse(const uint8_t* data, uint64_t size, const std::string& source) {
     const int64_t ne0 = t.ne.empty() ? 1 : t.ne[0];
     RLX_CHECK(ne0 % tr->block_size == 0, "tensor '", t.name, "': ne[0] = ", ne0,
               " is not a multiple of ", tr->name, "'s block size ", tr->block_size);
-    t.nbytes = numel / uint64_t(tr->block_size) * tr->type_size;  // < 2^62 * 292 / 256 fits
+    t.nbytes = numel / uint64_t(tr->block_size) * tr->type_size;  // < 2^60 * 292 / 256 fits
     t.offset = c.get<uint64_t>("tensor offset");
     RLX_CHECK(t.offset % f.alignment == 0, "tensor '", t.name, "': offset ", t.offset,
               " is not a multiple of the alignment ", f.alignment);

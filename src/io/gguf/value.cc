@@ -88,11 +88,7 @@ std::string Value::to_string(size_t max_elems) const {
   }
 }
 
-int64_t TensorInfo::numel() const {
-  int64_t n = 1;
-  for (int64_t d : ne) n *= d;
-  return n;
-}
+int64_t TensorInfo::numel() const { return rlx::numel(ne); }
 
 const Value* File::find(std::string_view key) const {
   for (const auto& [k, v] : metadata)

@@ -1,6 +1,7 @@
 // GGUF writer (version 3): metadata, tensor infos, then tensors back to back,
 // each padded to the alignment, as llama.cpp's gguf writer lays them out.
 #include "io/io_util.h"
+#include "rlx/checked.h"
 #include "rlx/error.h"
 #include "rlx/gguf.h"
 
@@ -55,6 +56,8 @@ void put_value(std::string& out, const Value& v, const std::string& key) {
       put_str(out, v.s);
       break;
     case ValueType::ARRAY:
+      RLX_CHECK(v.elem_type != ValueType::ARRAY, "metadata '", key,
+                "': arrays of arrays are not supported (ggml rejects them)");
       put<uint32_t>(out, uint32_t(v.elem_type));
       put<uint64_t>(out, v.arr.size());
       for (const Value& e : v.arr) {
@@ -98,11 +101,7 @@ std::string serialize(const std::vector<std::pair<std::string, Value>>& metadata
     RLX_CHECK(!t.name.empty() && t.name.size() < 64, "tensor name '", t.name,
               "' must have 1..63 bytes");
     RLX_CHECK(t.ne.size() <= 4, "tensor '", t.name, "': more than 4 dims");
-    int64_t numel = 1;
-    for (int64_t d : t.ne) {
-      RLX_CHECK(d >= 0, "tensor '", t.name, "': negative dim");
-      numel *= d;
-    }
+    const int64_t numel = checked_numel(t.ne, "tensor '" + t.name + "'");
     const size_t want = quant::row_size(t.type, t.ne.empty() ? 1 : t.ne[0]) *
                         size_t(t.ne.empty() || t.ne[0] == 0 ? 0 : numel / t.ne[0]);
     const size_t expect = t.ne.empty() ? quant::row_size(t.type, 1) : want;

@@ -16,6 +16,7 @@
 #include "model.pb.h"
 #include "rlx/coreml.h"
 #include "rlx/rlx.h"
+#include "support/testing.h"
 
 namespace fs = std::filesystem;
 using namespace rlx;
@@ -148,6 +149,30 @@ TEST(CoreMLExport, MlpPackageStructure) {
   EXPECT_EQ(m.description().output(1).name(), "probs");
   auto problems = coreml::check_package(pkg.string());
   EXPECT_TRUE(problems.empty()) << joined(problems);
+}
+
+// A package is written whole or not at all: weight.bin failing midway (a
+// file-size limit, as a full disk) leaves neither a partial package nor a
+// damaged previous one, and no temporary directory.
+TEST(CoreMLExport, PackageWritesAreAtomic) {
+  Graph g;
+  TensorMap w;
+  make_mlp(g, w);  // weight.bin ~ 75 KiB
+  TmpDir t("atomic");
+  const fs::path pkg = t.p / "mlp.mlpackage";
+  auto limited_export = [&] {
+    rlx::testing::FileSizeLimit limit(16 << 10);
+    coreml::export_package(g, w, pkg.string());
+  };
+  std::string msg = rlx::testing::error_of(limited_export);
+  EXPECT_NE(msg.find(pkg.string() + ": write failed"), std::string::npos) << msg;
+  EXPECT_TRUE(rlx::testing::list_dir(t.p).empty());
+  coreml::export_package(g, w, pkg.string());
+  const std::string good = slurp(pkg / "Data/com.apple.CoreML/weights/weight.bin");
+  EXPECT_THROW(limited_export(), Error);
+  EXPECT_EQ(rlx::testing::list_dir(t.p), std::vector<std::string>{"mlp.mlpackage"});
+  EXPECT_EQ(slurp(pkg / "Data/com.apple.CoreML/weights/weight.bin"), good);
+  EXPECT_TRUE(coreml::check_package(pkg.string()).empty());
 }
 
 TEST(CoreMLExport, DeterministicBytes) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/json_depth.h"
 #include "rlx/dtype.h"
 
 namespace rlx::coreml::interp {
@@ -68,7 +69,9 @@ Package load_package(const std::string& dir) {
   RLX_CHECK(fs::is_directory(root), "mil interp: ", dir, " is not a directory");
   nlohmann::json man;
   try {
-    man = nlohmann::json::parse(read_all(root / "Manifest.json"));
+    const std::string text = read_all(root / "Manifest.json");
+    check_json_depth(text, "mil interp: " + (root / "Manifest.json").string());
+    man = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw make_error("mil interp: bad Manifest.json in ", dir, ": ", e.what());
   }
