@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,10 @@ struct Node {
   // A multi-output node: the shape of each output, read through the `result`
   // nodes that follow it. Empty for every other node.
   std::vector<Shape> results;
+  // Every output's shape: `results`, or just `shape` for a single-output node.
+  std::span<const Shape> output_shapes() const {
+    return has_results(op) ? std::span<const Shape>(results) : std::span<const Shape>(&shape, 1);
+  }
   std::string name;    // inputs and params: the binding name; others optional
   std::string origin;  // provenance from the source model, shown in errors
   Tensor value;        // Constant data

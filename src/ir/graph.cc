@@ -267,8 +267,7 @@ void Graph::verify() const {
       }
     try {
       const std::vector<Shape> inferred = infer_shapes(n, input_shapes(n));
-      const std::vector<Shape> recorded =
-          has_results(n.op) ? n.results : std::vector<Shape>{n.shape};
+      const std::span<const Shape> recorded = n.output_shapes();
       RLX_CHECK(inferred.size() == recorded.size(), "records ", recorded.size(),
                 " outputs, inference gives ", inferred.size());
       for (size_t i = 0; i < inferred.size(); ++i) {

@@ -18,7 +18,7 @@ Graph fold_constants(const Graph& g, const Evaluator& eval, size_t max_bytes) {
   Rewriter rw(g);
   for (const Node& n : g.nodes()) {
     if (rw.mapped(n.id) >= 0) continue;  // a result of a folded multi-output node
-    const std::vector<Shape>& outs = has_results(n.op) ? n.results : std::vector<Shape>{n.shape};
+    const std::span<const Shape> outs = n.output_shapes();
     size_t bytes = 0;
     bool fits = true;
     for (const Shape& s : outs) {

@@ -51,8 +51,7 @@ std::shared_ptr<Executable> Executable::compile(Graph graph, const TensorMap& we
   opt::PassManager passes(options);  // validates the options before binding weights
   auto eval = [&backend](const Node& n, std::span<const Tensor> in) {
     std::vector<Tensor> out;
-    for (const Shape& s : has_results(n.op) ? n.results : std::vector<Shape>{n.shape})
-      out.emplace_back(s.concrete(), s.dtype);
+    for (const Shape& s : n.output_shapes()) out.emplace_back(s.concrete(), s.dtype);
     backend->run_node(n, in, out);
     return out;
   };

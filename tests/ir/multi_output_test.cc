@@ -132,8 +132,7 @@ TEST(MultiOutput, PassesKeepResultsWithTheirNode) {
   c.add_output("i", r[1]);
   auto eval = [](const Node& n, std::span<const Tensor> in) {
     std::vector<Tensor> out;
-    for (const Shape& s : has_results(n.op) ? n.results : std::vector<Shape>{n.shape})
-      out.emplace_back(s.concrete(), s.dtype);
+    for (const Shape& s : n.output_shapes()) out.emplace_back(s.concrete(), s.dtype);
     make_cpu_backend()->run_node(n, in, out);
     return out;
   };
