@@ -26,8 +26,7 @@ struct In {
   Dims dims;
   DType dtype = DType::F64;
   double lo = -1, hi = 1;
-  Tensor fixed;          // given data instead of random values
-  bool no_grad = false;  // a float input the gradient is not asked for
+  Tensor fixed;  // given data instead of random values
 };
 
 // Max error |analytic - fd| / max(1, |fd|) allowed. Float64 central
@@ -60,10 +59,6 @@ In boolean(Dims d) { return input(std::move(d), DType::Bool, 0, 1); }
 In given(Tensor t) {
   In in = input(t.dims(), t.dtype(), 0, 0);
   in.fixed = std::move(t);
-  return in;
-}
-In frozen(In in) {
-  in.no_grad = true;
   return in;
 }
 Tensor f64s(Dims d, std::vector<double> v) { return Tensor::from_vector(d, v, DType::F64); }
@@ -294,8 +289,9 @@ std::vector<Case> cases() {
        {f({1, 2, 3, 4}), f({1, 2, 4, 4}), f({1, 2, 4, 4}), boolean({3, 4})},
        {{"mask", std::string("bias")}}},
       {Op::Rope, {f({1, 2, 3, 4}), idx({3}, 0, 9)}, {}},
+      {Op::Rope, {f({1, 2, 3, 4}), idx({3}, -3, 9), f({2}, 0.5, 2)}, {{"theta", 500.0}}},
       {Op::Rope,
-       {f({2, 1, 3, 6}), idx({3}, 0, 9), frozen(f({2}, 0.5, 2))},
+       {f({2, 1, 3, 6}), idx({3}, 0, 9), f({2}, 0.5, 2)},
        {{"style", std::string("interleaved")}, {"rotary_dims", 4}, {"theta", 100.0}}},
 
       // ---- resampling
@@ -322,6 +318,23 @@ std::vector<Case> cases() {
       {Op::GridSample,
        {f({1, 2, 3, 4}), f({1, 2, 2, 2}, -1.1, 1.1)},
        {{"mode", std::string("nearest")}}},
+      {Op::GridSample,
+       {f({1, 2, 3, 4}), f({1, 3, 2, 2}, -2.5, 2.5)},
+       {{"padding", std::string("reflection")}}},
+      {Op::GridSample,
+       {f({1, 1, 4, 3}), f({1, 3, 2, 2}, -2.5, 2.5)},
+       {{"padding", std::string("reflection")}, {"align_corners", true}}},
+      {Op::GridSample,
+       {f({1, 2, 4, 5}), f({1, 2, 3, 2}, -1.2, 1.2)},
+       {{"mode", std::string("bicubic")}}},
+      {Op::GridSample,
+       {f({1, 1, 4, 5}), f({1, 2, 3, 2}, -1.3, 1.3)},
+       {{"mode", std::string("bicubic")},
+        {"padding", std::string("border")},
+        {"align_corners", true}}},
+      {Op::GridSample,
+       {f({1, 1, 4, 5}), f({1, 2, 3, 2}, -2.5, 2.5)},
+       {{"mode", std::string("bicubic")}, {"padding", std::string("reflection")}}},
 
       // ---- losses
       {Op::SoftmaxCrossEntropy, {f({4, 5}, -2, 2), idx({4}, 0, 4)}, {}},
@@ -387,7 +400,7 @@ double max_fd_error(const Case& c, uint64_t& seed) {
   for (size_t i = 0; i < s.outs.size(); ++i)
     ct_nodes.push_back(bg.input("ct" + std::to_string(i), bg.node(s.outs[i]).shape));
   for (size_t i = 0; i < c.in.size(); ++i)
-    if (is_float(c.in[i].dtype) && !c.in[i].no_grad) {
+    if (is_float(c.in[i].dtype)) {
       wrt.push_back(s.ins[i]);
       wrt_names.push_back("x" + std::to_string(i));
     }

@@ -134,16 +134,36 @@ void vjp_attention(VjpCall& c) {
 }
 
 void vjp_rope(VjpCall& c) {
-  // rope rotates pairs by pos * inv_freq; its adjoint is the inverse rotation,
-  // which is rope at the negated positions.
+  // rope rotates pairs (a, b) by angle = pos * theta^(-2i/rd) / f_i. Its
+  // adjoint is the inverse rotation: rope at the negated positions. For the
+  // freq_factors f: d out / d angle = (-b', a') (the output pair turned by 90
+  // degrees), and d angle / d f_i = -angle / f_i.
   Emit& e = c.e;
-  RLX_CHECK(!c.needs(2),
-            "rope has no gradient for freq_factors (a constant table in the models "
-            "that have one)");
-  const NodeId pos = c.in(1);
-  std::vector<NodeId> in{c.grad(), e.sub(e.scalar(0, e.dtype(pos)), pos)};
-  if (c.n.inputs.size() > 2) in.push_back(c.in(2));
-  c.dx[0] = e.op(Op::Rope, std::move(in), c.n.attrs_as<RopeAttrs>());
+  const auto& a = c.n.attrs_as<RopeAttrs>();
+  const NodeId pos = c.in(1), dy = c.grad();
+  if (c.needs(0)) {
+    std::vector<NodeId> in{dy, e.sub(e.scalar(0, e.dtype(pos)), pos)};
+    if (c.n.inputs.size() > 2) in.push_back(c.in(2));
+    c.dx[0] = e.op(Op::Rope, std::move(in), a);
+  }
+  if (!c.needs(2)) return;
+  const Dims x = e.dims(c.in(0), "rope's freq_factors gradient");
+  const int64_t rd = a.rotary_dims.value_or(x[3]), half = rd / 2;
+  const DType t = e.dtype(dy);
+  const bool neox = a.style == RopeStyle::neox;
+  auto part = [&](NodeId v, int k) {  // first (k = 0) or second element of every pair
+    return neox ? e.slice(v, 3, k * half, (k + 1) * half) : e.slice(v, 3, k, rd, 2);
+  };
+  const NodeId y = c.n.id;
+  const NodeId dangle = e.sum(e.sub(e.mul(part(y, 0), part(dy, 1)), e.mul(part(y, 1), part(dy, 0))),
+                              {0, 1}, false);  // [S, half]
+  Tensor base({half}, DType::F64);
+  for (int64_t i = 0; i < half; ++i)
+    base.data<double>()[i] = std::pow(a.theta, -2.0 * double(i) / double(rd));
+  const NodeId posf = e.reshape(e.cast(pos, t), {Dim(x[2]), Dim(1)});
+  const NodeId f = c.in(2);
+  const NodeId per_f = e.sum(e.mul(dangle, posf), {0}, false);  // sum_s dangle * pos
+  c.dx[2] = e.neg(e.div(e.mul(per_f, e.constant(base.to(t))), e.mul(f, f)));
 }
 
 void vjp_softmax_cross_entropy(VjpCall& c) {

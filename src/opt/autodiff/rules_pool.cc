@@ -221,32 +221,54 @@ void vjp_resize(VjpCall& c) {
 
 namespace {
 
-// One axis of grid_sample's coordinate map (bilinear/nearest with zeros or
-// border padding), as graph values shaped [N, 1, Ho*Wo].
+// One axis of grid_sample's coordinate map, as resample.cc computes it, on
+// graph values shaped [N, 1, Ho*Wo]: unnormalize, then pad (border clips,
+// reflection folds then clips), with the derivative PyTorch's backward uses.
 struct GridAxis {
   Emit& e;
   int64_t size;
   bool align;
-  bool border;
+  GridSamplePadding padding;
   DType t;
 
   NodeId s(double v) const { return e.scalar(v, t); }
   double scale() const { return align ? double(size - 1) / 2 : double(size) / 2; }
-  // Unnormalized (and for border padding clipped) coordinate.
-  NodeId coord(NodeId g) const {
-    NodeId f = e.add(e.mul(e.add(g, s(1)), scale()), s(align ? 0 : -0.5));
-    if (border) f = e.op(Op::Clamp, {f}, ClampAttrs{.min = 0, .max = double(size - 1)});
-    return f;
+  NodeId unnormalize(NodeId g) const {
+    return e.add(e.mul(e.add(g, s(1)), scale()), s(align ? 0 : -0.5));
   }
-  // d coord / d g: the scale, zero where border padding clipped (PyTorch's
-  // clip_coordinates_set_grad).
-  NodeId dcoord(NodeId g) const {
-    NodeId d = e.full(e.shape(g), scale());
-    if (!border) return d;
-    const NodeId f = e.add(e.mul(e.add(g, s(1)), scale()), s(align ? 0 : -0.5));
-    const NodeId inside = e.op(
-        Op::LogicalAnd, {e.compare(Op::Gt, f, s(0)), e.compare(Op::Lt, f, s(double(size - 1)))});
-    return e.mask(inside, d);
+  NodeId clip(NodeId v) const {
+    return e.op(Op::Clamp, {v}, ClampAttrs{.min = 0, .max = double(size - 1)});
+  }
+  // 1 strictly inside (0, size - 1), 0 where the clip holds (clip_coordinates_set_grad).
+  NodeId clip_grad(NodeId v) const {
+    const NodeId in = e.op(Op::LogicalAnd,
+                           {e.compare(Op::Gt, v, s(0)), e.compare(Op::Lt, v, s(double(size - 1)))});
+    return e.where(in, s(1), s(0));
+  }
+  // Reflection about the borders (period 2 * span from `low`) and its slope, +-1.
+  std::pair<NodeId, NodeId> reflect(NodeId v) const {
+    const double low = align ? 0 : -0.5, span = align ? double(size - 1) : double(size);
+    if (align && size <= 1) return {e.full(e.shape(v), 0), e.full(e.shape(v), 0)};
+    const NodeId d = e.sub(v, s(low));
+    const NodeId extra = e.op(Op::Fmod, {e.op(Op::Abs, {d}), s(2 * span)});
+    const NodeId r = e.add(e.op(Op::Min, {extra, e.sub(s(2 * span), extra)}), s(low));
+    const NodeId side = e.where(e.compare(Op::Lt, d, s(0)), s(-1), s(1));
+    const NodeId fold = e.where(e.compare(Op::Lt, extra, s(span)), s(1), s(-1));
+    return {r, e.mul(side, fold)};
+  }
+  // Padded coordinate of v, and d padded / d v.
+  std::pair<NodeId, NodeId> pad(NodeId v) const {
+    switch (padding) {
+      case GridSamplePadding::zeros:
+        return {v, s(1)};
+      case GridSamplePadding::border:
+        return {clip(v), clip_grad(v)};
+      case GridSamplePadding::reflection: {
+        const auto [r, dr] = reflect(v);
+        return {clip(r), e.mul(dr, clip_grad(r))};
+      }
+    }
+    return {v, s(1)};
   }
   // Whether an integer-valued coordinate is inside [0, size).
   NodeId valid(NodeId v) const {
@@ -255,23 +277,66 @@ struct GridAxis {
   }
 };
 
+// The taps of one axis: integer coordinates, their weights and the weights'
+// derivatives with respect to the (unpadded) coordinate.
+struct AxisTaps {
+  std::vector<NodeId> coord, w, dw;
+  NodeId dcoord;  // d coordinate / d grid value
+};
+
+AxisTaps axis_taps(const GridAxis& ax, GridSampleMode mode, NodeId g) {
+  Emit& e = ax.e;
+  AxisTaps r;
+  const NodeId raw = ax.unnormalize(g);
+  if (mode == GridSampleMode::bicubic) {
+    // Taps at floor(f) - 1 .. + 2 of the unpadded coordinate, each padded on
+    // its own; weights are Keys' cubic (A = -0.75) of the fraction.
+    const double A = -0.75;
+    const NodeId x0 = e.op(Op::Floor, {raw});
+    const NodeId t = e.sub(raw, x0);
+    auto poly = [&](NodeId u, std::vector<double> c) {  // Horner, highest power first
+      NodeId v = ax.s(c[0]);
+      for (size_t i = 1; i < c.size(); ++i) v = e.add(e.mul(v, u), ax.s(c[i]));
+      return v;
+    };
+    const NodeId u0 = e.add(t, ax.s(1)), u2 = e.sub(ax.s(1), t), u3 = e.sub(ax.s(2), t);
+    const std::vector<double> far{A, -5 * A, 8 * A, -4 * A}, dfar{3 * A, -10 * A, 8 * A};
+    const std::vector<double> near{A + 2, -(A + 3), 0, 1}, dnear{3 * (A + 2), -2 * (A + 3), 0};
+    r.w = {poly(u0, far), poly(t, near), poly(u2, near), poly(u3, far)};
+    r.dw = {poly(u0, dfar), poly(t, dnear), e.neg(poly(u2, dnear)), e.neg(poly(u3, dfar))};
+    for (int k = 0; k < 4; ++k) r.coord.push_back(ax.pad(e.add(x0, ax.s(k - 1))).first);
+    r.dcoord = ax.s(ax.scale());
+    return r;
+  }
+  const auto [f, df] = ax.pad(raw);
+  r.dcoord = e.mul(df, ax.s(ax.scale()));
+  if (mode == GridSampleMode::nearest) {  // round half to even, like the kernel
+    r.coord = {e.op(Op::Round, {f})};
+    r.w = {ax.s(1)};
+    r.dw = {ax.s(0)};
+    return r;
+  }
+  const NodeId x0 = e.op(Op::Floor, {f});
+  const NodeId t = e.sub(f, x0);
+  r.coord = {x0, e.add(x0, ax.s(1))};
+  r.w = {e.sub(ax.s(1), t), t};
+  r.dw = {ax.s(-1), ax.s(1)};
+  return r;
+}
+
 }  // namespace
 
 void vjp_grid_sample(VjpCall& c) {
-  // Recomputes the taps the kernel reads (resample.cc) and scatter-adds the
-  // weighted gradient into x; the grid gets the weights' derivatives times
-  // the tap values. Bicubic and reflection padding have no rule.
+  // Recomputes the taps the kernel reads (resample.cc): x's gradient is the
+  // weighted output gradient scatter-added onto them; the grid's is the tap
+  // values times the weights' derivatives, times the coordinate map's slope.
   Emit& e = c.e;
   const auto& a = c.n.attrs_as<GridSampleAttrs>();
-  RLX_CHECK(a.mode != GridSampleMode::bicubic && a.padding != GridSamplePadding::reflection,
-            "grid_sample has a gradient for bilinear/nearest with zeros/border padding, not mode ",
-            to_string(a.mode), " with padding ", to_string(a.padding));
   const Dims x = e.dims(c.in(0), "grid_sample's gradient");
   const Dims gd = e.dims(c.in(1), "grid_sample's gradient");
   const int64_t N = x[0], C = x[1], H = x[2], W = x[3], HWo = gd[1] * gd[2];
   const DType t = e.dtype(c.in(0));
-  const bool border = a.padding == GridSamplePadding::border;
-  const GridAxis ax{e, W, a.align_corners, border, t}, ay{e, H, a.align_corners, border, t};
+  const GridAxis ax{e, W, a.align_corners, a.padding, t}, ay{e, H, a.align_corners, a.padding, t};
   // grid [N, Ho, Wo, 2] -> gx, gy [N, 1, HWo]; dy and x flattened to [N, C, HW].
   const NodeId grid = e.reshape(c.in(1), {Dim(N), Dim(HWo), Dim(2)});
   auto comp = [&](int i) {
@@ -281,65 +346,38 @@ void vjp_grid_sample(VjpCall& c) {
   const NodeId dy = e.reshape(c.grad(), {Dim(N), Dim(C), Dim(HWo)});
   const NodeId xf = e.reshape(c.in(0), {Dim(N), Dim(C), Dim(H * W)});
   const std::vector<Dim> full{Dim(N), Dim(C), Dim(HWo)};
-  // A tap: its flat index (0 when outside, with weight masked to 0) and validity.
-  struct Tap {
-    NodeId index, valid;
-  };
-  auto tap = [&](NodeId ix, NodeId iy) {
-    const NodeId ok = e.op(Op::LogicalAnd, {ax.valid(ix), ay.valid(iy)});
-    const NodeId flat = e.add(e.mul(iy, double(W)), ix);
-    const NodeId idx = e.cast(e.where(ok, flat, e.scalar(0, t)), DType::I64);
-    return Tap{e.expand(idx, full), ok};
-  };
-  auto value = [&](const Tap& k) {  // x at the tap, 0 outside
-    return e.mask(k.valid, e.op(Op::GatherElements, {xf, k.index}, AxisAttrs{.axis = 2}));
-  };
-  std::vector<Tap> taps;
-  std::vector<NodeId> weights;  // [N, 1, HWo] each
-  NodeId fx = ax.coord(gx), fy = ay.coord(gy);
-  NodeId wx = -1, wy = -1;
-  if (a.mode == GridSampleMode::nearest) {
-    taps.push_back(tap(e.op(Op::Round, {fx}), e.op(Op::Round, {fy})));
-    weights.push_back(e.full(e.shape(gx), 1));
-  } else {
-    const NodeId x0 = e.op(Op::Floor, {fx}), y0 = e.op(Op::Floor, {fy});
-    const NodeId x1 = e.add(x0, e.scalar(1, t)), y1 = e.add(y0, e.scalar(1, t));
-    wx = e.sub(fx, x0);
-    wy = e.sub(fy, y0);
-    const NodeId one = e.scalar(1, t);
-    const NodeId ex = e.sub(one, wx), sy = e.sub(one, wy);
-    taps = {tap(x0, y0), tap(x1, y0), tap(x0, y1), tap(x1, y1)};  // nw, ne, sw, se
-    weights = {e.mul(sy, ex), e.mul(sy, wx), e.mul(wy, ex), e.mul(wy, wx)};
-  }
-  if (c.needs(0)) {
-    NodeId dx = e.zeros(e.shape(xf));
-    for (size_t k = 0; k < taps.size(); ++k)
-      dx = e.op(Op::ScatterElements,
-                {dx, taps[k].index, e.mask(taps[k].valid, e.mul(dy, weights[k]))},
-                ScatterElementsAttrs{.axis = 2, .reduction = ScatterReduction::add});
-    c.dx[0] = e.reshape(dx, c.in_shape(0).dims);
-  }
-  if (c.needs(1)) {
-    NodeId dgx, dgy;
-    if (a.mode == GridSampleMode::nearest) {  // piecewise constant in the grid
-      dgx = dgy = e.zeros(e.shape(gx));
-    } else {
-      std::vector<NodeId> v;
-      for (const Tap& k : taps) v.push_back(value(k));
-      const NodeId one = e.scalar(1, t);
-      // dv/dfx = (1-wy)(ne-nw) + wy(se-sw); dv/dfy = (1-wx)(sw-nw) + wx(se-ne)
-      const NodeId dvx =
-          e.add(e.mul(e.sub(one, wy), e.sub(v[1], v[0])), e.mul(wy, e.sub(v[3], v[2])));
-      const NodeId dvy =
-          e.add(e.mul(e.sub(one, wx), e.sub(v[2], v[0])), e.mul(wx, e.sub(v[3], v[1])));
-      dgx = e.mul(e.sum(e.mul(dy, dvx), {1}, true), ax.dcoord(gx));
-      dgy = e.mul(e.sum(e.mul(dy, dvy), {1}, true), ay.dcoord(gy));
+  const AxisTaps tx = axis_taps(ax, a.mode, gx), ty = axis_taps(ay, a.mode, gy);
+  NodeId dx = c.needs(0) ? e.zeros(e.shape(xf)) : -1;
+  NodeId dvx = -1, dvy = -1;  // sum over taps of value * weight derivative
+  const bool grid_grad = c.needs(1) && a.mode != GridSampleMode::nearest;
+  for (size_t i = 0; i < ty.coord.size(); ++i)
+    for (size_t j = 0; j < tx.coord.size(); ++j) {
+      // The tap's flat index (0 when outside, where its weight is masked to 0).
+      const NodeId ok = e.op(Op::LogicalAnd, {ax.valid(tx.coord[j]), ay.valid(ty.coord[i])});
+      const NodeId flat = e.add(e.mul(ty.coord[i], double(W)), tx.coord[j]);
+      const NodeId index = e.expand(e.cast(e.where(ok, flat, e.scalar(0, t)), DType::I64), full);
+      if (dx >= 0)
+        dx = e.op(Op::ScatterElements, {dx, index, e.mask(ok, e.mul(dy, e.mul(ty.w[i], tx.w[j])))},
+                  ScatterElementsAttrs{.axis = 2, .reduction = ScatterReduction::add});
+      if (!grid_grad) continue;
+      const NodeId v = e.mask(ok, e.op(Op::GatherElements, {xf, index}, AxisAttrs{.axis = 2}));
+      const NodeId vx = e.mul(v, e.mul(ty.w[i], tx.dw[j])), vy = e.mul(v, e.mul(ty.dw[i], tx.w[j]));
+      dvx = dvx < 0 ? vx : e.add(dvx, vx);
+      dvy = dvy < 0 ? vy : e.add(dvy, vy);
     }
-    // [N, 1, HWo] x 2 -> [N, Ho, Wo, 2]
-    const std::vector<Dim> col{Dim(N), Dim(HWo), Dim(1)};
-    const NodeId both = e.concat({e.reshape(dgx, col), e.reshape(dgy, col)}, 2);
-    c.dx[1] = e.reshape(both, c.in_shape(1).dims);
+  if (dx >= 0) c.dx[0] = e.reshape(dx, c.in_shape(0).dims);
+  if (!c.needs(1)) return;
+  NodeId dgx, dgy;
+  if (grid_grad) {
+    dgx = e.mul(e.sum(e.mul(dy, dvx), {1}, true), tx.dcoord);
+    dgy = e.mul(e.sum(e.mul(dy, dvy), {1}, true), ty.dcoord);
+  } else {  // nearest: piecewise constant in the grid
+    dgx = dgy = e.zeros(e.shape(gx));
   }
+  // [N, 1, HWo] x 2 -> [N, Ho, Wo, 2]
+  const std::vector<Dim> col{Dim(N), Dim(HWo), Dim(1)};
+  const NodeId both = e.concat({e.reshape(dgx, col), e.reshape(dgy, col)}, 2);
+  c.dx[1] = e.reshape(both, c.in_shape(1).dims);
 }
 
 }  // namespace rlx::opt::ad
