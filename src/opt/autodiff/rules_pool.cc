@@ -1,6 +1,7 @@
 // vjp rules of pooling and resampling. The pools' adjoints place per-window
 // gradients with one grouped conv_transpose; resize and adaptive pooling are
-// separable linear maps, differentiated as matrices along H and W.
+// separable linear maps, differentiated as matrices along H and W;
+// grid_sample recomputes its taps and scatter-adds onto them.
 #include <cfloat>
 #include <cmath>
 
