@@ -1,6 +1,7 @@
 // A loadable model: a graph plus the weights its params bind to. load_model
 // picks the frontend from the file's content, so tools never name frontends.
 #pragma once
+#include <set>
 #include <string>
 
 #include "rlx/graph.h"
@@ -14,6 +15,9 @@ struct Model {
   std::string source;   // the path it came from
   std::string format;   // "rlx-graph", "torch-ir", "gguf-llama", ...
   std::string summary;  // one line about the model, when the format has one
+  // Params that are state, not trained (PyTorch buffers and lifted
+  // constants): gradients (rlx grad) skip them.
+  std::set<std::string> non_trainable;
 };
 
 struct LoadOptions {

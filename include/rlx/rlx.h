@@ -1,6 +1,7 @@
 // The rlx public API in one include.
 #pragma once
 #include "rlx/attrs.h"
+#include "rlx/autodiff.h"
 #include "rlx/backend.h"
 #include "rlx/builder.h"
 #include "rlx/coreml.h"

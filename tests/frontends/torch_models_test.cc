@@ -14,30 +14,14 @@
 #include "frontends/torch/import.h"
 #include "frontends/torch/torch_ir.h"
 #include "rlx/rlx.h"
+#include "support/testing.h"
 
 namespace rlx {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Parity {
-  double max_abs = 0, max_ref = 0, cosine = 1;
-};
-
-Parity compare(const Tensor& got, const Tensor& want) {
-  Parity p;
-  double dot = 0, ng = 0, nw = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double a = got.item_as_double(i), b = want.item_as_double(i);
-    p.max_abs = std::isnan(a - b) ? INFINITY : std::max(p.max_abs, std::abs(a - b));
-    p.max_ref = std::max(p.max_ref, std::abs(b));
-    dot += a * b;
-    ng += a * a;
-    nw += b * b;
-  }
-  p.cosine = ng == 0 && nw == 0 ? 1 : dot / std::sqrt(ng * nw);
-  return p;
-}
+using testing::Parity;
 
 // Exports `names` into a fresh temp dir (one python process); returns the dir.
 fs::path export_models(const std::vector<std::string>& names) {
@@ -84,7 +68,7 @@ void check_models(const std::vector<std::string>& names, double rel = 1e-4) {
         std::string index = oname.substr(oname.find("::") + 2);
         const Tensor& want = ref.at("out::" + index);
         ASSERT_EQ(got.dims(), want.dims()) << oname;
-        Parity p = compare(got, want);
+        Parity p = testing::parity(got, want);
         std::printf("[parity] %-28s %-6s max|err| %.3e (max|ref| %.3e) cosine %.9f\n", name.c_str(),
                     oname.c_str(), p.max_abs, p.max_ref, p.cosine);
         EXPECT_GE(p.cosine, 0.9999) << oname;

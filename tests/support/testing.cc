@@ -105,6 +105,21 @@ TensorMap run_graph(const Graph& g, const TensorMap& inputs, const TensorMap& we
   return all_close(got, want, 0, 0);
 }
 
+Parity parity(const Tensor& got, const Tensor& want) {
+  Parity p;
+  double dot = 0, ng = 0, nw = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = got.item_as_double(i), b = want.item_as_double(i);
+    p.max_abs = std::isnan(a - b) ? INFINITY : std::max(p.max_abs, std::abs(a - b));
+    p.max_ref = std::max(p.max_ref, std::abs(b));
+    dot += a * b;
+    ng += a * a;
+    nw += b * b;
+  }
+  p.cosine = ng == 0 && nw == 0 ? 1 : dot / std::sqrt(ng * nw);
+  return p;
+}
+
 CliResult run_cli(const std::string& args) {
   CliResult r;
   FILE* p = popen((std::string(RLX_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");

@@ -31,6 +31,13 @@ TensorMap run_graph(const Graph& g, const TensorMap& inputs, const TensorMap& we
 // match NaNs. Compares as double, so it works for every dtype.
 ::testing::AssertionResult all_close(const Tensor& got, const Tensor& want, double atol = 1e-5,
                                      double rtol = 1e-5);
+// How closely `got` follows a reference: max |got - want|, max |want| and the
+// cosine of the two as vectors (1 for two zero tensors; NaN counts as an
+// infinite error). For whole-model parity tables.
+struct Parity {
+  double max_abs = 0, max_ref = 0, cosine = 1;
+};
+Parity parity(const Tensor& got, const Tensor& want);
 // Exact equality of dims, dtype and every element.
 ::testing::AssertionResult all_equal(const Tensor& got, const Tensor& want);
 

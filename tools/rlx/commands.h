@@ -18,6 +18,7 @@ void add_gguf_tool_commands(CLI::App& app);  // convert + quantize
 void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_coreml_run_command(CLI::App& app);
+void add_grad_command(CLI::App& app);
 
 // Optimization-pipeline flags shared by run and inspect (pass_flags.cc).
 struct PassFlags {

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   rlx::cli::add_tokenize_command(app);
   rlx::cli::add_generate_command(app);
   rlx::cli::add_coreml_run_command(app);
+  rlx::cli::add_grad_command(app);
   rlx::cli::add_version_command(app);
   try {
     app.parse(argc, argv);

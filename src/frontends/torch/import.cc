@@ -142,8 +142,10 @@ Model import_torch_export(const std::string& dir_path) {
                                         : Dim(in.shape[i]));
     env[in.id] = Value::tensor(g.input(in.id, Shape(dims, in.dtype)));
   }
-  for (const auto& w : doc.weights)
+  for (const auto& w : doc.weights) {
     env[w.id] = Value::tensor(g.param(w.key, Shape(w.shape, w.dtype)));
+    if (w.kind != "param") m.non_trainable.insert(w.key);  // buffers and constants
+  }
 
   for (const auto& n : doc.nodes) {
     try {

@@ -1,0 +1,174 @@
+// vjp rules of the normalizations (through the existing *_norm_grad backward
+// ops), attention (recomputed scores), rope and softmax cross-entropy.
+#include <cmath>
+
+#include "opt/autodiff/rules.h"
+#include "rlx/error.h"
+
+namespace rlx::opt::ad {
+namespace {
+
+// layer/rms/group norm: one backward node gives dx, dgamma[, dbeta].
+template <typename A>
+void norm_grad(VjpCall& c, Op grad_op, A attrs) {
+  std::vector<NodeId> in{c.in(0), c.grad()};
+  if (c.n.inputs.size() > 1) in.push_back(c.in(1));  // gamma
+  const auto outs = c.e.results(grad_op, std::move(in), attrs);
+  for (size_t i = 0; i < c.n.inputs.size() && i < outs.size(); ++i)
+    if (c.needs(i)) c.dx[i] = outs[i];
+}
+
+}  // namespace
+
+void vjp_layer_norm(VjpCall& c) {
+  const auto& a = c.n.attrs_as<NormAttrs>();
+  norm_grad(c, Op::LayerNormGrad, NormGradAttrs{.naxes = a.naxes, .eps = a.eps});
+}
+
+void vjp_rms_norm(VjpCall& c) {
+  const auto& a = c.n.attrs_as<NormAttrs>();
+  norm_grad(c, Op::RmsNormGrad, NormGradAttrs{.naxes = a.naxes, .eps = a.eps});
+}
+
+void vjp_group_norm(VjpCall& c) {
+  const auto& a = c.n.attrs_as<GroupNormAttrs>();
+  norm_grad(c, Op::GroupNormGrad, GroupNormGradAttrs{.groups = a.groups, .eps = a.eps});
+}
+
+void vjp_layer_norm_2d(VjpCall& c) {
+  // layer_norm over axis 1 of NCHW: layer_norm_grad on the channels-last view.
+  Emit& e = c.e;
+  const double eps = c.n.attrs_as<EpsAttrs>().eps;
+  std::vector<NodeId> in{e.transpose(c.in(0), {0, 2, 3, 1}), e.transpose(c.grad(), {0, 2, 3, 1})};
+  if (c.n.inputs.size() > 1) in.push_back(c.in(1));
+  const auto outs =
+      e.results(Op::LayerNormGrad, std::move(in), NormGradAttrs{.naxes = 1, .eps = eps});
+  if (c.needs(0)) c.dx[0] = e.transpose(outs[0], {0, 3, 1, 2});
+  for (size_t i = 1; i < c.n.inputs.size(); ++i)
+    if (c.needs(i)) c.dx[i] = outs[i];
+}
+
+void vjp_batch_norm(VjpCall& c) {
+  // Inference batch norm (given statistics): y = (x - mean) * g / sqrt(var + eps) + b per channel.
+  Emit& e = c.e;
+  const Shape xs = c.in_shape(0);
+  const DType t = xs.dtype;
+  std::vector<Dim> bc(size_t(xs.rank()), Dim(1));  // [1, C, 1, ...]
+  bc[1] = xs.dims[1];
+  std::vector<int64_t> axes{0};
+  for (int i = 2; i < xs.rank(); ++i) axes.push_back(i);
+  auto per_channel = [&](NodeId v) { return e.reshape(v, bc); };
+  auto channel_sum = [&](NodeId v) { return e.sum(v, axes, false); };
+  const NodeId x = c.in(0), mean = c.in(1), var = c.in(2), g = c.in(3), dy = c.grad();
+  const NodeId inv = e.op(Op::Rsqrt, {e.add(var, e.scalar(c.n.attrs_as<EpsAttrs>().eps, t))});
+  const NodeId centered = e.sub(x, per_channel(mean));
+  const NodeId g_inv = e.mul(g, inv);
+  if (c.needs(0)) c.dx[0] = e.mul(dy, per_channel(g_inv));
+  if (c.needs(1)) c.dx[1] = e.neg(e.mul(channel_sum(dy), g_inv));
+  if (c.needs(2)) {
+    // d/dvar of (var + eps)^-1/2 = -1/2 inv^3
+    const NodeId inv3 = e.mul(e.mul(inv, inv), inv);
+    c.dx[2] = e.mul(e.mul(channel_sum(e.mul(dy, centered)), e.mul(g, inv3)), -0.5);
+  }
+  if (c.needs(3)) c.dx[3] = e.mul(channel_sum(e.mul(dy, centered)), inv);
+  if (c.needs(4)) c.dx[4] = channel_sum(dy);
+}
+
+void vjp_attention(VjpCall& c) {
+  // Recomputes the probabilities P of attention.cc's definition (grouped key
+  // heads as a broadcast axis: [B, Hk, G, S, D]) and backpropagates through
+  // out = P v, P = softmax(scale q k^T + mask):
+  //   dv = P^T dout, dP = dout v^T, dS = P (dP - rowsum(dP P)),
+  //   dq = scale dS k, dk = scale dS^T q, dbias = dS.
+  // Rows that see no key are zero, as in the kernel.
+  Emit& e = c.e;
+  const auto& a = c.n.attrs_as<AttentionAttrs>();
+  const Dims qd = e.dims(c.in(0), "attention's gradient");
+  const Dims kd = e.dims(c.in(1), "attention's gradient");
+  const Dims vd = e.dims(c.in(2), "attention's gradient");
+  const int64_t B = qd[0], Hq = qd[1], Sq = qd[2], D = qd[3], Hk = kd[1], Sk = kd[2], Dv = vd[3];
+  const int64_t G = Hq / Hk;
+  const DType t = e.dtype(c.in(0));
+  const double scale = a.scale.value_or(1.0 / std::sqrt(double(D)));
+  auto five = [&](NodeId x, int64_t g, int64_t s, int64_t d) {
+    return e.reshape(x, {Dim(B), Dim(Hk), Dim(g), Dim(s), Dim(d)});
+  };
+  const NodeId q = five(c.in(0), G, Sq, D), k = five(c.in(1), 1, Sk, D),
+               v = five(c.in(2), 1, Sk, Dv);
+  NodeId s = e.mul(e.matmul(q, k, false, true), scale);  // [B, Hk, G, Sq, Sk]
+  const std::vector<Dim> scores{Dim(B), Dim(Hk), Dim(G), Dim(Sq), Dim(Sk)};
+  const std::vector<Dim> scores4{Dim(B), Dim(Hq), Dim(Sq), Dim(Sk)};
+  Tensor ninf_t({}, t);
+  {
+    const double ninf = -INFINITY;
+    cast_elements(&ninf, DType::F64, ninf_t.raw(), t, 1);
+  }
+  const NodeId ninf = e.constant(ninf_t);
+  if (a.mask == MaskKind::causal || a.mask == MaskKind::sliding) {
+    Tensor vis({Sq, Sk}, DType::Bool);
+    const int64_t off = Sk - Sq;
+    for (int64_t i = 0; i < Sq; ++i)
+      for (int64_t j = 0; j < Sk; ++j)
+        vis.data<bool>()[i * Sk + j] =
+            j <= i + off && (a.mask == MaskKind::causal || j > i + off - a.window);
+    s = e.where(e.constant(vis), s, ninf);
+  } else if (a.mask == MaskKind::bias) {
+    const NodeId bias = e.reshape(e.expand(c.in(3), scores4), scores);
+    s = e.dtype(c.in(3)) == DType::Bool ? e.where(bias, s, ninf) : e.add(s, bias);
+  }
+  // Softmax that gives 0 (not NaN) on rows whose every score is -inf.
+  const NodeId zero = e.scalar(0, t);
+  const NodeId m = e.op(Op::ReduceMax, {s}, ReduceAttrs{.axes = {-1}, .keepdims = true});
+  const NodeId ex = e.op(Op::Exp, {e.sub(s, e.where(e.compare(Op::Eq, m, ninf), zero, m))});
+  const NodeId sum = e.sum(ex, {-1}, true);
+  const NodeId p = e.div(ex, e.where(e.compare(Op::Eq, sum, zero), e.scalar(1, t), sum));
+
+  const NodeId dout = five(c.grad(), G, Sq, Dv);
+  if (c.needs(2)) c.dx[2] = e.sum(e.matmul(p, dout, true, false), {2}, false);
+  if (!c.needs(0) && !c.needs(1) && !c.needs(3)) return;
+  const NodeId dp = e.matmul(dout, v, false, true);
+  const NodeId ds = e.mul(p, e.sub(dp, e.sum(e.mul(dp, p), {-1}, true)));
+  if (c.needs(0)) c.dx[0] = e.reshape(e.mul(e.matmul(ds, k), scale), c.in_shape(0).dims);
+  if (c.needs(1)) c.dx[1] = e.sum(e.mul(e.matmul(ds, q, true, false), scale), {2}, false);
+  if (c.needs(3)) c.dx[3] = e.sum_to(e.reshape(ds, scores4), c.in_shape(3));
+}
+
+void vjp_rope(VjpCall& c) {
+  // rope rotates pairs (a, b) by angle = pos * theta^(-2i/rd) / f_i. Its
+  // adjoint is the inverse rotation: rope at the negated positions. For the
+  // freq_factors f: d out / d angle = (-b', a') (the output pair turned by 90
+  // degrees), and d angle / d f_i = -angle / f_i.
+  Emit& e = c.e;
+  const auto& a = c.n.attrs_as<RopeAttrs>();
+  const NodeId pos = c.in(1), dy = c.grad();
+  if (c.needs(0)) {
+    std::vector<NodeId> in{dy, e.sub(e.scalar(0, e.dtype(pos)), pos)};
+    if (c.n.inputs.size() > 2) in.push_back(c.in(2));
+    c.dx[0] = e.op(Op::Rope, std::move(in), a);
+  }
+  if (!c.needs(2)) return;
+  const Dims x = e.dims(c.in(0), "rope's freq_factors gradient");
+  const int64_t rd = a.rotary_dims.value_or(x[3]), half = rd / 2;
+  const DType t = e.dtype(dy);
+  const bool neox = a.style == RopeStyle::neox;
+  auto part = [&](NodeId v, int k) {  // first (k = 0) or second element of every pair
+    return neox ? e.slice(v, 3, k * half, (k + 1) * half) : e.slice(v, 3, k, rd, 2);
+  };
+  const NodeId y = c.n.id;
+  const NodeId dangle = e.sum(e.sub(e.mul(part(y, 0), part(dy, 1)), e.mul(part(y, 1), part(dy, 0))),
+                              {0, 1}, false);  // [S, half]
+  Tensor base({half}, DType::F64);
+  for (int64_t i = 0; i < half; ++i)
+    base.data<double>()[i] = std::pow(a.theta, -2.0 * double(i) / double(rd));
+  const NodeId posf = e.reshape(e.cast(pos, t), {Dim(x[2]), Dim(1)});
+  const NodeId f = c.in(2);
+  const NodeId per_f = e.sum(e.mul(dangle, posf), {0}, false);  // sum_s dangle * pos
+  c.dx[2] = e.neg(e.div(e.mul(per_f, e.constant(base.to(t))), e.mul(f, f)));
+}
+
+void vjp_softmax_cross_entropy(VjpCall& c) {
+  c.dx[0] = c.e.op(Op::SoftmaxCrossEntropyGrad, {c.in(0), c.in(1), c.grad()},
+                   c.n.attrs_as<CrossEntropyAttrs>());
+}
+
+}  // namespace rlx::opt::ad
