@@ -6,6 +6,8 @@
 #include <limits>
 #include <mutex>
 
+#include "backends/cpu/sgemm_avx512.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
@@ -24,6 +26,10 @@ blasint to_blas(int64_t v) {
   return blasint(v);
 }
 
+// rlx's AVX-512 kernel where the CPU has it; its 32-column micro-tile would
+// waste most lanes on a C of 16 columns or fewer, which OpenBLAS does better.
+bool use_own_sgemm(int64_t N) { return N > 16 && cpu_isa() >= Isa::avx512; }
+
 template <typename T>
 void zero_or_scale(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
   for (int64_t i = 0; i < M; ++i)
@@ -40,6 +46,9 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
     zero_or_scale(M, N, beta, C, ldc);
     return apply_epilogue(epi, C, ldc, M, N, row0, col0);
   }
+  if constexpr (std::is_same_v<T, float>)
+    if (use_own_sgemm(N))
+      return sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, row0, col0);
   blas_single_threaded();
   auto t_a = ta ? CblasTrans : CblasNoTrans, t_b = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)

@@ -1,11 +1,12 @@
-// Row-major GEMM on OpenBLAS, threaded by rlx's pool rather than OpenBLAS's.
+// Row-major GEMM, threaded by rlx's pool: f32 on rlx's own AVX-512 kernel
+// (sgemm_avx512.h) where the CPU has it, otherwise (and f64) on OpenBLAS.
 //
 // Threading policy: OpenBLAS is pinned to one thread (openblas_set_num_threads(1)
 // at first use) and all parallelism comes from rlx's pool, so the process never
 // runs two thread pools fighting over the same cores (OpenBLAS's pthread
 // workers spin after each call and would steal time from rlx workers).
 // `gemm` splits C into row or column blocks, one per rlx thread, each computed
-// by a single-threaded cblas call; kernels that already parallelize over
+// by a single-threaded kernel call; kernels that already parallelize over
 // batches/tiles call `gemm_serial` inside their parallel_for chunks.
 #pragma once
 #include <cstdint>
