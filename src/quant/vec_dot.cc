@@ -11,6 +11,7 @@
 
 #include "quant/quant_impl.h"
 #include "quant/vec_dot.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/quant.h"
 
@@ -20,11 +21,7 @@ namespace {
 
 std::atomic<bool> g_force_portable{false};
 
-bool cpu_has_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c");
-  return ok;
-}
+bool cpu_has_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // One weight block against the matching activation block (same block size
 // for every pair used here), products summed in float.

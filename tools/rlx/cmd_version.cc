@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "rlx/cpu_isa.h"
 
 namespace rlx::cli {
 
@@ -8,8 +9,11 @@ void add_version_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("version", "Print the rlx version and build facts");
   cmd->callback([] {
     std::printf("rlx %s\n", kVersion);
-    std::printf("ops: %d   threads: %d   avx2+fma: %s\n", num_ops(), num_threads(),
-                __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "yes" : "no");
+    std::printf("ops: %d   threads: %d\n", num_ops(), num_threads());
+    // The kernels' path: RLX_ISA=portable|avx2 forces a lower one.
+    const Isa isa = cpu_isa();
+    std::printf("isa: %s (cpu has %s)   f32 gemm: %s\n", isa_name(isa), isa_name(detected_isa()),
+                isa >= Isa::avx512 ? "rlx avx512 (openblas for <= 16 columns)" : "openblas");
   });
 }
 

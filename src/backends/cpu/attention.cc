@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
@@ -37,10 +38,7 @@ namespace {
 constexpr int64_t kQBlock = 32;  // queries per task
 constexpr int64_t kKBlock = 64;  // keys per tile (a 64 x 128 f32 tile of K is 32 KiB)
 
-bool use_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
+bool use_avx2() { return cpu_isa() >= Isa::avx2; }
 
 __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();

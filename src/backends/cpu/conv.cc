@@ -19,6 +19,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
@@ -228,10 +229,7 @@ __attribute__((target("avx2,fma"))) void axpy_avx2(float* y, const float* x, flo
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
+bool has_avx2() { return cpu_isa() >= Isa::avx2; }
 
 template <typename T>
 void axpy(T* y, const T* x, T a, int64_t n) {

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/elem_types.h"
 #include "backends/cpu/kernels.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
@@ -88,10 +89,7 @@ namespace {
 // reads input axis p[k]. Handles the case where the input's innermost axis
 // is not the output's: 2-D tiles over (out-innermost, in-innermost) axes so
 // both reads and writes stay in cache.
-bool has_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
+bool has_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // dst[j * ds + i] = src[i * ss + j] for an 8x8 block of 4-byte elements.
 // Shuffles move bits unchanged, so loading any 4-byte dtype as floats is exact.

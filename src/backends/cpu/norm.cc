@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
@@ -24,10 +25,7 @@ namespace {
 
 constexpr int64_t kGrainElems = 16384;  // work per parallel_for chunk
 
-bool use_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
+bool use_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // ---- row reductions: sum(x) and sum((x - c)^2), accumulated in double.
 

@@ -11,16 +11,14 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
 namespace {
 
-bool has_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
+bool has_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // Calls f(T{}) with T the storage type of a non-f16/bf16 dtype (bool as u8;
 // callers reject the ops that make no sense on bool first).

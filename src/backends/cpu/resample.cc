@@ -21,16 +21,14 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
 namespace {
 
-bool use_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
+bool use_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // ---------------------------------------------------------------- resize
 

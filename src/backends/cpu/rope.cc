@@ -13,16 +13,14 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
 namespace {
 
-bool use_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
+bool use_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // One row of D values. cs/sn hold rotary_dims/2 entries for this row's position. The rotated
 // pair is read before it is written, so y may alias x.

@@ -7,16 +7,14 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
 namespace {
 
-bool has_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
+bool has_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // exp(x) for 8 floats: Cephes-style range reduction x = n ln2 + r, |r| <=
 // ln2/2, degree-6 polynomial, scale by 2^n. Relative error ~2 ulp. The clamps

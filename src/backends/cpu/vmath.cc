@@ -1,13 +1,11 @@
 #include "backends/cpu/vmath.h"
+#include "rlx/cpu_isa.h"
 
 #include <cmath>
 
 namespace rlx::cpu {
 
-bool has_avx2_fma() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
+bool has_avx2_fma() { return cpu_isa() >= Isa::avx2; }
 
 namespace {
 
@@ -18,21 +16,24 @@ RLX_AVX2 __m256 sigmoid8(__m256 x) { return vm::sigmoid(x); }
 
 }  // namespace
 
+// The portable loops compute in double: float's exp overflows in
+// 1 / (1 + exp(-x)) for x < -88 where sigmoid is still a (subnormal) nonzero,
+// and libm's float tanh is off by 2 ulp; both miss vmath.h's error bounds.
 void vexp(const float* x, float* y, int64_t n) {
   if (has_avx2_fma()) return vm::map_avx2<exp8>(x, y, n);
-  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = float(std::exp(double(x[i])));
 }
 void vtanh(const float* x, float* y, int64_t n) {
   if (has_avx2_fma()) return vm::map_avx2<tanh8>(x, y, n);
-  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = float(std::tanh(double(x[i])));
 }
 void verf(const float* x, float* y, int64_t n) {
   if (has_avx2_fma()) return vm::map_avx2<erf8>(x, y, n);
-  for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = float(std::erf(double(x[i])));
 }
 void vsigmoid(const float* x, float* y, int64_t n) {
   if (has_avx2_fma()) return vm::map_avx2<sigmoid8>(x, y, n);
-  for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+  for (int64_t i = 0; i < n; ++i) y[i] = float(1.0 / (1.0 + std::exp(-double(x[i]))));
 }
 
 }  // namespace rlx::cpu
