@@ -1,0 +1,83 @@
+// rlx's f32 GEMM paths side by side in one process: the AVX-512 kernel
+// (sgemm_avx512.cc) against OpenBLAS (the path under RLX_ISA=avx2), one
+// thread, the runs of the two interleaved so machine noise hits both alike.
+//   build/bench/sgemm_paths/rlx_sgemm_paths [--reps N]
+// Prints GFLOP/s of the fastest run of each and the ratio (> 1: rlx faster).
+// Shapes: resnet18's im2col conv GEMMs as conv.cc tiles them (M = out
+// channels, N = a tile of output pixels, K = C*kh*kw),
+// BERT-base's projections at 128 tokens with PyTorch's [N, K] weights
+// (trans_b), a decode step (M = 1) and a square product.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/gemm.h"
+#include "rlx/cpu_isa.h"
+#include "rlx/thread_pool.h"
+
+namespace {
+
+struct Shape {
+  const char* what;
+  int64_t M, N, K;
+  bool tb;
+};
+
+const Shape kShapes[] = {
+    {"conv stem 7x7 tile", 64, 448, 147, false},   {"conv 64ch 3x3 tile", 64, 128, 576, false},
+    {"conv 128ch 3x3 tile", 128, 64, 1152, false}, {"conv 256ch 3x3 tile", 256, 64, 2304, false},
+    {"conv 512ch 7x7 map", 512, 49, 4608, false},  {"bert qkv/out 128 tok", 128, 768, 768, true},
+    {"bert ffn up", 128, 3072, 768, true},         {"bert ffn down", 128, 768, 3072, true},
+    {"decode step (M=1)", 1, 768, 768, true},      {"square 512", 512, 512, 512, false},
+};
+
+double seconds_of(const std::function<void()>& f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 20;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[i + 1]);
+  rlx::set_num_threads(1);
+  if (rlx::detected_isa() < rlx::Isa::avx512) {
+    std::printf("this CPU has no AVX-512: rlx uses OpenBLAS for f32 GEMM, nothing to compare\n");
+    return 0;
+  }
+  std::printf("1 thread, fastest of %d interleaved runs each\n", reps);
+  std::printf("%-24s %16s %12s %12s %8s\n", "shape", "MxNxK", "rlx GF/s", "openblas GF/s", "ratio");
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (const Shape& s : kShapes) {
+    std::vector<float> A(size_t(s.M * s.K)), B(size_t(s.K * s.N)), C(size_t(s.M * s.N));
+    for (float& x : A) x = dist(rng);
+    for (float& x : B) x = dist(rng);
+    auto run = [&] {
+      rlx::cpu::gemm(false, s.tb, s.M, s.N, s.K, 1.f, A.data(), s.K, B.data(), s.tb ? s.K : s.N,
+                     0.f, C.data(), s.N);
+    };
+    double best[2] = {1e9, 1e9};
+    for (int r = 0; r < reps + 1; ++r)
+      for (int path = 0; path < 2; ++path) {
+        rlx::set_isa_limit(path == 0 ? rlx::Isa::avx512 : rlx::Isa::avx2);
+        const double t = seconds_of(run);
+        if (r > 0) best[path] = std::min(best[path], t);  // the first run warms buffers
+      }
+    rlx::set_isa_limit(rlx::Isa::avx512);
+    const double gflop = 2.0 * double(s.M) * double(s.N) * double(s.K) * 1e-9;
+    char dims[48];
+    std::snprintf(dims, sizeof dims, "%lldx%lldx%lld%s", (long long)s.M, (long long)s.N,
+                  (long long)s.K, s.tb ? " tb" : "");
+    std::printf("%-24s %16s %12.1f %12.1f %8.2f\n", s.what, dims, gflop / best[0], gflop / best[1],
+                best[1] / best[0]);
+  }
+}
