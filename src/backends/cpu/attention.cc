@@ -18,17 +18,18 @@
 //
 // Computation: flash-attention style. Each task takes one (b, h) and a block of queries, walks the
 // visible keys in tiles and keeps per row a running max, a running sum of exp and an unnormalized
-// output accumulator, rescaled when the max grows. Memory is O(block) and Sq x Sk scores are
-// never materialized; keys outside the causal/sliding band are skipped tile by tile.
-#include <immintrin.h>
-
+// output accumulator, rescaled when the max grows. Per tile, the block's scores and its P V
+// update are two small GEMMs (gemm_serial) rather than a dot and an axpy per (query, key). Memory
+// is O(block) and Sq x Sk scores are never materialized; keys outside the causal/sliding band are
+// skipped tile by tile.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
-#include "rlx/cpu_isa.h"
+#include "backends/cpu/vmath.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
@@ -38,68 +39,14 @@ namespace {
 constexpr int64_t kQBlock = 32;  // queries per task
 constexpr int64_t kKBlock = 64;  // keys per tile (a 64 x 128 f32 tile of K is 32 KiB)
 
-bool use_avx2() { return cpu_isa() >= Isa::avx2; }
-
-__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-  }
-  if (i + 8 <= n) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    i += 8;
-  }
-  s0 = _mm256_add_ps(s0, s1);
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  float s = _mm_cvtss_f32(h);
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-// y = y * c + p * x
-__attribute__((target("avx2,fma"))) void scale_axpy_avx2(float* y, float c, const float* x, float p,
-                                                         int64_t n) {
-  const __m256 vc = _mm256_set1_ps(c), vp = _mm256_set1_ps(p);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(x + i),
-                                            _mm256_mul_ps(vc, _mm256_loadu_ps(y + i))));
-  for (; i < n; ++i) y[i] = y[i] * c + p * x[i];
-}
-
-__attribute__((target("avx2,fma"))) void axpy_avx2(float* y, const float* x, float p, int64_t n) {
-  const __m256 vp = _mm256_set1_ps(p);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += p * x[i];
-}
-
+// P[r, lo..hi) = exp(S[r, lo..hi) - m); float rows use the vectorized exp.
 template <typename T>
-T dot(const T* a, const T* b, int64_t n) {
+void exp_shifted(T* row, int64_t n, T m) {
+  for (int64_t j = 0; j < n; ++j) row[j] -= m;
   if constexpr (std::is_same_v<T, float>)
-    if (use_avx2()) return dot_avx2(a, b, n);
-  T s = 0;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-template <typename T>
-void axpy(T* y, const T* x, T p, int64_t n) {
-  if constexpr (std::is_same_v<T, float>)
-    if (use_avx2()) return axpy_avx2(y, x, p, n);
-  for (int64_t i = 0; i < n; ++i) y[i] += p * x[i];
-}
-
-template <typename T>
-void scale_axpy(T* y, T c, const T* x, T p, int64_t n) {
-  if constexpr (std::is_same_v<T, float>)
-    if (use_avx2()) return scale_axpy_avx2(y, c, x, p, n);
-  for (int64_t i = 0; i < n; ++i) y[i] = y[i] * c + p * x[i];
+    vexp(row, row, n);
+  else
+    for (int64_t j = 0; j < n; ++j) row[j] = std::exp(row[j]);
 }
 
 struct Geometry {
@@ -130,7 +77,7 @@ void attention_t(const KernelCall& c, const Geometry& g) {
   parallel_for(
       g.B * g.Hq * nqb, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, work)),
       [&](int64_t t0, int64_t t1) {
-        std::vector<T> m(kQBlock), l(kQBlock), acc(size_t(kQBlock * g.Dv)), s(kKBlock);
+        std::vector<T> m(kQBlock), l(kQBlock), acc(size_t(kQBlock * g.Dv)), s(kQBlock * kKBlock);
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t bh = t / nqb, b = bh / g.Hq, h = bh % g.Hq;
           const int64_t i0 = (t % nqb) * kQBlock, rows = std::min(kQBlock, g.Sq - i0);
@@ -147,43 +94,43 @@ void attention_t(const KernelCall& c, const Geometry& g) {
           if (g.mask == MaskKind::sliding)
             jlo = std::clamp<int64_t>(i0 + off - g.window + 1, 0, g.Sk);
           for (int64_t j0 = jlo; j0 < jhi; j0 += kKBlock) {
-            const int64_t j1 = std::min(jhi, j0 + kKBlock);
+            const int64_t j1 = std::min(jhi, j0 + kKBlock), tn = j1 - j0;
+            // The tile's scores for every row at once: S = scale * Q K^T.
+            gemm_serial(false, true, rows, tn, g.D, scale, Q, g.D, K + j0 * g.D, g.D, T(0),
+                        s.data(), tn);
             for (int64_t r = 0; r < rows; ++r) {
               const int64_t i = i0 + r;
               int64_t lo = j0, hi = j1;
               if (banded) hi = std::min(hi, i + off + 1);
               if (g.mask == MaskKind::sliding) lo = std::max(lo, i + off - g.window + 1);
-              if (lo >= hi) continue;
-              const T* qi = Q + r * g.D;
+              T* sr = s.data() + r * tn;
               const int64_t brow = b * g.bs[0] + h * g.bs[1] + i * g.bs[2];
               T mx = kNegInf;
               for (int64_t j = lo; j < hi; ++j) {
-                T sv = dot(qi, K + j * g.D, g.D) * scale;
+                T& sv = sr[j - j0];
                 if (bias) sv += bias[brow + j * g.bs[3]];
                 if (bmask && !bmask[brow + j * g.bs[3]]) sv = kNegInf;
-                s[size_t(j - lo)] = sv;
                 if (sv > mx || std::isnan(sv)) mx = std::isnan(mx) ? mx : sv;
               }
-              if (mx == kNegInf) continue;  // every key of this tile is masked for this row
+              // Keys this row may not see get probability 0 in the P V product below.
+              std::fill(sr, sr + std::max<int64_t>(lo - j0, 0), T(0));
+              std::fill(sr + std::clamp<int64_t>(hi - j0, 0, tn), sr + tn, T(0));
+              if (lo >= hi || mx == kNegInf) {  // every key of this tile is masked for this row
+                std::fill(sr, sr + tn, T(0));
+                continue;
+              }
               const T m_new = std::isnan(mx) ? mx : std::max(m[size_t(r)], mx);
               const T corr = std::exp(m[size_t(r)] - m_new);  // 0 on the first visible tile
-              T* a = acc.data() + r * g.Dv;
+              exp_shifted(sr + (lo - j0), hi - lo, m_new);
               T lsum = l[size_t(r)] * corr;
-              bool first = true;
-              for (int64_t j = lo; j < hi; ++j) {
-                const T p = std::exp(s[size_t(j - lo)] - m_new);
-                lsum += p;
-                if (first && corr != T(1)) {
-                  scale_axpy(a, corr, V + j * g.Dv, p,
-                             g.Dv);  // fold the rescale into the first axpy
-                  first = false;
-                } else {
-                  axpy(a, V + j * g.Dv, p, g.Dv);
-                }
-              }
+              for (int64_t j = lo; j < hi; ++j) lsum += sr[j - j0];
+              if (corr != T(1))
+                for (T *a = acc.data() + r * g.Dv, *e = a + g.Dv; a < e; ++a) *a *= corr;
               l[size_t(r)] = lsum;
               m[size_t(r)] = m_new;
             }
+            gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn, V + j0 * g.Dv, g.Dv, T(1),
+                        acc.data(), g.Dv);
           }
           T* O = out + (bh * g.Sq + i0) * g.Dv;
           for (int64_t r = 0; r < rows; ++r) {
