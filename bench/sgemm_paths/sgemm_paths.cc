@@ -2,7 +2,9 @@
 // (sgemm_avx512.cc) against OpenBLAS (the path under RLX_ISA=avx2), one
 // thread, the runs of the two interleaved so machine noise hits both alike.
 //   build/bench/sgemm_paths/rlx_sgemm_paths [--reps N]
-// Prints GFLOP/s of the fastest run of each and the ratio (> 1: rlx faster).
+// Prints GFLOP/s of the fastest run of each and the ratio (> 1: rlx faster),
+// and rlx with the weight packed ahead as a compiled graph keeps it (the
+// conv weight as A, a [N, K] Linear weight as B).
 // Shapes: resnet18's im2col conv GEMMs as conv.cc tiles them (M = out
 // channels, N = a tile of output pixels, K = C*kh*kw),
 // BERT-base's projections at 128 tokens with PyTorch's [N, K] weights
@@ -54,22 +56,30 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("1 thread, fastest of %d interleaved runs each\n", reps);
-  std::printf("%-24s %16s %12s %12s %8s\n", "shape", "MxNxK", "rlx GF/s", "openblas GF/s", "ratio");
+  std::printf("%-22s %16s %9s %14s %6s %12s %6s\n", "shape", "MxNxK", "rlx GF/s", "openblas GF/s",
+              "ratio", "packed GF/s", "ratio");
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1, 1);
   for (const Shape& s : kShapes) {
     std::vector<float> A(size_t(s.M * s.K)), B(size_t(s.K * s.N)), C(size_t(s.M * s.N));
     for (float& x : A) x = dist(rng);
     for (float& x : B) x = dist(rng);
-    auto run = [&] {
-      rlx::cpu::gemm(false, s.tb, s.M, s.N, s.K, 1.f, A.data(), s.K, B.data(), s.tb ? s.K : s.N,
-                     0.f, C.data(), s.N);
+    const int64_t ldb = s.tb ? s.K : s.N;
+    // Conv shapes hold the weight in A, Linear shapes in B.
+    rlx::cpu::PackedOperand weight = s.tb
+                                         ? rlx::cpu::pack_b_operand(true, B.data(), ldb, s.K, s.N)
+                                         : rlx::cpu::pack_a_operand(false, A.data(), s.K, s.M, s.K);
+    auto run = [&](bool packed) {
+      rlx::cpu::GemmPacked p;
+      if (packed) (s.tb ? p.b : p.a) = &weight;
+      rlx::cpu::gemm(false, s.tb, s.M, s.N, s.K, 1.f, A.data(), s.K, B.data(), ldb, 0.f, C.data(),
+                     s.N, {}, p);
     };
-    double best[2] = {1e9, 1e9};
+    double best[3] = {1e9, 1e9, 1e9};  // rlx, openblas, rlx packed
     for (int r = 0; r < reps + 1; ++r)
-      for (int path = 0; path < 2; ++path) {
-        rlx::set_isa_limit(path == 0 ? rlx::Isa::avx512 : rlx::Isa::avx2);
-        const double t = seconds_of(run);
+      for (int path = 0; path < 3; ++path) {
+        rlx::set_isa_limit(path == 1 ? rlx::Isa::avx2 : rlx::Isa::avx512);
+        const double t = seconds_of([&] { run(path == 2); });
         if (r > 0) best[path] = std::min(best[path], t);  // the first run warms buffers
       }
     rlx::set_isa_limit(rlx::Isa::avx512);
@@ -77,7 +87,7 @@ int main(int argc, char** argv) {
     char dims[48];
     std::snprintf(dims, sizeof dims, "%lldx%lldx%lld%s", (long long)s.M, (long long)s.N,
                   (long long)s.K, s.tb ? " tb" : "");
-    std::printf("%-24s %16s %12.1f %12.1f %8.2f\n", s.what, dims, gflop / best[0], gflop / best[1],
-                best[1] / best[0]);
+    std::printf("%-22s %16s %9.1f %14.1f %6.2f %12.1f %6.2f\n", s.what, dims, gflop / best[0],
+                gflop / best[1], best[1] / best[0], gflop / best[2], best[1] / best[2]);
   }
 }

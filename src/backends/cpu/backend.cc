@@ -1,12 +1,16 @@
 // The CPU backend: supports() asks the dispatch table, compile() looks every
 // node's kernel up once, and runs call them, computing f16/bf16 in f32 for
 // kernels that only compute in f32.
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/weight_pack.h"
 #include "quant/dequant_cache.h"
 #include "rlx/backend.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 
 namespace rlx::cpu {
@@ -15,13 +19,13 @@ namespace {
 bool is_low_precision(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 void call_kernel(const KernelEntry& k, const Context& ctx, const Node& n,
-                 std::span<const Tensor> in, std::span<Tensor> out) {
+                 std::span<const Tensor> in, std::span<Tensor> out, WeightPack* pack = nullptr) {
   RLX_CHECK(!out.empty(), n.label(), ": no output buffers");
   bool upcast = false;
   for (const Tensor& t : in) upcast = upcast || is_low_precision(t.dtype());
   for (const Tensor& t : out) upcast = upcast || is_low_precision(t.dtype());
   if (k.all_dtypes || !upcast) {
-    k.fn(KernelCall{n, in, out[0], ctx, out});
+    k.fn(KernelCall{n, in, out[0], ctx, out, pack});
     return;
   }
   std::vector<Tensor> wide, wide_out;
@@ -41,24 +45,37 @@ KernelEntry checked_kernel(const Node& n) {
   return k;
 }
 
+// A matmul's B or a conv's weight that is a param or constant (bound once,
+// never changes between runs) and f32: worth packing once for rlx's sgemm.
+bool has_packable_weight(const Graph& g, const Node& n) {
+  if ((n.op != Op::MatMul && n.op != Op::Conv) || n.inputs.size() < 2) return false;
+  const Node& w = g.node(n.inputs[1]);
+  return (w.op == Op::Param || w.op == Op::Constant) && w.shape.dtype == DType::F32;
+}
+
 class CpuGraph final : public CompiledGraph {
  public:
-  CpuGraph(const Graph& g, const Context& ctx) : ctx_(ctx), table_(g.size()) {
+  CpuGraph(const Graph& g, const Context& ctx) : ctx_(ctx), table_(g.size()), packs_(g.size()) {
     // Input/param/constant are bound by the runtime; other leaves (full,
     // arange) have kernels like any op.
-    for (const Node& n : g.nodes())
+    const bool packing = detected_isa() >= Isa::avx512;
+    for (const Node& n : g.nodes()) {
       if (n.op != Op::Input && n.op != Op::Param && n.op != Op::Constant && n.op != Op::Result)
         table_[size_t(n.id)] = checked_kernel(n);
+      if (packing && has_packable_weight(g, n))
+        packs_[size_t(n.id)] = std::make_unique<WeightPack>();
+    }
   }
   void run(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) const override {
     const KernelEntry& k = table_[size_t(n.id)];
     RLX_CHECK(k.fn, n.label(), ": not a node of the compiled graph");
-    call_kernel(k, ctx_, n, in, out);
+    call_kernel(k, ctx_, n, in, out, packs_[size_t(n.id)].get());
   }
 
  private:
   const Context& ctx_;
-  std::vector<KernelEntry> table_;  // per node id; empty for leaves
+  std::vector<KernelEntry> table_;                  // per node id; empty for leaves
+  std::vector<std::unique_ptr<WeightPack>> packs_;  // per node id; see has_packable_weight
 };
 
 class CpuBackend final : public Backend {

@@ -19,6 +19,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
+#include "backends/cpu/weight_pack.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
@@ -357,7 +358,8 @@ void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
 // `act` is the fused activation: applied with the bias to each output tile
 // right after its GEMM (per channel plane for depthwise), while it is in cache.
 template <typename T>
-void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y) {
+void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y,
+               WeightPack* pack) {
   if (g.N * g.O * g.out_sz == 0) return;
   if (g.Cg == 1 && g.Og == 1 && g.sp <= 2) return depthwise(g, x, w, bias, act, y);
   const int64_t rows = g.Cg * g.k_sz;
@@ -379,10 +381,21 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
       ldb = tl;
     }
     const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true};
-    if (serial)
+    if constexpr (std::is_same_v<T, float>) {
+      // A constant weight (one group) is packed once per compiled graph.
+      GemmPacked packed;
+      if (pack && g.G == 1 && gemm_uses_packed_operands(tl))
+        packed.a = pack->get(w, [&] { return pack_a_operand(false, w, rows, g.Og, rows); });
+      if (serial)
+        gemm_serial(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi,
+                    packed);
+      else
+        gemm(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi, packed);
+    } else if (serial) {
       gemm_serial(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi);
-    else
+    } else {
       gemm(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi);
+    }
   };
   if (tasks >= num_threads()) {
     parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
@@ -453,7 +466,7 @@ void run(const KernelCall& c, bool transpose) {
     conv_transpose_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, c.out.data<T>());
   else
     conv_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias,
-              c.node.attrs_as<ConvAttrs>().activation, c.out.data<T>());
+              c.node.attrs_as<ConvAttrs>().activation, c.out.data<T>(), c.pack);
 }
 
 void dispatch(const KernelCall& c, bool transpose) {

@@ -26,10 +26,6 @@ blasint to_blas(int64_t v) {
   return blasint(v);
 }
 
-// rlx's AVX-512 kernel where the CPU has it; its 32-column micro-tile would
-// waste most lanes on a C of 16 columns or fewer, which OpenBLAS does better.
-bool use_own_sgemm(int64_t N) { return N > 16 && cpu_isa() >= Isa::avx512; }
-
 template <typename T>
 void zero_or_scale(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
   for (int64_t i = 0; i < M; ++i)
@@ -40,15 +36,17 @@ void zero_or_scale(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
 template <typename T>
 void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
                const T* B, int64_t ldb, T beta, T* C, int64_t ldc, const GemmEpilogue<T>& epi,
-               int64_t row0, int64_t col0) {
+               int64_t row0, int64_t col0, const GemmPacked& packed) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     zero_or_scale(M, N, beta, C, ldc);
     return apply_epilogue(epi, C, ldc, M, N, row0, col0);
   }
   if constexpr (std::is_same_v<T, float>)
-    if (use_own_sgemm(N))
-      return sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, row0, col0);
+    if (gemm_uses_packed_operands(
+            N))  // a block at (row0, col0) of C uses packed A from row0, B from col0
+      return sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, row0, col0,
+                          {packed.a, row0}, {packed.b, col0});
   blas_single_threaded();
   auto t_a = ta ? CblasTrans : CblasNoTrans, t_b = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -62,48 +60,58 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
 
 template <typename T>
 void split_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
-                const T* B, int64_t ldb, T beta, T* C, int64_t ldc, const GemmEpilogue<T>& epi) {
+                const T* B, int64_t ldb, T beta, T* C, int64_t ldc, const GemmEpilogue<T>& epi,
+                const GemmPacked& packed) {
   const int64_t threads = num_threads();
   if (threads <= 1 || M * N * std::max<int64_t>(K, 1) < 2 * kGemmSplitMacs)
-    return blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0);
-  // One block per thread: each cblas call packs its own panels, so fewer,
-  // larger blocks waste less. Split the longer side of C.
+    return blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0, packed);
+  // One block per thread: each call packs its own panels, so fewer, larger
+  // blocks waste less. Split the longer side of C, in units of a packed
+  // operand's micro-tile (its slivers / panels) so each part starts on one.
   if (M >= N) {
-    int64_t grain = std::max<int64_t>((M + threads - 1) / threads, 1);
-    parallel_for(M, grain, [&](int64_t r0, int64_t r1) {
-      blas_call(ta, tb, r1 - r0, N, K, alpha, ta ? A + r0 : A + r0 * lda, lda, B, ldb, beta,
-                C + r0 * ldc, ldc, epi, r0, 0);
-    });
+    const int64_t unit = packed.a ? kSgemmRowTile : 1, units = (M + unit - 1) / unit;
+    parallel_for(units, std::max<int64_t>((units + threads - 1) / threads, 1),
+                 [&](int64_t u0, int64_t u1) {
+                   const int64_t r0 = u0 * unit, r1 = std::min(M, u1 * unit);
+                   blas_call(ta, tb, r1 - r0, N, K, alpha, ta ? A + r0 : A + r0 * lda, lda, B, ldb,
+                             beta, C + r0 * ldc, ldc, epi, r0, 0, packed);
+                 });
   } else {
-    int64_t grain = std::max<int64_t>((N + threads - 1) / threads, 1);
-    parallel_for(N, grain, [&](int64_t c0, int64_t c1) {
-      blas_call(ta, tb, M, c1 - c0, K, alpha, A, lda, tb ? B + c0 * ldb : B + c0, ldb, beta, C + c0,
-                ldc, epi, 0, c0);
-    });
+    const int64_t unit = packed.b ? kSgemmColTile : 1, units = (N + unit - 1) / unit;
+    parallel_for(units, std::max<int64_t>((units + threads - 1) / threads, 1),
+                 [&](int64_t u0, int64_t u1) {
+                   const int64_t c0 = u0 * unit, c1 = std::min(N, u1 * unit);
+                   blas_call(ta, tb, M, c1 - c0, K, alpha, A, lda, tb ? B + c0 * ldb : B + c0, ldb,
+                             beta, C + c0, ldc, epi, 0, c0, packed);
+                 });
   }
 }
 
 }  // namespace
 
+// rlx's AVX-512 kernel where the CPU has it; its 32-column micro-tile would
+// waste most lanes on a C of 16 columns or fewer, which OpenBLAS does better.
+bool gemm_uses_packed_operands(int64_t N) { return N > 16 && cpu_isa() >= Isa::avx512; }
+
 void gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                 const GemmEpilogue<float>& epi) {
-  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0);
+                 const GemmEpilogue<float>& epi, GemmPacked packed) {
+  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0, packed);
 }
 void gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
                  int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc,
                  const GemmEpilogue<double>& epi) {
-  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0);
+  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0, {});
 }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-          const GemmEpilogue<float>& epi) {
-  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi);
+          const GemmEpilogue<float>& epi, GemmPacked packed) {
+  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, packed);
 }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
           int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc,
           const GemmEpilogue<double>& epi) {
-  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi);
+  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, {});
 }
 
 }  // namespace rlx::cpu

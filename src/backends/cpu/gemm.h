@@ -12,15 +12,27 @@
 #include <cstdint>
 
 #include "backends/cpu/epilogue.h"
+#include "backends/cpu/sgemm_avx512.h"
 
 namespace rlx::cpu {
 
 // C[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * C, all row-major; op(X) is X
 // or X^T (then X is stored [K,M] / [N,K]). K == 0 gives beta * C (zeros when
 // beta == 0); M == 0 or N == 0 does nothing. Runs on the calling thread.
+// A constant operand already packed (`a` for A, `b` for B; null: not packed).
+// Used when the product runs on rlx's kernel; A and B must still be given,
+// for the OpenBLAS path.
+struct GemmPacked {
+  const PackedOperand* a = nullptr;
+  const PackedOperand* b = nullptr;
+};
+// Whether an f32 product with N columns runs on rlx's kernel, which is when
+// packing a constant operand ahead (pack_a_operand / pack_b_operand) pays.
+bool gemm_uses_packed_operands(int64_t N);
+
 void gemm_serial(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                 int64_t ldc, const GemmEpilogue<float>& epi = {});
+                 int64_t ldc, const GemmEpilogue<float>& epi = {}, GemmPacked packed = {});
 void gemm_serial(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
                  const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
                  int64_t ldc, const GemmEpilogue<double>& epi = {});
@@ -29,7 +41,7 @@ void gemm_serial(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, do
 // `epi` runs on each thread's block of C right after that block is computed.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-          const GemmEpilogue<float>& epi = {});
+          const GemmEpilogue<float>& epi = {}, GemmPacked packed = {});
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
           const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
           int64_t ldc, const GemmEpilogue<double>& epi = {});

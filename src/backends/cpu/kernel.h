@@ -13,6 +13,8 @@ class DequantCache;
 
 namespace rlx::cpu {
 
+class WeightPack;
+
 // What one CPU backend instance carries into its kernels (its options and
 // caches): nothing here is process-wide.
 struct Context {
@@ -26,6 +28,9 @@ struct KernelCall {
   Tensor& out;  // outs[0]
   const Context& ctx;
   std::span<Tensor> outs;  // every output: a multi-output node's in result order
+  // matmul / conv with a constant weight in a compiled graph: where that
+  // weight's packed form is kept (weight_pack.h); null otherwise.
+  WeightPack* pack = nullptr;
 };
 
 using KernelFn = void (*)(const KernelCall&);

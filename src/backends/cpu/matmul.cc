@@ -1,6 +1,6 @@
 // Batched matmul with NumPy semantics: 1-d operands get a unit dim (removed
-// from the result), batch dims broadcast. Floats go to OpenBLAS (see gemm.h
-// for the threading policy); integers use a plain loop with wrap-around
+// from the result), batch dims broadcast. Floats go to gemm (see gemm.h for
+// the kernels and the threading policy); integers use a plain loop with wrap-around
 // arithmetic like PyTorch.
 #include <algorithm>
 #include <cstring>
@@ -8,6 +8,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/weight_pack.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
@@ -84,13 +85,22 @@ Plan make_plan(const KernelCall& c) {
 
 // `epi` (bias over columns, fused activation) runs on each block as it is computed.
 template <typename T>
-void matmul_float(const Plan& p, const T* a, const T* b, T* out, const GemmEpilogue<T>& epi) {
+void matmul_float(const Plan& p, const T* a, const T* b, T* out, const GemmEpilogue<T>& epi,
+                  WeightPack* pack) {
   const int64_t nb = int64_t(p.a_off.size()), M = p.M, N = p.N, K = p.K;
   if (nb == 0 || M == 0 || N == 0) return;
   const int64_t lda = p.ta ? M : K, ldb = p.tb ? K : N;
   // b shared by every batch and a not broadcast (nor transposed): one tall GEMM.
   if (p.b_batch == 1 && p.a_batch == nb && !p.ta) {
-    gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N, epi);
+    if constexpr (std::is_same_v<T, float>) {
+      // A constant b (a Linear weight) is packed once per compiled graph.
+      GemmPacked packed;
+      if (pack && gemm_uses_packed_operands(N))
+        packed.b = pack->get(b, [&] { return pack_b_operand(p.tb, b, ldb, K, N); });
+      gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N, epi, packed);
+    } else {
+      gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N, epi);
+    }
     return;
   }
   const int64_t macs = M * N * std::max<int64_t>(K, 1);
@@ -151,7 +161,7 @@ void matmul(const KernelCall& c) {
   const Epilogue act = c.node.attrs_as<MatMulAttrs>().activation;
   auto floats = [&]<typename T>() {
     matmul_float(p, a.data<T>(), b.data<T>(), c.out.data<T>(),
-                 GemmEpilogue<T>{act, bias ? bias->data<T>() : nullptr, false});
+                 GemmEpilogue<T>{act, bias ? bias->data<T>() : nullptr, false}, c.pack);
   };
   auto ints = [&]<typename T>() {
     RLX_CHECK(act == Epilogue::none, c.node.label(), ": a fused activation needs floats");

@@ -5,6 +5,9 @@
 // of the 32 registers).
 #include "backends/cpu/sgemm_avx512.h"
 
+#include "rlx/checked.h"
+#include "rlx/error.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -71,7 +74,8 @@ constexpr std::array<MicroKernel, sizeof...(H)> kernel_table(std::integer_sequen
 
 constexpr int kV = 2;  // zmm columns per micro-kernel
 constexpr int64_t kNR = 16 * kV;
-constexpr int kMR = 14;
+static_assert(kNR == kSgemmColTile);
+constexpr int kMR = int(kSgemmRowTile);
 constexpr auto kKernels = kernel_table<kV>(std::make_integer_sequence<int, kMR>{});
 
 // dst[k * ldd + r] = scale * src[r * ld + k] for r < rows, k < 16: a 16 x 16
@@ -166,16 +170,52 @@ float* aligned(std::vector<float>& buf, size_t n) {
   return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
 }
 
+PackedOperand allocate(bool is_a, int64_t rows, int64_t cols, const float* source, int64_t n) {
+  PackedOperand p;
+  p.is_a = is_a;
+  p.rows = rows;
+  p.cols = cols;
+  p.source = source;
+  p.storage.reset(new float[size_t(n) + 16]);
+  auto addr = reinterpret_cast<uintptr_t>(p.storage.get());
+  p.data = reinterpret_cast<float*>((addr + 63) & ~uintptr_t(63));
+  return p;
+}
+
+int64_t padded_cols(int64_t N) { return (N + kNR - 1) / kNR * kNR; }
+
 }  // namespace
+
+PackedOperand pack_a_operand(bool ta, const float* A, int64_t lda, int64_t M, int64_t K) {
+  PackedOperand p = allocate(true, M, K, A, checked_mul(M, K, "packed weight"));
+  for (int64_t pc = 0; pc < K; pc += kKC)
+    pack_a<kMR>(ta, A, lda, 0, pc, M, std::min(kKC, K - pc), 1.f, p.data + pc * M);
+  return p;
+}
+
+PackedOperand pack_b_operand(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N) {
+  const int64_t np = padded_cols(N);
+  PackedOperand p = allocate(false, K, N, B, checked_mul(K, np, "packed weight"));
+  for (int64_t pc = 0; pc < K; pc += kKC)
+    pack_b<kNR>(tb, B, ldb, pc, 0, std::min(kKC, K - pc), N, p.data + pc * np);
+  return p;
+}
 
 void sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                  const GemmEpilogue<float>& epi, int64_t row0, int64_t col0) {
+                  const GemmEpilogue<float>& epi, int64_t row0, int64_t col0, PackedPart pa,
+                  PackedPart pb) {
+  RLX_CHECK(!pa.op || (pa.op->is_a && alpha == 1.f && pa.offset % kMR == 0 &&
+                       pa.offset + M <= pa.op->rows && pa.op->cols == K),
+            "sgemm: packed A does not fit the product");
+  RLX_CHECK(!pb.op || (!pb.op->is_a && pb.offset % kNR == 0 && pb.offset + N <= pb.op->cols &&
+                       pb.op->rows == K),
+            "sgemm: packed B does not fit the product");
   constexpr int64_t MC = kMCRows / kMR * kMR;
   // Per thread: gemm runs one call per pool thread, and nested calls never share.
   thread_local std::vector<float> a_buf, b_buf;
-  float* Ap = aligned(a_buf, size_t(MC * kKC));
-  float* Bp = aligned(b_buf, size_t(kKC * (kNC + kNR)));
+  float* Ap = pa.op ? nullptr : aligned(a_buf, size_t(MC * kKC));
+  float* Bp = pb.op ? nullptr : aligned(b_buf, size_t(kKC * (kNC + kNR)));
   if (beta != 0.f && beta != 1.f)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] *= beta;
@@ -184,15 +224,18 @@ void sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
     for (int64_t pc = 0; pc < K; pc += kKC) {
       const int64_t kc = std::min(kKC, K - pc);
       const bool accumulate = pc > 0 || beta != 0.f, last = pc + kc == K;
-      pack_b<kNR>(tb, B, ldb, pc, jc, kc, nc, Bp);
+      const float* b_block =
+          pb.op ? pb.op->data + pc * padded_cols(pb.op->cols) + (pb.offset + jc) * kc : Bp;
+      if (!pb.op) pack_b<kNR>(tb, B, ldb, pc, jc, kc, nc, Bp);
       for (int64_t ic = 0; ic < M; ic += MC) {
         const int64_t mc = std::min(MC, M - ic);
-        pack_a<kMR>(ta, A, lda, ic, pc, mc, kc, alpha, Ap);
+        const float* a_block = pa.op ? pa.op->data + pc * pa.op->rows + (pa.offset + ic) * kc : Ap;
+        if (!pa.op) pack_a<kMR>(ta, A, lda, ic, pc, mc, kc, alpha, Ap);
         for (int64_t jr = 0; jr < nc; jr += kNR) {
-          const float* bp = Bp + jr * kc;
+          const float* bp = b_block + jr * kc;
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t h = std::min<int64_t>(kMR, mc - ir);
-            kKernels[size_t(h - 1)](kc, Ap + ir * kc, bp, C + (ic + ir) * ldc + jc + jr, ldc,
+            kKernels[size_t(h - 1)](kc, a_block + ir * kc, bp, C + (ic + ir) * ldc + jc + jr, ldc,
                                     nc - jr, accumulate);
           }
         }

@@ -36,13 +36,24 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
 
 // Checks one product on the current path; each element within 4 ulp-ish of
 // the float64 result, scaled by sum_k |a||b| (the rounding error's size).
-void check(const Case& c, const GemmEpilogue<float>& epi = {}) {
+enum class Pack { none, a, b };
+
+void check(const Case& c, const GemmEpilogue<float>& epi = {}, Pack pack = Pack::none) {
   const int64_t lda = c.ta ? c.M : c.K, ldb = c.tb ? c.K : c.N, ldc = c.N + 3;
   auto A = random_vec(size_t(c.M * c.K), 1), B = random_vec(size_t(c.K * c.N), 2);
   auto C = random_vec(size_t(c.M * ldc), 3);
   const auto C0 = C;
-  gemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc,
-       epi);
+  PackedOperand pa, pb;
+  GemmPacked packed;
+  if (pack == Pack::a) {
+    pa = pack_a_operand(c.ta, A.data(), lda, c.M, c.K);
+    packed.a = &pa;
+  } else if (pack == Pack::b) {
+    pb = pack_b_operand(c.tb, B.data(), ldb, c.K, c.N);
+    packed.b = &pb;
+  }
+  gemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc, epi,
+       packed);
   for (int64_t i = 0; i < c.M; ++i)
     for (int64_t j = 0; j < c.N; ++j) {
       double sum = 0, mag = 0;
@@ -88,6 +99,26 @@ TEST(Gemm, Avx512KernelMatchesReference) {
   IsaLimit limit(Isa::avx512);
   ASSERT_EQ(cpu_isa(), Isa::avx512);
   check_all_cases();
+}
+
+// Weights packed ahead (pack_a_operand / pack_b_operand) give the same
+// products, on one thread and split over two (parts start on micro-tiles).
+TEST(Gemm, PackedOperandsMatchReference) {
+  if (detected_isa() < Isa::avx512) GTEST_SKIP() << "CPU has no AVX-512";
+  const int saved = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Case& c : kCases) {
+      if (c.alpha != 1) continue;  // a packed A holds alpha == 1
+      check(c, {}, Pack::a);
+      check(c, {}, Pack::b);
+    }
+    check({300, 500, 600, false, true, 1, 0}, {}, Pack::b);
+    check({301, 90, 600, false, false, 1, 0}, {}, Pack::a);
+    std::vector<float> row_bias = random_vec(301, 5);
+    check({301, 90, 300, false, false, 1, 0}, {Epilogue::relu, row_bias.data(), true}, Pack::a);
+  }
+  set_num_threads(saved);
 }
 
 TEST(Gemm, OpenBlasPathMatchesReference) {

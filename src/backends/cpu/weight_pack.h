@@ -1,0 +1,29 @@
+// A node's constant GEMM operand (a matmul's or conv's weight), packed for
+// rlx's sgemm on first use and kept with the compiled graph: loading and
+// compiling stay as fast as before, and every later run skips the packing.
+#pragma once
+#include <functional>
+#include <mutex>
+#include <optional>
+
+#include "backends/cpu/sgemm_avx512.h"
+
+namespace rlx::cpu {
+
+class WeightPack {
+ public:
+  // The operand packed from `source` by `pack` (called once, thread safe);
+  // null when this slot already holds another source's packing (the weight
+  // was rebound), so the caller packs per call as usual.
+  const PackedOperand* get(const float* source, const std::function<PackedOperand()>& pack) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!packed_) packed_ = pack();
+    return packed_->source == source ? &*packed_ : nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<PackedOperand> packed_;
+};
+
+}  // namespace rlx::cpu
