@@ -76,6 +76,11 @@ TEST(TrainCli, TrainsResumesExactlyAndRuns) {
       testing::run_cli(train_args(f, split, 2) + " --resume " + split.string());
   ASSERT_EQ(b2.status, 0) << b2.output;
   EXPECT_NE(b2.output.find("resuming"), std::string::npos) << b2.output;
+  const testing::CliResult other = testing::run_cli(
+      "train " + f.model.string() + " --data " + f.data.string() + " --optimizer sgd --epochs 3" +
+      " --out " + (f.dir / "other").string() + " --resume " + split.string());
+  EXPECT_EQ(other.status, 1) << other.output;
+  EXPECT_NE(other.output.find("trained with adam, not sgd"), std::string::npos) << other.output;
 
   const TensorMap wa = read_safetensors((full / "weights.safetensors").string());
   const TensorMap wb = read_safetensors((split / "weights.safetensors").string());

@@ -19,6 +19,7 @@ constexpr const char* kCheckpoint = "checkpoint.safetensors";
 constexpr const char* kCurves = "curves.svg";
 constexpr const char* kEpochKey = "train::epoch";
 constexpr const char* kHistoryPrefix = "train::history::";
+constexpr const char* kOptimizerKey = "train::optimizer";  // OptimizerKind as i64
 
 struct TrainCliOptions {
   std::string model, data, eval, out, resume;
@@ -55,6 +56,12 @@ std::string percent(double a) {
 std::string num(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.4f", v);
+  return b;
+}
+
+std::string num_g(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
   return b;
 }
 
@@ -105,6 +112,8 @@ void write_outputs(const train::Trainer& t, const TrainCliOptions& o, const Hist
   t.save(o.out);
   TensorMap ckpt = t.state();
   ckpt[kEpochKey] = Tensor::from_vector<int64_t>({}, {epoch}, DType::I64);
+  ckpt[kOptimizerKey] =
+      Tensor::from_vector<int64_t>({}, {int64_t(train::parse_optimizer(o.optimizer))}, DType::I64);
   for (const auto& [name, v] : h.values)
     ckpt[kHistoryPrefix + name] = Tensor::from_vector<double>({int64_t(v.size())}, v, DType::F64);
   write_safetensors((fs::path(o.out) / kCheckpoint).string(), ckpt,
@@ -124,7 +133,7 @@ void write_outputs(const train::Trainer& t, const TrainCliOptions& o, const Hist
   }
   train::write_curves_svg((fs::path(o.out) / kCurves).string(), curves,
                           "rlx train " + fs::path(o.model).filename().string() + " (" +
-                              o.optimizer + ", lr " + num(o.lr) + ")");
+                              o.optimizer + ", lr " + num_g(o.lr) + ")");
 }
 
 void run_train(const TrainCliOptions& o) {
@@ -172,6 +181,13 @@ void run_train(const TrainCliOptions& o) {
   if (!o.resume.empty()) {
     const std::string path = (fs::path(o.resume) / kCheckpoint).string();
     const TensorMap ckpt = read_safetensors(path);
+    // Another optimizer's state would be ignored silently: refuse instead.
+    if (auto k = ckpt.find(kOptimizerKey); k != ckpt.end()) {
+      const auto saved = train::OptimizerKind(int64_t(k->second.item_as_double(0)));
+      RLX_CHECK(saved == to.optimizer.kind, path, ": the checkpoint was trained with ",
+                train::optimizer_name(saved), ", not ", o.optimizer, " (pass --optimizer ",
+                train::optimizer_name(saved), ")");
+    }
     try {
       t.load_state(ckpt);
     } catch (const Error& e) {
