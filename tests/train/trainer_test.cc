@@ -3,6 +3,7 @@
 // and the rlx::step input, symbolic batch dims, state round trips, errors.
 #include <gtest/gtest.h>
 
+#include "rlx/autodiff.h"
 #include "rlx/train.h"
 #include "support/testing.h"
 #include "support/torch_golden.h"
@@ -149,6 +150,55 @@ TEST(Trainer, StateRoundTripContinuesExactly) {
   full.save((dir / "m").string());
   const Model back = load_model((dir / "m").string());
   EXPECT_TRUE(testing::all_equal(back.weights.at("fc2.bias"), full.weights().at("fc2.bias")));
+}
+
+// Conv + BatchNorm (inference form) + pools: the pipeline's conv+BN folding
+// and constant folding must not bake in weights that change every step. The
+// reference differentiates the same graph with gradient_graph at -O0 and
+// applies plain SGD by hand, binding the current weights each time.
+TEST(Trainer, CnnWithBatchNormMatchesHandLoopAtO0) {
+  Model m;
+  m.source = "cnn";
+  Builder b(m.graph);
+  uint64_t seed = 20;
+  auto param = [&](const std::string& name, Dims d, double lo = -0.5, double hi = 0.5) {
+    m.weights[name] = testing::random_tensor(d, DType::F32, seed++, lo, hi);
+    return b.param(name, Shape(d, DType::F32));
+  };
+  const NodeId x = b.input("x", Shape(Dims{4, 2, 6, 6}, DType::F32));
+  const NodeId target = b.input("target", Shape(Dims{4}, DType::I64));
+  NodeId h = b.op(Op::Conv, {x, param("c1.w", {5, 2, 3, 3}), param("c1.b", {5})},
+                  {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  h = b.op(Op::BatchNorm, {h, param("bn.mean", {5}, -0.1, 0.1), param("bn.var", {5}, 0.5, 1.5),
+                           param("bn.g", {5}, 0.5, 1.5), param("bn.b", {5})});
+  h = b.op(Op::MaxPool2d, {b.relu(h)},
+           {{"kernel", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}}});
+  h = b.linear(b.reshape(h, {4, 45}), param("fc.w", {3, 45}), param("fc.b", {3}));
+  m.graph.add_output("loss", b.op(Op::SoftmaxCrossEntropy, {h, target}));
+  m.non_trainable = {"bn.mean", "bn.var"};
+  const TensorMap batch{{"x", testing::random_tensor({4, 2, 6, 6}, DType::F32, 5)},
+                        {"target", testing::random_tensor({4}, DType::I64, 6, 0, 2)}};
+  const double lr = 0.2;
+  train::TrainerOptions o;
+  o.schedule.lr = lr;
+  train::Trainer t(m, o);
+  EXPECT_EQ(t.trainable().size(), 6u);
+
+  GradientGraph gg = gradient_graph(m.graph, {.non_trainable = m.non_trainable});
+  TensorMap w;
+  for (const auto& [name, v] : m.weights) w[name] = v.clone();
+  for (int k = 0; k < 3; ++k) {
+    const float loss = t.step(batch);
+    const TensorMap out = testing::run_graph(gg.graph, batch, w, /*opt_level=*/0);
+    EXPECT_NEAR(loss, out.at("loss").item_as_double(0), 1e-5) << "step " << k;
+    for (const std::string& name : t.trainable()) {
+      Tensor& p = w.at(name);
+      const Tensor g = out.at("grad::" + name);
+      for (int64_t i = 0; i < p.numel(); ++i) p.data<float>()[i] -= float(lr) * g.data<float>()[i];
+    }
+  }
+  for (const auto& [name, v] : t.weights())
+    EXPECT_TRUE(testing::all_close(v, w.at(name), 1e-5, 1e-5)) << name;
 }
 
 TEST(Trainer, ClearErrors) {
