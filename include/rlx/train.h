@@ -181,6 +181,8 @@ class Trainer {
 struct Curve {
   std::string name, axis;
   std::vector<double> x, y;
+  double width = 2;    // stroke width
+  bool points = true;  // mark each point (only drawn for curves of <= 64 points)
 };
 // A self-contained SVG plot (axes, ticks, a legend per panel), written atomically.
 void write_curves_svg(const std::string& path, const std::vector<Curve>& curves,

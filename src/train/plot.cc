@@ -102,14 +102,14 @@ void panel(std::string& s, double ox, const std::string& axis, const std::vector
     std::string pts;
     for (size_t i = 0; i < c->x.size() && i < c->y.size(); ++i)
       if (std::isfinite(c->y[i])) pts += fmt(px(c->x[i])) + "," + fmt(py(c->y[i])) + " ";
-    s += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + col + "\" points=\"" + pts +
-         "\"/>\n";
-    for (size_t i = 0; i < c->x.size() && i < c->y.size() && c->x.size() <= 64; ++i)
+    s += "<polyline fill=\"none\" stroke-width=\"" + fmt(c->width) + "\" stroke=\"" + col +
+         (c->points ? "" : "\" stroke-opacity=\"0.45") + "\" points=\"" + pts + "\"/>\n";
+    for (size_t i = 0; i < c->x.size() && i < c->y.size() && c->points && c->x.size() <= 64; ++i)
       if (std::isfinite(c->y[i]))
         s += "<circle r=\"3\" fill=\"" + col + "\" cx=\"" + fmt(px(c->x[i])) + "\" cy=\"" +
              fmt(py(c->y[i])) + "\"/>\n";
     // Legend, top right of the panel.
-    const double lx = ox + kPanelW - kRight - 120;
+    const double lx = ox + kPanelW - kRight - 150;
     s += "<line x1=\"" + fmt(lx) + "\" x2=\"" + fmt(lx + 18) + "\" y1=\"" + fmt(ly) + "\" y2=\"" +
          fmt(ly) + "\" stroke-width=\"2\" stroke=\"" + col + "\"/>\n";
     s += "<text x=\"" + fmt(lx + 24) + "\" y=\"" + fmt(ly + 4) + "\">" + escape(c->name) +

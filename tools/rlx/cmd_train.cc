@@ -37,7 +37,9 @@ struct TrainCliOptions {
 
 // Per-epoch curves, kept in the checkpoint so a resumed run plots them all.
 struct History {
-  std::vector<std::string> names = {"train_loss", "train_accuracy", "eval_loss", "eval_accuracy"};
+  // step_loss: the loss of every step (a thin line under the per-epoch ones).
+  std::vector<std::string> names = {"step_loss", "train_loss", "train_accuracy", "eval_loss",
+                                    "eval_accuracy"};
   std::map<std::string, std::vector<double>> values;
   void add(const std::string& name, double v) { values[name].push_back(v); }
 };
@@ -107,7 +109,7 @@ EpochResult evaluate(train::Trainer& t, const DataSet& d, int64_t batch, bool pa
 }
 
 void write_outputs(const train::Trainer& t, const TrainCliOptions& o, const History& h,
-                   int64_t epoch) {
+                   int64_t epoch, int64_t per_epoch) {
   fs::create_directories(o.out);
   t.save(o.out);
   TensorMap ckpt = t.state();
@@ -125,8 +127,10 @@ void write_outputs(const train::Trainer& t, const TrainCliOptions& o, const Hist
     train::Curve c;
     c.name = name;
     c.axis = name.find("accuracy") != std::string::npos ? "accuracy" : "loss";
+    const bool steps = name == "step_loss";
+    if (steps) c.name = "train_loss (per step)", c.width = 0.75, c.points = false;
     for (size_t i = 0; i < it->second.size(); ++i) {
-      c.x.push_back(double(i + 1));
+      c.x.push_back(steps ? double(i + 1) / double(per_epoch) : double(i + 1));
       c.y.push_back(it->second[i]);
     }
     curves.push_back(std::move(c));
@@ -222,6 +226,7 @@ void run_train(const TrainCliOptions& o) {
       const TensorMap in = gather_batch(data, order, b, e);
       if (k == 0) label = label_input(t, in);
       const float loss = t.step(in);
+      h.add("step_loss", loss);
       r.loss += double(loss) * double(e - b);
       r.samples += e - b;
       if (!label.empty()) correct += count_correct(t.last_outputs().at("logits"), in.at(label));
@@ -247,11 +252,11 @@ void run_train(const TrainCliOptions& o) {
     std::snprintf(tail, sizeof tail, "  %.0f samples/s  %.2fs  lr %.3g", double(r.samples) / secs,
                   secs, t.last_lr());
     bar.finish(line + tail);
-    write_outputs(t, o, h, epoch + 1);
+    write_outputs(t, o, h, epoch + 1, per_epoch);
     last_train = r;
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (start >= o.epochs) write_outputs(t, o, h, start);
+  if (start >= o.epochs) write_outputs(t, o, h, start, per_epoch);
   std::printf("trained %lld epoch(s), %lld steps in %.2fs\n", (long long)(o.epochs - start),
               (long long)t.step_count(), total);
   if (last_train.samples > 0)
