@@ -2,6 +2,7 @@
 // schedules, global grad-norm clipping, and a Trainer that turns a model whose
 // graph has a `loss` output into one compiled forward+backward step.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -102,6 +103,10 @@ struct TrainerOptions {
   ScheduleOptions schedule;
   double clip_norm = 0;  // > 0: global grad-norm clipping
   CompileOptions compile;
+  // Called after backward with every trained param's gradient (by param name,
+  // writable in place), before clipping and the update: data-parallel
+  // training averages them across processes here.
+  std::function<void(TensorMap& grads)> on_gradients;
 };
 
 // Graph outputs named update::<buffer> are the new values of non-trainable

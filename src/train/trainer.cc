@@ -173,6 +173,7 @@ float Trainer::step(const TensorMap& batch) {
 
   TensorMap grads;
   for (const std::string& name : trainable_) grads[name] = out.at(kGradPrefix + name);
+  if (options_.on_gradients) options_.on_gradients(grads);
   const ClipResult clip = clip_grad_norm(grads, options_.clip_norm);
   last_norm_ = clip.norm;
   last_lr_ = learning_rate(options_.schedule, step_count());

@@ -201,6 +201,27 @@ TEST(Trainer, CnnWithBatchNormMatchesHandLoopAtO0) {
     EXPECT_TRUE(testing::all_close(v, w.at(name), 1e-5, 1e-5)) << name;
 }
 
+TEST(Trainer, GradientHookSeesAndChangesGradients) {
+  // Halving every gradient in the hook equals plain SGD at half the rate.
+  train::TrainerOptions half, hooked;
+  half.schedule.lr = 0.05;
+  hooked.schedule.lr = 0.1;
+  size_t seen = 0;
+  hooked.on_gradients = [&](TensorMap& grads) {
+    seen = grads.size();
+    for (auto& [name, g] : grads)
+      for (int64_t i = 0; i < g.numel(); ++i) g.data<float>()[i] *= 0.5f;
+  };
+  train::Trainer a(mlp(Dim(8)), half), b(mlp(Dim(8)), hooked);
+  for (int k = 0; k < 3; ++k) {
+    a.step(batch_of(8, 40 + k));
+    b.step(batch_of(8, 40 + k));
+  }
+  EXPECT_EQ(seen, 4u);
+  for (const auto& [name, w] : a.weights())
+    EXPECT_TRUE(testing::all_equal(b.weights().at(name), w)) << name;
+}
+
 TEST(Trainer, ClearErrors) {
   Model no_loss = mlp(Dim(8));
   no_loss.graph.outputs().erase(no_loss.graph.outputs().begin());
