@@ -17,13 +17,14 @@ struct Fixture {
   fs::path dir, model, data, eval;
 };
 
-// A model dir whose batch dim is symbolic (so the last partial batch runs).
-Fixture make_fixture(const std::string& name, bool with_loss = true) {
+// A model dir whose batch dim is symbolic (so the last partial batch runs),
+// or static when `static_batch` > 0.
+Fixture make_fixture(const std::string& name, bool with_loss = true, int64_t static_batch = 0) {
   Fixture f;
   f.dir = testing::process_temp_dir(name);
   Graph g;
   Builder b(g);
-  const Dim n = Dim::symbol("batch");
+  const Dim n = static_batch > 0 ? Dim(static_batch) : Dim::symbol("batch");
   const NodeId x = b.input("x", Shape({n, Dim(4)}, DType::F32));
   const NodeId target = b.input("target", Shape({n}, DType::I64));
   const NodeId w1 = b.param("fc1.weight", Shape(Dims{8, 4}, DType::F32));
@@ -54,11 +55,11 @@ Fixture make_fixture(const std::string& name, bool with_loss = true) {
   return f;
 }
 
-std::string train_args(const Fixture& f, const fs::path& out, int epochs) {
+std::string train_args(const Fixture& f, const fs::path& out, int epochs, int batch = 8) {
   return "train " + f.model.string() + " --data " + f.data.string() + " --eval " + f.eval.string() +
-         " --optimizer adam --lr 0.05 --schedule cosine --warmup 2 --batch 8" +
-         " --clip-norm 5 --seed 3 -t 1 --epochs " + std::to_string(epochs) + " --out " +
-         out.string();
+         " --optimizer adam --lr 0.05 --schedule cosine --warmup 2 --batch " +
+         std::to_string(batch) + " --clip-norm 5 --seed 3 -t 1 --epochs " + std::to_string(epochs) +
+         " --out " + out.string();
 }
 
 TEST(TrainCli, TrainsResumesExactlyAndRuns) {
@@ -103,6 +104,19 @@ TEST(TrainCli, TrainsResumesExactlyAndRuns) {
       testing::run_cli("run " + full.string() + " --inputs " + f.eval.string());
   EXPECT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("logits"), std::string::npos) << run.output;
+}
+
+TEST(TrainCli, StaticBatchDropsThePartialBatch) {
+  const Fixture f = make_fixture("train_cli_static", true, 8);
+  const fs::path out = f.dir / "out";
+  const testing::CliResult r = testing::run_cli(train_args(f, out, 2));
+  ASSERT_EQ(r.status, 0) << r.output;
+  // 20 samples: two full batches of 8 per epoch, the last 4 dropped.
+  const TensorMap c = read_safetensors((out / "checkpoint.safetensors").string());
+  EXPECT_EQ(c.at("optim::step").item_as_double(0), 4);
+  const testing::CliResult bad = testing::run_cli(train_args(f, out, 1, 4));
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_NE(bad.output.find("static batch dim 8; pass --batch 8"), std::string::npos) << bad.output;
 }
 
 TEST(TrainCli, ClearErrors) {
