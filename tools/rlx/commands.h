@@ -19,6 +19,7 @@ void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_coreml_run_command(CLI::App& app);
 void add_grad_command(CLI::App& app);
+void add_train_command(CLI::App& app);
 
 // Optimization-pipeline flags shared by run and inspect (pass_flags.cc).
 struct PassFlags {

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   rlx::cli::add_generate_command(app);
   rlx::cli::add_coreml_run_command(app);
   rlx::cli::add_grad_command(app);
+  rlx::cli::add_train_command(app);
   rlx::cli::add_version_command(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,197 @@
+// Training: optimizers with torch.optim's update formulas, learning-rate
+// schedules, global grad-norm clipping, and a Trainer that turns a model whose
+// graph has a `loss` output into one compiled forward+backward step.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rlx/io.h"
+#include "rlx/model.h"
+#include "rlx/runtime.h"
+
+namespace rlx::train {
+
+// ---- optimizers -------------------------------------------------------------
+
+enum class OptimizerKind { sgd, adam, adamw, lion };
+// "sgd" | "adam" | "adamw" | "lion"; throws rlx::Error listing them otherwise.
+OptimizerKind parse_optimizer(std::string_view name);
+const char* optimizer_name(OptimizerKind kind);
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::sgd;
+  double momentum = 0, dampening = 0;  // sgd
+  bool nesterov = false;               // sgd: needs momentum > 0 and dampening 0 (as torch)
+  // sgd/adam: L2 added to the gradient; adamw/lion: decoupled, p *= 1 - lr * wd.
+  double weight_decay = 0;
+  double beta1 = 0.9, beta2 = 0.999;  // adam/adamw; lion's defaults are 0.9, 0.99
+  double eps = 1e-8;                  // adam/adamw
+};
+
+// Per-parameter state plus a step count, updated in place. Formulas are those
+// of torch.optim (1.13) SGD, Adam and AdamW (amsgrad off), and of the Lion
+// paper (Chen et al. 2023; lion-pytorch): one fused pass over param, grad and
+// state per tensor, split over the thread pool for large tensors.
+class Optimizer {
+ public:
+  explicit Optimizer(OptimizerOptions options);
+  const OptimizerOptions& options() const { return options_; }
+
+  // One update of every param in `params` (f32, contiguous, owned: updated in
+  // place) with grads[name] * grad_scale (the clipping factor) at learning
+  // rate `lr`. Every param needs a grad of its dims.
+  void step(TensorMap& params, const TensorMap& grads, double lr, double grad_scale = 1);
+  int64_t steps() const { return steps_; }
+
+  // Checkpointing: "optim::step" (i64 scalar) and "optim::<buffer>::<param>"
+  // (momentum_buffer, exp_avg, exp_avg_sq), named as torch's state_dict names them.
+  TensorMap state() const;
+  // Restores what state() returned (other keys are ignored); throws when a
+  // buffer's dims differ from the param it belongs to.
+  void load_state(const TensorMap& state, const TensorMap& params);
+
+ private:
+  OptimizerOptions options_;
+  int64_t steps_ = 0;
+  std::map<std::string, std::map<std::string, Tensor>> state_;  // buffer -> param -> tensor
+  Tensor& buffer(const std::string& kind, const std::string& param, const Dims& dims);
+};
+
+inline constexpr const char* kOptimPrefix = "optim::";
+
+// ---- learning-rate schedules --------------------------------------------------
+
+enum class ScheduleKind { constant, step, cosine };
+ScheduleKind parse_schedule(std::string_view name);  // "constant" | "step" | "cosine"
+const char* schedule_name(ScheduleKind kind);
+
+struct ScheduleOptions {
+  ScheduleKind kind = ScheduleKind::constant;
+  double lr = 1e-3;         // the base learning rate
+  int64_t warmup = 0;       // steps of linear warmup from lr/warmup up to lr
+  int64_t step_size = 1;    // step: multiply by gamma every step_size steps (torch StepLR)
+  double gamma = 0.1;       // step
+  int64_t total_steps = 0;  // cosine: steps over which lr falls to min_lr (warmup included)
+  double min_lr = 0;        // cosine: torch CosineAnnealingLR's eta_min
+};
+
+// The learning rate of update number `step` (0-based). During warmup it is
+// lr * (step + 1) / warmup; after it, the schedule runs on step - warmup:
+// constant lr; step lr * gamma^floor(t / step_size); cosine
+// min_lr + (lr - min_lr) * (1 + cos(pi * t / (total_steps - warmup))) / 2,
+// held at min_lr past the end (torch's closed forms).
+double learning_rate(const ScheduleOptions& s, int64_t step);
+
+// ---- gradient clipping ---------------------------------------------------------
+
+// The global 2-norm of all grads together (torch.nn.utils.clip_grad_norm_'s
+// total_norm), and the factor the grads are to be multiplied by:
+// min(1, max_norm / (norm + 1e-6)); max_norm <= 0 means no clipping (factor 1).
+struct ClipResult {
+  double norm = 0, scale = 1;
+};
+ClipResult clip_grad_norm(const TensorMap& grads, double max_norm);
+
+// ---- Trainer --------------------------------------------------------------------
+
+struct TrainerOptions {
+  OptimizerOptions optimizer;
+  ScheduleOptions schedule;
+  double clip_norm = 0;  // > 0: global grad-norm clipping
+  CompileOptions compile;
+  // Called after backward with every trained param's gradient (by param name,
+  // writable in place), before clipping and the update: data-parallel
+  // training averages them across processes here.
+  std::function<void(TensorMap& grads)> on_gradients;
+};
+
+// Graph outputs named update::<buffer> are the new values of non-trainable
+// buffers (BatchNorm running statistics); the Trainer copies them into the
+// buffer after each step. An i64 scalar input named rlx::step, when the graph
+// declares one, is fed the number of the current step (seeded dropout).
+inline constexpr const char* kUpdatePrefix = "update::";
+inline constexpr const char* kStepInput = "rlx::step";
+inline constexpr const char* kLossOutput = "loss";
+
+// Trains a model whose graph has an output named `loss` (a float of one
+// element); other outputs are allowed. Every float param not in
+// Model::non_trainable is trained (they must be f32). Params become graph
+// inputs of the compiled step, so passes never fold a weight that changes
+// every step. Graphs with symbolic dims are specialized per batch shape (one
+// compiled step per distinct shape, cached).
+class Trainer {
+ public:
+  // Throws rlx::Error when the graph has no `loss` output, the loss is not one
+  // float element, or no param is trainable.
+  Trainer(Model model, TrainerOptions options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Forward + backward on `batch` (every graph input but rlx::step, by name;
+  // nothing else), clipping, one optimizer update, buffer updates. Returns
+  // the loss (of the weights before the update).
+  float step(const TensorMap& batch);
+  // The forward graph on `batch` with the current weights: every output but
+  // the update:: ones. Changes nothing.
+  TensorMap evaluate(const TensorMap& batch);
+
+  // The last step's outputs other than gradients and buffer updates (loss,
+  // logits, ...), owned copies.
+  const TensorMap& last_outputs() const { return last_outputs_; }
+  double last_grad_norm() const { return last_norm_; }
+  double last_lr() const { return last_lr_; }
+  int64_t step_count() const { return optimizer_.steps(); }
+  const std::vector<std::string>& trainable() const { return trainable_; }
+  const std::vector<std::string>& data_inputs() const { return data_inputs_; }
+  const Model& model() const { return model_; }
+  // Replaces the schedule (the CLI knows steps per epoch only after reading data).
+  void set_schedule(const ScheduleOptions& s) { options_.schedule = s; }
+  // Every weight of the model, the trained ones with their current values.
+  TensorMap weights() const;
+
+  // Weights, optimizer state ("optim::..."), by name; load_state restores
+  // them (the step count with the optimizer's).
+  TensorMap state() const;
+  void load_state(const TensorMap& state);
+  // The model's graph and current weights as an rlx model directory
+  // (model.rlx.json + weights.safetensors), loadable by load_model / rlx run.
+  void save(const std::string& dir) const;
+
+ private:
+  struct Compiled;
+  Compiled& compiled(const TensorMap& feed, bool train);
+  TensorMap feed_for(const TensorMap& batch) const;
+
+  Model model_;
+  TrainerOptions options_;
+  Optimizer optimizer_;
+  std::vector<std::string> trainable_, data_inputs_, updated_;
+  TensorMap params_;   // trained params: owned f32 copies, updated in place
+  TensorMap buffers_;  // buffers with update:: outputs: owned copies
+  bool has_step_input_ = false;
+  std::map<std::string, std::unique_ptr<Compiled>> cache_;  // "train|dims..." -> step
+  TensorMap last_outputs_;
+  double last_norm_ = 0, last_lr_ = 0;
+};
+
+// ---- training curves -------------------------------------------------------------
+
+// A named series of (x, y) points for write_curves_svg; `axis` picks the panel
+// ("loss" or "accuracy": one panel per distinct axis, left to right).
+struct Curve {
+  std::string name, axis;
+  std::vector<double> x, y;
+  double width = 2;    // stroke width
+  bool points = true;  // mark each point (only drawn for curves of <= 64 points)
+};
+// A self-contained SVG plot (axes, ticks, a legend per panel), written atomically.
+void write_curves_svg(const std::string& path, const std::vector<Curve>& curves,
+                      const std::string& title);
+std::string curves_svg(const std::vector<Curve>& curves, const std::string& title);
+
+}  // namespace rlx::train
