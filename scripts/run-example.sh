@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job, in two parts:
 # 1. build a small MLP with the C++ builder, show it with `rlx inspect`, run it with `rlx run`;
-# 2. a real model end to end: a small CNN trained by PyTorch on sklearn's
-#    handwritten digits, exported with rlx_torch, verified against PyTorch and
-#    run by rlx on the held-out digits (accuracy, agreement, latency ratio).
+# 2. training in rlx: a small CNN for sklearn's handwritten digits, defined in
+#    PyTorch and exported with rlx_torch (train=True), trained by `rlx train`,
+#    then run by rlx on the held-out digits (accuracy, agreement with PyTorch
+#    running the same weights, latency ratio) and exported to CoreML.
 set -euo pipefail
 build=${1:-build}
 threads=${RLX_THREADS:-$(nproc)}
@@ -23,19 +24,32 @@ echo "== rlx run $out --inputs $out/inputs.safetensors --out $out/outputs.safete
 py=/usr/bin/python3
 export OMP_WAIT_POLICY=PASSIVE
 d=out/digits
+rm -rf "$d"
 mkdir -p "$d"
 echo
-echo "== digits: train a small CNN with PyTorch on sklearn's handwritten digits, export with rlx_torch"
-PYTHONPATH=python "$py" examples/digits/digits.py train "$d" --threads "$threads"
+echo "== digits: export the untrained CNN from PyTorch (train=True: loss output, BatchNorm in training form)"
+PYTHONPATH=python "$py" examples/digits/digits.py prepare "$d"
 echo
-echo "== rlx verify $d/model (held-out batch vs PyTorch eager)"
-"$build/rlx" verify "$d/model" --threads "$threads"
+echo "== rlx train $d/train_model --optimizer adam --lr 3e-3 --epochs 8 --batch 64"
+"$build/rlx" train "$d/train_model" --data "$d/train.safetensors" --eval "$d/eval.safetensors" \
+  --optimizer adam --lr 3e-3 --epochs 8 --batch 64 --seed 0 --threads "$threads" --out "$d/trained"
+echo "loss and accuracy curves: $d/trained/curves.svg"
 echo
-echo "== rlx run $d/model --inputs $d/heldout.safetensors --bench 50 --threads $threads"
-log=$("$build/rlx" run "$d/model" --inputs "$d/heldout.safetensors" --out "$d/rlx_out.safetensors" \
-  --bench 50 --threads "$threads")
+echo "== the inference graph with the trained weights; PyTorch runs the same weights"
+PYTHONPATH=python "$py" examples/digits/digits.py assemble "$d" "$d/trained" --threads "$threads"
+echo
+echo "== rlx run $d/trained_model --inputs $d/heldout.safetensors --bench 50 --threads $threads"
+log=$("$build/rlx" run "$d/trained_model" --inputs "$d/heldout.safetensors" \
+  --out "$d/rlx_out.safetensors" --bench 50 --threads "$threads")
 echo "$log"
 rlx_ms=$(echo "$log" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
 echo
+echo "== CoreML: rlx compile --target coreml, rlx coreml-check, rlx coreml-run"
+"$build/rlx" compile "$d/trained_model" --target coreml -o "$d/digits.mlpackage"
+"$build/rlx" coreml-check "$d/digits.mlpackage"
+"$build/rlx" coreml-run "$d/digits.mlpackage" --inputs "$d/heldout.safetensors" \
+  --out "$d/coreml_out.safetensors" > /dev/null
+echo
 echo "== digits results"
-PYTHONPATH=python "$py" examples/digits/digits.py report "$d" "$d/rlx_out.safetensors" "$rlx_ms"
+PYTHONPATH=python "$py" examples/digits/digits.py report "$d" "$d/rlx_out.safetensors" "$rlx_ms" \
+  "$d/coreml_out.safetensors"
