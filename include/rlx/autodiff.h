@@ -48,12 +48,15 @@ struct GradientGraphOptions {
   // Param names that get no gradient (PyTorch buffers and constants:
   // Model::non_trainable). Every other float param and every float input gets one.
   std::set<std::string> non_trainable;
-  // false: the graph must have exactly one float output of one element, the
-  // loss. true: the cotangent of each float output is a new input of the
-  // output's shape (GradientGraph::cotangents names it).
+  // false: the loss is the output named kLossOutput (a train=True torch export:
+  // its other outputs, logits and buffer updates, ride along), or else the
+  // graph's only float output, of one element. true: the cotangent of each
+  // float output is a new input of the output's shape (GradientGraph::cotangents
+  // names it).
   bool cotangents = false;
 };
 inline constexpr const char* kGradPrefix = "grad::";
+inline constexpr const char* kLossOutput = "loss";
 
 struct GradientGraph {
   // The model's outputs, then one output kGradPrefix + name per gradient.

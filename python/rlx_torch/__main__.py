@@ -3,6 +3,10 @@
 FACTORY is called with no arguments and returns (model, example_inputs) or
 (model, example_inputs, dynamic). example_inputs takes the forms documented
 in rlx_torch.split_example_inputs.
+
+With --train, FACTORY returns (model, example_inputs, target[, loss_fn]) and
+the export is a training step's forward (rlx_torch.export(train=True)): the
+loss is loss_fn, else --loss (torch.nn.functional.<name>).
 """
 import argparse
 import collections
@@ -38,9 +42,24 @@ def main(argv=None):
     p.add_argument("--name", default=None, help="model_name (default: the factory name)")
     p.add_argument("--dynamic", default=None,
                    help='JSON {input index or id: {dim: symbol}}, e.g. \'{"0": {"0": 0}}\'')
+    p.add_argument("--train", action="store_true",
+                   help="export the training forward: loss, logits, BatchNorm updates")
+    p.add_argument("--loss", default="cross_entropy",
+                   help="with --train: torch.nn.functional loss when FACTORY gives none")
     a = p.parse_args(argv)
     factory, fname = _load_factory(a.target)
     made = factory()
+    train = {}
+    if a.train:
+        if not isinstance(made, tuple) or len(made) not in (3, 4):
+            raise SystemExit("with --train, FACTORY must return (model, example_inputs, target"
+                             "[, loss_fn])")
+        import torch.nn.functional as F
+        loss_fn = made[3] if len(made) == 4 else getattr(F, a.loss, None)
+        if loss_fn is None:
+            raise SystemExit(f"--loss: torch.nn.functional has no {a.loss!r}")
+        train = {"train": True, "target": made[2], "loss_fn": loss_fn}
+        made = made[:2]
     if not isinstance(made, tuple) or len(made) not in (2, 3):
         raise SystemExit("FACTORY must return (model, example_inputs[, dynamic])")
     model, example = made[0], made[1]
@@ -49,7 +68,7 @@ def main(argv=None):
         dynamic = {(int(k) if k.lstrip("-").isdigit() else k): v
                    for k, v in json.loads(a.dynamic).items()}
     doc = export(model, example, a.out, decomposition=a.decomposition, dynamic=dynamic,
-                 name=a.name or fname)
+                 name=a.name or fname, **train)
     ops = collections.Counter(n["op"] for n in doc["nodes"])
     print(f"wrote {a.out}: {len(doc['inputs'])} inputs, {len(doc['weights'])} weights, "
           f"{len(doc['nodes'])} nodes, {len(doc['outputs'])} outputs")

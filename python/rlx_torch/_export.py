@@ -12,7 +12,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import _safetensors as st
-from . import _trace
+from . import _trace, _train
 
 VERSION = "0.1"
 
@@ -275,32 +275,53 @@ def _spec_json(spec, counter):
 
 
 def export(model, example_inputs, out_dir, decomposition="high", dynamic=None, name=None,
-           kwargs=None, atol=1e-3):
+           kwargs=None, atol=1e-3, train=False, loss_fn=None, target=None, dropout_seed=0):
     """Export `model` to `out_dir` (torch-ir.json, weights/reference.safetensors).
 
     example_inputs: see split_example_inputs. dynamic: {input index or id:
     {dim: symbol}}. Returns the json document (a dict).
+
+    train=True exports a training step's forward instead of inference (see
+    _train.py): the model in train mode, loss_fn(output, target) as output
+    `loss`, inputs `target` (example: `target=`) and `rlx::step`, dropout as
+    rlx's seeded dropout (seeds dropout_seed, dropout_seed + 1, ...).
     """
     args, kw = split_example_inputs(example_inputs, kwargs)
+    train_fwd = None
+    if train:
+        kw = _train.example_kwargs(kw, target)
+        train_fwd = _train.make_forward(loss_fn, dropout_seed)
+    elif loss_fn is not None or target is not None:
+        raise ValueError("loss_fn and target are for train=True exports")
     was_training = model.training
-    model.eval()
+    model.train(bool(train))
     try:
-        return _export(model, args, kw, out_dir, decomposition, dynamic, name, atol)
+        return _export(model, args, kw, out_dir, decomposition, dynamic, name, atol, train_fwd)
     finally:
         model.train(was_training)
 
 
-def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol):
+def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol, train_fwd=None):
     inp = _Inputs(model, args, kw)
-    with torch.no_grad():
-        ea, ek = inp.rebuild([t.clone() for t in inp.tensors])
-        eager = model(*ea, **ek)
-    eager_leaves, _ = pytree.tree_flatten(eager)
+    if train_fwd:
+        inp.ids[-1] = _train.STEP
+    if not train_fwd:
+        with torch.no_grad():
+            ea, ek = inp.rebuild([t.clone() for t in inp.tensors])
+            eager = model(*ea, **ek)
+        eager_leaves, _ = pytree.tree_flatten(eager)
 
-    traced, aliases = _trace.trace(model, [t.clone() for t in inp.tensors], inp.rebuild,
-                                   decomposition)
+    traced, aliases = _trace.trace(
+        model, [t.clone() for t in inp.tensors], inp.rebuild, decomposition, forward=train_fwd,
+        extra_decomp=_train.batch_norm_decompositions() if train_fwd else None)
     gm = traced.gm
     notes = list(traced.notes)
+    out_names = None
+    if train_fwd:
+        updates = _train.take_buffer_updates(gm, traced.roles)
+        ea, ek = inp.rebuild([t.clone() for t in inp.tensors])
+        eager_leaves, n_model = _train.eager(model, train_fwd, ea, ek, updates)
+        out_names = _train.output_names(n_model, updates)
     _clean_graph(gm, notes)
 
     # Run the final graph once on the example values: gives every node's
@@ -331,7 +352,9 @@ def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol):
     # Inputs first so that they keep their signature names.
     for ph, (role, info) in zip(phs, traced.roles):
         if role == "input":
-            ids[ph] = unique(inp.ids[info])
+            # rlx::step keeps its "::" (the trainer's convention); the rest are identifiers.
+            ids[ph] = inp.ids[info] if inp.ids[info] == _train.STEP else unique(inp.ids[info])
+            used.add(ids[ph])
             t = inp.tensors[info]
             inputs_json.append({"id": ids[ph], "shape": list(t.shape),
                                 "dtype": dtype_token(t.dtype), "dynamic": dyn[info]})
@@ -379,6 +402,8 @@ def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol):
             outputs_json.append({"ref": ids[o], **enc.meta(v)})
         else:
             outputs_json.append({"const": enc.arg(v)})
+    if out_names:  # train=True: named outputs (loss, logits, update::<buffer>)
+        outputs_json = [{"name": nm, **o} for nm, o in zip(out_names, outputs_json)]
 
     # The traced graph must reproduce eager: catches tracing problems early.
     max_err = 0.0
@@ -411,6 +436,7 @@ def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol):
             "weight_aliases": aliases,
             "graph_vs_eager_max_abs_err": max_err,
             "notes": notes,
+            **({"train": {"target": _train.TARGET, "step": _train.STEP}} if train_fwd else {}),
         },
     }
     os.makedirs(out_dir, exist_ok=True)
@@ -422,6 +448,6 @@ def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol):
         ref["in::" + j["id"]] = t
     for i, e in enumerate(eager_leaves):
         if isinstance(e, torch.Tensor):
-            ref[f"out::{i}"] = e
+            ref[f"out::{out_names[i] if out_names else i}"] = e
     st.save_file(ref, os.path.join(out_dir, "reference.safetensors"))
     return doc

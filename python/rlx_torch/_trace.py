@@ -97,10 +97,17 @@ def decomposition_table_113(level):
     return table
 
 
-def trace(model, tensor_inputs, rebuild, level):
-    """tensor_inputs: flat list of example tensors; rebuild(flat) -> (args, kwargs)."""
+def trace(model, tensor_inputs, rebuild, level, forward=None, extra_decomp=None):
+    """tensor_inputs: flat list of example tensors; rebuild(flat) -> (args, kwargs).
+
+    forward(run, args, kwargs), when given, replaces run(*args, **kwargs) (run
+    calls the model) and extra_decomp adds decompositions: a train=True export
+    uses both, and always the make_fx path.
+    """
     if level not in LEVELS:
         raise ValueError(f"decomposition must be one of {LEVELS}, got {level!r}")
+    if forward is not None:
+        return _trace_make_fx(model, tensor_inputs, rebuild, level, forward, extra_decomp)
     if torch_version() >= (2, 1):
         try:
             import torch.export  # noqa: F401
@@ -132,7 +139,7 @@ def _named_state(model):
     return state, aliases
 
 
-def _trace_make_fx(model, tensor_inputs, rebuild, level):
+def _trace_make_fx(model, tensor_inputs, rebuild, level, forward=None, extra_decomp=None):
     from functorch import functionalize
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.utils.stateless import functional_call
@@ -147,18 +154,23 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level):
         pb = dict(zip(names, flat[:nw]))
         # Tied weights: every alias must be swapped too, or it is baked in.
         pb.update({a: pb[b] for a, b in aliases.items()})
-        out = functional_call(model, pb, tuple(args), kwargs)
+        def run(*a, **k):
+            return functional_call(model, pb, a, k)
+        out = forward(run, args, kwargs) if forward else run(*args, **kwargs)
         leaves, spec = pytree.tree_flatten(out)
         out_spec[:] = [spec]
         return leaves
 
     # Real-mode tracing runs the ops: clone buffers so that a forward which
-    # mutates one cannot change the model.
+    # mutates one (train-mode batch norm) changes neither the model nor the
+    # values returned (the weights written and the graph's check run).
     values = [t.detach() if kind == "param" else t.detach().clone() for _, t, kind in state]
     values += list(tensor_inputs)
+    scratch = [v.clone() if kind != "param" else v for v, (_, _, kind) in zip(values, state)]
+    scratch += values[nw:]
+    table = {**decomposition_table_113(level), **(extra_decomp or {})}
     with torch.no_grad():
-        gm = make_fx(functionalize(fn), decomposition_table=decomposition_table_113(level),
-                     tracing_mode="real")(*values)
+        gm = make_fx(functionalize(fn), decomposition_table=table, tracing_mode="real")(*scratch)
     roles = [(kind, name) for name, _, kind in state]
     roles += [("input", i) for i in range(len(tensor_inputs))]
     notes = []

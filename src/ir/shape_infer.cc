@@ -880,6 +880,16 @@ Shape infer_softmax_ce_grad(const Node& n, const In& in) {
   return *in[0];
 }
 
+Shape infer_dropout(const Node& n, const In& in) {
+  const double p = n.attrs_as<DropoutAttrs>().p;
+  RLX_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
+  RLX_CHECK(is_float(in[0]->dtype), "dropout: x must be floating point, got ", in[0]->str());
+  const Shape& step = *in[1];
+  RLX_CHECK(step.rank() == 0 && (step.dtype == DType::I64 || step.dtype == DType::I32),
+            "dropout: step must be an integer scalar, got ", step.str());
+  return *in[0];
+}
+
 }  // namespace
 
 namespace {

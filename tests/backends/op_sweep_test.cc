@@ -113,6 +113,7 @@ std::vector<Sample> samples() {
       {Op::ActivationGrad, {x, x}, {{"kind", std::string("elu")}, {"alpha", 0.5}}},
       {Op::SoftmaxCrossEntropy, {f32({3, 4}), idx({3}, 3)}, {}},
       {Op::SoftmaxCrossEntropyGrad, {f32({3, 4}), idx({3}, 3), f32({})}, {}},
+      {Op::Dropout, {f32({3, 4}), idx({}, 9)}, {{"p", 0.25}, {"seed", 7}}},
   };
   // Whole families with no attributes (or only defaults) take one input
   // shape each; positive values keep log/sqrt/pow/mod well defined.

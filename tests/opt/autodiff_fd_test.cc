@@ -344,6 +344,10 @@ std::vector<Case> cases() {
       {Op::SoftmaxCrossEntropy,
        {f({3, 4}, -2, 2), idx({3}, 0, 3)},
        {{"reduction", std::string("none")}}},
+
+      // ---- random: linear in x for a fixed (seed, step); the vjp redraws the same mask
+      {Op::Dropout, {f({4, 5}), idx({}, 0, 9)}, {{"p", 0.5}, {"seed", 3}}},
+      {Op::Dropout, {f({2, 3, 4}), idx({}, 0, 9)}, {{"p", 0.1}, {"seed", 11}}},
   };
   return c;
 }

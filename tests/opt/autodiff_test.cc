@@ -177,9 +177,21 @@ TEST(Autodiff, GradientGraphNamesEveryTrainedLeaf) {
   g.input("cotangent_out__1", Shape(Dims{1}, DType::F32));  // taken: the next free name
   const GradientGraph two = gradient_graph(g, o);
   EXPECT_EQ(two.cotangents.at("out::1"), "cotangent_out__1_2");
-  const std::string e = error_of([&] { gradient_graph(g); });
+  // Without cotangents the output named "loss" is the loss; the others ride along
+  // (a train=True torch export's logits and buffer updates).
+  const GradientGraph named = gradient_graph(g);
+  EXPECT_EQ(named.graph.outputs()[0].name, "loss");
+  EXPECT_EQ(named.graph.outputs()[1].name, "out::1");
+  EXPECT_EQ(named.grads[1], "grad::w");
+  // No output named loss: it must be the only float output.
+  Graph g2;
+  Builder b2(g2);
+  const NodeId x2 = b2.input("x", Shape(Dims{2, 3}, DType::F32));
+  g2.add_output("l", b2.reduce(Op::ReduceSum, x2, {}));
+  g2.add_output("out::1", x2);
+  const std::string e = error_of([&] { gradient_graph(g2); });
   EXPECT_NE(e.find("exactly one scalar float output"), std::string::npos) << e;
-  EXPECT_NE(e.find("loss [] f32, out::1 [2,3] f32"), std::string::npos) << e;
+  EXPECT_NE(e.find("l [] f32, out::1 [2,3] f32"), std::string::npos) << e;
 }
 
 TEST(Autodiff, EveryOpIsInTheTable) {

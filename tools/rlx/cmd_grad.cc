@@ -97,7 +97,8 @@ void add_grad_command(CLI::App& app) {
   cmd->add_option("-i,--inputs", o->inputs, "Inputs by name (safetensors)")->required();
   cmd->add_option("--cotangents", o->cotangents,
                   "Cotangents by output name (safetensors): the gradient of sum_o <ct_o, o>. "
-                  "Without it the model must have exactly one scalar output, the loss");
+                  "Without it the loss is the output named loss (train=True exports) or the "
+                  "model's only scalar output");
   cmd->add_option("-o,--out", o->out, "Write the gradients to this safetensors file")->required();
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);

@@ -58,8 +58,9 @@ int verify(const VerifyOptions& o) {
   bool ok = true;
   std::printf("%-10s %-20s %12s %12s  %s\n", "output", "shape", "max|err|", "cosine", "result");
   for (const auto& [name, got] : outputs) {
-    std::string index = name.substr(name.find("::") + 2);
-    auto it = ref.find("out::" + index);
+    // Unnamed outputs are out::<i> already; named ones (train=True: loss, logits,
+    // update::<buffer>) are stored as out::<name>.
+    auto it = ref.find(name.rfind("out::", 0) == 0 ? name : "out::" + name);
     RLX_CHECK(it != ref.end(), ref_path, ": no reference for output ", name);
     const Tensor& want = it->second;
     bool pass = got.dims() == want.dims();

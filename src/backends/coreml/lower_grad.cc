@@ -341,6 +341,18 @@ Val lower_softmax_ce_grad(Lowering& L, const Node& n) {
   return L.b.op("mul", {{"x", diff}, {"y", L.reshape(w, {-1, 1}, h + "_w")}}, L.type_of(n), h);
 }
 
+// MIL's random ops take a constant seed and keep no counter, and MIL has no 64-bit integer or
+// bitwise ops to compute the CPU kernel's hash of (seed, step, index): a lowering could not give
+// the same mask as the CPU reference, nor the same mask to the forward and its vjp. So only
+// p = 0 (the identity) lowers; anything else fails at export, naming the node. Inference exports
+// never meet this: eval mode has no dropout node.
+Val lower_dropout(Lowering& L, const Node& n) {
+  RLX_CHECK(n.attrs_as<DropoutAttrs>().p == 0, "coreml: ", L.hint(n),
+            ": dropout with p > 0 has no MIL form (MIL has no counter-based RNG); export the "
+            "model in eval mode, where dropout is the identity");
+  return L.b.op("identity", {{"x", L.in(n, 0)}}, L.type_of(n), L.hint(n));
+}
+
 }  // namespace
 
 void register_grad(LowerTable& t) {
@@ -351,6 +363,7 @@ void register_grad(LowerTable& t) {
   set(Op::ActivationGrad, lower_activation_grad);
   set(Op::SoftmaxCrossEntropy, lower_softmax_ce);
   set(Op::SoftmaxCrossEntropyGrad, lower_softmax_ce_grad);
+  set(Op::Dropout, lower_dropout);
 }
 
 }  // namespace rlx::coreml

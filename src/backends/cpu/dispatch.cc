@@ -85,6 +85,7 @@ KernelEntry kernel_for(Op op) {
     case Op::ActivationGrad: return {activation_grad, f32};
     case Op::SoftmaxCrossEntropy: return {softmax_cross_entropy, f32};
     case Op::SoftmaxCrossEntropyGrad: return {softmax_cross_entropy_grad, f32};
+    case Op::Dropout: return {dropout, f32};
   }
   // clang-format on
   return {};

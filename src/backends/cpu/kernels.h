@@ -81,5 +81,7 @@ void group_norm_grad(const KernelCall& c);
 void activation_grad(const KernelCall& c);
 void softmax_cross_entropy(const KernelCall& c);
 void softmax_cross_entropy_grad(const KernelCall& c);
+// dropout.cc
+void dropout(const KernelCall& c);
 
 }  // namespace rlx::cpu

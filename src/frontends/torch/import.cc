@@ -186,7 +186,8 @@ Model import_torch_export(const std::string& dir_path) {
   }
   for (size_t i = 0; i < doc.outputs.size(); ++i) {
     const auto& o = doc.outputs[i];
-    std::string name = "out::" + std::to_string(i);
+    // Training exports name theirs (loss, logits, update::<buffer>); see rlx_torch train=True.
+    std::string name = o.name.empty() ? "out::" + std::to_string(i) : o.name;
     if (o.ref) {
       auto it = env.find(*o.ref);
       RLX_CHECK(it != env.end() && it->second.kind == Value::Tensor, json_file.string(),

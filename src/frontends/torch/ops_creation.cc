@@ -65,6 +65,12 @@ void register_creation(Registry& r) {
   });
   for (const char* op : {"aten._to_copy", "aten.to", "aten.type_as", "prims.convert_element_type"})
     r.add(op, to_dtype);
+  // rlx_torch's training-mode dropout: rlx::dropout(x, step, p, seed), the same hash as
+  // Op::Dropout.
+  r.add("rlx.dropout", [](LowerCtx& c) {
+    return Value::tensor(c.b.op(Op::Dropout, {c.tensor(0, "x"), c.tensor(1, "step")},
+                                {{"p", c.f(2, "p")}, {"seed", c.i(3, "seed")}}));
+  });
   r.add("aten.native_dropout", [](LowerCtx& c) {
     // Inference: identity, and an all-true mask.
     Value v;

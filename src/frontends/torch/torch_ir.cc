@@ -247,6 +247,7 @@ Document parse(const std::string& text, const std::string& source) {
     for (const auto& j : array_of(doc.at("outputs"), "\"outputs\"")) {
       OutputRef o;
       if (j.contains("ref")) o.ref = j["ref"].get<std::string>();
+      if (j.contains("name")) o.name = j["name"].get<std::string>();
       if (j.contains("const")) o.constant = parse_arg(j["const"]);
       RLX_CHECK(o.ref || o.constant, "an output needs \"ref\" or \"const\"");
       d.outputs.push_back(std::move(o));

@@ -55,6 +55,7 @@ struct Node {
 };
 
 struct OutputRef {
+  std::string name;  // optional; empty: the importer names it out::<index>
   std::optional<std::string> ref;
   std::optional<Arg> constant;
 };

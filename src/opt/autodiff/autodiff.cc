@@ -164,12 +164,18 @@ GradientGraph gradient_graph(Graph g, const GradientGraphOptions& options) {
               listing.empty() ? "none" : listing);
     grads = vjp(g, outs, cts, wrt);
   } else {
-    RLX_CHECK(
-        outs.size() == 1 && g.node(outs[0]).shape.is_static() && g.node(outs[0]).shape.numel() == 1,
-        "gradients without cotangents need exactly one scalar float output (the loss); the "
-        "graph has ",
-        listing.empty() ? "none" : listing, ": give a cotangent per output instead");
-    grads = grad(g, outs[0], wrt);
+    NodeId loss = -1;
+    for (const auto& o : g.outputs())
+      if (o.name == kLossOutput) loss = o.node;
+    if (loss < 0) {
+      RLX_CHECK(outs.size() == 1 && g.node(outs[0]).shape.is_static() &&
+                    g.node(outs[0]).shape.numel() == 1,
+                "gradients without cotangents need exactly one scalar float output or one "
+                "named 'loss'; the graph has ",
+                listing.empty() ? "none" : listing, ": give a cotangent per output instead");
+      loss = outs[0];
+    }
+    grads = grad(g, loss, wrt);
   }
   for (size_t i = 0; i < wrt.size(); ++i) {
     r.grads.push_back(kGradPrefix + names[i]);

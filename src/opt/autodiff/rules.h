@@ -92,5 +92,6 @@ void vjp_layer_norm_2d(VjpCall&);
 void vjp_attention(VjpCall&);
 void vjp_rope(VjpCall&);
 void vjp_softmax_cross_entropy(VjpCall&);
+void vjp_dropout(VjpCall&);  // the same mask (same seed and step) on the cotangent
 
 }  // namespace rlx::opt::ad

@@ -171,4 +171,10 @@ void vjp_softmax_cross_entropy(VjpCall& c) {
                    c.n.attrs_as<CrossEntropyAttrs>());
 }
 
+// y = x * mask / (1 - p) is linear in x: dx = dropout(dy) with the node's seed and step draws
+// the very same mask (a hash of seed, step and index), so nothing is saved for backward.
+void vjp_dropout(VjpCall& c) {
+  c.dx[0] = c.e.op(Op::Dropout, {c.grad(), c.in(1)}, c.n.attrs_as<DropoutAttrs>());
+}
+
 }  // namespace rlx::opt::ad

@@ -199,6 +199,8 @@ VjpEntry vjp_entry(Op op) {
       return gap(kSecondOrder);
     case Op::SoftmaxCrossEntropy:
       return rule(vjp_softmax_cross_entropy);
+    case Op::Dropout:
+      return rule(vjp_dropout);
   }
   return gap("unknown op id");
 }
