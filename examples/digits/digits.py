@@ -5,7 +5,7 @@ trained by `rlx train`, then run by rlx, checked against PyTorch running the
 same trained weights, and exported to CoreML.
 
   digits.py prepare OUT           the untrained CNN exported twice: OUT/train_model
-                                  (train=True, loss output) and OUT/model (inference);
+                                  (train=True, loss output, batch 64) and OUT/model;
                                   OUT/train.safetensors, OUT/eval.safetensors (x, target),
                                   OUT/heldout.safetensors (x), OUT/labels.safetensors
   digits.py assemble OUT TRAINED [--threads T]
@@ -64,9 +64,10 @@ def prepare(out):
     torch.manual_seed(0)
     xtr, ytr, xte, yte = load()
     model = DigitsCNN()
-    batch = {0: {0: 0}, "target": {0: 0}}  # symbolic batch: the last partial batch trains too
+    # A static batch of 64 (train-mode BatchNorm's variance does not import
+    # with a symbolic batch yet): rlx train drops each epoch's partial batch.
     rlx_torch.export(model, (xtr[:64],), os.path.join(out, "train_model"), name="digits_cnn_train",
-                     train=True, loss_fn=F.cross_entropy, target=ytr[:64], dynamic=batch)
+                     train=True, loss_fn=F.cross_entropy, target=ytr[:64])
     rlx_torch.export(model.eval(), (xte,), os.path.join(out, "model"), name="digits_cnn")
     st.save_file({"x": xtr.contiguous(), "target": ytr}, os.path.join(out, "train.safetensors"))
     st.save_file({"x": xte.contiguous(), "target": yte}, os.path.join(out, "eval.safetensors"))
