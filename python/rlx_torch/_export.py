@@ -304,8 +304,8 @@ def export(model, example_inputs, out_dir, decomposition="high", dynamic=None, n
 def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol, train_fwd=None):
     inp = _Inputs(model, args, kw)
     if train_fwd:
-        inp.ids[-1] = _train.STEP
-    if not train_fwd:
+        inp.ids[-1] = _train.STEP  # the eager reference comes after tracing (_train.eager)
+    else:
         with torch.no_grad():
             ea, ek = inp.rebuild([t.clone() for t in inp.tensors])
             eager = model(*ea, **ek)
