@@ -200,6 +200,10 @@ std::string to_json(const Graph& g) {
   return doc.dump(1);
 }
 
+// No loaded graph has more nodes (README, "Limits"): a bound far above real
+// models that stops a file from making the loader build an absurd graph.
+constexpr size_t kMaxNodes = 10'000'000;
+
 Graph from_json(std::string_view text, const std::string& source) {
   check_json_depth(text, source);
   json doc;
@@ -220,7 +224,11 @@ Graph from_json(std::string_view text, const std::string& source) {
     // File node index -> graph node: files before version 3 number nodes
     // without the result nodes that migration adds.
     std::vector<NodeId> id_of;
-    for (const auto& j : doc.at("nodes")) {
+    const json& nodes = doc.at("nodes");
+    RLX_CHECK(nodes.is_array(), "\"nodes\" must be an array");
+    RLX_CHECK(nodes.size() <= kMaxNodes, "the graph has ", nodes.size(),
+              " nodes, more than the limit of ", kMaxNodes);
+    for (const auto& j : nodes) {
       Node n;
       n.op = parse_op(j.at("op").get<std::string>());
       for (int64_t in : j.value("inputs", std::vector<int64_t>{})) {

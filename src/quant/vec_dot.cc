@@ -4,6 +4,8 @@
 // The portable path dequantizes one block of weight and activation and sums
 // float products: slower, but obviously right, and it only runs on CPUs
 // without AVX2 (or when forced by tests).
+#include <cpuid.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -20,9 +22,15 @@ namespace {
 
 std::atomic<bool> g_force_portable{false};
 
+bool cpu_has_f16c() {
+  // cpuid leaf 1, not __builtin_cpu_supports: clang 14 does not know "f16c".
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
 bool cpu_has_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c");
+  static const bool ok =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   return ok;
 }
 

@@ -78,6 +78,8 @@ def torch_cases():
         ("input_dtype_unknown", mutate(["inputs", 0, "dtype"], "f99"), None),
         ("input_complex", mutate(["inputs", 0, "dtype"], "c64"), None),
         ("kwargs_list", mutate(["nodes", 1, "kwargs"], [{"int": 1}]), None),
+        ("nodes_over_limit", Text(lambda t: t.replace('"nodes": [', '"nodes": [' + "0," * 10**7)),
+         None),
         ("args_object", mutate(["nodes", 1, "args"], {"a": {"ref": "lin"}}), None),
         ("nodes_object", lambda d: d.update(nodes={"n": d["nodes"][0]}), None),
         ("int_arg_fraction", mutate(["nodes", 2, "args", 1], {"list": [{"int": 8.5}]}), None),
@@ -129,6 +131,9 @@ def rlx_cases():
         ("reshape_wraps", node(4, "attrs", {"shape": [2, (1 << 63) + 3]})),
         ("reshape_overflows", node(4, "attrs", {"shape": [2, (1 << 62) + 3]})),
         ("attr_unknown", node(4, "attrs", {"shape": [6], "shap": 1})),
+        ("attr_list_1e6", node(4, "attrs", {"shape": [1] * 10**6})),
+        ("attr_list_1e6_unknown", node(4, "attrs", {"shape": [6], "shap": [7] * 10**6})),
+        ("nodes_over_limit", Text(lambda t: t.replace('"nodes": [', '"nodes": [' + "0," * 10**7))),
         ("attr_wrong_kind", node(4, "attrs", {"shape": "6"})),
         ("expand_huge", lambda d: d["nodes"].append(
             {"op": "expand", "inputs": [3], "shape": [1 << 40, 1 << 40, 3], "dtype": "f32",

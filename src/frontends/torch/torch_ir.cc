@@ -32,6 +32,10 @@ std::vector<int64_t> ints_of(const json& v, const char* what) {
   return out;
 }
 
+// No loaded graph has more nodes (README, "Limits"): a bound far above real
+// models that stops a document from making the importer build an absurd graph.
+constexpr size_t kMaxNodes = 10'000'000;
+
 const json& array_of(const json& v, const char* what) {
   RLX_CHECK(v.is_array(), what, " must be an array, got ", v.type_name());
   return v;
@@ -228,7 +232,10 @@ Document parse(const std::string& text, const std::string& source) {
       w.dtype = m.dtype;
       d.weights.push_back(std::move(w));
     }
-    for (const auto& j : array_of(doc.at("nodes"), "\"nodes\"")) {
+    const json& nodes = array_of(doc.at("nodes"), "\"nodes\"");
+    RLX_CHECK(nodes.size() <= kMaxNodes, "the graph has ", nodes.size(),
+              " nodes, more than the limit of ", kMaxNodes);
+    for (const auto& j : nodes) {
       where = "node " + label(j);
       Node n;
       n.id = define(j);
