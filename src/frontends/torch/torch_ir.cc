@@ -187,8 +187,11 @@ Document parse(const std::string& text, const std::string& source) {
   try {
     RLX_CHECK(doc.is_object() && doc.value("format", "") == "rlx-torch-ir",
               "not a torch-ir document (\"format\" must be \"rlx-torch-ir\")");
-    RLX_CHECK(doc.value("version", 0) == 1, "unsupported torch-ir version ",
-              doc.value("version", 0));
+    // Not doc.value("version", 0): get<int> of 1e44 is undefined behavior
+    // (found by fuzz_torch_ir).
+    const json version = doc.value("version", json(0));
+    RLX_CHECK(version.is_number_integer() && version == 1, "unsupported torch-ir version ",
+              version.dump());
     d.model_name = doc.value("model_name", "");
     d.producer = doc.value("producer", "");
     d.decomposition = doc.value("decomposition", "");
