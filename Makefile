@@ -2,10 +2,12 @@
 # `make test` (set up, build, run the whole test suite).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-asan bench format clean
+.PHONY: all deps build run test test-asan fuzz bench format clean
 
 all: build
 
@@ -32,6 +34,12 @@ test-asan: deps
 	# repeat the kernel suites, which would add minutes under ASan.
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -LE isa_paths
 
+# libFuzzer targets for every file reader (clang, ASan + UBSan), each run for
+# FUZZ_SECONDS on seeds generated from the hostile suite; a finding fails.
+# $(BUILD)/rlx, when built, exports the .mlpackage seeds. See tests/fuzz/.
+fuzz: deps
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(BUILD)/rlx
+
 bench: build
 	@scripts/bench.sh $(BUILD)
 
@@ -39,4 +47,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

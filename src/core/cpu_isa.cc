@@ -1,5 +1,7 @@
 #include "rlx/cpu_isa.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -10,10 +12,16 @@
 namespace rlx {
 namespace {
 
+// cpuid leaf 1 rather than __builtin_cpu_supports("f16c"), which clang 14
+// (the fuzz build) does not know.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
 Isa detect() {
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-      !__builtin_cpu_supports("f16c"))
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !has_f16c())
     return Isa::portable;
   // F + BW + VL + DQ: the set every AVX-512 CPU since Skylake-X has.
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -79,29 +79,39 @@ std::vector<double> Attrs::floats(const std::string& name) const {
   throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected float list");
 }
 
-std::string attr_value_str(const AttrValue& v) {
-  struct V {
-    std::string operator()(int64_t x) const { return std::to_string(x); }
-    std::string operator()(double x) const {
-      char b[32];
-      std::snprintf(b, sizeof b, "%g", x);
-      return b;
+namespace {
+
+// Error messages print attributes: an absurd list shows its head, its last
+// value and its length, and a long string its head, never megabytes.
+struct AttrPrinter {
+  static constexpr size_t kMaxItems = 16, kMaxChars = 200;
+  std::string operator()(int64_t x) const { return std::to_string(x); }
+  std::string operator()(double x) const {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", x);
+    return b;
+  }
+  std::string operator()(bool x) const { return x ? "true" : "false"; }
+  std::string operator()(const std::string& x) const {
+    return "\"" + (x.size() <= kMaxChars ? x : x.substr(0, kMaxChars) + "...") + "\"";
+  }
+  std::string operator()(const std::vector<int64_t>& x) const { return list(x); }
+  std::string operator()(const std::vector<double>& x) const { return list(x); }
+  template <typename T>
+  std::string list(const std::vector<T>& x) const {
+    std::string s = "[";
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x.size() > kMaxItems && i == kMaxItems - 1)
+        return s + ",...," + (*this)(x.back()) + "] (" + std::to_string(x.size()) + " values)";
+      s += (i ? "," : "") + (*this)(x[i]);
     }
-    std::string operator()(bool x) const { return x ? "true" : "false"; }
-    std::string operator()(const std::string& x) const { return "\"" + x + "\""; }
-    std::string operator()(const std::vector<int64_t>& x) const {
-      std::string s = "[";
-      for (size_t i = 0; i < x.size(); ++i) s += (i ? "," : "") + (*this)(x[i]);
-      return s + "]";
-    }
-    std::string operator()(const std::vector<double>& x) const {
-      std::string s = "[";
-      for (size_t i = 0; i < x.size(); ++i) s += (i ? "," : "") + (*this)(x[i]);
-      return s + "]";
-    }
-  };
-  return std::visit(V{}, v);
-}
+    return s + "]";
+  }
+};
+
+}  // namespace
+
+std::string attr_value_str(const AttrValue& v) { return std::visit(AttrPrinter{}, v); }
 
 std::string Attrs::str() const {
   std::string s;

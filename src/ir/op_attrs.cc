@@ -186,7 +186,9 @@ OpAttrs parse_set(Op op, const Attrs& map) {
   });
   if (used != map.items().size()) {
     std::string unknown;
-    for (const auto& [k, v] : map.items()) {
+    // Not `auto& [k, v]`: clang 14 cannot capture a structured binding in a lambda.
+    for (const auto& item : map.items()) {
+      const std::string& k = item.first;
       bool known = false;
       visit_fields(a, defaults,
                    [&](const char* key, auto&, const auto&, bool) { known = known || k == key; });
@@ -284,7 +286,7 @@ std::string attrs_schema(Op op) {
 template <typename T, typename... Ts>
 constexpr size_t alternative_index(std::variant<Ts...>*) {
   size_t i = 0;
-  ((std::is_same_v<T, Ts> ? false : (++i, true)) && ...);
+  (void)((std::is_same_v<T, Ts> ? false : (++i, true)) && ...);
   return i;
 }
 constexpr size_t kAttrsIndex[] = {

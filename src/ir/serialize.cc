@@ -1,5 +1,6 @@
 // Graph <-> JSON. Constants are stored inline as base64 of their raw bytes.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -69,13 +70,31 @@ json dims_json(const std::vector<Dim>& dims) {
   return a;
 }
 
+// JSON integers only: nlohmann's get<int64_t> of 1e300 is undefined behavior
+// (found by fuzz_graph_json) and of 2^63 + 3 wraps to a negative number.
+int64_t int_of(const json& v, const char* what) {
+  RLX_CHECK(v.is_number_integer(), what, " must be an integer, got ", v.dump());
+  RLX_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX), what, " ",
+            v.dump(), " does not fit in int64");
+  return v.get<int64_t>();
+}
+
+std::vector<int64_t> ints_of(const json& v, const char* what) {
+  RLX_CHECK(v.is_array(), what, " must be an array of integers, got ", v.dump());
+  std::vector<int64_t> out;
+  out.reserve(v.size());
+  for (const auto& e : v) out.push_back(int_of(e, what));
+  return out;
+}
+
 std::vector<Dim> dims_from(const json& a) {
   RLX_CHECK(a.is_array(), "shape must be an array");
   std::vector<Dim> dims;
   for (const auto& d : a) {
     if (d.is_number_integer()) {
-      RLX_CHECK(d.get<int64_t>() >= 0, "negative dim ", d.get<int64_t>());
-      dims.emplace_back(d.get<int64_t>());
+      const int64_t v = int_of(d, "a dim");
+      RLX_CHECK(v >= 0, "negative dim ", v);
+      dims.emplace_back(v);
     } else if (d.is_string()) {
       dims.push_back(Dim::symbol(d.get<std::string>()));
     } else {
@@ -123,13 +142,13 @@ json attr_json(const AttrValue& v) {
 // an int, a float list an int list, "inf" a float).
 AttrValue attr_from(const json& v) {
   if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_integer()) return int_of(v, "an integer attribute");
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) return v.get<std::string>();
   RLX_CHECK(v.is_array(), "attribute must be a number, bool, string or list, got ", v.dump());
   bool ints = true;
   for (const auto& e : v) ints = ints && e.is_number_integer();
-  if (ints) return v.get<std::vector<int64_t>>();
+  if (ints) return ints_of(v, "an integer list attribute");
   std::vector<double> out;
   for (const auto& e : v) out.push_back(float_from(e));
   return out;
@@ -142,10 +161,10 @@ AttrValue attr_from_v1(const json& j) {
   const auto it = j.begin();
   const std::string& k = it.key();
   const json& v = it.value();
-  if (k == "i") return v.get<int64_t>();
+  if (k == "i") return int_of(v, "an integer attribute");
   if (k == "f") return float_from(v);
   if (k == "s") return v.get<std::string>();
-  if (k == "ints") return v.get<std::vector<int64_t>>();
+  if (k == "ints") return ints_of(v, "an integer list attribute");
   if (k == "floats") {
     RLX_CHECK(v.is_array(), "float list attribute must be an array");
     std::vector<double> out;
@@ -200,6 +219,10 @@ std::string to_json(const Graph& g) {
   return doc.dump(1);
 }
 
+// No loaded graph has more nodes (README, "Limits"): a bound far above real
+// models that stops a file from making the loader build an absurd graph.
+constexpr size_t kMaxNodes = 10'000'000;
+
 Graph from_json(std::string_view text, const std::string& source) {
   check_json_depth(text, source);
   json doc;
@@ -220,10 +243,14 @@ Graph from_json(std::string_view text, const std::string& source) {
     // File node index -> graph node: files before version 3 number nodes
     // without the result nodes that migration adds.
     std::vector<NodeId> id_of;
-    for (const auto& j : doc.at("nodes")) {
+    const json& nodes = doc.at("nodes");
+    RLX_CHECK(nodes.is_array(), "\"nodes\" must be an array");
+    RLX_CHECK(nodes.size() <= kMaxNodes, "the graph has ", nodes.size(),
+              " nodes, more than the limit of ", kMaxNodes);
+    for (const auto& j : nodes) {
       Node n;
       n.op = parse_op(j.at("op").get<std::string>());
-      for (int64_t in : j.value("inputs", std::vector<int64_t>{})) {
+      for (int64_t in : ints_of(j.value("inputs", json::array()), "\"inputs\"")) {
         // Read wide: a narrowing conversion could turn 2^32 into a valid id 0.
         RLX_CHECK(in >= 0 && in < int64_t(index), "input %", in, " is not an earlier node");
         n.inputs.push_back(id_of[size_t(in)]);
@@ -274,7 +301,7 @@ Graph from_json(std::string_view text, const std::string& source) {
       ++index;
     }
     for (const auto& o : doc.at("outputs")) {
-      int64_t id = o.at("node").get<int64_t>();
+      int64_t id = int_of(o.at("node"), "an output's \"node\"");
       RLX_CHECK(id >= 0 && id < int64_t(id_of.size()), "output refers to node %", id,
                 " but the graph has ", id_of.size(), " nodes");
       g.add_output(o.at("name").get<std::string>(), id_of[size_t(id)]);

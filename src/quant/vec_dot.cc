@@ -4,6 +4,7 @@
 // The portable path dequantizes one block of weight and activation and sums
 // float products: slower, but obviously right, and it only runs on CPUs
 // without AVX2 (or when forced by tests).
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>

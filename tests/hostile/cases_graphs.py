@@ -78,6 +78,9 @@ def torch_cases():
         ("input_dtype_unknown", mutate(["inputs", 0, "dtype"], "f99"), None),
         ("input_complex", mutate(["inputs", 0, "dtype"], "c64"), None),
         ("kwargs_list", mutate(["nodes", 1, "kwargs"], [{"int": 1}]), None),
+        ("nodes_over_limit", Text(lambda t: t.replace('"nodes": [', '"nodes": [' + "0," * 10**7)),
+         None),
+        ("version_float_huge", lambda d: d.update(version=1.44e44), None),  # fuzz_torch_ir
         ("args_object", mutate(["nodes", 1, "args"], {"a": {"ref": "lin"}}), None),
         ("nodes_object", lambda d: d.update(nodes={"n": d["nodes"][0]}), None),
         ("int_arg_fraction", mutate(["nodes", 2, "args", 1], {"list": [{"int": 8.5}]}), None),
@@ -120,6 +123,11 @@ def rlx_cases():
         ("input_refers_forward", node(2, "inputs", [4, 1])),
         ("input_negative", node(2, "inputs", [-1, 1])),
         ("input_beyond_int32", node(2, "inputs", [1 << 32, 1])),
+        ("input_float_huge", node(2, "inputs", [1e300, 1])),  # fuzz_graph_json
+        ("input_fraction", node(2, "inputs", [0.5, 1])),
+        ("output_node_float", lambda d: d.update(outputs=[{"name": "y", "node": 4.5}])),
+        ("attr_int_huge_float_v1", lambda d: d.update(version=1) or d["nodes"][4].update(
+            attrs={"shape": {"ints": [1e300]}})),
         ("wrong_arity", node(2, "inputs", [0])),
         ("shape_disagrees", node(3, "shape", [3, 2])),
         ("dim_negative", node(0, "shape", [2, -3])),
@@ -129,6 +137,9 @@ def rlx_cases():
         ("reshape_wraps", node(4, "attrs", {"shape": [2, (1 << 63) + 3]})),
         ("reshape_overflows", node(4, "attrs", {"shape": [2, (1 << 62) + 3]})),
         ("attr_unknown", node(4, "attrs", {"shape": [6], "shap": 1})),
+        ("attr_list_1e6", node(4, "attrs", {"shape": [1] * 10**6})),
+        ("attr_list_1e6_unknown", node(4, "attrs", {"shape": [6], "shap": [7] * 10**6})),
+        ("nodes_over_limit", Text(lambda t: t.replace('"nodes": [', '"nodes": [' + "0," * 10**7))),
         ("attr_wrong_kind", node(4, "attrs", {"shape": "6"})),
         ("expand_huge", lambda d: d["nodes"].append(
             {"op": "expand", "inputs": [3], "shape": [1 << 40, 1 << 40, 3], "dtype": "f32",

@@ -24,6 +24,10 @@ import gen_hostile  # noqa: E402
 FORBIDDEN = ["terminate called", "internal error", "Sanitizer", "runtime error:", "vector::",
              "basic_string", "std::", "out of memory", "Segmentation", "core dumped"]
 
+# An error about an absurd file (a 10^6-element attribute, a huge name) is
+# still a message a person reads: bounded, not megabytes.
+MAX_MESSAGE = 16384
+
 
 def limit_memory(mb):
     def apply():
@@ -62,6 +66,8 @@ def run(rlx, c, mem_mb, timeout, want_ok):
     if p.returncode > 0 and not any(ln.startswith("rlx: error: ") for ln in lines):
         problems.append("no 'rlx: error:' message: %s" % p.stderr.strip()[-300:])
     problems += ["output has '%s'" % f for f in FORBIDDEN if f in text]
+    if len(p.stderr) > MAX_MESSAGE:
+        problems.append("message is %d bytes, over %d" % (len(p.stderr), MAX_MESSAGE))
     problems += ["message does not name '%s'" % n for n in c["names"] if n not in p.stderr]
     if c.get("out"):
         problems += ["left %s behind" % n for n in leftovers(c["out"])]

@@ -101,6 +101,21 @@ TEST(Gguf, RoundTripInMemory) {
       0u);
 }
 
+// general.alignment 1 may put f32 data at an odd address (found by
+// fuzz_gguf): to_f32 copies it instead of returning a misaligned view.
+TEST(Gguf, F32AtAnOddAddressIsCopied) {
+  const std::vector<float> v{1.5f, -2.0f, 0.25f};
+  for (const std::string key : {"k", "kk", "kkk", "kkkk"}) {
+    const std::string bytes =
+        serialize({{"general.alignment", Value::of_u32(1)}, {key, Value::of_u32(7)}},
+                  {{"t", GgmlType::F32, {3}, {reinterpret_cast<const char*>(v.data()), 12}}});
+    const File f = read_bytes(bytes.data(), bytes.size(), "mem");
+    const Tensor t = to_f32(f, f.tensors.at(0));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % alignof(float), 0u) << key;
+    for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(t.item_as_double(i), v[size_t(i)]) << key;
+  }
+}
+
 TEST(Gguf, RoundTripFileMmap) {
   Sample s = make_sample();
   const std::string path = (std::filesystem::temp_directory_path() /

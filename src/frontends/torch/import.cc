@@ -40,12 +40,9 @@ void check_coverage(const Document& doc, const std::string& source) {
   throw Error(msg);
 }
 
-TensorMap load_weights(const Document& doc, const fs::path& dir) {
-  if (doc.weights.empty()) return {};
-  fs::path file = dir / "weights.safetensors";
-  RLX_CHECK(fs::exists(file), file.string(), ": missing (the export lists ", doc.weights.size(),
-            " weights)");
-  TensorMap all = read_safetensors(file.string());
+// The weights must hold every tensor the document declares, with its shape
+// and dtype; `file` names them in the message.
+void check_weights(const Document& doc, const TensorMap& all, const std::string& file) {
   std::string problems;
   for (const auto& w : doc.weights) {
     auto it = all.find(w.key);
@@ -56,7 +53,16 @@ TensorMap load_weights(const Document& doc, const fs::path& dir) {
                   Shape(w.shape, w.dtype).str();
     }
   }
-  RLX_CHECK(problems.empty(), file.string(), ": weights do not match torch-ir.json:", problems);
+  RLX_CHECK(problems.empty(), file, ": weights do not match torch-ir.json:", problems);
+}
+
+TensorMap load_weights(const Document& doc, const fs::path& dir) {
+  if (doc.weights.empty()) return {};
+  fs::path file = dir / "weights.safetensors";
+  RLX_CHECK(fs::exists(file), file.string(), ": missing (the export lists ", doc.weights.size(),
+            " weights)");
+  TensorMap all = read_safetensors(file.string());
+  check_weights(doc, all, file.string());
   return all;
 }
 
@@ -120,18 +126,11 @@ NodeId conform(Builder& b, NodeId id, const TensorMeta& meta) {
   return s.dtype == meta.dtype ? id : b.cast(id, meta.dtype);
 }
 
-}  // namespace
-
-Model import_torch_export(const std::string& dir_path) {
-  fs::path dir(dir_path);
-  fs::path json_file = dir / "torch-ir.json";
-  Document doc = torch_ir::parse(read_text(json_file), json_file.string());
-  check_coverage(doc, json_file.string());
-
+// Lowers a parsed, coverage-checked document whose weights are checked.
+Model import_document(const Document& doc, TensorMap weights, const std::string& json_name) {
   Model m;
-  m.source = dir_path;
   m.format = "torch-ir";
-  m.weights = load_weights(doc, dir);
+  m.weights = std::move(weights);
   Graph& g = m.graph;
   Builder b(g);
   std::map<std::string, Value> env;
@@ -176,12 +175,12 @@ Model import_torch_export(const std::string& dir_path) {
             v.items[i].id = conform(b, v.items[i].id, *n.out.tuple[i]);
       env[n.id] = std::move(v);
     } catch (const Error& e) {
-      throw e.with_context(json_file.string() + ": while lowering node '" + n.id + "' (" + n.op +
-                           ")");
+      throw e.with_context(json_name + ": while lowering node '" + n.id + "' (" + n.op + ")");
     } catch (const std::exception& e) {
       // A library exception here is an rlx bug; still name the node.
-      throw make_error(json_file.string(), ": while lowering node '", n.id, "' (", n.op,
-                       "): internal error: ", e.what());
+      const Error wrapped = make_error(json_name, ": while lowering node '", n.id, "' (", n.op,
+                                       "): internal error: ", e.what());
+      throw ImportInternalError(wrapped.what());
     }
   }
   for (size_t i = 0; i < doc.outputs.size(); ++i) {
@@ -190,12 +189,12 @@ Model import_torch_export(const std::string& dir_path) {
     std::string name = o.name.empty() ? "out::" + std::to_string(i) : o.name;
     if (o.ref) {
       auto it = env.find(*o.ref);
-      RLX_CHECK(it != env.end() && it->second.kind == Value::Tensor, json_file.string(),
-                ": output ", i, " refers to '", *o.ref, "', which is not a tensor");
+      RLX_CHECK(it != env.end() && it->second.kind == Value::Tensor, json_name, ": output ", i,
+                " refers to '", *o.ref, "', which is not a tensor");
       g.add_output(name, it->second.id);
     } else {
       Value v = resolve(*o.constant, env, "outputs");
-      RLX_CHECK(v.is_number(), json_file.string(), ": output ", i, " is a non-numeric constant");
+      RLX_CHECK(v.is_number(), json_name, ": output ", i, " is a non-numeric constant");
       Tensor t({}, v.kind == Value::Float ? DType::F32 : DType::I64);
       cast_elements(&v.f, DType::F64, t.raw(), t.dtype(), 1);
       if (v.kind != Value::Float) *t.data<int64_t>() = v.i;
@@ -205,8 +204,30 @@ Model import_torch_export(const std::string& dir_path) {
   try {
     g.verify();  // every loaded graph passes the verifier, whatever its frontend
   } catch (const Error& e) {
-    throw e.with_context(json_file.string());
+    throw e.with_context(json_name);
   }
+  return m;
+}
+
+}  // namespace
+
+Model import_torch_export(const std::string& dir_path) {
+  fs::path dir(dir_path);
+  fs::path json_file = dir / "torch-ir.json";
+  Document doc = torch_ir::parse(read_text(json_file), json_file.string());
+  check_coverage(doc, json_file.string());
+  Model m = import_document(doc, load_weights(doc, dir), json_file.string());
+  m.source = dir_path;
+  return m;
+}
+
+Model import_torch_ir(const std::string& json_text, const std::string& json_name,
+                      TensorMap weights) {
+  Document doc = torch_ir::parse(json_text, json_name);
+  check_coverage(doc, json_name);
+  check_weights(doc, weights, json_name);
+  Model m = import_document(doc, std::move(weights), json_name);
+  m.source = json_name;
   return m;
 }
 

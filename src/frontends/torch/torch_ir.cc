@@ -32,6 +32,10 @@ std::vector<int64_t> ints_of(const json& v, const char* what) {
   return out;
 }
 
+// No loaded graph has more nodes (README, "Limits"): a bound far above real
+// models that stops a document from making the importer build an absurd graph.
+constexpr size_t kMaxNodes = 10'000'000;
+
 const json& array_of(const json& v, const char* what) {
   RLX_CHECK(v.is_array(), what, " must be an array, got ", v.type_name());
   return v;
@@ -183,8 +187,11 @@ Document parse(const std::string& text, const std::string& source) {
   try {
     RLX_CHECK(doc.is_object() && doc.value("format", "") == "rlx-torch-ir",
               "not a torch-ir document (\"format\" must be \"rlx-torch-ir\")");
-    RLX_CHECK(doc.value("version", 0) == 1, "unsupported torch-ir version ",
-              doc.value("version", 0));
+    // Not doc.value("version", 0): get<int> of 1e44 is undefined behavior
+    // (found by fuzz_torch_ir).
+    const json version = doc.value("version", json(0));
+    RLX_CHECK(version.is_number_integer() && version == 1, "unsupported torch-ir version ",
+              version.dump());
     d.model_name = doc.value("model_name", "");
     d.producer = doc.value("producer", "");
     d.decomposition = doc.value("decomposition", "");
@@ -228,7 +235,10 @@ Document parse(const std::string& text, const std::string& source) {
       w.dtype = m.dtype;
       d.weights.push_back(std::move(w));
     }
-    for (const auto& j : array_of(doc.at("nodes"), "\"nodes\"")) {
+    const json& nodes = array_of(doc.at("nodes"), "\"nodes\"");
+    RLX_CHECK(nodes.size() <= kMaxNodes, "the graph has ", nodes.size(),
+              " nodes, more than the limit of ", kMaxNodes);
+    for (const auto& j : nodes) {
       where = "node " + label(j);
       Node n;
       n.id = define(j);

@@ -84,8 +84,13 @@ std::vector<std::string> interp_op_names() {
 }
 
 TensorMap run_package(const std::string& dir, const TensorMap& inputs, const InterpOptions& opts) {
+  return interp::run_program(interp::load_package(dir), inputs, opts);
+}
+
+TensorMap interp::run_program(const Package& p, const TensorMap& inputs,
+                              const InterpOptions& opts) {
   using namespace interp;
-  const Package p = load_package(dir);
+  const ElementLimit limit(opts.max_elements);
   const auto& fns = p.model.mlprogram().functions();
   auto fit = fns.find("main");
   RLX_CHECK(fit != fns.end(), "mil interp: the program has no function 'main'");

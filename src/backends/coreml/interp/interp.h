@@ -19,6 +19,9 @@ struct InterpOptions {
   // Check every op's computed shape and dtype class against its declared
   // output type (a mismatch is a lowering bug) and throw on a difference.
   bool check_types = true;
+  // Largest tensor (in elements) the run may materialize; a larger one is an
+  // rlx::Error. At most 2^31; the fuzzer sets a small one.
+  int64_t max_elements = int64_t(1) << 31;
 };
 
 // Runs `main` of the package at `dir` on `inputs` (by function input name;

@@ -64,7 +64,6 @@ void from_bytes(Value& r, const char* p, size_t bytes, pb::DataType dt, const st
 }  // namespace
 
 Package load_package(const std::string& dir) {
-  Package p;
   const fs::path root(dir);
   RLX_CHECK(fs::is_directory(root), "mil interp: ", dir, " is not a directory");
   nlohmann::json man;
@@ -85,13 +84,20 @@ Package load_package(const std::string& dir) {
   RLX_CHECK(rel.find("..") == std::string::npos, "mil interp: model path '", rel,
             "' leaves the package");
   const fs::path model = root / "Data" / rel;
-  p.model_path = model.string();
-  RLX_CHECK(p.model.ParseFromString(read_all(model)), "mil interp: ", model.string(),
-            " is not a CoreML model protobuf");
-  RLX_CHECK(p.model.has_mlprogram(), "mil interp: ", model.string(), " is not an ML Program");
   const fs::path w = model.parent_path() / "weights" / "weight.bin";
-  if (fs::exists(w)) {
-    p.weights = read_all(w);
+  const std::string weights = fs::exists(w) ? read_all(w) : std::string();
+  return package_from_bytes(read_all(model), fs::exists(w) ? &weights : nullptr, model.string());
+}
+
+Package package_from_bytes(const std::string& model_bytes, const std::string* weights,
+                           const std::string& model_path) {
+  Package p;
+  p.model_path = model_path;
+  RLX_CHECK(p.model.ParseFromString(model_bytes), "mil interp: ", model_path,
+            " is not a CoreML model protobuf");
+  RLX_CHECK(p.model.has_mlprogram(), "mil interp: ", model_path, " is not an ML Program");
+  if (weights) {
+    p.weights = *weights;
     p.have_weights = true;
     RLX_CHECK(p.weights.size() >= 64, "mil interp: weight.bin is ", p.weights.size(),
               " bytes, shorter than its 64-byte header");
@@ -108,6 +114,13 @@ Value decode_value(const Package& p, const pb::Value& v, const Type& t, const st
   r.dt = t.dt;
   r.dims = t.dims;
   const size_t n = size_t(checked_numel(r.dims));
+  // Every element takes at least a byte of the value's data (in weight.bin
+  // or in the protobuf), so a lying type is caught before it is allocated.
+  // (A blob without weight.bin is reported below.)
+  const bool blob = v.has_blobfilevalue();
+  const size_t avail = blob ? p.weights.size() : v.ByteSizeLong();
+  RLX_CHECK(n <= avail || (blob && !p.have_weights), "mil interp: ", where, ": ", type_str(t),
+            " has more elements than its ", avail, " bytes of data");
   if (t.dt == pb::STRING)
     r.s.resize(n);
   else if (is_float_dt(t.dt))

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "interp.h"
 #include "model.pb.h"
 #include "value.h"
 
@@ -16,6 +17,13 @@ struct Package {
 };
 
 Package load_package(const std::string& dir);
+// The same from the bytes of model.mlmodel and of weight.bin (nullptr: the
+// package has none); `model_path` names the model in errors.
+Package package_from_bytes(const std::string& model_bytes, const std::string* weights,
+                           const std::string& model_path);
+
+// run_package on a loaded package.
+TensorMap run_program(const Package& p, const TensorMap& inputs, const InterpOptions& opts);
 
 // Decodes a const's value (immediate or blob) as a tensor of type `t`.
 Value decode_value(const Package& p, const pb::Value& v, const Type& t, const std::string& where);

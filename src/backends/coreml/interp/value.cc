@@ -1,5 +1,6 @@
 #include "value.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "rlx/dtype.h"
@@ -12,11 +13,21 @@ int64_t Value::numel() const {
   return n;
 }
 
+namespace {
+thread_local int64_t t_element_limit = kMaxElements;
+}  // namespace
+
+ElementLimit::ElementLimit(int64_t max_elements) : saved_(t_element_limit) {
+  t_element_limit = std::max<int64_t>(0, std::min(max_elements, saved_));
+}
+ElementLimit::~ElementLimit() { t_element_limit = saved_; }
+
 int64_t checked_numel(const std::vector<int64_t>& dims) {
+  const int64_t limit = t_element_limit;
   int64_t n = 1;
   for (int64_t d : dims) {
-    RLX_CHECK(d >= 0 && (d == 0 || n <= kMaxElements / d), "mil interp: tensor of dims ",
-              type_str(Type{pb::FLOAT32, dims}), " is negative or larger than ", kMaxElements,
+    RLX_CHECK(d >= 0 && (d == 0 || n <= limit / d), "mil interp: tensor of dims ",
+              type_str(Type{pb::FLOAT32, dims}), " is negative or larger than ", limit,
               " elements");
     n *= d;
   }

@@ -36,8 +36,20 @@ struct Value {
 
 // Largest tensor the interpreter materializes (hostile shapes fail, not OOM).
 inline constexpr int64_t kMaxElements = int64_t(1) << 31;
-// Product of `dims`; throws for negative dims or more than kMaxElements.
+// Product of `dims`; throws for negative dims or more than kMaxElements (or
+// the smaller limit of the ElementLimit in scope on this thread).
 int64_t checked_numel(const std::vector<int64_t>& dims);
+// Lowers the element limit of checked_numel on this thread while it lives.
+class ElementLimit {
+ public:
+  explicit ElementLimit(int64_t max_elements);
+  ~ElementLimit();
+  ElementLimit(const ElementLimit&) = delete;
+  ElementLimit& operator=(const ElementLimit&) = delete;
+
+ private:
+  int64_t saved_;
+};
 
 bool is_float_dt(pb::DataType dt);
 bool is_int_dt(pb::DataType dt);
