@@ -18,8 +18,10 @@
 
 // GCC 12's AVX-512 headers build _mm512_setzero_ps & co. from a deliberately
 // uninitialized value, which -Wuninitialized flags in every caller (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace rlx::cpu {
 namespace {
