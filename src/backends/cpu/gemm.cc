@@ -42,9 +42,9 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
     zero_or_scale(M, N, beta, C, ldc);
     return apply_epilogue(epi, C, ldc, M, N, row0, col0);
   }
+  // A block at (row0, col0) of C uses a packed A from row row0, a packed B from column col0.
   if constexpr (std::is_same_v<T, float>)
-    if (gemm_uses_packed_operands(
-            N))  // a block at (row0, col0) of C uses packed A from row0, B from col0
+    if (gemm_uses_packed_operands(N))
       return sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, row0, col0,
                           {packed.a, row0}, {packed.b, col0});
   blas_single_threaded();
