@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_depth.h"
+#include "core/json_int.h"
 #include "rlx/error.h"
 #include "rlx/graph.h"
 
@@ -70,20 +71,11 @@ json dims_json(const std::vector<Dim>& dims) {
   return a;
 }
 
-// JSON integers only: nlohmann's get<int64_t> of 1e300 is undefined behavior
-// (found by fuzz_graph_json) and of 2^63 + 3 wraps to a negative number.
-int64_t int_of(const json& v, const char* what) {
-  RLX_CHECK(v.is_number_integer(), what, " must be an integer, got ", v.dump());
-  RLX_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX), what, " ",
-            v.dump(), " does not fit in int64");
-  return v.get<int64_t>();
-}
-
 std::vector<int64_t> ints_of(const json& v, const char* what) {
   RLX_CHECK(v.is_array(), what, " must be an array of integers, got ", v.dump());
   std::vector<int64_t> out;
   out.reserve(v.size());
-  for (const auto& e : v) out.push_back(int_of(e, what));
+  for (const auto& e : v) out.push_back(json_int(e, what));
   return out;
 }
 
@@ -92,7 +84,7 @@ std::vector<Dim> dims_from(const json& a) {
   std::vector<Dim> dims;
   for (const auto& d : a) {
     if (d.is_number_integer()) {
-      const int64_t v = int_of(d, "a dim");
+      const int64_t v = json_int(d, "a dim");
       RLX_CHECK(v >= 0, "negative dim ", v);
       dims.emplace_back(v);
     } else if (d.is_string()) {
@@ -142,7 +134,7 @@ json attr_json(const AttrValue& v) {
 // an int, a float list an int list, "inf" a float).
 AttrValue attr_from(const json& v) {
   if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number_integer()) return int_of(v, "an integer attribute");
+  if (v.is_number_integer()) return json_int(v, "an integer attribute");
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) return v.get<std::string>();
   RLX_CHECK(v.is_array(), "attribute must be a number, bool, string or list, got ", v.dump());
@@ -161,7 +153,7 @@ AttrValue attr_from_v1(const json& j) {
   const auto it = j.begin();
   const std::string& k = it.key();
   const json& v = it.value();
-  if (k == "i") return int_of(v, "an integer attribute");
+  if (k == "i") return json_int(v, "an integer attribute");
   if (k == "f") return float_from(v);
   if (k == "s") return v.get<std::string>();
   if (k == "ints") return ints_of(v, "an integer list attribute");
@@ -301,7 +293,7 @@ Graph from_json(std::string_view text, const std::string& source) {
       ++index;
     }
     for (const auto& o : doc.at("outputs")) {
-      int64_t id = int_of(o.at("node"), "an output's \"node\"");
+      int64_t id = json_int(o.at("node"), "an output's \"node\"");
       RLX_CHECK(id >= 0 && id < int64_t(id_of.size()), "output refers to node %", id,
                 " but the graph has ", id_of.size(), " nodes");
       g.add_output(o.at("name").get<std::string>(), id_of[size_t(id)]);

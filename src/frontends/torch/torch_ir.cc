@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/json_depth.h"
+#include "core/json_int.h"
 #include "rlx/checked.h"
 #include "rlx/error.h"
 
@@ -14,21 +15,12 @@ namespace rlx::torch_ir {
 namespace {
 using json = nlohmann::json;
 
-// JSON integers only: nlohmann would silently truncate 2.5 to 2 and wrap
-// 2^63 + 3 to a negative number.
-int64_t int_of(const json& v, const char* what) {
-  RLX_CHECK(v.is_number_integer(), what, " must be an integer, got ", v.dump());
-  RLX_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX), what, " ",
-            v.dump(), " does not fit in int64");
-  return v.get<int64_t>();
-}
-
 std::vector<int64_t> ints_of(const json& v, const char* what) {
   RLX_CHECK(v.is_array(), what, " must be an array of integers, got ", v.type_name());
   RLX_CHECK(v.size() <= size_t(kMaxRank), what, " has ", v.size(), " entries (the most rlx ",
             "supports is ", kMaxRank, ")");
   std::vector<int64_t> out;
-  for (const auto& e : v) out.push_back(int_of(e, what));
+  for (const auto& e : v) out.push_back(json_int(e, what));
   return out;
 }
 
@@ -51,7 +43,7 @@ Arg parse_arg(const json& j) {
     a.text = v.get<std::string>();
   } else if (k == "int") {
     a.kind = Arg::Int;
-    a.i = int_of(v, "an int Arg");
+    a.i = json_int(v, "an int Arg");
   } else if (k == "float") {
     a.kind = Arg::Float;
     // inf/nan arrive as strings or as large numbers depending on the writer.
