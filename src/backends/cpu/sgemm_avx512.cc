@@ -166,10 +166,15 @@ void pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t k0, int64_
   }
 }
 
+// The first 64-byte boundary in a buffer allocated 16 floats longer than needed
+// (the micro-kernel's aligned loads of B).
+float* align64(float* p) {
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
+}
+
 float* aligned(std::vector<float>& buf, size_t n) {
   buf.resize(n + 16);
-  auto p = reinterpret_cast<uintptr_t>(buf.data());
-  return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
+  return align64(buf.data());
 }
 
 PackedOperand allocate(bool is_a, int64_t rows, int64_t cols, const float* source, int64_t n) {
@@ -179,8 +184,7 @@ PackedOperand allocate(bool is_a, int64_t rows, int64_t cols, const float* sourc
   p.cols = cols;
   p.source = source;
   p.storage.reset(new float[size_t(n) + 16]);
-  auto addr = reinterpret_cast<uintptr_t>(p.storage.get());
-  p.data = reinterpret_cast<float*>((addr + 63) & ~uintptr_t(63));
+  p.data = align64(p.storage.get());
   return p;
 }
 
