@@ -1,6 +1,7 @@
-// rlx's f32 GEMM paths side by side in one process: the AVX-512 kernel
-// (sgemm_avx512.cc) against OpenBLAS (the path under RLX_ISA=avx2), one
-// thread, the runs of the two interleaved so machine noise hits both alike.
+// rlx's f32 GEMM paths side by side in one process: rlx's own kernel for the
+// widest ISA the CPU has (sgemm_avx512.cc or sgemm_avx2.cc; RLX_ISA lowers
+// it) against OpenBLAS (the path under RLX_ISA=portable), one thread, the
+// runs interleaved so machine noise hits both alike.
 //   build/bench/sgemm_paths/rlx_sgemm_paths [--reps N]
 // Prints GFLOP/s of the fastest run of each and the ratio (> 1: rlx faster),
 // and rlx with the weight packed ahead as a compiled graph keeps it (the
@@ -8,7 +9,7 @@
 // Shapes: resnet18's im2col conv GEMMs as conv.cc tiles them (M = out
 // channels, N = a tile of output pixels, K = C*kh*kw),
 // BERT-base's projections at 128 tokens with PyTorch's [N, K] weights
-// (trans_b), a decode step (M = 1) and a square product.
+// (trans_b), a decode step (M = 1), a skinny product and square ones.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +36,8 @@ const Shape kShapes[] = {
     {"conv 128ch 3x3 tile", 128, 64, 1152, false}, {"conv 256ch 3x3 tile", 256, 64, 2304, false},
     {"conv 512ch 7x7 map", 512, 49, 4608, false},  {"bert qkv/out 128 tok", 128, 768, 768, true},
     {"bert ffn up", 128, 3072, 768, true},         {"bert ffn down", 128, 768, 3072, true},
-    {"decode step (M=1)", 1, 768, 768, true},      {"square 512", 512, 512, 512, false},
+    {"decode step (M=1)", 1, 768, 768, true},      {"skinny M=32 ffn up", 32, 3072, 768, true},
+    {"square 512", 512, 512, 512, false},          {"square 1024", 1024, 1024, 1024, false},
 };
 
 double seconds_of(const std::function<void()>& f) {
@@ -51,11 +53,13 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[i + 1]);
   rlx::set_num_threads(1);
-  if (rlx::detected_isa() < rlx::Isa::avx512) {
-    std::printf("this CPU has no AVX-512: rlx uses OpenBLAS for f32 GEMM, nothing to compare\n");
+  const rlx::Isa own = rlx::cpu_isa();
+  if (!rlx::cpu::sgemm_kernel()) {
+    std::printf("the %s path has no own sgemm kernel: nothing to compare\n", rlx::isa_name(own));
     return 0;
   }
-  std::printf("1 thread, fastest of %d interleaved runs each\n", reps);
+  std::printf("1 thread, fastest of %d interleaved runs each; rlx kernel %s\n", reps,
+              rlx::cpu::sgemm_kernel()->name);
   std::printf("%-22s %16s %9s %14s %6s %12s %6s\n", "shape", "MxNxK", "rlx GF/s", "openblas GF/s",
               "ratio", "packed GF/s", "ratio");
   std::mt19937 rng(1);
@@ -78,11 +82,11 @@ int main(int argc, char** argv) {
     double best[3] = {1e9, 1e9, 1e9};  // rlx, openblas, rlx packed
     for (int r = 0; r < reps + 1; ++r)
       for (int path = 0; path < 3; ++path) {
-        rlx::set_isa_limit(path == 1 ? rlx::Isa::avx2 : rlx::Isa::avx512);
+        rlx::set_isa_limit(path == 1 ? rlx::Isa::portable : own);
         const double t = seconds_of([&] { run(path == 2); });
         if (r > 0) best[path] = std::min(best[path], t);  // the first run warms buffers
       }
-    rlx::set_isa_limit(rlx::Isa::avx512);
+    rlx::set_isa_limit(own);
     const double gflop = 2.0 * double(s.M) * double(s.N) * double(s.K) * 1e-9;
     char dims[48];
     std::snprintf(dims, sizeof dims, "%lldx%lldx%lld%s", (long long)s.M, (long long)s.N,
