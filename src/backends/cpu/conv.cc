@@ -2,7 +2,8 @@
 // All spatial ranks run one code path: dims are padded to (D, H, W) with
 // leading unit dims. Special cases: 1x1 stride-1 unpadded convs feed the input
 // to GEMM directly; depthwise convs (groups == C == O, up to 2-d) use a direct
-// loop that is vectorized along the output row.
+// loop that is vectorized along the output row; 3x3 stride-1 f32 convs with a
+// constant weight take Winograd (conv_winograd.h) where rlx's sgemm runs.
 //
 // Threading: conv splits work into (image, group, output-tile) tasks over
 // rlx's pool, each with its own im2col buffer and a single-threaded GEMM; with
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/conv_winograd.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
@@ -355,6 +357,12 @@ void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
   });
 }
 
+// A 2-d 3x3 conv with stride 1, no dilation and one group: Winograd's shape.
+bool is_3x3_s1(const Geom& g) {
+  return g.sp == 2 && g.G == 1 && g.k[1] == 3 && g.k[2] == 3 && g.s[1] == 1 && g.s[2] == 1 &&
+         g.d[1] == 1 && g.d[2] == 1;
+}
+
 // `act` is the fused activation: applied with the bias to each output tile
 // right after its GEMM (per channel plane for depthwise), while it is in cache.
 template <typename T>
@@ -362,6 +370,11 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
                WeightPack* pack) {
   if (g.N * g.O * g.out_sz == 0) return;
   if (g.Cg == 1 && g.Og == 1 && g.sp <= 2) return depthwise(g, x, w, bias, act, y);
+  if constexpr (std::is_same_v<T, float>)
+    if (is_3x3_s1(g)) {
+      const Conv3x3 s{g.N, g.C, g.O, g.in[1], g.in[2], g.out[1], g.out[2], g.pb[1], g.pb[2]};
+      if (winograd_applies(s, pack) && conv3x3_winograd(s, x, w, bias, act, y, *pack)) return;
+    }
   const int64_t rows = g.Cg * g.k_sz;
   const bool pw = g.pointwise();
   const int64_t tile = pw ? g.out_sz : tile_cols(rows, g.out_sz);
@@ -382,10 +395,13 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
     }
     const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true};
     if constexpr (std::is_same_v<T, float>) {
-      // A constant weight (one group) is packed once per compiled graph.
+      // A constant weight (one group) is packed once per compiled graph (the
+      // slot may hold the Winograd path's packing instead: then not this).
       GemmPacked packed;
-      if (pack && g.G == 1 && gemm_uses_packed_operands(tl))
+      if (pack && g.G == 1 && gemm_uses_packed_operands(tl)) {
         packed.a = pack->get(w, [&] { return pack_a_operand(false, w, rows, g.Og, rows); });
+        if (packed.a && (packed.a->rows != g.Og || packed.a->cols != rows)) packed.a = nullptr;
+      }
       if (serial)
         gemm_serial(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi,
                     packed);
