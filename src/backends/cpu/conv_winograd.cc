@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/conv_winograd_avx2.h"
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/sgemm.h"
 #include "backends/cpu/weight_pack.h"
@@ -23,6 +24,7 @@ namespace rlx::cpu {
 namespace {
 
 // The matrices of Lavin & Gray: V = B^T d B, U = G g G^T, Y = A^T M A.
+// F(4,3)'s transforms run as conv_winograd_avx2.cc's factored form of these.
 template <int M>
 struct Variant;
 
@@ -144,7 +146,7 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, floa
   const int64_t rows_per_blk = (th + nblk - 1) / nblk, tb_max = rows_per_blk * tw;
   thread_local std::vector<float> v_buf, m_buf;  // reused run after run: no page faults
   v_buf.resize(size_t(AA * s.C * tb_max));
-  m_buf.resize(size_t(AA * orows * tb_max));
+  m_buf.resize(size_t(AA * orows * tb_max) + 8);  // + the vector output's overread
   float* V = v_buf.data();
   float* Mb = m_buf.data();
   const int64_t in_plane = s.H * s.W, out_plane = s.OH * s.OW;
@@ -154,24 +156,29 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, floa
     for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_blk) {
       const int64_t ty1 = std::min(th, ty0 + rows_per_blk), tb = (ty1 - ty0) * tw;
       parallel_for(s.C, 1, [&](int64_t c0, int64_t c1) {
+        thread_local std::vector<float> padded;
         for (int64_t c = c0; c < c1; ++c) {
           const float* xc = xn + c * in_plane;
-          for (int64_t ty = ty0; ty < ty1; ++ty)
-            for (int64_t tx = 0; tx < tw; ++tx) {
-              const int64_t iy = ty * M - s.pad_top, ix = tx * M - s.pad_left;
-              float d[A][A];
-              if (iy >= 0 && iy + A <= s.H && ix >= 0 && ix + A <= s.W) {
-                for (int i = 0; i < A; ++i)
-                  for (int j = 0; j < A; ++j) d[i][j] = xc[(iy + i) * s.W + ix + j];
-              } else {
-                for (int i = 0; i < A; ++i)
-                  for (int j = 0; j < A; ++j) {
-                    const int64_t r = iy + i, q = ix + j;
-                    d[i][j] = r >= 0 && r < s.H && q >= 0 && q < s.W ? xc[r * s.W + q] : 0.f;
-                  }
+          if constexpr (M == 4)  // this path needs rlx's sgemm, so AVX2
+            winograd43_input_avx2(xc, s.H, s.W, s.pad_top, s.pad_left, ty0, ty1, tw, V + c * tb,
+                                  s.C * tb, padded);
+          else
+            for (int64_t ty = ty0; ty < ty1; ++ty)
+              for (int64_t tx = 0; tx < tw; ++tx) {
+                const int64_t iy = ty * M - s.pad_top, ix = tx * M - s.pad_left;
+                float d[A][A];
+                if (iy >= 0 && iy + A <= s.H && ix >= 0 && ix + A <= s.W) {
+                  for (int i = 0; i < A; ++i)
+                    for (int j = 0; j < A; ++j) d[i][j] = xc[(iy + i) * s.W + ix + j];
+                } else {
+                  for (int i = 0; i < A; ++i)
+                    for (int j = 0; j < A; ++j) {
+                      const int64_t r = iy + i, q = ix + j;
+                      d[i][j] = r >= 0 && r < s.H && q >= 0 && q < s.W ? xc[r * s.W + q] : 0.f;
+                    }
+                }
+                input_tile<F>(d, V + c * tb + (ty - ty0) * tw + tx, s.C * tb);
               }
-              input_tile<F>(d, V + c * tb + (ty - ty0) * tw + tx, s.C * tb);
-            }
         }
       });
       // All `orows` rows: a packed A's slivers are only read whole (the
@@ -184,19 +191,22 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, floa
       parallel_for(s.O, 1, [&](int64_t o0, int64_t o1) {
         for (int64_t o = o0; o < o1; ++o) {
           float* yo = yn + o * out_plane;
-          for (int64_t ty = ty0; ty < ty1; ++ty)
-            for (int64_t tx = 0; tx < tw; ++tx) {
-              const float* mo = Mb + o * tb + (ty - ty0) * tw + tx;
-              float mt[A][A], out[M][M];
-              for (int i = 0; i < A; ++i)
-                for (int j = 0; j < A; ++j) mt[i][j] = mo[(i * A + j) * orows * tb];
-              output_tile<F>(mt, out);
-              const int64_t oy = ty * M, ox = tx * M;
-              const int64_t hr = std::min<int64_t>(M, s.OH - oy),
-                            wc = std::min<int64_t>(M, s.OW - ox);
-              for (int64_t r = 0; r < hr; ++r)
-                for (int64_t c = 0; c < wc; ++c) yo[(oy + r) * s.OW + ox + c] = out[r][c];
-            }
+          if constexpr (M == 4)
+            winograd43_output_avx2(Mb + o * tb, orows * tb, ty0, ty1, tw, s.OH, s.OW, yo);
+          else
+            for (int64_t ty = ty0; ty < ty1; ++ty)
+              for (int64_t tx = 0; tx < tw; ++tx) {
+                const float* mo = Mb + o * tb + (ty - ty0) * tw + tx;
+                float mt[A][A], out[M][M];
+                for (int i = 0; i < A; ++i)
+                  for (int j = 0; j < A; ++j) mt[i][j] = mo[(i * A + j) * orows * tb];
+                output_tile<F>(mt, out);
+                const int64_t oy = ty * M, ox = tx * M;
+                const int64_t hr = std::min<int64_t>(M, s.OH - oy),
+                              wc = std::min<int64_t>(M, s.OW - ox);
+                for (int64_t r = 0; r < hr; ++r)
+                  for (int64_t c = 0; c < wc; ++c) yo[(oy + r) * s.OW + ox + c] = out[r][c];
+              }
           // Bias and activation on this block's rows of the plane, while in cache.
           const int64_t r0 = ty0 * M, r1 = std::min(s.OH, ty1 * M);
           const GemmEpilogue<float> epi{act, bias ? bias + o : nullptr, true};

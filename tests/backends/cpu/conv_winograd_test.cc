@@ -94,6 +94,7 @@ TEST(ConvWinograd, MatchesDirectReference) {
       {2, 9, 40, 13, 17, {1, 1, 1, 1}, Epilogue::relu},  // F(4,3), cut tiles, O % 6 != 0
       {1, 12, 20, 30, 14, {2, 0, 1, 2}},                 // asymmetric padding
       {1, 8, 16, 60, 60, {1, 1, 1, 1}},                  // two blocks of tile rows
+      {1, 8, 16, 15, 40, {0, 2, 1, 0}},                  // left padding 2, 10 tiles a row
       {1, 32, 24, 7, 7, {1, 1, 1, 1}, Epilogue::relu6},  // F(2,3)
       {3, 8, 17, 9, 11, {0, 0, 0, 0}},                   // F(2,3), no padding, cut tiles
   };
