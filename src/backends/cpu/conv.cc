@@ -174,10 +174,11 @@ RLX_AVX2 void gather_stride2_avx2(float* dst, const float* src, int64_t n) {
   for (; j < n; ++j) dst[j] = src[2 * j];
 }
 
-// col[Cg * k_sz, p1 - p0] for output positions [p0, p1) of one image group x[Cg, in_sz].
+// col[Cg * k_sz, p1 - p0] (rows `ld` apart; 0: p1 - p0) for output positions
+// [p0, p1) of one image group x[Cg, in_sz].
 template <typename T>
-void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col) {
-  const int64_t tl = p1 - p0, oHW = g.out[1] * g.out[2];
+void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t ld = 0) {
+  const int64_t tl = ld ? ld : p1 - p0, oHW = g.out[1] * g.out[2];
   T* dst = col;
   for (int64_t c = 0; c < g.Cg; ++c) {
     const T* xc = x + c * g.in_sz;
@@ -203,7 +204,12 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col) {
             std::fill(o + hi, o + n, T(0));
             const int64_t base = ow0 * g.s[2] + offw;  // row index of j = 0 (may be < 0)
             if (g.s[2] == 1 && hi > lo) {
-              std::memcpy(o + lo, row + base + lo, size_t(hi - lo) * sizeof(T));
+              // Short runs (small maps, a weight gradient's 3-wide rows) by a
+              // loop: a memcpy call costs more than the copy there.
+              if (hi - lo <= 8)
+                for (int64_t j = lo; j < hi; ++j) o[j] = row[base + j];
+              else
+                std::memcpy(o + lo, row + base + lo, size_t(hi - lo) * sizeof(T));
               continue;
             }
             if constexpr (std::is_same_v<T, float>)
@@ -377,6 +383,52 @@ bool is_3x3_s1(const Geom& g) {
          g.d[1] == 1 && g.d[2] == 1;
 }
 
+// Convs whose output maps are small (a weight gradient's 3x3, late CNN
+// layers at batch > 1): one GEMM per chunk of images, their im2col columns
+// side by side, instead of one skinny GEMM per image (each packing the same
+// weight again when it is not constant). Returns false when not worth it.
+template <typename T>
+bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y) {
+  const int64_t rows = g.Cg * g.k_sz;
+  if (g.N < 2 || g.out_sz >= 64 || g.pointwise()) return false;
+  // Images per GEMM: a col buffer of about 1 MiB, and at least one per thread when possible.
+  int64_t nb =
+      std::clamp<int64_t>((int64_t(1) << 18) / std::max<int64_t>(rows * g.out_sz, 1), 1, g.N);
+  nb = std::min(nb, std::max<int64_t>(1, (g.N + num_threads() - 1) / num_threads()));
+  if (nb < 2) return false;
+  const int64_t chunks = (g.N + nb - 1) / nb, tasks = chunks * g.G;
+  auto task = [&](int64_t t, std::vector<T>& col, std::vector<T>& out, bool serial) {
+    const int64_t n0 = t / g.G * nb, gi = t % g.G, m = std::min(nb, g.N - n0), cols = m * g.out_sz;
+    col.resize(size_t(rows * cols));
+    out.resize(size_t(g.Og * cols));
+    for (int64_t j = 0; j < m; ++j)
+      im2col(x + ((n0 + j) * g.C + gi * g.Cg) * g.in_sz, g, 0, g.out_sz, col.data() + j * g.out_sz,
+             cols);
+    const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true};
+    const T* wg = w + gi * g.Og * rows;
+    if (serial)
+      gemm_serial(false, false, g.Og, cols, rows, T(1), wg, rows, col.data(), cols, T(0),
+                  out.data(), cols, epi);
+    else
+      gemm(false, false, g.Og, cols, rows, T(1), wg, rows, col.data(), cols, T(0), out.data(), cols,
+           epi);
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t o = 0; o < g.Og; ++o)
+        std::copy_n(out.data() + o * cols + j * g.out_sz, g.out_sz,
+                    y + ((n0 + j) * g.O + gi * g.Og + o) * g.out_sz);
+  };
+  if (tasks >= num_threads()) {
+    parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<T> col, out;
+      for (int64_t t = t0; t < t1; ++t) task(t, col, out, true);
+    });
+  } else {
+    std::vector<T> col, out;
+    for (int64_t t = 0; t < tasks; ++t) task(t, col, out, false);
+  }
+  return true;
+}
+
 // `act` is the fused activation: applied with the bias to each output tile
 // right after its GEMM (per channel plane for depthwise), while it is in cache.
 template <typename T>
@@ -389,6 +441,7 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
       const Conv3x3 s{g.N, g.C, g.O, g.in[1], g.in[2], g.out[1], g.out[2], g.pb[1], g.pb[2]};
       if (winograd_applies(s, pack) && conv3x3_winograd(s, x, w, bias, act, y, *pack)) return;
     }
+  if (conv_small_maps(g, x, w, bias, act, y)) return;
   const int64_t rows = g.Cg * g.k_sz;
   const bool pw = g.pointwise();
   const int64_t tile = pw ? g.out_sz : tile_cols(rows, g.out_sz);
