@@ -136,10 +136,15 @@ Geom make_geom(const KernelCall& c, bool transpose) {
 // j in [lo, hi).
 void valid_range(int64_t start, int64_t n, int64_t s, int64_t off, int64_t W, int64_t& lo,
                  int64_t& hi) {
-  const int64_t a = -off - start * s;  // need j * s >= a
-  lo = a <= 0 ? 0 : (a + s - 1) / s;
+  const int64_t a = -off - start * s;         // need j * s >= a
   const int64_t b = W - 1 - off - start * s;  // need j * s <= b
-  hi = b < 0 ? 0 : b / s + 1;
+  if (s == 1) {                               // the common case, without two divisions
+    lo = std::max<int64_t>(a, 0);
+    hi = b < 0 ? 0 : b + 1;
+  } else {
+    lo = a <= 0 ? 0 : (a + s - 1) / s;
+    hi = b < 0 ? 0 : b / s + 1;
+  }
   lo = std::min(lo, n);
   hi = std::clamp(hi, lo, n);
 }
@@ -179,6 +184,9 @@ RLX_AVX2 void gather_stride2_avx2(float* dst, const float* src, int64_t n) {
 template <typename T>
 void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t ld = 0) {
   const int64_t tl = ld ? ld : p1 - p0, oHW = g.out[1] * g.out[2];
+  // Where p0 lies in the output, once: the segments below step through it
+  // without a division each (a weight gradient's im2col has thousands of rows).
+  const int64_t od0 = p0 / oHW, oh0 = p0 / g.out[2] % g.out[1], ow00 = p0 % g.out[2];
   T* dst = col;
   for (int64_t c = 0; c < g.Cg; ++c) {
     const T* xc = x + c * g.in_sz;
@@ -186,8 +194,8 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t l
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
         for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += tl) {
           const int64_t offw = kw * g.d[2] - g.pb[2];
-          for (int64_t p = p0; p < p1;) {
-            const int64_t od = p / oHW, oh = p / g.out[2] % g.out[1], ow0 = p % g.out[2];
+          int64_t od = od0, oh = oh0, ow0 = ow00;
+          for (int64_t p = p0; p < p1; ow0 = 0, oh = oh + 1 == g.out[1] ? (++od, 0) : oh + 1) {
             const int64_t n = std::min(p1 - p, g.out[2] - ow0);
             const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
             const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
