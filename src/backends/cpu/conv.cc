@@ -391,35 +391,79 @@ bool is_3x3_s1(const Geom& g) {
          g.d[1] == 1 && g.d[2] == 1;
 }
 
+// col^T[out_sz, Cg * k_sz] of one image group x[Cg, in_sz]: row p holds every
+// input window element output position p reads, in im2col's row order.
+template <typename T>
+void im2row(const T* x, const Geom& g, T* colT) {
+  const int64_t rows = g.Cg * g.k_sz;
+  for (int64_t od = 0, p = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh)
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++p) {
+        T* dst = colT + p * rows;
+        const int64_t iw0 = ow * g.s[2] - g.pb[2];
+        for (int64_t c = 0; c < g.Cg; ++c)
+          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+            const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+            for (int64_t kh = 0; kh < g.k[1]; ++kh, dst += g.k[2]) {
+              const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                std::fill(dst, dst + g.k[2], T(0));
+                continue;
+              }
+              const T* row = x + c * g.in_sz + (id * g.in[1] + ih) * g.in[2];
+              if (g.d[2] == 1 && iw0 >= 0 && iw0 + g.k[2] <= g.in[2]) {
+                std::copy_n(row + iw0, g.k[2], dst);
+                continue;
+              }
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                const int64_t iw = iw0 + kw * g.d[2];
+                dst[kw] = iw >= 0 && iw < g.in[2] ? row[iw] : T(0);
+              }
+            }
+          }
+      }
+}
+
 // Convs whose output maps are small (a weight gradient's 3x3, late CNN
 // layers at batch > 1): one GEMM per chunk of images, their im2col columns
 // side by side, instead of one skinny GEMM per image (each packing the same
 // weight again when it is not constant). Returns false when not worth it.
+// With a kernel wider than the output (a weight gradient's kernel is the
+// forward output map) the transposed im2col is built instead: per output
+// position a row of every input window, copied in runs of the kernel's width
+// rather than of the output's.
 template <typename T>
 bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y) {
   const int64_t rows = g.Cg * g.k_sz;
-  if (g.N < 2 || g.out_sz >= 64 || g.pointwise()) return false;
+  if (g.out_sz >= 64 || g.pointwise()) return false;
+  const bool by_rows = g.k[2] > g.out[2];
   // Images per GEMM: a col buffer of about 1 MiB, and at least one per thread when possible.
   int64_t nb =
       std::clamp<int64_t>((int64_t(1) << 18) / std::max<int64_t>(rows * g.out_sz, 1), 1, g.N);
   nb = std::min(nb, std::max<int64_t>(1, (g.N + num_threads() - 1) / num_threads()));
-  if (nb < 2) return false;
+  if (nb < 2 && !by_rows) return false;
   const int64_t chunks = (g.N + nb - 1) / nb, tasks = chunks * g.G;
   auto task = [&](int64_t t, std::vector<T>& col, std::vector<T>& out, bool serial) {
     const int64_t n0 = t / g.G * nb, gi = t % g.G, m = std::min(nb, g.N - n0), cols = m * g.out_sz;
     col.resize(size_t(rows * cols));
     out.resize(size_t(g.Og * cols));
-    for (int64_t j = 0; j < m; ++j)
-      im2col(x + ((n0 + j) * g.C + gi * g.Cg) * g.in_sz, g, 0, g.out_sz, col.data() + j * g.out_sz,
-             cols);
+    for (int64_t j = 0; j < m; ++j) {
+      const T* xj = x + ((n0 + j) * g.C + gi * g.Cg) * g.in_sz;
+      if (by_rows)
+        im2row(xj, g, col.data() + j * g.out_sz * rows);
+      else
+        im2col(xj, g, 0, g.out_sz, col.data() + j * g.out_sz, cols);
+    }
     const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true};
     const T* wg = w + gi * g.Og * rows;
+    // B is col [rows, cols], or its transpose [cols, rows] when built by rows.
+    const int64_t ldb = by_rows ? rows : cols;
     if (serial)
-      gemm_serial(false, false, g.Og, cols, rows, T(1), wg, rows, col.data(), cols, T(0),
+      gemm_serial(false, by_rows, g.Og, cols, rows, T(1), wg, rows, col.data(), ldb, T(0),
                   out.data(), cols, epi);
     else
-      gemm(false, false, g.Og, cols, rows, T(1), wg, rows, col.data(), cols, T(0), out.data(), cols,
-           epi);
+      gemm(false, by_rows, g.Og, cols, rows, T(1), wg, rows, col.data(), ldb, T(0), out.data(),
+           cols, epi);
     for (int64_t j = 0; j < m; ++j)
       for (int64_t o = 0; o < g.Og; ++o)
         std::copy_n(out.data() + o * cols + j * g.out_sz, g.out_sz,
