@@ -241,6 +241,8 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t l
 template <typename T>
 void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int64_t o1, T* out) {
   const int64_t tl = q1 - q0, iHW = g.in[1] * g.in[2];
+  // Where q0 lies in the input, once (as im2col does for p0).
+  const int64_t id0 = q0 / iHW, ih0 = q0 / g.in[2] % g.in[1], iw00 = q0 % g.in[2];
   for (int64_t o = o0; o < o1; ++o) {
     T* oc = out + o * g.out_sz;
     const T* src = col + o * g.k_sz * tl;
@@ -248,8 +250,8 @@ void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
         for (int64_t kw = 0; kw < g.k[2]; ++kw, src += tl) {
           const int64_t offw = kw * g.d[2] - g.pb[2];
-          for (int64_t q = q0; q < q1;) {
-            const int64_t id = q / iHW, ih = q / g.in[2] % g.in[1], iw0 = q % g.in[2];
+          int64_t id = id0, ih = ih0, iw0 = iw00;
+          for (int64_t q = q0; q < q1; iw0 = 0, ih = ih + 1 == g.in[1] ? (++id, 0) : ih + 1) {
             const int64_t n = std::min(q1 - q, g.in[2] - iw0);
             const int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
             const int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
@@ -260,7 +262,10 @@ void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int
             const int64_t base = iw0 * g.s[2] + offw;
             int64_t lo, hi;
             valid_range(iw0, n, g.s[2], offw, g.out[2], lo, hi);
-            for (int64_t j = lo; j < hi; ++j) row[base + j * g.s[2]] += s[j];
+            if (g.s[2] == 1)
+              for (int64_t j = lo; j < hi; ++j) row[base + j] += s[j];
+            else
+              for (int64_t j = lo; j < hi; ++j) row[base + j * g.s[2]] += s[j];
           }
         }
   }
