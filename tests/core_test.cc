@@ -59,3 +59,24 @@ TEST(ThreadPool, CoversRangeOnceAndPropagatesErrors) {
 
 }  // namespace
 }  // namespace rlx
+
+namespace rlx {
+namespace {
+
+// A message over Error::kMaxBytes keeps its start and its end and says how
+// much was cut; shorter ones are untouched.
+TEST(Error, LongMessagesAreBoundedKeepingBothEnds) {
+  const std::string start = "while loading x.gguf: ", end = " :the innermost cause";
+  const std::string huge = start + std::string(1 << 20, 'a') + end;
+  const Error e(huge);
+  const std::string got = e.what();
+  EXPECT_LE(got.size(), Error::kMaxBytes + 64);
+  EXPECT_EQ(got.rfind(start, 0), 0u);
+  EXPECT_EQ(got.substr(got.size() - end.size()), end);
+  EXPECT_NE(got.find("bytes of this message cut"), std::string::npos);
+  EXPECT_STREQ(Error("short").what(), "short");
+  EXPECT_LE(std::string(e.with_context("more context").what()).size(), Error::kMaxBytes + 64);
+}
+
+}  // namespace
+}  // namespace rlx
