@@ -85,7 +85,8 @@ Graph insert_fake_quant(const Graph& g, int bits, bool activations) {
       auto [it, fresh] = act_fq.emplace(c.inputs[0], -1);
       if (fresh)
         it->second = rw.out().add(Op::FakeQuantize, {c.inputs[0]}, attrs(8, std::nullopt), {},
-                                  "qat: activation of " + n.label());
+                                  std::string("qat: 8-bit activation into ") + op_name(n.op) +
+                                      (n.origin.empty() ? "" : " from " + n.origin));
       c.inputs[0] = it->second;
       rw.map(n.id, rw.out().append_raw(std::move(c)));
     } else {
