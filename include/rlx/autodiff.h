@@ -16,14 +16,16 @@ namespace rlx {
 
 // How an op of ops.def takes part in autodiff.
 enum class GradSupport {
-  rule,  // a vjp rule: gradients flow to its float inputs
-  none,  // no gradient flows: leaves, integer/bool outputs, piecewise-constant ops
-         // (floor, sign, comparisons, ...: zero almost everywhere, as in torch.autograd)
-  gap,   // differentiable, but rlx has no rule (yet): differentiating through it throws
+  rule,       // a vjp rule: gradients flow to its float inputs
+  estimator,  // a vjp rule that is a chosen surrogate, not the derivative (fake_quantize's
+              // straight-through estimators: the true derivative is zero almost everywhere)
+  none,       // no gradient flows: leaves, integer/bool outputs, piecewise-constant ops
+              // (floor, sign, comparisons, ...: zero almost everywhere, as in torch.autograd)
+  gap,        // differentiable, but rlx has no rule (yet): differentiating through it throws
 };
 struct OpGradient {
   GradSupport support;
-  std::string why;  // for none and gap: the reason
+  std::string why;  // for none, gap and estimator: the reason
 };
 OpGradient op_gradient(Op op);
 

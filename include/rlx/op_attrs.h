@@ -149,9 +149,10 @@ OpAttrs activation_attrs(const ActivationGradAttrs& g);
 ActivationGradAttrs activation_grad_attrs(Op kind, const OpAttrs& activation);
 
 // ---- op families (the family column of ops.def)
-#define RLX_OP_FAMILIES                                                                     \
-  Leaf, Unary, Logical, Binary, Compare, Select, Convert, Reduce, ArgReduce, Softmax, Scan, \
-      Movement, Indexing, Linear, Conv, Pool, Norm, Attention, Resample, Grad, Random, Tuple
+#define RLX_OP_FAMILIES                                                                          \
+  Leaf, Unary, Logical, Binary, Compare, Select, Convert, Reduce, ArgReduce, Softmax, Scan,      \
+      Movement, Indexing, Linear, Conv, Pool, Norm, Attention, Resample, Grad, Random, Quantize, \
+      Tuple
 #define RLX_STRINGIZE_(...) #__VA_ARGS__
 #define RLX_STRINGIZE(...) RLX_STRINGIZE_(__VA_ARGS__)
 enum class OpFamily : uint8_t { RLX_OP_FAMILIES };

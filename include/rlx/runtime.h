@@ -31,6 +31,12 @@ struct CompileOptions {
   // the executable then runs only these dims. Empty: keep symbolic dims.
   std::map<std::string, Dims> input_shapes;
   bool verify_each = false;  // Graph::verify() after every pass (always on without NDEBUG)
+  // Quantization-aware training / simulated quantization (the `qat` pass, off when 0): a
+  // fake_quantize of `qat_bits` (8, 4 or 2) on the weight of every matmul and conv whose weight is
+  // a param or constant (per output channel), and with qat_activations an 8-bit per-tensor one
+  // on their activation input. The Trainer applies it before autodiff (TrainerOptions::compile).
+  int qat_bits = 0;
+  bool qat_activations = false;
   // Called after every pass that ran, with the graph it produced and the node
   // count before it (debugging: rlx inspect --after / --print-after-all).
   std::function<void(std::string_view pass, size_t nodes_before, const Graph& after)> after_pass;

@@ -6,6 +6,7 @@
 
 #include "rlx/checked.h"
 #include "rlx/error.h"
+#include "rlx/fake_quant.h"
 #include "rlx/graph.h"
 #include "rlx/quant.h"
 
@@ -888,6 +889,68 @@ Shape infer_dropout(const Node& n, const In& in) {
   RLX_CHECK(step.rank() == 0 && (step.dtype == DType::I64 || step.dtype == DType::I32),
             "dropout: step must be an integer scalar, got ", step.str());
   return *in[0];
+}
+
+// ---- quantization-aware training
+
+// fake_quantize's checks, shared by its backward op: returns the scale's shape ([C] for a channel
+// axis, [1] per tensor; the given scale's own shape for scale=input). `extra` is how many inputs
+// come before the scale (1 for fake_quantize, 2 for fake_quantize_grad: x, dy).
+Shape check_fake_quantize(const Node& n, const In& in, size_t extra) {
+  const char* op = op_name(n.op);
+  const auto& a = n.attrs_as<FakeQuantAttrs>();
+  const FakeQuantRange r = fake_quant_range(a);
+  const Shape& x = *in[0];
+  RLX_CHECK(is_float(x.dtype), op, ": x must be floating point, got ", x.str());
+  RLX_CHECK(std::isfinite(a.grad_factor), op, ": grad_factor must be finite, got ", a.grad_factor);
+  std::vector<Dim> sdims{Dim(1)};
+  if (a.axis) {
+    RLX_CHECK(*a.axis >= -x.rank() && *a.axis < x.rank(), op, ": axis ", *a.axis,
+              " out of range for x ", x.str());
+    sdims = {x.dims[size_t(normalize_axis(*a.axis, x.rank()))]};
+  }
+  const size_t given = in.size() - extra;  // scale and zero point
+  if (a.scale == FakeQuantScale::batch) {
+    RLX_CHECK(given == 0, op, ": scale=batch computes the scale from x and takes no scale input (",
+              given, " given); use scale=input to pass one");
+    RLX_CHECK(a.ste != FakeQuantSte::lsq, op,
+              ": ste=lsq learns the scale, so it needs scale=input (a scale tensor to train)");
+    RLX_CHECK(r.qmax >= 1, op, ": scale=batch divides max|x| by quant_max, which is ", r.qmax);
+    return Shape(sdims, x.dtype);
+  }
+  RLX_CHECK(given >= 1, op, ": scale=input needs a scale input (x[, scale[, zero_point]])");
+  const Shape& s = *in[extra];
+  RLX_CHECK(s.dtype == x.dtype, op, ": scale ", s.str(), " must have x's dtype (x ", x.str(), ")");
+  const bool one = s.rank() == 0 || (s.rank() == 1 && s.dims[0] == Dim(1));
+  const bool per_channel = a.axis && s.rank() == 1 && dims_compatible(s.dims[0], sdims[0]);
+  RLX_CHECK(one || per_channel, op, ": scale ", s.str(), " must be ",
+            a.axis ? "[C] (C = x's axis " + std::to_string(*a.axis) + " extent, " + sdims[0].str() +
+                         ") or [1]"
+                   : std::string("[1] or a scalar (no axis: one scale for the tensor)"),
+            "; x ", x.str());
+  if (given == 2) {
+    const Shape& z = *in[extra + 1];
+    RLX_CHECK(z.dtype == x.dtype || is_integer(z.dtype), op, ": zero_point ", z.str(),
+              " must be an integer or have x's dtype");
+    RLX_CHECK(z.rank() == s.rank() && (z.rank() == 0 || dims_compatible(z.dims[0], s.dims[0])), op,
+              ": zero_point ", z.str(), " must have scale's shape ", s.str());
+  }
+  return s;
+}
+
+Shape infer_fake_quantize(const Node& n, const In& in) {
+  check_fake_quantize(n, in, 1);
+  return *in[0];
+}
+
+std::vector<Shape> infer_fake_quantize_grad(const Node& n, const In& in) {
+  const Shape &x = *in[0], &dy = *in[1];
+  same_dtype(x, dy);
+  bool ok = x.rank() == dy.rank();
+  for (int i = 0; ok && i < x.rank(); ++i)
+    ok = dims_compatible(x.dims[size_t(i)], dy.dims[size_t(i)]);
+  RLX_CHECK(ok, "fake_quantize_grad: dy ", dy.str(), " does not match x ", x.str());
+  return {x, check_fake_quantize(n, in, 2)};
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ class Pass {
 // Every pass, in pipeline order.
 const std::vector<std::unique_ptr<Pass>>& pass_registry();
 std::unique_ptr<Pass> make_specialize_pass();
+std::unique_ptr<Pass> make_qat_pass();
 std::unique_ptr<Pass> make_fold_pass();
 std::unique_ptr<Pass> make_simplify_pass();
 std::unique_ptr<Pass> make_conv_bn_pass();

@@ -47,6 +47,8 @@ const std::vector<std::unique_ptr<Pass>>& pass_registry() {
     std::vector<std::unique_ptr<Pass>> v;
     // specialize before everything: the others then see static shapes.
     v.push_back(make_specialize_pass());
+    // qat before folding, so bound weights fold into their fake-quantized values once.
+    v.push_back(make_qat_pass());
     // simplify next: it is structural, and folding a transpose it removes
     // (x @ w^T) would copy the weight at load time for nothing.
     v.push_back(make_simplify_pass());

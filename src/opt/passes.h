@@ -32,6 +32,12 @@ Graph fuse_epilogues(const Graph& g);
 // conv -> batch_norm with constant weights and statistics -> one conv with
 // rescaled weights and a bias.
 Graph fold_batchnorm_into_conv(const Graph& g);
+// Quantization-aware training: fake_quantize (scale=batch, `bits`, ste clipped) on the weight of
+// every matmul (per output column N) and conv (per output channel) whose weight is a param or
+// constant, seen through transposes, placed on the param itself so the exporters find it; with
+// `activations`, an 8-bit per-tensor one on their first input. Idempotent: an operand that is
+// already a fake_quantize output is left alone.
+Graph insert_fake_quant(const Graph& g, int bits, bool activations);
 // Drops nodes no output depends on. Inputs stay (they are the signature).
 Graph eliminate_dead_code(const Graph& g);
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "opt/passes.h"
 #include "rlx/autodiff.h"
 #include "rlx/error.h"
 #include "rlx/train.h"
@@ -50,6 +51,16 @@ void copy_into(Tensor& dst, const Tensor& src, const std::string& what) {
 
 Trainer::Trainer(Model model, TrainerOptions options)
     : model_(std::move(model)), options_(std::move(options)), optimizer_(options_.optimizer) {
+  if (options_.compile.qat_bits) {
+    // Quantization-aware training: fake_quantize goes into the forward graph before autodiff, so
+    // the loss sees quantized weights and the gradient reaches the float params through the
+    // straight-through estimator; the saved model keeps the fake_quantize nodes. The compiled
+    // step must not run the pass again on the gradient graph.
+    model_.graph = opt::insert_fake_quant(model_.graph, options_.compile.qat_bits,
+                                          options_.compile.qat_activations);
+    options_.compile.qat_bits = 0;
+    options_.compile.qat_activations = false;
+  }
   const Graph& g = model_.graph;
   const NodeId loss = output_node(g, kLossOutput);
   RLX_CHECK(loss >= 0, model_.source, ": the model has no output named '", kLossOutput,

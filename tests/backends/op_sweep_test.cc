@@ -114,6 +114,13 @@ std::vector<Sample> samples() {
       {Op::SoftmaxCrossEntropy, {f32({3, 4}), idx({3}, 3)}, {}},
       {Op::SoftmaxCrossEntropyGrad, {f32({3, 4}), idx({3}, 3), f32({})}, {}},
       {Op::Dropout, {f32({3, 4}), idx({}, 9)}, {{"p", 0.25}, {"seed", 7}}},
+      {Op::FakeQuantize, {f32({3, 4})}, {{"bits", 4}, {"axis", 0}}},
+      {Op::FakeQuantize,
+       {f32({3, 4}), f32({4}, 0.05, 0.2), idx({4}, 3)},
+       {{"axis", 1}, {"scale", std::string("input")}, {"quant_min", 0}, {"quant_max", 255}}},
+      {Op::FakeQuantizeGrad,
+       {f32({3, 4}), f32({3, 4}), f32({1}, 0.05, 0.2)},
+       {{"scale", std::string("input")}, {"ste", std::string("lsq")}}},
   };
   // Whole families with no attributes (or only defaults) take one input
   // shape each; positive values keep log/sqrt/pow/mod well defined.

@@ -479,8 +479,24 @@ TEST(AutodiffFD, EveryRuleHasASample) {
 
 // The ops without a rule: differentiating through them throws. This list is
 // the checked-in record (README "Autodiff"); extend it only with a reason.
-const std::set<Op> kGaps = {Op::RmsNormGrad, Op::LayerNormGrad, Op::GroupNormGrad,
-                            Op::ActivationGrad, Op::SoftmaxCrossEntropyGrad};
+const std::set<Op> kGaps = {Op::RmsNormGrad,    Op::LayerNormGrad,           Op::GroupNormGrad,
+                            Op::ActivationGrad, Op::SoftmaxCrossEntropyGrad, Op::FakeQuantizeGrad};
+
+// Rules that are surrogates by design (straight-through estimators): finite differences of a
+// rounding op are zero almost everywhere, so they are not samples here. Each is checked against
+// its estimator's formula and against PyTorch in tests/backends/cpu/fake_quantize_test.cc.
+const std::set<Op> kEstimators = {Op::FakeQuantize};
+
+TEST(AutodiffFD, EstimatorsAreTheListedOnes) {
+  std::set<Op> est;
+  for (int i = 0; i < num_ops(); ++i)
+    if (op_gradient(Op(i)).support == GradSupport::estimator) {
+      est.insert(Op(i));
+      EXPECT_FALSE(op_gradient(Op(i)).why.empty()) << op_name(Op(i));
+    }
+  EXPECT_EQ(est, kEstimators);
+  for (const Case& c : cases()) EXPECT_FALSE(kEstimators.count(c.op)) << op_name(c.op);
+}
 
 TEST(AutodiffFD, GapsAreTheListedOnes) {
   std::set<Op> gaps;

@@ -54,19 +54,23 @@ TEST(PassManager, PipelineFollowsTheOptions) {
     }
   }
   EXPECT_EQ(describe_pipeline(o)[0].why_not, "no input shapes given");  // specialize
-  EXPECT_EQ(describe_pipeline(o)[2].needs, "params-bound");             // fold
+  EXPECT_EQ(describe_pipeline(o)[1].why_not,
+            "off (CompileOptions::qat_bits = 0; rlx run --qat int8)");  // qat
+  EXPECT_EQ(describe_pipeline(o)[3].needs, "params-bound");             // fold
   o.disabled_passes = {"cse", "fold"};
   auto info = describe_pipeline(o);
   EXPECT_EQ(names(info, true),
             (std::vector<std::string>{"simplify", "conv_bn", "epilogue", "dce"}));
-  EXPECT_EQ(info[2].why_not, "disabled");
+  EXPECT_EQ(info[3].why_not, "disabled");
   o.disabled_passes = {};
   o.opt_level = 0;
   info = describe_pipeline(o);
   EXPECT_TRUE(names(info, true).empty());
-  EXPECT_EQ(info[1].why_not, "needs -O1");
+  EXPECT_EQ(info[2].why_not, "needs -O1");
   o.input_shapes = {{"x", {3, 4}}};  // specialization is asked for, so it runs at -O0 too
   EXPECT_EQ(names(describe_pipeline(o), true), (std::vector<std::string>{"specialize"}));
+  o.qat_bits = 8;  // so is quantization-aware training
+  EXPECT_EQ(names(describe_pipeline(o), true), (std::vector<std::string>{"specialize", "qat"}));
   EXPECT_EQ(names(info, false).size(), opt::pass_registry().size());
 }
 
@@ -80,7 +84,7 @@ TEST(PassManager, UnknownPassNamesListTheValidOnes) {
   } catch (const Error& e) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("unknown pass 'constant-folding'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("specialize, simplify, fold, conv_bn, epilogue, cse, dce"),
+    EXPECT_NE(msg.find("specialize, qat, simplify, fold, conv_bn, epilogue, cse, dce"),
               std::string::npos)
         << msg;
   }

@@ -26,6 +26,8 @@ struct PassFlags {
   int opt_level = 1;
   std::vector<std::string> disabled;
   bool verify_each = false, print_after_all = false;
+  std::string qat;  // "", int8, int4, int2: the qat pass (CompileOptions::qat_bits)
+  bool qat_activations = false;
 };
 void add_pass_flags(CLI::App* cmd, PassFlags& f);
 // Options for these flags; with --print-after-all or RLX_PRINT_AFTER_ALL=1 in

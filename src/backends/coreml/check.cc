@@ -137,6 +137,17 @@ struct Checker {
           check_value(where, v->second);
         if (!op.inputs().empty()) bad(where, ": const with inputs");
       }
+      if (op.type() == "constexpr_affine_dequantize") {  // int8 weights: parameters as attributes
+        if (opset < 6) bad(where, ": needs opset CoreML6");
+        for (const char* k : {"quantized_data", "zero_point", "scale", "axis"}) {
+          auto v = op.attributes().find(k);
+          if (v == op.attributes().end())
+            bad(where, ": no ", k, " attribute");
+          else
+            check_value(where + " " + k, v->second);
+        }
+        if (!op.inputs().empty()) bad(where, ": constexpr op with inputs");
+      }
       if (op.type() == "scaled_dot_product_attention" && opset < 8)
         bad(where, ": needs opset CoreML8");
       std::vector<Type> ins;

@@ -34,6 +34,7 @@ const LowerTable& lower_table() {
     register_indexing(t);
     register_rope(t);
     register_resample(t);
+    register_quant(t);
     return t;
   }();
   return t;

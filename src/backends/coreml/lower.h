@@ -66,8 +66,12 @@ void register_grad(LowerTable& t);         // backward ops and dropout (lower_gr
 void register_indexing(LowerTable& t);     // one_hot, gather_nd, scatters, topk, conv_transpose
 void register_rope(LowerTable& t);         // rope (lower_rope.cc)
 void register_resample(LowerTable& t);     // resize, grid_sample, dequant_matmul/embedding
+void register_quant(LowerTable& t);        // fake_quantize(_grad) (lower_quant.cc)
 // True when node `id` feeds only dequant ops as their quantized weight (it then needs no const).
 bool only_dequant_uses(const Graph& g, NodeId id);
+// True when every reader of param `id` is a fake_quantize the package stores as int8
+// (lower_quant.cc): the param then needs no float const.
+bool only_int8_weight_uses(const Graph& g, const TensorMap& weights, NodeId id, int opset);
 const LowerTable& lower_table();
 
 Type broadcast_type(const Type& a, const Type& b, pb::DataType dt);

@@ -13,6 +13,8 @@ Val lower_param(Lowering& L, const Node& n) {
   RLX_CHECK(it != L.weights.end(), "coreml: no weight bound to param '", n.name, "'");
   // Quantized bytes read by dequant ops are dequantized there; no u8 const is emitted.
   if (it->second.dtype() == DType::U8 && only_dequant_uses(L.g, n.id)) return Val{};
+  // A QAT weight stored as int8 by its fake_quantize: no float copy.
+  if (only_int8_weight_uses(L.g, L.weights, n.id, L.opset())) return Val{};
   return L.b.constant(it->second, L.dtype(it->second.dtype()), n.name);
 }
 

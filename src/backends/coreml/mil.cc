@@ -199,6 +199,65 @@ Val Builder::constant(const Tensor& t, pb::DataType dt, const std::string& hint)
   return emit_const(std::move(val), ty, hint);
 }
 
+Val Builder::affine_dequantize(const std::vector<int8_t>& q, const std::vector<int64_t>& dims,
+                               const std::vector<float>& scale, int64_t axis, pb::DataType out_dt,
+                               const std::string& hint) {
+  RLX_CHECK(opset_ >= 6,
+            "coreml: int8 weights (constexpr_affine_dequantize) need CoreML6 or "
+            "later, the package is CoreML",
+            opset_);
+  RLX_CHECK(out_dt == pb::FLOAT32 || out_dt == pb::FLOAT16,
+            "coreml: int8 weights dequantize to fp32 or fp16");
+  const int64_t c = int64_t(scale.size());
+  Val v{fresh(hint), Type{out_dt, dims}};
+  auto* op = block_->add_operations();
+  op->set_type("constexpr_affine_dequantize");
+  auto* out = op->add_outputs();
+  out->set_name(v.name);
+  set_type(out->mutable_type(), v.type);
+  auto& attrs = *op->mutable_attributes();
+  auto bytes_value = [&](pb::DataType dt, std::vector<int64_t> d, std::string bytes) {
+    pb::Value val;
+    set_type(val.mutable_type(), Type{dt, std::move(d)});
+    val.mutable_immediatevalue()->mutable_tensor()->mutable_bytes()->set_values(std::move(bytes));
+    return val;
+  };
+  pb::Value data;
+  if (q.size() >= size_t(kMinBlobElements)) {
+    set_type(data.mutable_type(), Type{pb::INT8, dims});
+    auto* blob = data.mutable_blobfilevalue();
+    blob->set_filename(kWeightFile);
+    blob->set_offset(blobs_->add(kBlobI8, q.data(), q.size()));
+  } else {
+    data = bytes_value(pb::INT8, dims, std::string(q.begin(), q.end()));
+  }
+  attrs["quantized_data"] = std::move(data);
+  attrs["zero_point"] = bytes_value(pb::INT8, {c}, std::string(size_t(c), '\0'));
+  pb::Value sv;
+  set_type(sv.mutable_type(), Type{out_dt, {c}});
+  if (out_dt == pb::FLOAT32) {
+    for (float x : scale)
+      sv.mutable_immediatevalue()->mutable_tensor()->mutable_floats()->add_values(x);
+  } else {
+    std::string h(size_t(c) * 2, '\0');
+    for (int64_t k = 0; k < c; ++k) {
+      const uint16_t b = f32_to_f16(scale[size_t(k)]);
+      std::memcpy(h.data() + 2 * k, &b, 2);
+    }
+    sv.mutable_immediatevalue()->mutable_tensor()->mutable_bytes()->set_values(std::move(h));
+  }
+  attrs["scale"] = std::move(sv);
+  pb::Value ax;
+  set_type(ax.mutable_type(), Type{pb::INT32, {}});
+  ax.mutable_immediatevalue()->mutable_tensor()->mutable_ints()->add_values(int32_t(axis));
+  attrs["axis"] = std::move(ax);
+  pb::Value name;
+  set_type(name.mutable_type(), Type{pb::STRING, {}});
+  name.mutable_immediatevalue()->mutable_tensor()->mutable_strings()->add_values(v.name);
+  attrs["name"] = std::move(name);
+  return v;
+}
+
 Val Builder::ints(const std::vector<int64_t>& v, const std::string& hint) {
   pb::Value val;
   auto* r = val.mutable_immediatevalue()->mutable_tensor()->mutable_ints();

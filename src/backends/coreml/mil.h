@@ -102,6 +102,12 @@ class Builder {
   Val scalar(double v, pb::DataType dt, const std::string& hint);
   Val boolean(bool v, const std::string& hint);
   Val string(const std::string& v, const std::string& hint);
+  // constexpr_affine_dequantize (CoreML6+): a weight stored as int8 (`q`, values in [-128, 127],
+  // in weight.bin from 10 elements) with one `out_dt` scale per index of `axis` and zero points 0;
+  // it reads as q * scale[axis index]. Its parameters are attributes, like a const's val.
+  Val affine_dequantize(const std::vector<int8_t>& q, const std::vector<int64_t>& dims,
+                        const std::vector<float>& scale, int64_t axis, pb::DataType out_dt,
+                        const std::string& hint);
 
   // Appends `type(inputs) -> out` named from `hint`.
   Val op(const std::string& type, const std::vector<std::pair<std::string, Arg>>& inputs,

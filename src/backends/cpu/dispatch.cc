@@ -86,6 +86,8 @@ KernelEntry kernel_for(Op op) {
     case Op::SoftmaxCrossEntropy: return {softmax_cross_entropy, f32};
     case Op::SoftmaxCrossEntropyGrad: return {softmax_cross_entropy_grad, f32};
     case Op::Dropout: return {dropout, f32};
+    case Op::FakeQuantize: return {fake_quantize, f32};
+    case Op::FakeQuantizeGrad: return {fake_quantize_grad, f32};
   }
   // clang-format on
   return {};

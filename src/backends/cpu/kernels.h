@@ -83,5 +83,8 @@ void softmax_cross_entropy(const KernelCall& c);
 void softmax_cross_entropy_grad(const KernelCall& c);
 // dropout.cc
 void dropout(const KernelCall& c);
+// fake_quantize.cc
+void fake_quantize(const KernelCall& c);
+void fake_quantize_grad(const KernelCall& c);
 
 }  // namespace rlx::cpu

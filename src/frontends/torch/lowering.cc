@@ -147,6 +147,7 @@ const Registry& registry() {
     register_reductions(r);
     register_indexing(r);
     register_nn(r);
+    register_quant(r);
     return r;
   }();
   return r;

@@ -91,8 +91,8 @@ std::vector<NodeId> vjp(Graph& g, const std::vector<NodeId>& outputs,
     if (std::none_of(need.begin(), need.end(), [](bool b) { return b; })) continue;
     const opt::ad::VjpEntry entry = opt::ad::vjp_entry(n.op);
     if (entry.support == GradSupport::none) continue;
-    RLX_CHECK(entry.support == GradSupport::rule, "vjp: no gradient through ", node_context(g, n),
-              ": ", entry.why);
+    RLX_CHECK(entry.support == GradSupport::rule || entry.support == GradSupport::estimator,
+              "vjp: no gradient through ", node_context(g, n), ": ", entry.why);
     std::vector<NodeId> dx(n.inputs.size(), -1);
     e.set_origin("vjp of " + n.label() + (n.origin.empty() ? "" : " from " + n.origin));
     VjpCall call{e, n, dy, need, dx};

@@ -25,8 +25,8 @@ using VjpFn = void (*)(VjpCall&);
 
 struct VjpEntry {
   GradSupport support;
-  VjpFn fn = nullptr;         // for rule
-  const char* why = nullptr;  // for none and gap
+  VjpFn fn = nullptr;         // for rule and estimator
+  const char* why = nullptr;  // for none, gap and estimator
 };
 VjpEntry vjp_entry(Op op);
 
@@ -93,5 +93,8 @@ void vjp_attention(VjpCall&);
 void vjp_rope(VjpCall&);
 void vjp_softmax_cross_entropy(VjpCall&);
 void vjp_dropout(VjpCall&);  // the same mask (same seed and step) on the cotangent
+
+// ---- rules_quant.cc
+void vjp_fake_quantize(VjpCall&);  // a straight-through estimator (identity, clipped, lsq)
 
 }  // namespace rlx::opt::ad

@@ -9,6 +9,7 @@ namespace {
 VjpEntry rule(VjpFn fn) { return {GradSupport::rule, fn, nullptr}; }
 VjpEntry none(const char* why) { return {GradSupport::none, nullptr, why}; }
 VjpEntry gap(const char* why) { return {GradSupport::gap, nullptr, why}; }
+VjpEntry estimator(VjpFn fn, const char* why) { return {GradSupport::estimator, fn, why}; }
 
 constexpr const char* kLeaf = "a leaf";
 constexpr const char* kBoolOut = "bool output";
@@ -196,11 +197,16 @@ VjpEntry vjp_entry(Op op) {
     case Op::GroupNormGrad:
     case Op::ActivationGrad:
     case Op::SoftmaxCrossEntropyGrad:
+    case Op::FakeQuantizeGrad:
       return gap(kSecondOrder);
     case Op::SoftmaxCrossEntropy:
       return rule(vjp_softmax_cross_entropy);
     case Op::Dropout:
       return rule(vjp_dropout);
+    case Op::FakeQuantize:
+      return estimator(vjp_fake_quantize,
+                       "straight-through estimator (identity, clipped or lsq): the true "
+                       "derivative of rounding is zero almost everywhere");
   }
   return gap("unknown op id");
 }

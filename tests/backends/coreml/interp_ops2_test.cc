@@ -327,8 +327,36 @@ void resample_cases(std::vector<OpCase>& c) {
 
 }  // namespace
 
+// fake_quantize(_grad): the CPU kernel's arithmetic step by step, so fp32 programs match it
+// (round-off only in lsq's scale sum); fp16 moves values across grid points, so fp32 only.
+void quant_cases(std::vector<OpCase>& c) {
+  const Dims s{2, 3, 7};
+  auto fq = [&](const std::string& n, Op op, std::vector<In> in, Attrs a) {
+    c.push_back({n, op, std::move(in), a, 1e-5, -1});
+  };
+  const std::string input = "input";
+  fq("fake_quantize_per_tensor", Op::FakeQuantize, {f(s, -2, 2)}, {});
+  fq("fake_quantize_per_channel_int4", Op::FakeQuantize, {f(s, -2, 2)},
+     {{"bits", int64_t(4)}, {"axis", int64_t(1)}});
+  fq("fake_quantize_weight_int8", Op::FakeQuantize, {p({6, 5}, -1, 1)}, {{"axis", int64_t(0)}});
+  fq("fake_quantize_weight_int2_per_tensor", Op::FakeQuantize, {p({6, 5}, -1, 1)},
+     {{"bits", int64_t(2)}});
+  fq("fake_quantize_input_scale_zero_point", Op::FakeQuantize,
+     {f(s, -2, 2), f({3}, 0.01, 0.1), ints({3}, 0, 9)},
+     {{"axis", int64_t(-2)},
+      {"scale", input},
+      {"quant_min", int64_t(0)},
+      {"quant_max", int64_t(255)}});
+  for (const std::string ste : {"identity", "clipped", "lsq"})
+    fq("fake_quantize_grad_" + ste, Op::FakeQuantizeGrad,
+       {f(s, -2, 2), f(s), f({3}, 0.01, 0.05), ints({3}, -3, 3)},
+       {{"axis", int64_t(1)}, {"scale", input}, {"ste", ste}, {"bits", int64_t(4)}});
+  fq("fake_quantize_grad_batch", Op::FakeQuantizeGrad, {f(s, -2, 2), f(s)}, {});
+}
+
 std::vector<OpCase> extra_cases() {
   std::vector<OpCase> c;
+  quant_cases(c);
   grad_cases(c);
   indexing_cases(c);
   resample_cases(c);

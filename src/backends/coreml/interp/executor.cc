@@ -73,11 +73,45 @@ Value conform(const OpCtx& c, Value v, bool check) {
   return v;
 }
 
+// constexpr_affine_dequantize: (quantized_data - zero_point) * scale, zero_point and scale
+// scalars or vectors along `axis`; every parameter is an attribute (a constant).
+Value affine_dequantize(const Package& p, const OpCtx& c) {
+  auto attr = [&](const char* k) {
+    auto a = c.op.attributes().find(k);
+    if (a == c.op.attributes().end()) c.fail("constexpr_affine_dequantize without '", k, "'");
+    return decode_value(p, a->second, get_type(a->second.type()), c.out_name + "." + k);
+  };
+  const Value q = attr("quantized_data"), z = attr("zero_point"), s = attr("scale"),
+              ax = attr("axis");
+  if (q.dt != pb::INT8 && q.dt != pb::UINT8) c.fail("quantized_data must be int8 or uint8");
+  if (!s.is_float()) c.fail("scale must be fp16 or fp32");
+  if (ax.numel() != 1) c.fail("axis must be a scalar");
+  const int rank = q.rank();
+  const int64_t a = ax.i[0] < 0 ? ax.i[0] + rank : ax.i[0];
+  if (a < 0 || a >= rank) c.fail("axis ", ax.i[0], " out of range for rank ", rank);
+  const int64_t ch = q.dims[size_t(a)];
+  for (const Value* v : {&z, &s})
+    if (v->numel() != 1 && !(v->rank() == 1 && v->dims[0] == ch))
+      c.fail("zero_point and scale must be scalars or [", ch, "] along axis ", a);
+  int64_t inner = 1;
+  for (int k = int(a) + 1; k < rank; ++k) inner *= q.dims[size_t(k)];
+  Value r;
+  r.dt = s.dt;
+  r.dims = q.dims;
+  r.f.resize(size_t(q.numel()));
+  for (int64_t k = 0; k < q.numel(); ++k) {
+    const int64_t j = (k / inner) % ch;
+    const float zk = z.fget(z.numel() == 1 ? 0 : j), sk = s.fget(s.numel() == 1 ? 0 : j);
+    r.f[size_t(k)] = (float(q.i[size_t(k)]) - zk) * sk;
+  }
+  return r;
+}
+
 }  // namespace
 }  // namespace interp
 
 std::vector<std::string> interp_op_names() {
-  std::vector<std::string> r{"const"};
+  std::vector<std::string> r{"const", "constexpr_affine_dequantize"};
   for (const auto& [k, f] : interp::op_table()) r.push_back(k);
   std::sort(r.begin(), r.end());
   return r;
@@ -127,6 +161,8 @@ TensorMap interp::run_program(const Package& p, const TensorMap& inputs,
       auto a = op.attributes().find("val");
       if (a == op.attributes().end()) c.fail("const without a 'val' attribute");
       result = decode_value(p, a->second, c.out, "const '" + out + "'");
+    } else if (op.type() == "constexpr_affine_dequantize") {
+      result = affine_dequantize(p, c);
     } else {
       auto f = table.find(op.type());
       if (f == table.end()) c.fail("unknown op type '", op.type(), "'");
