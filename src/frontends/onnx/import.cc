@@ -63,7 +63,9 @@ bool looks_like_onnx_bytes(std::string_view head) {
 
 rlx::Model import_onnx(const std::string& path) { return import_onnx(onnx::read_model(path)); }
 
-rlx::Model import_onnx(const onnx::Model& om) {
+rlx::Model import_onnx(const onnx::Model& om) { return import_onnx(om, {}); }
+
+rlx::Model import_onnx(const onnx::Model& om, const TensorMap& frozen) {
   const std::string& path = om.path;
   check_coverage(om);
   for (const auto& [domain, version] : om.opsets)
@@ -94,7 +96,18 @@ rlx::Model import_onnx(const onnx::Model& om) {
     if (init_names.count(in.name)) continue;
     try {
       RLX_CHECK(in.has_shape, "has no declared shape");
-      env[in.name] = node_val(g.input(in.name, Shape(in.dims, declared_dtype(in, "input"))));
+      const Shape declared(in.dims, declared_dtype(in, "input"));
+      if (auto f = frozen.find(in.name); f != frozen.end()) {
+        const Tensor& t = f->second;
+        bool fits = t.dtype() == declared.dtype && t.rank() == declared.rank();
+        for (int d = 0; fits && d < t.rank(); ++d)
+          fits = !declared.dims[size_t(d)].is_static() || declared.dims[size_t(d)].value == t.dims()[size_t(d)];
+        RLX_CHECK(fits, "frozen value ", t.shape().str(), " does not fit the declared ",
+                  declared.str());
+        env[in.name] = tensor_val(t.contiguous());
+        continue;
+      }
+      env[in.name] = node_val(g.input(in.name, declared));
     } catch (const Error& e) {
       throw e.with_context(path + ": graph input '" + in.name + "'");
     }

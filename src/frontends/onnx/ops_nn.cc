@@ -189,13 +189,18 @@ std::vector<Val> lower_softmax(Ctx& c, Op op) {
 }
 
 std::vector<Val> lower_dropout(Ctx& c) {
-  for (size_t o = 1; o < c.node.outputs.size(); ++o)
-    RLX_CHECK(c.node.outputs[o].empty(), "Dropout's mask output is not supported");
   if (c.has(2)) {  // training_mode input (opset 12)
     auto t = c.scalar(2);
     RLX_CHECK(t && *t == 0, "Dropout in training mode is not supported");
   }
-  return {c.val(0)};
+  std::vector<Val> out{c.val(0)};
+  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) {
+    // In inference every element is kept: the mask is all true.
+    const Shape s = c.shape(0);
+    RLX_CHECK(s.is_static(), "Dropout mask of symbolic shape ", s.str());
+    out.push_back(node_val(c.b().full(s.concrete(), 1, DType::Bool)));
+  }
+  return out;
 }
 
 std::vector<Val> lower_resize(Ctx& c) {

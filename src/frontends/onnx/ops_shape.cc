@@ -89,7 +89,10 @@ std::vector<Val> lower_reshape(Ctx& c) {
 
 std::vector<Val> lower_flatten(Ctx& c) {
   const Shape s = c.shape(0);
-  const int64_t axis = norm_axis(c.i("axis", 1), s.rank() + 1, "Flatten");
+  int64_t axis = c.i("axis", 1);
+  if (axis < 0) axis += s.rank();
+  RLX_CHECK(axis >= 0 && axis <= s.rank(), "Flatten: axis ", c.i("axis", 1), " out of range for ",
+            s.str());
   Dim lead(1), tail(1);
   auto mul = [](Dim acc, const Dim& d) {
     if (!acc.is_static() || !d.is_static()) return Dim::symbol("?");
