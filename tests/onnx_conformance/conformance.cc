@@ -297,7 +297,8 @@ int main(int argc, char** argv) {
     const std::string name = dir.filename().string();
     const std::string r = run_isolated(dir);
     results[name] = r;
-    const std::string kind = r.rfind("pass (", 0) == 0 ? "pass (frozen inputs)" : r.substr(0, r.find(':'));
+    const std::string kind =
+        r.rfind("pass (", 0) == 0 ? "pass (frozen inputs)" : r.substr(0, r.find(':'));
     ++by_kind[kind];
     passed += r.rfind("pass", 0) == 0;
     frozen_passes += r.rfind("pass (", 0) == 0;

@@ -58,6 +58,7 @@ const Registry& registry() {
     register_reduce(x);
     register_indexing(x);
     register_math(x);
+    register_resize(x);
     return x;
   }();
   return r;

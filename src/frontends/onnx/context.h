@@ -126,6 +126,7 @@ void register_nn(Registry& r);
 void register_reduce(Registry& r);
 void register_indexing(Registry& r);
 void register_math(Registry& r);
+void register_resize(Registry& r);
 
 // Shared helpers.
 int64_t norm_axis(int64_t axis, int64_t rank, const char* what);

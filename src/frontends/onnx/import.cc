@@ -101,7 +101,8 @@ rlx::Model import_onnx(const onnx::Model& om, const TensorMap& frozen) {
         const Tensor& t = f->second;
         bool fits = t.dtype() == declared.dtype && t.rank() == declared.rank();
         for (int d = 0; fits && d < t.rank(); ++d)
-          fits = !declared.dims[size_t(d)].is_static() || declared.dims[size_t(d)].value == t.dims()[size_t(d)];
+          fits = !declared.dims[size_t(d)].is_static() ||
+                 declared.dims[size_t(d)].value == t.dims()[size_t(d)];
         RLX_CHECK(fits, "frozen value ", t.shape().str(), " does not fit the declared ",
                   declared.str());
         env[in.name] = tensor_val(t.contiguous());

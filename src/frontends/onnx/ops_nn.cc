@@ -1,5 +1,5 @@
 // Neural-network ops: Conv/ConvTranspose, pools, norms, Gemm/MatMul,
-// Softmax (opset < 13 flattens to 2-d), Dropout (inference: identity), Resize.
+// Softmax (opset < 13 flattens to 2-d), Dropout (inference: identity), GridSample.
 #include <cmath>
 
 #include "frontends/onnx/context.h"
@@ -60,11 +60,35 @@ std::vector<Val> lower_conv_transpose(Ctx& c) {
   const Dims stride = c.ints_attr("strides", Dims(sp, 1)),
              dil = c.ints_attr("dilations", Dims(sp, 1));
   const Dims opad = c.ints_attr("output_padding", Dims(sp, 0));
-  RLX_CHECK(!c.has_attr("output_shape"), "ConvTranspose output_shape is not supported");
   const std::string auto_pad = c.s("auto_pad", "NOTSET");
-  RLX_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID", "ConvTranspose auto_pad '", auto_pad,
-            "' is not supported");
-  const Dims pads = auto_pad == "VALID" ? Dims(2 * sp, 0) : c.ints_attr("pads", Dims(2 * sp, 0));
+  RLX_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" ||
+                auto_pad == "SAME_LOWER",
+            "ConvTranspose auto_pad '", auto_pad, "'");
+  Dims pads = auto_pad == "VALID" ? Dims(2 * sp, 0) : c.ints_attr("pads", Dims(2 * sp, 0));
+  RLX_CHECK(pads.size() == 2 * sp, "pads has ", pads.size(), " values for ", sp, " spatial dims");
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (c.has_attr("output_shape") || same) {
+    // The pads that give the requested output (ONNX's formula: the larger
+    // half at the end for SAME_UPPER, at the start otherwise).
+    RLX_CHECK(x.is_static(), "ConvTranspose output_shape/SAME needs static input dims, got ",
+              x.str());
+    const Dims xd = x.concrete(), wd = w.concrete();
+    Dims out = c.ints_attr("output_shape");
+    if (out.size() == sp + 2) out.erase(out.begin(), out.begin() + 2);
+    if (out.empty())
+      for (size_t k = 0; k < sp; ++k) out.push_back(xd[2 + k] * stride[k]);
+    RLX_CHECK(out.size() == sp, "output_shape has ", out.size(), " values for ", sp,
+              " spatial dims");
+    for (size_t k = 0; k < sp; ++k) {
+      const int64_t total =
+          stride[k] * (xd[2 + k] - 1) + opad[k] + (wd[2 + k] - 1) * dil[k] + 1 - out[k];
+      RLX_CHECK(total >= 0, "ConvTranspose output_shape ", dims_str(out),
+                " needs negative padding");
+      const int64_t half = total / 2;
+      pads[k] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[k + sp] = total - pads[k];
+    }
+  }
   std::vector<NodeId> in{c.in(0), c.in(1)};
   if (c.has(2)) in.push_back(c.in(2));
   return one(c.b().op(Op::ConvTranspose, in,
@@ -98,6 +122,22 @@ std::vector<Val> lower_pool(Ctx& c, bool max) {
     for (auto& e : d) t.push_back(e.is_static() ? e.value : (++unknown, -1));
     RLX_CHECK(unknown <= 1, "1-d pool of ", x.str());
     in = c.b().reshape(in, t);
+  }
+  // rlx's pools take pads up to half the kernel (PyTorch's rule); ONNX allows
+  // more. Larger pads become an explicit Pad: -inf for max, 0 for an average
+  // that counts the padding (one that does not cannot be expressed so).
+  bool wide = false;
+  for (size_t k = 0; k < 2; ++k)
+    wide = wide || 2 * pads[k] > kernel[k] || 2 * pads[k + 2] > kernel[k];
+  const bool include_pad = c.i("count_include_pad", 0) != 0;
+  if (wide) {
+    RLX_CHECK(max || include_pad, "AveragePool pads ", dims_str(pads), " above half the kernel ",
+              dims_str(kernel), " with count_include_pad=0 are not supported");
+    const DType t = c.shape_of(in).dtype;
+    in = c.b().op(Op::Pad, {in},
+                  {{"pads", Dims{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]}},
+                   {"value", max ? (is_float(t) ? -INFINITY : -1e300) : 0.0}});
+    pads = {0, 0, 0, 0};
   }
   Attrs a{
       {"kernel", kernel}, {"stride", stride}, {"pads", pads}, {"ceil_mode", c.i("ceil_mode", 0)}};
@@ -141,12 +181,24 @@ std::vector<Val> lower_batch_norm(Ctx& c) {
 std::vector<Val> lower_layer_norm(Ctx& c) {
   const int r = c.shape(0).rank();
   const int64_t axis = norm_axis(c.i("axis", -1), r, "LayerNormalization");
-  for (size_t o = 1; o < c.node.outputs.size(); ++o)
-    RLX_CHECK(c.node.outputs[o].empty(),
-              "LayerNormalization Mean/InvStdDev outputs are not supported");
+  const double eps = c.f("epsilon", 1e-5);
   std::vector<NodeId> in{c.in(0), c.in(1)};
   if (c.has(2)) in.push_back(c.in(2));
-  return one(c.b().op(Op::LayerNorm, in, {{"naxes", r - axis}, {"eps", c.f("epsilon", 1e-5)}}));
+  std::vector<Val> out = one(c.b().op(Op::LayerNorm, in, {{"naxes", r - axis}, {"eps", eps}}));
+  if (c.node.outputs.size() > 1) {
+    // Mean and InvStdDev (the training outputs), over the normalized axes kept
+    // as 1, as separate reductions.
+    Dims axes;
+    for (int64_t k = axis; k < r; ++k) axes.push_back(k);
+    NodeId x = c.in(0);
+    const DType t = c.shape_of(x).dtype;
+    NodeId mean = c.b().reduce(Op::ReduceMean, x, axes, true);
+    NodeId d = c.b().sub(x, mean);
+    NodeId var = c.b().reduce(Op::ReduceMean, c.b().mul(d, d), axes, true);
+    out.push_back(node_val(mean));
+    out.push_back(node_val(c.b().unary(Op::Rsqrt, c.b().add(var, c.scalar_const(eps, t)))));
+  }
+  return out;
 }
 
 std::vector<Val> lower_instance_norm(Ctx& c) {
@@ -203,64 +255,6 @@ std::vector<Val> lower_dropout(Ctx& c) {
   return out;
 }
 
-std::vector<Val> lower_resize(Ctx& c) {
-  const Shape x = c.shape(0);
-  RLX_CHECK(x.rank() == 4 && x.is_static(), "Resize supports static NCHW only, got ", x.str());
-  const Dims xd = x.concrete();
-  std::string mode = c.s("mode", "nearest");
-  std::string ctm =
-      c.opset >= 11 ? c.s("coordinate_transformation_mode", "half_pixel") : "asymmetric";
-  const std::string nearest_mode =
-      c.opset >= 11 ? c.s("nearest_mode", "round_prefer_floor") : "floor";
-  std::vector<double> scales;
-  Dims sizes;
-  const size_t scales_at = c.opset >= 11 ? 2 : 1;
-  if (c.opset >= 11 && c.has(3)) {
-    sizes = c.static_ints(3, "sizes");
-  } else if (c.has(scales_at) || c.has_attr("scales")) {
-    if (c.has(scales_at)) {
-      const Tensor* s = c.known(scales_at);
-      RLX_CHECK(s, "Resize scales must be known at import");
-      for (int64_t k = 0; k < s->numel(); ++k) scales.push_back(s->item_as_double(k));
-    } else {
-      scales = c.floats_attr("scales");
-    }
-  }
-  RLX_CHECK(!c.has_attr("axes"), "Resize axes is not supported");
-  RLX_CHECK(c.i("antialias", 0) == 0, "Resize antialias is not supported");
-  if (!sizes.empty()) {
-    RLX_CHECK(sizes.size() == 4 && sizes[0] == xd[0] && sizes[1] == xd[1],
-              "Resize sizes must keep N and C, got ", dims_str(sizes));
-  } else {
-    RLX_CHECK(scales.size() == 4 && scales[0] == 1 && scales[1] == 1,
-              "Resize scales must be [1, 1, sh, sw]");
-    sizes = {xd[0], xd[1], int64_t(std::floor(double(xd[2]) * scales[2])),
-             int64_t(std::floor(double(xd[3]) * scales[3]))};
-  }
-  std::string rmode;
-  bool align = false;
-  if (mode == "nearest") {
-    if (ctm == "asymmetric" && nearest_mode == "floor")
-      rmode = "nearest";
-    else if (ctm == "half_pixel" && nearest_mode == "round_prefer_ceil")
-      rmode = "nearest_exact";
-  } else if (mode == "linear" || mode == "cubic") {
-    rmode = mode == "linear" ? "bilinear" : "bicubic";
-    if (ctm == "align_corners")
-      align = true;
-    else if (ctm != "half_pixel" && ctm != "pytorch_half_pixel")
-      rmode.clear();
-    if (mode == "cubic" && c.f("cubic_coeff_a", -0.75) != -0.75) rmode.clear();
-    if (c.i("exclude_outside", 0) != 0) rmode.clear();
-  }
-  if (rmode.empty())
-    c.unsupported("Resize mode '" + mode + "' with coordinate_transformation_mode '" + ctm +
-                  "' and nearest_mode '" + nearest_mode + "'");
-  Attrs a{{"size", Dims{sizes[2], sizes[3]}}, {"mode", rmode}, {"align_corners", align}};
-  if (!scales.empty() && !align) a.set("scales", std::vector<double>{scales[2], scales[3]});
-  return one(c.b().op(Op::Resize, {c.in(0)}, a));
-}
-
 std::vector<Val> lower_grid_sample(Ctx& c) {
   std::string mode = c.s("mode", c.opset >= 20 ? "linear" : "bilinear");
   if (mode == "linear") mode = "bilinear";
@@ -289,8 +283,6 @@ void register_nn(Registry& r) {
   r.add("Softmax", [](Ctx& c) { return lower_softmax(c, Op::Softmax); });
   r.add("LogSoftmax", [](Ctx& c) { return lower_softmax(c, Op::LogSoftmax); });
   r.add("Dropout", lower_dropout);
-  r.add("Resize", lower_resize);
-  r.add("Upsample", lower_resize);
 }
 
 }  // namespace rlx::onnx

@@ -50,9 +50,18 @@ void reduce(Registry& r, const char* name, Op op, int64_t axes_input_from, Post 
 
 void arg(Registry& r, const char* name, Op op) {
   r.add(name, [op](Ctx& c) {
-    RLX_CHECK(c.i("select_last_index", 0) == 0, "select_last_index=1 is not supported");
-    return one(
-        c.b().op(op, {c.in(0)}, {{"axis", c.i("axis", 0)}, {"keepdims", c.i("keepdims", 1) != 0}}));
+    const int64_t axis = c.i("axis", 0);
+    const bool keep = c.i("keepdims", 1) != 0;
+    if (c.i("select_last_index", 0) == 0)
+      return one(c.b().op(op, {c.in(0)}, {{"axis", axis}, {"keepdims", keep}}));
+    // The last extreme: the first one of the flipped axis, mapped back (len - 1 - i).
+    const Shape s = c.shape(0);
+    const int64_t ax = norm_axis(axis, s.rank(), "ArgMax/ArgMin");
+    const Dim len = s.dims[size_t(ax)];
+    RLX_CHECK(len.is_static(), "select_last_index over symbolic dim ", len.str());
+    NodeId f = c.b().op(Op::Flip, {c.in(0)}, {{"axes", Dims{ax}}});
+    NodeId i = c.b().op(op, {f}, {{"axis", ax}, {"keepdims", keep}});
+    return one(c.b().sub(c.scalar_const(double(len.value - 1), DType::I64), i));
   });
 }
 
