@@ -12,7 +12,15 @@ namespace {
 std::vector<Val> one(NodeId id) { return {node_val(id)}; }
 
 void unary(Registry& r, const char* name, Op op) {
-  r.add(name, [op](Ctx& c) { return one(c.b().unary(op, c.in(0))); });
+  r.add(name, [op](Ctx& c) -> std::vector<Val> {
+    // Shape code negates and takes absolute values of axis counts: fold those.
+    if (op == Op::Neg || op == Op::Abs)
+      if (auto l = c.ints(0); l && l->is_static() && is_integer(l->dtype)) {
+        for (auto& d : l->v) d = Dim(op == Op::Neg ? -d.value : std::abs(d.value));
+        return {int_val(*l)};
+      }
+    return one(c.b().unary(op, c.in(0)));
+  });
 }
 
 // Folds an element-wise integer op over known inputs (equal dims, or one side
