@@ -58,7 +58,7 @@ class CpuGraph final : public CompiledGraph {
   CpuGraph(const Graph& g, const Context& ctx) : ctx_(ctx), table_(g.size()), packs_(g.size()) {
     // Input/param/constant are bound by the runtime; other leaves (full,
     // arange) have kernels like any op.
-    const bool packing = detected_isa() >= Isa::avx512;
+    const bool packing = detected_isa() >= Isa::avx2;  // a CPU with one of rlx's own sgemm kernels
     for (const Node& n : g.nodes()) {
       if (n.op != Op::Input && n.op != Op::Param && n.op != Op::Constant && n.op != Op::Result)
         table_[size_t(n.id)] = checked_kernel(n);

@@ -6,7 +6,7 @@
 #include <limits>
 #include <mutex>
 
-#include "backends/cpu/sgemm_avx512.h"
+#include "backends/cpu/sgemm.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
@@ -45,8 +45,8 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
   // A block at (row0, col0) of C uses a packed A from row row0, a packed B from column col0.
   if constexpr (std::is_same_v<T, float>)
     if (gemm_uses_packed_operands(N))
-      return sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, row0, col0,
-                          {packed.a, row0}, {packed.b, col0});
+      return sgemm(*sgemm_kernel(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, row0,
+                   col0, {packed.a, row0}, {packed.b, col0});
   blas_single_threaded();
   auto t_a = ta ? CblasTrans : CblasNoTrans, t_b = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -56,6 +56,14 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
     cblas_dgemm(CblasRowMajor, t_a, t_b, to_blas(M), to_blas(N), to_blas(K), alpha, A, to_blas(lda),
                 B, to_blas(ldb), beta, C, to_blas(ldc));
   apply_epilogue(epi, C, ldc, M, N, row0, col0);
+}
+
+// Packed operands the product can use: those packed for the kernel it runs
+// on (a lower RLX_ISA set after packing, or a C too narrow, packs per call).
+GemmPacked usable(const GemmPacked& packed, int64_t N) {
+  const SgemmKernel* k = gemm_uses_packed_operands(N) ? sgemm_kernel() : nullptr;
+  auto keep = [&](const PackedOperand* p) { return p && p->kernel == k ? p : nullptr; };
+  return {keep(packed.a), keep(packed.b)};
 }
 
 template <typename T>
@@ -69,7 +77,7 @@ void split_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, cons
   // blocks waste less. Split the longer side of C, in units of a packed
   // operand's micro-tile (its slivers / panels) so each part starts on one.
   if (M >= N) {
-    const int64_t unit = packed.a ? kSgemmRowTile : 1, units = (M + unit - 1) / unit;
+    const int64_t unit = packed.a ? packed.a->kernel->mr : 1, units = (M + unit - 1) / unit;
     parallel_for(units, std::max<int64_t>((units + threads - 1) / threads, 1),
                  [&](int64_t u0, int64_t u1) {
                    const int64_t r0 = u0 * unit, r1 = std::min(M, u1 * unit);
@@ -77,7 +85,7 @@ void split_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, cons
                              beta, C + r0 * ldc, ldc, epi, r0, 0, packed);
                  });
   } else {
-    const int64_t unit = packed.b ? kSgemmColTile : 1, units = (N + unit - 1) / unit;
+    const int64_t unit = packed.b ? packed.b->kernel->nr : 1, units = (N + unit - 1) / unit;
     parallel_for(units, std::max<int64_t>((units + threads - 1) / threads, 1),
                  [&](int64_t u0, int64_t u1) {
                    const int64_t c0 = u0 * unit, c1 = std::min(N, u1 * unit);
@@ -89,14 +97,17 @@ void split_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, cons
 
 }  // namespace
 
-// rlx's AVX-512 kernel where the CPU has it; its 32-column micro-tile would
-// waste most lanes on a C of 16 columns or fewer, which OpenBLAS does better.
-bool gemm_uses_packed_operands(int64_t N) { return N > 16 && cpu_isa() >= Isa::avx512; }
+// rlx's kernel where the CPU has one; a C of at most half its micro-tile's
+// columns would waste most lanes, which OpenBLAS does better.
+bool gemm_uses_packed_operands(int64_t N) {
+  const SgemmKernel* k = sgemm_kernel();
+  return k && N > k->nr / 2;
+}
 
 void gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
                  const GemmEpilogue<float>& epi, GemmPacked packed) {
-  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0, packed);
+  blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, 0, 0, usable(packed, N));
 }
 void gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
                  int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc,
@@ -106,7 +117,7 @@ void gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
           const GemmEpilogue<float>& epi, GemmPacked packed) {
-  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, packed);
+  split_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, usable(packed, N));
 }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
           int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc,

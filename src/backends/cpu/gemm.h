@@ -1,5 +1,6 @@
-// Row-major GEMM, threaded by rlx's pool: f32 on rlx's own AVX-512 kernel
-// (sgemm_avx512.h) where the CPU has it, otherwise (and f64) on OpenBLAS.
+// Row-major GEMM, threaded by rlx's pool: f32 on rlx's own kernel (sgemm.h:
+// AVX-512 or AVX2/FMA, whichever cpu_isa() allows), otherwise (RLX_ISA=portable,
+// and f64) on OpenBLAS.
 //
 // Threading policy: OpenBLAS is pinned to one thread (openblas_set_num_threads(1)
 // at first use) and all parallelism comes from rlx's pool, so the process never
@@ -12,7 +13,7 @@
 #include <cstdint>
 
 #include "backends/cpu/epilogue.h"
-#include "backends/cpu/sgemm_avx512.h"
+#include "backends/cpu/sgemm.h"
 
 namespace rlx::cpu {
 
@@ -20,8 +21,8 @@ namespace rlx::cpu {
 // or X^T (then X is stored [K,M] / [N,K]). K == 0 gives beta * C (zeros when
 // beta == 0); M == 0 or N == 0 does nothing. Runs on the calling thread.
 // A constant operand already packed (`a` for A, `b` for B; null: not packed).
-// Used when the product runs on rlx's kernel; A and B must still be given,
-// for the OpenBLAS path.
+// Used when the product runs on the kernel it was packed for; A and B must
+// still be given, for the other paths.
 struct GemmPacked {
   const PackedOperand* a = nullptr;
   const PackedOperand* b = nullptr;

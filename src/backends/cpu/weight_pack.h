@@ -7,7 +7,7 @@
 #include <mutex>
 #include <optional>
 
-#include "backends/cpu/sgemm_avx512.h"
+#include "backends/cpu/sgemm.h"
 
 namespace rlx::cpu {
 

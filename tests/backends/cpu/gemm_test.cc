@@ -1,6 +1,7 @@
-// The f32 GEMM paths (rlx's AVX-512 kernel and OpenBLAS) against a float64
-// scalar reference: every transpose combination, alpha/beta, edge shapes that
-// cut the 14x32 micro-tile and the 256-deep k blocks, and the fused epilogue.
+// The f32 GEMM paths (rlx's AVX-512 and AVX2 kernels, OpenBLAS) against a
+// float64 scalar reference: every transpose combination, alpha/beta, edge
+// shapes that cut the 14x32 and 6x16 micro-tiles and the 256-deep k blocks,
+// the fused epilogue, and weights packed ahead.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,7 +83,9 @@ const Case kCases[] = {
     {29, 65, 300, true, false, 1, 0},       {40, 100, 70, false, true, 1, 0},
     {37, 45, 513, true, true, 1, 0},        {200, 600, 40, false, false, 1, 0},
     {170, 40, 20, false, true, 2.5f, 0},    {33, 50, 260, false, false, 1, 1},
-    {21, 70, 90, true, true, -0.5f, 0.25f}, {5, 9, 11, false, false, 1, 0},  // N <= 16: OpenBLAS
+    {21, 70, 90, true, true, -0.5f, 0.25f}, {5, 9, 11, false, false, 1, 0},
+    {6, 16, 8, false, true, 1, 0},          {7, 12, 9, true, false, 1, 0},
+    {3, 5, 11, false, false, 1, 0},  // N at most half a micro-tile: OpenBLAS
 };
 
 void check_all_cases() {
@@ -93,23 +96,14 @@ void check_all_cases() {
   check({200, 600, 300, false, true, 1, 0}, {Epilogue::relu, row_bias.data(), true});
 }
 
-TEST(Gemm, Avx512KernelMatchesReference) {
-  if (detected_isa() < Isa::avx512)
-    GTEST_SKIP() << "CPU has no AVX-512";  // covered on Zen 4/5 hosts
-  IsaLimit limit(Isa::avx512);
-  ASSERT_EQ(cpu_isa(), Isa::avx512);
-  check_all_cases();
-}
-
 // Weights packed ahead (pack_a_operand / pack_b_operand) give the same
 // products, on one thread and split over two (parts start on micro-tiles).
-TEST(Gemm, PackedOperandsMatchReference) {
-  if (detected_isa() < Isa::avx512) GTEST_SKIP() << "CPU has no AVX-512";
+void check_packed_cases() {
   const int saved = num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Case& c : kCases) {
-      if (c.alpha != 1) continue;  // a packed A holds alpha == 1
+      if (c.alpha != 1 || !gemm_uses_packed_operands(c.N)) continue;  // a packed A holds alpha 1
       check(c, {}, Pack::a);
       check(c, {}, Pack::b);
     }
@@ -121,9 +115,52 @@ TEST(Gemm, PackedOperandsMatchReference) {
   set_num_threads(saved);
 }
 
-TEST(Gemm, OpenBlasPathMatchesReference) {
-  IsaLimit limit(Isa::avx2);
+// Each own kernel on its own path, then with weights packed ahead.
+void check_kernel(Isa isa, const SgemmKernel& kernel) {
+  IsaLimit limit(isa);
+  ASSERT_EQ(cpu_isa(), isa);
+  ASSERT_EQ(sgemm_kernel(), &kernel);
   check_all_cases();
+  check_packed_cases();
+}
+
+TEST(Gemm, Avx512KernelMatchesReference) {
+  if (detected_isa() < Isa::avx512)
+    GTEST_SKIP() << "CPU has no AVX-512";  // covered on Zen 4/5 hosts
+  check_kernel(Isa::avx512, sgemm_avx512_kernel());
+}
+
+TEST(Gemm, Avx2KernelMatchesReference) {
+  if (detected_isa() < Isa::avx2) GTEST_SKIP() << "CPU has no AVX2/FMA";
+  check_kernel(Isa::avx2, sgemm_avx2_kernel());
+}
+
+TEST(Gemm, OpenBlasPathMatchesReference) {
+  IsaLimit limit(Isa::portable);
+  ASSERT_EQ(sgemm_kernel(), nullptr);
+  check_all_cases();
+}
+
+// An operand packed for one kernel is not used by another (a lower RLX_ISA
+// set after packing): the product packs per call and stays right.
+TEST(Gemm, PackedOperandOfAnotherKernelIsIgnored) {
+  if (detected_isa() < Isa::avx2) GTEST_SKIP() << "CPU has no AVX2/FMA";
+  const Case c{40, 70, 300, false, true, 1, 0};
+  const int64_t ldb = c.K;
+  auto A = random_vec(size_t(c.M * c.K), 1), B = random_vec(size_t(c.K * c.N), 2);
+  std::vector<float> want(size_t(c.M * c.N)), got(size_t(c.M * c.N), 7.f);
+  PackedOperand pb;
+  {
+    IsaLimit limit(Isa::avx2);
+    pb = pack_b_operand(c.tb, B.data(), ldb, c.K, c.N);
+    gemm(false, c.tb, c.M, c.N, c.K, 1.f, A.data(), c.K, B.data(), ldb, 0.f, want.data(), c.N);
+  }
+  IsaLimit limit(Isa::portable);
+  GemmPacked packed;
+  packed.b = &pb;
+  gemm(false, c.tb, c.M, c.N, c.K, 1.f, A.data(), c.K, B.data(), ldb, 0.f, got.data(), c.N, {},
+       packed);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
 }
 
 TEST(Gemm, ThreadedSplitMatchesReference) {

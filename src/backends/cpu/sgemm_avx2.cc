@@ -1,0 +1,129 @@
+// The AVX2/FMA micro-kernel for rlx's sgemm (sgemm_driver.h has the blocking):
+// 6 x 16 outputs accumulate over KC in 12 ymm registers (two 8-lane columns
+// x 6 rows; with two of B and one broadcast of A, 15 of the 16 registers),
+// the tile BLIS uses on Haswell-class cores. Two FMA pipes need 12
+// independent accumulators to hide the FMA latency; the 8 loads per k fit
+// Zen 3's three load ports.
+#include <immintrin.h>
+
+#include <array>
+#include <utility>
+
+#include "backends/cpu/sgemm_driver.h"
+
+namespace rlx::cpu {
+namespace {
+
+#define RLX_AVX2 __attribute__((target("avx2,fma")))
+
+// Lanes i < n of 8 set (n clamped to 0..8), for maskload / maskstore.
+RLX_AVX2 __m256i lane_mask(int64_t n) {
+  const int m = int(std::clamp<int64_t>(n, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// C[M rows, n <= 8*V cols] (+)= Ap (K x M, k-major) * Bp (K x 8V, k-major).
+// Bp rows are NR floats apart (the panel width), of which V vectors are read:
+// a panel's last columns may fit in fewer vectors than it holds.
+template <int M, int V, int NR>
+RLX_AVX2 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C, int64_t ldc,
+                           int64_t n, bool accumulate) {
+  __m256 acc[M][V];
+  for (int r = 0; r < M; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 b[V];
+    for (int v = 0; v < V; ++v) b[v] = _mm256_load_ps(Bp + 8 * v);
+    _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 8), _MM_HINT_T0);
+#pragma GCC unroll 8
+    for (int r = 0; r < M; ++r) {
+      // set1 of a value, not _mm256_broadcast_ss(pointer): a float load through
+      // a pointer may alias the (may_alias) __m256 accumulators, and GCC 12
+      // then stores all 12 of them back to the stack every k.
+      const __m256 a = _mm256_set1_ps(Ap[r]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(a, b[v], acc[r][v]);
+    }
+    Ap += M;
+    Bp += NR;
+  }
+  // Masked lanes are neither read nor written (an all-off mask may point past
+  // C's row); full tiles take plain loads and stores, which are cheaper on AMD.
+  const bool full = n >= 8 * V;
+  __m256i mask[V];
+  for (int v = 0; v < V; ++v) mask[v] = lane_mask(n - 8 * v);
+  for (int r = 0; r < M; ++r)
+    for (int v = 0; v < V; ++v) {
+      float* c = C + r * ldc + 8 * v;
+      __m256 x = acc[r][v];
+      if (full) {
+        if (accumulate) x = _mm256_add_ps(x, _mm256_loadu_ps(c));
+        _mm256_storeu_ps(c, x);
+      } else {
+        if (accumulate) x = _mm256_add_ps(x, _mm256_maskload_ps(c, mask[v]));
+        _mm256_maskstore_ps(c, mask[v], x);
+      }
+    }
+}
+
+using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool);
+
+template <int V, int NR, int... H>
+constexpr std::array<MicroKernel, sizeof...(H)> kernel_table(std::integer_sequence<int, H...>) {
+  return {&micro_kernel<H + 1, V, NR>...};
+}
+
+// dst[k * ldd + r] = scale * src[r * ld + k] for r < rows, k < 8: an 8 x 8
+// transpose in registers (rows >= `rows` read as zeros), `lanes` floats stored per row.
+RLX_AVX2 void transpose8(const float* src, int64_t ld, int64_t rows, float scale, float* dst,
+                         int64_t ldd, int64_t lanes) {
+  __m256 r[8], t[8];
+  const __m256 s = _mm256_set1_ps(scale);
+  for (int i = 0; i < 8; ++i)
+    r[i] = i < rows ? _mm256_mul_ps(_mm256_loadu_ps(src + i * ld), s) : _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    r[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+  }
+  if (lanes >= 8) {
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ldd, t[i]);
+    return;
+  }
+  const __m256i m = lane_mask(lanes);
+  for (int i = 0; i < 8; ++i) _mm256_maskstore_ps(dst + i * ldd, m, t[i]);
+}
+
+struct Avx2 {
+  static constexpr int64_t MR = 6, NR = 16, T = 8;
+  static constexpr int64_t KC = 256;  // 16 x 256 floats = 16 KiB of B per panel (half of L1)
+  static constexpr int64_t NC = 512;  // KC x NC = 512 KiB of packed B
+  static constexpr int64_t MC = 168;  // 168 x 256 floats = 168 KiB of packed A (in L2)
+  // By rows (h - 1): all NR columns, or only the first half of a panel.
+  static constexpr auto full = kernel_table<NR / 8, NR>(std::make_integer_sequence<int, MR>{});
+  static constexpr auto half = kernel_table<NR / 8 / 2, NR>(std::make_integer_sequence<int, MR>{});
+  static void micro(int64_t h, int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
+                    int64_t n, bool accumulate) {
+    (n <= NR / 2 ? half : full)[size_t(h - 1)](kc, Ap, Bp, C, ldc, n, accumulate);
+  }
+  static void transpose(const float* src, int64_t ld, int64_t rows, float scale, float* dst,
+                        int64_t ldd, int64_t lanes) {
+    transpose8(src, ld, rows, scale, dst, ldd, lanes);
+  }
+};
+
+constexpr SgemmKernel kKernel = sgemm_detail::Driver<Avx2>::kernel("avx2 6x16");
+
+}  // namespace
+
+const SgemmKernel& sgemm_avx2_kernel() { return kKernel; }
+
+}  // namespace rlx::cpu

@@ -1,0 +1,142 @@
+// The Goto-style blocking shared by every sgemm kernel: B is packed into
+// KC x NR panels (L1-resident per micro-kernel call), A into MC x KC blocks of
+// MR-row slivers (L2), and the ISA's register-blocked micro-kernel
+// accumulates MR x NR outputs over KC. Included only by the ISA files
+// (sgemm_avx512.cc, sgemm_avx2.cc), which instantiate it with their traits:
+//   MR, NR         the micro-tile (rows x columns)
+//   T              the square block `transpose` handles (MR <= T, NR % T == 0)
+//   KC, NC, MC     k per panel, columns per packed B block, rows per A block
+//   micro(h, ...)  C[h rows, n <= NR cols] (+)= Ap (kc x h) * Bp (kc x NR)
+//   transpose(src, ld, rows, scale, dst, ldd, lanes)
+//                  dst[k * ldd + r] = scale * src[r * ld + k], r < rows, k < T
+//                  (rows >= `rows` read as zeros), writing `lanes` per row
+#pragma once
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/sgemm.h"
+
+namespace rlx::cpu::sgemm_detail {
+
+// The first 64-byte boundary in a buffer allocated 16 floats longer than needed.
+inline float* align64(float* p) {
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
+}
+
+inline float* aligned(std::vector<float>& buf, size_t n) {
+  buf.resize(n + 16);
+  return align64(buf.data());
+}
+
+template <class K>
+struct Driver {
+  static_assert(K::MR <= K::T && K::NR % K::T == 0 && K::MC % K::MR == 0);
+
+  static int64_t padded_cols(int64_t N) { return (N + K::NR - 1) / K::NR * K::NR; }
+
+  // op(B)[k0 + k, j0 + j] for k < kc, j < nc into NR-column panels, zero padded.
+  static void pack_b_block(bool tb, const float* B, int64_t ldb, int64_t k0, int64_t j0, int64_t kc,
+                           int64_t nc, float* out) {
+    constexpr int64_t NR = K::NR, T = K::T;
+    for (int64_t j = 0; j < nc; j += NR, out += kc * NR) {
+      const int64_t w = std::min(NR, nc - j);
+      if (!tb) {
+        for (int64_t k = 0; k < kc; ++k) {
+          const float* src = B + (k0 + k) * ldb + j0 + j;
+          float* dst = out + k * NR;
+          std::memcpy(dst, src, size_t(w) * sizeof(float));
+          if (w < NR) std::memset(dst + w, 0, size_t(NR - w) * sizeof(float));
+        }
+        continue;
+      }
+      // B is stored [N, K]: transpose T columns x T k at a time.
+      const float* panel = B + (j0 + j) * ldb + k0;
+      int64_t k = 0;
+      for (; k + T <= kc; k += T)
+        for (int64_t c = 0; c < NR; c += T)
+          K::transpose(panel + c * ldb + k, ldb, std::max<int64_t>(w - c, 0), 1.f, out + k * NR + c,
+                       NR, T);
+      for (; k < kc; ++k)
+        for (int64_t c = 0; c < NR; ++c) out[k * NR + c] = c < w ? panel[c * ldb + k] : 0.f;
+    }
+  }
+
+  // alpha * op(A)[i0 + i, k0 + k] into slivers of MR rows, each k-major (kc x h).
+  static void pack_a_block(bool ta, const float* A, int64_t lda, int64_t i0, int64_t k0, int64_t mc,
+                           int64_t kc, float alpha, float* out) {
+    constexpr int64_t MR = K::MR, T = K::T;
+    for (int64_t i = 0; i < mc; i += MR) {
+      const int64_t h = std::min(MR, mc - i);
+      if (ta) {
+        // A is stored [K, M]: a sliver's row of k is contiguous.
+        for (int64_t k = 0; k < kc; ++k) {
+          const float* src = A + (k0 + k) * lda + i0 + i;
+          for (int64_t r = 0; r < h; ++r) out[k * h + r] = alpha * src[r];
+        }
+      } else {
+        const float* sliver = A + (i0 + i) * lda + k0;
+        int64_t k = 0;
+        for (; k + T <= kc; k += T) K::transpose(sliver + k, lda, h, alpha, out + k * h, h, h);
+        for (; k < kc; ++k)
+          for (int64_t r = 0; r < h; ++r) out[k * h + r] = alpha * sliver[r * lda + k];
+      }
+      out += kc * h;
+    }
+  }
+
+  // Whole operands, block pc of k at out + pc * M (A) or out + pc * padded N (B).
+  static void pack_a(bool ta, const float* A, int64_t lda, int64_t M, int64_t Kd, float* out) {
+    for (int64_t pc = 0; pc < Kd; pc += K::KC)
+      pack_a_block(ta, A, lda, 0, pc, M, std::min<int64_t>(K::KC, Kd - pc), 1.f, out + pc * M);
+  }
+  static void pack_b(bool tb, const float* B, int64_t ldb, int64_t Kd, int64_t N, float* out) {
+    const int64_t np = padded_cols(N);
+    for (int64_t pc = 0; pc < Kd; pc += K::KC)
+      pack_b_block(tb, B, ldb, pc, 0, std::min<int64_t>(K::KC, Kd - pc), N, out + pc * np);
+  }
+
+  static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t Kd, float alpha, const float* A,
+                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                  const GemmEpilogue<float>& epi, int64_t row0, int64_t col0, PackedPart pa,
+                  PackedPart pb) {
+    constexpr int64_t MR = K::MR, NR = K::NR, KC = K::KC, NC = K::NC, MC = K::MC;
+    // Per thread: gemm runs one call per pool thread, and nested calls never share.
+    thread_local std::vector<float> a_buf, b_buf;
+    float* Ap = pa.op ? nullptr : aligned(a_buf, size_t(MC * KC));
+    float* Bp = pb.op ? nullptr : aligned(b_buf, size_t(KC * (NC + NR)));
+    if (beta != 0.f && beta != 1.f)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) C[i * ldc + j] *= beta;
+    for (int64_t jc = 0; jc < N; jc += NC) {
+      const int64_t nc = std::min(NC, N - jc);
+      for (int64_t pc = 0; pc < Kd; pc += KC) {
+        const int64_t kc = std::min(KC, Kd - pc);
+        const bool accumulate = pc > 0 || beta != 0.f, last = pc + kc == Kd;
+        const float* b_block =
+            pb.op ? pb.op->data + pc * padded_cols(pb.op->cols) + (pb.offset + jc) * kc : Bp;
+        if (!pb.op) pack_b_block(tb, B, ldb, pc, jc, kc, nc, Bp);
+        for (int64_t ic = 0; ic < M; ic += MC) {
+          const int64_t mc = std::min(MC, M - ic);
+          const float* a_block =
+              pa.op ? pa.op->data + pc * pa.op->rows + (pa.offset + ic) * kc : Ap;
+          if (!pa.op) pack_a_block(ta, A, lda, ic, pc, mc, kc, alpha, Ap);
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            const float* bp = b_block + jr * kc;
+            for (int64_t ir = 0; ir < mc; ir += MR)
+              K::micro(std::min(MR, mc - ir), kc, a_block + ir * kc, bp,
+                       C + (ic + ir) * ldc + jc + jr, ldc, nc - jr, accumulate);
+          }
+          if (last && epi.active())
+            apply_epilogue(epi, C + ic * ldc + jc, ldc, mc, nc, row0 + ic, col0 + jc);
+        }
+      }
+    }
+  }
+
+  static constexpr SgemmKernel kernel(const char* name) {
+    return {name, K::MR, K::NR, K::KC, &pack_a, &pack_b, &run};
+  }
+};
+
+}  // namespace rlx::cpu::sgemm_detail
