@@ -58,7 +58,8 @@ DType declared_dtype(const ValueInfo& v, const std::string& what) {
 }  // namespace
 
 bool looks_like_onnx_bytes(std::string_view head) {
-  return !head.empty() && head[0] == 0x08;  // field 1 (ir_version), wire type varint
+  // Field 1 (ir_version), wire type varint, then a version of 1..63 (IR 10 is current).
+  return head.size() >= 2 && head[0] == 0x08 && head[1] >= 1 && head[1] < 64;
 }
 
 rlx::Model import_onnx(const std::string& path) { return import_onnx(onnx::read_model(path)); }
