@@ -190,13 +190,10 @@ std::vector<Val> lower_concat(Ctx& c) {
     if (c.has(k)) {
       const Shape s = c.shape(k);
       // ONNX lets empty pieces have any other dims; rlx checks them, so skip them.
-      bool empty = false;
       const int64_t ax = norm_axis(axis, s.rank(), "Concat");
-      if (s.dims[size_t(ax)] == Dim(0)) empty = true;
-      if (!empty) xs.push_back(c.in(k));
+      if (!(s.dims[size_t(ax)] == Dim(0))) xs.push_back(c.in(k));
     }
-  RLX_CHECK(!xs.empty() || c.num_inputs() > 0, "Concat of nothing");
-  if (xs.empty()) xs.push_back(c.in(0));
+  if (xs.empty()) xs.push_back(c.in(0));  // every piece empty: the (empty) first one
   if (xs.size() == 1) return one(xs[0]);
   return one(c.b().concat(xs, axis));
 }
