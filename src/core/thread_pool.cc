@@ -16,10 +16,14 @@ namespace {
 thread_local bool t_inside = false;
 
 // A fixed pool. One job at a time: the caller publishes a job, workers and the
-// caller pull chunk indices from an atomic counter until none are left.
-// Workers and the waiting caller spin briefly before blocking: decoding runs
-// hundreds of small jobs per token, and a futex sleep/wake per job costs more
-// than the job (ggml's threads spin for the same reason).
+// caller claim chunk indices until none are left, and the caller returns once
+// every claimed chunk is done. It never waits for a worker that has not woken
+// up: on a loaded machine a sleeping worker can take milliseconds to get a
+// core, and waiting for it to check in made small models 3x slower at 2
+// threads than at 1 (a late worker finds the job closed and goes back to
+// sleep). Workers and the waiting caller spin briefly before blocking:
+// decoding runs hundreds of small jobs per token, and a futex sleep/wake per
+// job costs more than the job (ggml's threads spin for the same reason).
 class Pool {
  public:
   ~Pool() { resize(1); }
@@ -29,16 +33,16 @@ class Pool {
     {
       std::unique_lock lk(mu_);
       stop_ = true;
-      gen_.fetch_add(1);
+      wake_.fetch_add(1);
     }
     cv_.notify_all();
     for (auto& t : workers_) t.join();
     workers_.clear();
     stop_ = false;
     size_ = n;
-    // Workers start from the current generation, so a job published before a
+    // Workers start from the current wake count, so a job published before a
     // new thread first runs is still seen by it.
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this, g = gen_.load()] { worker_loop(g); });
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this, w = wake_.load()] { worker_loop(w); });
   }
 
   int size() const { return size_; }
@@ -51,27 +55,34 @@ class Pool {
     }
     std::lock_guard job_lock(job_mu_);
     inside = true;
-    job_ = &chunk_fn;
-    chunks_ = chunks;
-    next_.store(0);
+    // Close the last job's claim word first: a worker still holding that
+    // word cannot claim from it after job_ and chunks_ change.
+    const uint64_t job = ++job_id_;
+    claim_.store(word(job, kClosed));
+    job_.store(&chunk_fn, std::memory_order_relaxed);
+    chunks_.store(chunks, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
     error_ = nullptr;
-    pending_.store(int(workers_.size()));
+    claim_.store(word(job, 0), std::memory_order_release);
     {
       std::unique_lock lk(mu_);
-      gen_.fetch_add(1);
+      wake_.fetch_add(1);
     }
     if (sleepers_.load() > 0) cv_.notify_all();
     work();
-    if (!spin_until([&] { return pending_.load() == 0; })) {
+    if (!spin_until([&] { return done_.load(std::memory_order_acquire) == chunks; })) {
       std::unique_lock lk(mu_);
-      done_cv_.wait(lk, [&] { return pending_.load() == 0; });
+      done_cv_.wait(lk, [&] { return done_.load(std::memory_order_acquire) == chunks; });
     }
-    job_ = nullptr;
     inside = false;
     if (error_) std::rethrow_exception(error_);
   }
 
  private:
+  // The claim word: the job's id in the high 32 bits, the next chunk index in the low.
+  static constexpr uint64_t kClosed = 0xFFFFFFFFull;
+  static uint64_t word(uint64_t job, uint64_t index) { return (job << 32) | index; }
+
   template <typename Pred>
   static bool spin_until(Pred done) {
     for (int i = 0; i < kSpins; ++i) {
@@ -83,36 +94,44 @@ class Pool {
     return done();
   }
 
+  // Claims and runs chunks of the current job until none is left. A claim is
+  // a compare-exchange on the word it read, so it fails once the caller has
+  // closed that job; chunks_ and job_ read after an acquire of the word are
+  // that job's (the caller changes them only after closing it).
   void work() {
-    for (int64_t c; (c = next_.fetch_add(1)) < chunks_;) {
+    for (uint64_t v = claim_.load(std::memory_order_acquire);;) {
+      const int64_t c = int64_t(v & kClosed), chunks = chunks_.load(std::memory_order_relaxed);
+      if (c >= chunks) return;
+      if (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
       try {
-        (*job_)(c);
+        (*job_.load(std::memory_order_relaxed))(c);
       } catch (...) {
         std::lock_guard lk(err_mu_);
         if (!error_) error_ = std::current_exception();
       }
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+        std::lock_guard lk(mu_);  // the caller may be about to sleep on done_cv_
+        done_cv_.notify_one();
+      }
+      v = claim_.load(std::memory_order_acquire);
     }
   }
 
   void worker_loop(uint64_t seen) {
     t_inside = true;
     for (;;) {
-      if (!spin_until([&] { return gen_.load() != seen; })) {
+      if (!spin_until([&] { return wake_.load() != seen; })) {
         std::unique_lock lk(mu_);
         sleepers_.fetch_add(1);
-        cv_.wait(lk, [&] { return gen_.load() != seen; });
+        cv_.wait(lk, [&] { return wake_.load() != seen; });
         sleepers_.fetch_sub(1);
       }
-      seen = gen_.load();
+      seen = wake_.load();
       {
         std::lock_guard lk(mu_);  // stop_ is written under mu_
         if (stop_) return;
       }
       work();
-      if (pending_.fetch_sub(1) == 1) {
-        std::lock_guard lk(mu_);
-        done_cv_.notify_one();
-      }
     }
   }
 
@@ -123,12 +142,12 @@ class Pool {
   int size_ = 1;
   std::mutex mu_, job_mu_, err_mu_;
   std::condition_variable cv_, done_cv_;
-  std::atomic<uint64_t> gen_{0};
-  std::atomic<int> sleepers_{0}, pending_{0};
+  std::atomic<uint64_t> wake_{0}, claim_{word(0, kClosed)};
+  std::atomic<int> sleepers_{0};
+  std::atomic<int64_t> chunks_{0}, done_{0};
+  std::atomic<const std::function<void(int64_t)>*> job_{nullptr};
+  uint64_t job_id_ = 0;  // written only under job_mu_
   bool stop_ = false;
-  const std::function<void(int64_t)>* job_ = nullptr;
-  int64_t chunks_ = 0;
-  std::atomic<int64_t> next_{0};
   std::exception_ptr error_;
 };
 

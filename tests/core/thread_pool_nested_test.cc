@@ -1,8 +1,13 @@
 // parallel_for called from inside a parallel_for chunk must run inline on
-// every thread, including pool workers (it used to deadlock there).
+// every thread, including pool workers (it used to deadlock there); and many
+// jobs in a row, with workers waking late, run every chunk of every job
+// exactly once (the caller does not wait for workers that never claimed a
+// chunk, so a late worker must not claim from a finished job).
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
+#include <vector>
 
 #include "rlx/thread_pool.h"
 
@@ -18,6 +23,23 @@ TEST(ThreadPool, NestedParallelForRunsInlineOnWorkers) {
         parallel_for(10, 1, [&](int64_t b2, int64_t e2) { sum += e2 - b2; });
     });
   EXPECT_EQ(sum.load(), 20 * 16 * 10);
+  set_num_threads(0);
+}
+
+TEST(ThreadPool, BackToBackJobsRunEachChunkOnce) {
+  set_num_threads(3);
+  constexpr int kJobs = 20000, kItems = 64;
+  std::vector<std::atomic<int>> hits(kItems);
+  int64_t bad = 0;
+  for (int job = 0; job < kJobs; ++job) {
+    for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+    parallel_for(kItems, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+      if ((job + b) % 97 == 0) std::this_thread::yield();  // shuffle who is late
+    });
+    for (auto& h : hits) bad += h.load(std::memory_order_relaxed) != 1;
+  }
+  EXPECT_EQ(bad, 0);
   set_num_threads(0);
 }
 

@@ -2,7 +2,8 @@
 // All spatial ranks run one code path: dims are padded to (D, H, W) with
 // leading unit dims. Special cases: 1x1 stride-1 unpadded convs feed the input
 // to GEMM directly; depthwise convs (groups == C == O, up to 2-d) use a direct
-// loop that is vectorized along the output row.
+// loop that is vectorized along the output row; 3x3 stride-1 f32 convs with a
+// constant weight take Winograd (conv_winograd.h) where rlx's sgemm runs.
 //
 // Threading: conv splits work into (image, group, output-tile) tasks over
 // rlx's pool, each with its own im2col buffer and a single-threaded GEMM; with
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/conv_winograd.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
@@ -134,10 +136,15 @@ Geom make_geom(const KernelCall& c, bool transpose) {
 // j in [lo, hi).
 void valid_range(int64_t start, int64_t n, int64_t s, int64_t off, int64_t W, int64_t& lo,
                  int64_t& hi) {
-  const int64_t a = -off - start * s;  // need j * s >= a
-  lo = a <= 0 ? 0 : (a + s - 1) / s;
+  const int64_t a = -off - start * s;         // need j * s >= a
   const int64_t b = W - 1 - off - start * s;  // need j * s <= b
-  hi = b < 0 ? 0 : b / s + 1;
+  if (s == 1) {                               // the common case, without two divisions
+    lo = std::max<int64_t>(a, 0);
+    hi = b < 0 ? 0 : b + 1;
+  } else {
+    lo = a <= 0 ? 0 : (a + s - 1) / s;
+    hi = b < 0 ? 0 : b / s + 1;
+  }
   lo = std::min(lo, n);
   hi = std::clamp(hi, lo, n);
 }
@@ -149,10 +156,37 @@ int64_t tile_cols(int64_t rows, int64_t total) {
   return std::max<int64_t>(1, std::min(t, total));
 }
 
-// col[Cg * k_sz, p1 - p0] for output positions [p0, p1) of one image group x[Cg, in_sz].
+bool has_avx2() { return cpu_isa() >= Isa::avx2; }
+
+// x[(j + k) * s] for 8 consecutive j, s = 1 or 2 (stride 2: two loads, deinterleaved).
+template <int S>
+RLX_AVX2_INLINE __m256 strided8(const float* x) {
+  if constexpr (S == 1) {
+    return _mm256_loadu_ps(x);
+  } else {
+    const __m256 a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
+    const __m256 even =
+        _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+}
+
+// dst[j] = src[2 * j] for j < n, where src[2 * n - 1] may be read (the
+// row holds the element after the last one taken).
+RLX_AVX2 void gather_stride2_avx2(float* dst, const float* src, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, strided8<2>(src + 2 * j));
+  for (; j < n; ++j) dst[j] = src[2 * j];
+}
+
+// col[Cg * k_sz, p1 - p0] (rows `ld` apart; 0: p1 - p0) for output positions
+// [p0, p1) of one image group x[Cg, in_sz].
 template <typename T>
-void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col) {
-  const int64_t tl = p1 - p0, oHW = g.out[1] * g.out[2];
+void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t ld = 0) {
+  const int64_t tl = ld ? ld : p1 - p0, oHW = g.out[1] * g.out[2];
+  // Where p0 lies in the output, once: the segments below step through it
+  // without a division each (a weight gradient's im2col has thousands of rows).
+  const int64_t od0 = p0 / oHW, oh0 = p0 / g.out[2] % g.out[1], ow00 = p0 % g.out[2];
   T* dst = col;
   for (int64_t c = 0; c < g.Cg; ++c) {
     const T* xc = x + c * g.in_sz;
@@ -160,8 +194,8 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col) {
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
         for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += tl) {
           const int64_t offw = kw * g.d[2] - g.pb[2];
-          for (int64_t p = p0; p < p1;) {
-            const int64_t od = p / oHW, oh = p / g.out[2] % g.out[1], ow0 = p % g.out[2];
+          int64_t od = od0, oh = oh0, ow0 = ow00;
+          for (int64_t p = p0; p < p1; ow0 = 0, oh = oh + 1 == g.out[1] ? (++od, 0) : oh + 1) {
             const int64_t n = std::min(p1 - p, g.out[2] - ow0);
             const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
             const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
@@ -177,10 +211,26 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col) {
             std::fill(o, o + lo, T(0));
             std::fill(o + hi, o + n, T(0));
             const int64_t base = ow0 * g.s[2] + offw;  // row index of j = 0 (may be < 0)
-            if (g.s[2] == 1 && hi > lo)
-              std::memcpy(o + lo, row + base + lo, size_t(hi - lo) * sizeof(T));
-            else
-              for (int64_t j = lo; j < hi; ++j) o[j] = row[base + j * g.s[2]];
+            if (g.s[2] == 1 && hi > lo) {
+              // Short runs (small maps, a weight gradient's 3-wide rows) by a
+              // loop: a memcpy call costs more than the copy there.
+              if (hi - lo <= 8)
+                for (int64_t j = lo; j < hi; ++j) o[j] = row[base + j];
+              else
+                std::memcpy(o + lo, row + base + lo, size_t(hi - lo) * sizeof(T));
+              continue;
+            }
+            if constexpr (std::is_same_v<T, float>)
+              if (g.s[2] == 2 && hi > lo && has_avx2()) {
+                // The vector loop reads one past the last element taken: keep
+                // the last element, whose neighbour may lie past the row, scalar.
+                const bool last_in_row = base + 2 * (hi - 1) + 1 >= g.in[2];
+                const int64_t n = hi - lo - (last_in_row ? 1 : 0);
+                gather_stride2_avx2(o + lo, row + base + 2 * lo, n);
+                if (last_in_row) o[hi - 1] = row[base + 2 * (hi - 1)];
+                continue;
+              }
+            for (int64_t j = lo; j < hi; ++j) o[j] = row[base + j * g.s[2]];
           }
         }
   }
@@ -191,6 +241,8 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col) {
 template <typename T>
 void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int64_t o1, T* out) {
   const int64_t tl = q1 - q0, iHW = g.in[1] * g.in[2];
+  // Where q0 lies in the input, once (as im2col does for p0).
+  const int64_t id0 = q0 / iHW, ih0 = q0 / g.in[2] % g.in[1], iw00 = q0 % g.in[2];
   for (int64_t o = o0; o < o1; ++o) {
     T* oc = out + o * g.out_sz;
     const T* src = col + o * g.k_sz * tl;
@@ -198,8 +250,8 @@ void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
         for (int64_t kw = 0; kw < g.k[2]; ++kw, src += tl) {
           const int64_t offw = kw * g.d[2] - g.pb[2];
-          for (int64_t q = q0; q < q1;) {
-            const int64_t id = q / iHW, ih = q / g.in[2] % g.in[1], iw0 = q % g.in[2];
+          int64_t id = id0, ih = ih0, iw0 = iw00;
+          for (int64_t q = q0; q < q1; iw0 = 0, ih = ih + 1 == g.in[1] ? (++id, 0) : ih + 1) {
             const int64_t n = std::min(q1 - q, g.in[2] - iw0);
             const int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
             const int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
@@ -210,7 +262,10 @@ void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int
             const int64_t base = iw0 * g.s[2] + offw;
             int64_t lo, hi;
             valid_range(iw0, n, g.s[2], offw, g.out[2], lo, hi);
-            for (int64_t j = lo; j < hi; ++j) row[base + j * g.s[2]] += s[j];
+            if (g.s[2] == 1)
+              for (int64_t j = lo; j < hi; ++j) row[base + j] += s[j];
+            else
+              for (int64_t j = lo; j < hi; ++j) row[base + j * g.s[2]] += s[j];
           }
         }
   }
@@ -230,8 +285,6 @@ __attribute__((target("avx2,fma"))) void axpy_avx2(float* y, const float* x, flo
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
-bool has_avx2() { return cpu_isa() >= Isa::avx2; }
-
 template <typename T>
 void axpy(T* y, const T* x, T a, int64_t n) {
   if constexpr (std::is_same_v<T, float>)
@@ -239,76 +292,58 @@ void axpy(T* y, const T* x, T a, int64_t n) {
   axpy_scalar(y, x, a, n);
 }
 
-// x[(j + k) * s] for 8 consecutive j, s = 1 or 2 (stride 2: two loads, deinterleaved).
-template <int S>
-RLX_AVX2_INLINE __m256 strided8(const float* x) {
-  if constexpr (S == 1) {
-    return _mm256_loadu_ps(x);
-  } else {
-    const __m256 a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
-    const __m256 even =
-        _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
-    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
-  }
-}
-
-// One output row of a depthwise conv with stride S and no dilation: every
-// tap accumulates in registers (one pass over the row instead of one per
-// tap). rows[kh] is input row ih(kh), or null in the padding. Columns whose
-// taps would leave the row (or, for stride 2, read one past it) take the
-// scalar loop.
+// One output row of a depthwise conv with stride S and no dilation, over a
+// zero-padded copy of the plane: rows[kh] is the padded input row of tap row
+// kh, readable for (OW rounded up to 8) * S + KW + S floats, so every column
+// takes the vector loop and all taps accumulate in registers (one pass over
+// the row instead of one per tap).
 template <int S>
 RLX_AVX2 void dw_row_avx2(const float* const* rows, const float* wc, int64_t KH, int64_t KW,
-                          int64_t pl, int64_t W, int64_t OW, float b, float* yr) {
-  auto scalar = [&](int64_t j) {
-    float acc = b;
-    for (int64_t kh = 0; kh < KH; ++kh) {
-      if (!rows[kh]) continue;
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        const int64_t iw = j * S + kw - pl;
-        if (iw >= 0 && iw < W) acc += wc[kh * KW + kw] * rows[kh][iw];
-      }
-    }
-    yr[j] = acc;
-  };
-  // Vector columns j: j*S - pl >= 0 and (j+7)*S + KW - 1 - pl + (S - 1) < W.
-  const int64_t lo = std::min<int64_t>(OW, (pl + S - 1) / S);
-  int64_t j = 0;
-  for (; j < lo; ++j) scalar(j);
-  for (; j + 8 <= OW && (j + 7) * S + KW - 1 - pl + (S - 1) < W; j += 8) {
+                          int64_t OW, float b, float* yr) {
+  for (int64_t j = 0; j < OW; j += 8) {
     __m256 acc = _mm256_set1_ps(b);
     for (int64_t kh = 0; kh < KH; ++kh) {
-      if (!rows[kh]) continue;
-      const float* xr = rows[kh] + j * S - pl;
+      const float* xr = rows[kh] + j * S;
       for (int64_t kw = 0; kw < KW; ++kw)
         acc = _mm256_fmadd_ps(_mm256_set1_ps(wc[kh * KW + kw]), strided8<S>(xr + kw), acc);
     }
-    _mm256_storeu_ps(yr + j, acc);
+    if (j + 8 <= OW) {
+      _mm256_storeu_ps(yr + j, acc);
+    } else {
+      alignas(32) float tail[8];
+      _mm256_store_ps(tail, acc);
+      std::copy(tail, tail + (OW - j), yr + j);
+    }
   }
-  for (; j < OW; ++j) scalar(j);
 }
 
-// The AVX2 depthwise path: planes over the pool, rows through dw_row_avx2.
+// The AVX2 depthwise path: planes over the pool, each copied once into a
+// zero-padded buffer (cheap next to its KH * KW passes of taps) so that
+// dw_row_avx2 needs no bounds checks, rows through dw_row_avx2.
 void depthwise_rows(const Geom& g, const float* x, const float* w, const float* bias, Epilogue act,
                     float* y) {
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
+  const int64_t S = g.s[2], pt = g.pb[1], pl = g.pb[2];
+  const int64_t Wp = std::max(pl + W, ((OW + 7) / 8 * 8 - 1) * S + KW + S) + 8;
+  const int64_t Hp = std::max(pt + H, (OH - 1) * g.s[1] + KH);
   const int64_t work = std::max<int64_t>(1, g.out_sz * g.k_sz);
   parallel_for(g.N * g.C, std::max<int64_t>(1, 16384 / work), [&](int64_t p0, int64_t p1) {
+    thread_local std::vector<float> padded;
+    padded.assign(size_t(Hp * Wp), 0.f);
     const float* rows[16];
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c = p % g.C;
       const float* xp = x + p * g.in_sz;
+      for (int64_t ih = 0; ih < H; ++ih)
+        std::memcpy(&padded[size_t((pt + ih) * Wp + pl)], xp + ih * W, size_t(W) * sizeof(float));
       float* yp = y + p * g.out_sz;
       for (int64_t oh = 0; oh < OH; ++oh) {
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const int64_t ih = oh * g.s[1] - g.pb[1] + kh;
-          rows[kh] = ih >= 0 && ih < H ? xp + ih * W : nullptr;
-        }
+        for (int64_t kh = 0; kh < KH; ++kh) rows[kh] = &padded[size_t((oh * g.s[1] + kh) * Wp)];
         const float b = bias ? bias[c] : 0.0f;
-        if (g.s[2] == 1)
-          dw_row_avx2<1>(rows, w + c * g.k_sz, KH, KW, g.pb[2], W, OW, b, yp + oh * OW);
+        if (S == 1)
+          dw_row_avx2<1>(rows, w + c * g.k_sz, KH, KW, OW, b, yp + oh * OW);
         else
-          dw_row_avx2<2>(rows, w + c * g.k_sz, KH, KW, g.pb[2], W, OW, b, yp + oh * OW);
+          dw_row_avx2<2>(rows, w + c * g.k_sz, KH, KW, OW, b, yp + oh * OW);
       }
       apply_epilogue(GemmEpilogue<float>{act}, yp, g.out_sz, 1, g.out_sz, 0, 0);
     }
@@ -355,6 +390,102 @@ void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
   });
 }
 
+// A 2-d 3x3 conv with stride 1, no dilation and one group: Winograd's shape.
+bool is_3x3_s1(const Geom& g) {
+  return g.sp == 2 && g.G == 1 && g.k[1] == 3 && g.k[2] == 3 && g.s[1] == 1 && g.s[2] == 1 &&
+         g.d[1] == 1 && g.d[2] == 1;
+}
+
+// col^T[out_sz, Cg * k_sz] of one image group x[Cg, in_sz]: row p holds every
+// input window element output position p reads, in im2col's row order.
+template <typename T>
+void im2row(const T* x, const Geom& g, T* colT) {
+  const int64_t rows = g.Cg * g.k_sz;
+  for (int64_t od = 0, p = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh)
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++p) {
+        T* dst = colT + p * rows;
+        const int64_t iw0 = ow * g.s[2] - g.pb[2];
+        for (int64_t c = 0; c < g.Cg; ++c)
+          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+            const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+            for (int64_t kh = 0; kh < g.k[1]; ++kh, dst += g.k[2]) {
+              const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                std::fill(dst, dst + g.k[2], T(0));
+                continue;
+              }
+              const T* row = x + c * g.in_sz + (id * g.in[1] + ih) * g.in[2];
+              if (g.d[2] == 1 && iw0 >= 0 && iw0 + g.k[2] <= g.in[2]) {
+                std::copy_n(row + iw0, g.k[2], dst);
+                continue;
+              }
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                const int64_t iw = iw0 + kw * g.d[2];
+                dst[kw] = iw >= 0 && iw < g.in[2] ? row[iw] : T(0);
+              }
+            }
+          }
+      }
+}
+
+// Convs whose output maps are small (a weight gradient's 3x3, late CNN
+// layers at batch > 1): one GEMM per chunk of images, their im2col columns
+// side by side, instead of one skinny GEMM per image (each packing the same
+// weight again when it is not constant). Returns false when not worth it.
+// With a kernel wider than the output (a weight gradient's kernel is the
+// forward output map) the transposed im2col is built instead: per output
+// position a row of every input window, copied in runs of the kernel's width
+// rather than of the output's.
+template <typename T>
+bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y) {
+  const int64_t rows = g.Cg * g.k_sz;
+  if (g.out_sz >= 64 || g.pointwise()) return false;
+  const bool by_rows = g.k[2] > g.out[2];
+  // Images per GEMM: a col buffer of about 1 MiB, and at least one per thread when possible.
+  int64_t nb =
+      std::clamp<int64_t>((int64_t(1) << 18) / std::max<int64_t>(rows * g.out_sz, 1), 1, g.N);
+  nb = std::min(nb, std::max<int64_t>(1, (g.N + num_threads() - 1) / num_threads()));
+  if (nb < 2 && !by_rows) return false;
+  const int64_t chunks = (g.N + nb - 1) / nb, tasks = chunks * g.G;
+  auto task = [&](int64_t t, std::vector<T>& col, std::vector<T>& out, bool serial) {
+    const int64_t n0 = t / g.G * nb, gi = t % g.G, m = std::min(nb, g.N - n0), cols = m * g.out_sz;
+    col.resize(size_t(rows * cols));
+    out.resize(size_t(g.Og * cols));
+    for (int64_t j = 0; j < m; ++j) {
+      const T* xj = x + ((n0 + j) * g.C + gi * g.Cg) * g.in_sz;
+      if (by_rows)
+        im2row(xj, g, col.data() + j * g.out_sz * rows);
+      else
+        im2col(xj, g, 0, g.out_sz, col.data() + j * g.out_sz, cols);
+    }
+    const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true};
+    const T* wg = w + gi * g.Og * rows;
+    // B is col [rows, cols], or its transpose [cols, rows] when built by rows.
+    const int64_t ldb = by_rows ? rows : cols;
+    if (serial)
+      gemm_serial(false, by_rows, g.Og, cols, rows, T(1), wg, rows, col.data(), ldb, T(0),
+                  out.data(), cols, epi);
+    else
+      gemm(false, by_rows, g.Og, cols, rows, T(1), wg, rows, col.data(), ldb, T(0), out.data(),
+           cols, epi);
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t o = 0; o < g.Og; ++o)
+        std::copy_n(out.data() + o * cols + j * g.out_sz, g.out_sz,
+                    y + ((n0 + j) * g.O + gi * g.Og + o) * g.out_sz);
+  };
+  if (tasks >= num_threads()) {
+    parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<T> col, out;
+      for (int64_t t = t0; t < t1; ++t) task(t, col, out, true);
+    });
+  } else {
+    std::vector<T> col, out;
+    for (int64_t t = 0; t < tasks; ++t) task(t, col, out, false);
+  }
+  return true;
+}
+
 // `act` is the fused activation: applied with the bias to each output tile
 // right after its GEMM (per channel plane for depthwise), while it is in cache.
 template <typename T>
@@ -362,6 +493,12 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
                WeightPack* pack) {
   if (g.N * g.O * g.out_sz == 0) return;
   if (g.Cg == 1 && g.Og == 1 && g.sp <= 2) return depthwise(g, x, w, bias, act, y);
+  if constexpr (std::is_same_v<T, float>)
+    if (is_3x3_s1(g)) {
+      const Conv3x3 s{g.N, g.C, g.O, g.in[1], g.in[2], g.out[1], g.out[2], g.pb[1], g.pb[2]};
+      if (winograd_applies(s, pack) && conv3x3_winograd(s, x, w, bias, act, y, *pack)) return;
+    }
+  if (conv_small_maps(g, x, w, bias, act, y)) return;
   const int64_t rows = g.Cg * g.k_sz;
   const bool pw = g.pointwise();
   const int64_t tile = pw ? g.out_sz : tile_cols(rows, g.out_sz);
@@ -382,10 +519,13 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
     }
     const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true};
     if constexpr (std::is_same_v<T, float>) {
-      // A constant weight (one group) is packed once per compiled graph.
+      // A constant weight (one group) is packed once per compiled graph (the
+      // slot may hold the Winograd path's packing instead: then not this).
       GemmPacked packed;
-      if (pack && g.G == 1 && gemm_uses_packed_operands(tl))
+      if (pack && g.G == 1 && gemm_uses_packed_operands(tl)) {
         packed.a = pack->get(w, [&] { return pack_a_operand(false, w, rows, g.Og, rows); });
+        if (packed.a && (packed.a->rows != g.Og || packed.a->cols != rows)) packed.a = nullptr;
+      }
       if (serial)
         gemm_serial(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi,
                     packed);

@@ -297,6 +297,17 @@ void reduce(const KernelCall& c) {
     inner = bred[0] ? bdims[1] : 1;
   } else if (nb == 3 && !bred[0]) {
     outer = bdims[0], rn = bdims[1], inner = bdims[2];
+  } else if (nb == 3) {
+    // Reduced, kept, reduced ([N, C, H*W] to [C]: a bias gradient, a batch
+    // norm's statistics): the rows first, then the leading block, with no
+    // transposed copy. Every op here composes so (a mean of equal-sized means).
+    Tensor rows(Dims{bdims[0], bdims[1]}, dt);
+    dispatch_real(dt, c.node.label(), [&](auto tag) {
+      using T = decltype(tag);
+      reduce_kind<T>(op, x.data<T>(), rows.data<T>(), bdims[0] * bdims[1], bdims[2], 1);
+      reduce_kind<T>(op, rows.data<T>(), c.out.data<T>(), 1, bdims[0], bdims[1]);
+    });
+    return;
   } else {
     // Interleaved kept/reduced blocks: one transposed copy puts every kept
     // block first, then the rows reduce contiguously.

@@ -210,6 +210,15 @@ std::vector<ConvCase> conv_cases() {
   v.push_back(
       {"c3d_depthwise", {1, 2, 4, 5, 6}, {2, 1, 2, 2, 2}, {}, {1, 1, 1, 0, 0, 0}, {}, {}, 2, true});
   v.push_back({"unit_spatial", {2, 3, 1, 1}, {4, 3, 1, 1}, {}, {}, {}, {}, 1, true});
+  // Small output maps at batch > 1: images folded into one GEMM (conv_small_maps).
+  v.push_back({"small_maps_batch", {6, 4, 5, 5}, {6, 2, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 2, true});
+  v.push_back({"large_kernel_small_out", {8, 3, 9, 9}, {4, 3, 7, 7}, {}, {}, {}, {}, 1, true});
+  // A kernel wider than the output: the transposed im2col (im2row), with
+  // left padding, and with dilation (its per-element path).
+  v.push_back(
+      {"wide_kernel_padded", {1, 2, 6, 6}, {3, 2, 5, 5}, {}, {1, 2, 1, 0}, {}, {}, 1, true});
+  v.push_back(
+      {"wide_kernel_dilated", {2, 2, 9, 9}, {3, 2, 5, 5}, {}, {1, 1, 1, 1}, {2, 2}, {}, 1, false});
   v.push_back(
       {"f64", {2, 4, 7, 6}, {6, 2, 3, 3}, {2, 1}, {1, 1, 0, 1}, {1, 2}, {}, 2, true, DType::F64});
   v.push_back(

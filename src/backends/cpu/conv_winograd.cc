@@ -1,0 +1,245 @@
+// Winograd F(m x m, 3 x 3) convolution (see conv_winograd.h). Per image and
+// block of tile rows: the input transform writes V[xi][c][t] (xi = one of the
+// A x A transform positions, t = a tile of the block), one GEMM per xi gives
+// M[xi][o][t] = U[xi][o][:] . V[xi][:][t], and the output transform turns each
+// tile's A x A values of M back into its m x m outputs. The transform
+// matrices are compile-time constants; their zero terms are dropped at
+// compile time and +-1 terms become adds, so each tile costs only the
+// arithmetic the algorithm needs.
+#include "backends/cpu/conv_winograd.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "backends/cpu/conv_winograd_avx2.h"
+#include "backends/cpu/epilogue.h"
+#include "backends/cpu/sgemm.h"
+#include "backends/cpu/weight_pack.h"
+#include "rlx/checked.h"
+#include "rlx/cpu_isa.h"
+#include "rlx/thread_pool.h"
+
+namespace rlx::cpu {
+namespace {
+
+// The matrices of Lavin & Gray: V = B^T d B, U = G g G^T, Y = A^T M A.
+// F(4,3)'s transforms run as conv_winograd_avx2.cc's factored form of these.
+template <int M>
+struct Variant;
+
+template <>
+struct Variant<2> {
+  static constexpr int m = 2, a = 4;
+  static constexpr float BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static constexpr double G[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+  static constexpr float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+};
+
+template <>
+struct Variant<4> {
+  static constexpr int m = 4, a = 6;
+  static constexpr float BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0},
+                                     {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0},
+                                     {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static constexpr double G[6][3] = {{1. / 4, 0, 0},
+                                     {-1. / 6, -1. / 6, -1. / 6},
+                                     {-1. / 6, 1. / 6, -1. / 6},
+                                     {1. / 24, 1. / 12, 1. / 6},
+                                     {1. / 24, -1. / 12, 1. / 6},
+                                     {0, 0, 1}};
+  static constexpr float AT[4][6] = {
+      {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+};
+
+// sum_k Mx[i][k] * in(k) over the nonzero Mx[i][k] only, starting from the
+// first of them (so no 0 * x or 0 + x is left for the compiler to keep).
+template <const auto& Mx, int i, int k, int K, class In>
+inline float combo_rest(float acc, const In& in) {
+  if constexpr (k == K)
+    return acc;
+  else if constexpr (Mx[i][k] == 0)
+    return combo_rest<Mx, i, k + 1, K>(acc, in);
+  else
+    return combo_rest<Mx, i, k + 1, K>(acc + Mx[i][k] * in(k), in);
+}
+
+template <const auto& Mx, int i, int k, int K, class In>
+inline float combo(const In& in) {
+  if constexpr (Mx[i][k] == 0)
+    return combo<Mx, i, k + 1, K>(in);
+  else
+    return combo_rest<Mx, i, k + 1, K>(Mx[i][k] * in(k), in);
+}
+
+// out(i, sum_k Mx[i][k] in(k)) for i < R.
+template <const auto& Mx, int R, int K, class In, class Out>
+inline void apply_rows(const In& in, const Out& out) {
+  [&]<int... i>(std::integer_sequence<int, i...>) { (out(i, combo<Mx, i, 0, K>(in)), ...); }
+  (std::make_integer_sequence<int, R>{});
+}
+
+// v[(i * A + j) * stride] = (B^T d B)[i][j] for one A x A input tile d.
+template <class F>
+inline void input_tile(const float (&d)[F::a][F::a], float* v, int64_t stride) {
+  constexpr int A = F::a;
+  float t[A][A];
+  for (int j = 0; j < A; ++j)
+    apply_rows<F::BT, A, A>([&](int k) { return d[k][j]; }, [&](int i, float x) { t[i][j] = x; });
+  for (int i = 0; i < A; ++i)
+    apply_rows<F::BT, A, A>([&](int k) { return t[i][k]; },
+                            [&](int j, float x) { v[(i * A + j) * stride] = x; });
+}
+
+// y[r][c] = (A^T Mt A)[r][c] for the m x m outputs of one tile.
+template <class F>
+inline void output_tile(const float (&mt)[F::a][F::a], float (&y)[F::m][F::m]) {
+  constexpr int A = F::a, M = F::m;
+  float s[M][A];
+  for (int j = 0; j < A; ++j)
+    apply_rows<F::AT, M, A>([&](int k) { return mt[k][j]; }, [&](int r, float x) { s[r][j] = x; });
+  for (int r = 0; r < M; ++r)
+    apply_rows<F::AT, M, A>([&](int k) { return s[r][k]; }, [&](int c, float x) { y[r][c] = x; });
+}
+
+// The variant for an output map: F(4,3) needs maps of a few 4x4 tiles to
+// keep its GEMMs wide; smaller maps (7x7) take F(2,3).
+int tile_for(const Conv3x3& s) { return std::min(s.OH, s.OW) >= 12 ? 4 : 2; }
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// U[xi][o][c] stacked as A*A blocks of `orows` (O rounded up to the kernel's
+// micro-tile) rows, so each block starts a packed sliver; computed in double.
+template <class F>
+PackedOperand pack_weights(const Conv3x3& s, const float* w, int64_t orows) {
+  constexpr int A = F::a;
+  std::vector<float> u(size_t(checked_mul(A * A * orows, s.C, "winograd weights")), 0.f);
+  parallel_for(s.O, 4, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t c = 0; c < s.C; ++c) {
+        const float* g = w + (o * s.C + c) * 9;
+        double gg[A][3];
+        for (int i = 0; i < A; ++i)
+          for (int l = 0; l < 3; ++l)
+            gg[i][l] = F::G[i][0] * g[l] + F::G[i][1] * g[3 + l] + F::G[i][2] * g[6 + l];
+        for (int i = 0; i < A; ++i)
+          for (int j = 0; j < A; ++j) {
+            const double v = gg[i][0] * F::G[j][0] + gg[i][1] * F::G[j][1] + gg[i][2] * F::G[j][2];
+            u[size_t(((i * A + j) * orows + o) * s.C + c)] = float(v);
+          }
+      }
+  });
+  PackedOperand p = pack_a_operand(false, u.data(), s.C, A * A * orows, s.C);
+  p.source = w;  // what WeightPack compares: the conv's own weight
+  return p;
+}
+
+template <class F>
+void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, float* y,
+         const PackedOperand& u, int64_t orows) {
+  constexpr int A = F::a, M = F::m, AA = A * A;
+  const SgemmKernel& kernel = *u.kernel;
+  const int64_t th = (s.OH + M - 1) / M, tw = (s.OW + M - 1) / M;
+  // Blocks of whole tile rows, about 128 tiles each (wide enough GEMMs, V and
+  // M small enough to stay in cache between the three steps).
+  const int64_t nblk = std::max<int64_t>(1, std::min(th, th * tw / 128));
+  const int64_t rows_per_blk = (th + nblk - 1) / nblk, tb_max = rows_per_blk * tw;
+  thread_local std::vector<float> v_buf, m_buf;  // reused run after run: no page faults
+  v_buf.resize(size_t(AA * s.C * tb_max));
+  m_buf.resize(size_t(AA * orows * tb_max) + 8);  // + the vector output's overread
+  float* V = v_buf.data();
+  float* Mb = m_buf.data();
+  const int64_t in_plane = s.H * s.W, out_plane = s.OH * s.OW;
+  for (int64_t n = 0; n < s.N; ++n) {
+    const float* xn = x + n * s.C * in_plane;
+    float* yn = y + n * s.O * out_plane;
+    for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_blk) {
+      const int64_t ty1 = std::min(th, ty0 + rows_per_blk), tb = (ty1 - ty0) * tw;
+      parallel_for(s.C, 1, [&](int64_t c0, int64_t c1) {
+        thread_local std::vector<float> padded;
+        for (int64_t c = c0; c < c1; ++c) {
+          const float* xc = xn + c * in_plane;
+          if constexpr (M == 4)  // this path needs rlx's sgemm, so AVX2
+            winograd43_input_avx2(xc, s.H, s.W, s.pad_top, s.pad_left, ty0, ty1, tw, V + c * tb,
+                                  s.C * tb, padded);
+          else
+            for (int64_t ty = ty0; ty < ty1; ++ty)
+              for (int64_t tx = 0; tx < tw; ++tx) {
+                const int64_t iy = ty * M - s.pad_top, ix = tx * M - s.pad_left;
+                float d[A][A];
+                if (iy >= 0 && iy + A <= s.H && ix >= 0 && ix + A <= s.W) {
+                  for (int i = 0; i < A; ++i)
+                    for (int j = 0; j < A; ++j) d[i][j] = xc[(iy + i) * s.W + ix + j];
+                } else {
+                  for (int i = 0; i < A; ++i)
+                    for (int j = 0; j < A; ++j) {
+                      const int64_t r = iy + i, q = ix + j;
+                      d[i][j] = r >= 0 && r < s.H && q >= 0 && q < s.W ? xc[r * s.W + q] : 0.f;
+                    }
+                }
+                input_tile<F>(d, V + c * tb + (ty - ty0) * tw + tx, s.C * tb);
+              }
+        }
+      });
+      // All `orows` rows: a packed A's slivers are only read whole (the
+      // padding rows are zeros and their products are never read).
+      parallel_for(AA, 1, [&](int64_t x0, int64_t x1) {
+        for (int64_t xi = x0; xi < x1; ++xi)
+          sgemm(kernel, false, false, orows, tb, s.C, 1.f, nullptr, s.C, V + xi * s.C * tb, tb, 0.f,
+                Mb + xi * orows * tb, tb, {}, 0, 0, {&u, xi * orows}, {});
+      });
+      parallel_for(s.O, 1, [&](int64_t o0, int64_t o1) {
+        for (int64_t o = o0; o < o1; ++o) {
+          float* yo = yn + o * out_plane;
+          if constexpr (M == 4)
+            winograd43_output_avx2(Mb + o * tb, orows * tb, ty0, ty1, tw, s.OH, s.OW, yo);
+          else
+            for (int64_t ty = ty0; ty < ty1; ++ty)
+              for (int64_t tx = 0; tx < tw; ++tx) {
+                const float* mo = Mb + o * tb + (ty - ty0) * tw + tx;
+                float mt[A][A], out[M][M];
+                for (int i = 0; i < A; ++i)
+                  for (int j = 0; j < A; ++j) mt[i][j] = mo[(i * A + j) * orows * tb];
+                output_tile<F>(mt, out);
+                const int64_t oy = ty * M, ox = tx * M;
+                const int64_t hr = std::min<int64_t>(M, s.OH - oy),
+                              wc = std::min<int64_t>(M, s.OW - ox);
+                for (int64_t r = 0; r < hr; ++r)
+                  for (int64_t c = 0; c < wc; ++c) yo[(oy + r) * s.OW + ox + c] = out[r][c];
+              }
+          // Bias and activation on this block's rows of the plane, while in cache.
+          const int64_t r0 = ty0 * M, r1 = std::min(s.OH, ty1 * M);
+          const GemmEpilogue<float> epi{act, bias ? bias + o : nullptr, true};
+          if (epi.active()) apply_epilogue(epi, yo + r0 * s.OW, 0, 1, (r1 - r0) * s.OW, 0, 0);
+        }
+      });
+    }
+  }
+}
+
+template <class F>
+bool dispatch(const Conv3x3& s, const float* x, const float* w, const float* bias, Epilogue act,
+              float* y, WeightPack& pack) {
+  const SgemmKernel* kernel = sgemm_kernel();
+  const int64_t orows = round_up(s.O, kernel->mr);
+  const PackedOperand* u = pack.get(w, [&] { return pack_weights<F>(s, w, orows); });
+  // Another packing in this slot (another variant, or the im2col path's, or
+  // for another kernel after an ISA change): not ours to use.
+  if (!u || u->kernel != kernel || u->rows != F::a * F::a * orows || u->cols != s.C) return false;
+  run<F>(s, x, bias, act, y, *u, orows);
+  return true;
+}
+
+}  // namespace
+
+bool winograd_applies(const Conv3x3& s, bool weight_is_constant) {
+  return weight_is_constant && sgemm_kernel() && s.C >= 8 && s.O >= 16 && s.OH >= 4 && s.OW >= 4;
+}
+
+bool conv3x3_winograd(const Conv3x3& s, const float* x, const float* w, const float* bias,
+                      Epilogue act, float* y, WeightPack& pack) {
+  return tile_for(s) == 4 ? dispatch<Variant<4>>(s, x, w, bias, act, y, pack)
+                          : dispatch<Variant<2>>(s, x, w, bias, act, y, pack);
+}
+
+}  // namespace rlx::cpu
