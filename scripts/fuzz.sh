@@ -10,7 +10,7 @@
 #     BUILD    the fuzz build directory (build-fuzz)
 #     SECONDS  per target (60)
 #     RLX      an rlx binary to export .mlpackage seeds with (build/rlx; optional)
-#     TARGETS  a subset of: safetensors npy gguf graph_json torch_ir mlpackage
+#     TARGETS  a subset of: safetensors npy gguf graph_json torch_ir mlpackage onnx
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-build-fuzz}"
@@ -18,7 +18,7 @@ SECONDS_PER="${2:-60}"
 RLX="${3:-build/rlx}"
 shift $(( $# < 3 ? $# : 3 ))
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(safetensors npy gguf graph_json torch_ir mlpackage)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(safetensors npy gguf graph_json torch_ir mlpackage onnx)
 JOBS="${JOBS:-$(nproc)}"
 
 CXX_FUZZ="${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++ || true)}"

@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev libopenblas0-pthread
   protobuf-compiler libprotobuf-dev
   python3 python3-numpy python3-torch python3-torchvision python3-sklearn
+  libonnx-testdata
 )
 
 missing=()

@@ -33,8 +33,8 @@ struct LoadOptions {
 // The one entry point for every model format, picked from the file's
 // content: a directory holding `model.rlx.json` (+ `weights.safetensors`) or
 // `torch-ir.json` (the PyTorch exporter's output), a graph JSON file (weights
-// from `weights.safetensors` beside it, if any), or a GGUF language model.
-// ONNX files are recognized and refused (no ONNX frontend yet). Throws
+// from `weights.safetensors` beside it, if any), a GGUF language model, or an
+// ONNX model (`.onnx`, or a protobuf starting with ir_version). Throws
 // rlx::Error naming the path and what it found when nothing fits.
 Model load_model(const std::string& path, const LoadOptions& options = {});
 

@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "frontends/onnx/import.h"
 #include "frontends/torch/import.h"
 #include "io/io_util.h"
 #include "rlx/error.h"
@@ -52,8 +53,11 @@ Model load_gguf(const std::string& path, const LoadOptions& o) {
   return m;
 }
 
-// ONNX files are bare protobuf with no magic; the extension is the tell.
-bool looks_like_onnx(const fs::path& p) { return p.extension() == ".onnx"; }
+// ONNX files are bare protobuf with no magic: the extension, or a first byte
+// that starts ir_version (field 1, varint), is the tell.
+bool looks_like_onnx(const fs::path& p, std::string_view head) {
+  return p.extension() == ".onnx" || looks_like_onnx_bytes(head);
+}
 
 }  // namespace
 
@@ -67,13 +71,13 @@ Model load_model(const std::string& path, const LoadOptions& options) {
   }
   std::string head = sniff(p);
   if (head.rfind("GGUF", 0) == 0) return load_gguf(path, options);
-  // The ONNX frontend hooks in here (frontends/onnx, reading io/onnx).
-  if (looks_like_onnx(p)) throw make_error(path, ": ONNX import is not supported yet");
+  if (looks_like_onnx(p, head)) return import_onnx(path);
   if (head.find('{') != std::string::npos) return load_rlx_graph(p);
-  throw make_error(path,
-                   ": unrecognized model format (expected an rlx graph JSON, a GGUF file, or a "
-                   "directory holding ",
-                   kGraphFile, " or torch-ir.json)");
+  throw make_error(
+      path,
+      ": unrecognized model format (expected an rlx graph JSON, a GGUF file, an ONNX model, or a "
+      "directory holding ",
+      kGraphFile, " or torch-ir.json)");
 }
 
 void save_model(const std::string& dir, const Graph& g, const TensorMap& weights) {

@@ -21,6 +21,7 @@
 
 #include "backends/coreml/interp/package.h"
 #include "frontends/torch/torch_ir.h"
+#include "io/onnx/model.h"
 #include "model.pb.h"
 #include "rlx/builder.h"
 #include "rlx/coreml.h"
@@ -141,6 +142,44 @@ TEST(LyingSizes, Safetensors) {
       file(R"({"x": {"dtype": "F32", "shape": [1099511627776], "data_offsets": [0, 64]}})", 64),
       load);
   expect_fails_within_file_size("header length past the end", u64(uint64_t(1) << 40) + "{}", load);
+}
+
+// ONNX: protobuf fields by hand (tag, varint / length-delimited payload).
+std::string pb_varint(uint64_t v) {
+  std::string s;
+  while (v >= 0x80) {
+    s += char(v | 0x80);
+    v >>= 7;
+  }
+  return s + char(v);
+}
+std::string pb_field(int field, const std::string& payload) {
+  return pb_varint(uint64_t(field) << 3 | 2) + pb_varint(payload.size()) + payload;
+}
+std::string pb_int(int field, uint64_t v) { return pb_varint(uint64_t(field) << 3) + pb_varint(v); }
+
+TEST(LyingSizes, Onnx) {
+  auto tensor = [](uint64_t d0, uint64_t d1, size_t raw) {
+    return pb_int(1, d0) + pb_int(1, d1) + pb_int(2, 1) + pb_field(8, "w") +
+           pb_field(9, std::string(raw, '\0'));
+  };
+  auto load_tensor = [](const std::string& b) { onnx::parse_tensor(b.data(), b.size(), "t.pb"); };
+  expect_fails_within_file_size("huge tensor dims", tensor(1ull << 20, 1ull << 20, 64),
+                                load_tensor);
+  auto model = [](const std::string& graph) {
+    return pb_int(1, 8) + pb_field(7, graph) + pb_field(8, pb_int(2, 17));
+  };
+  auto load_model_bytes = [](const std::string& b) {
+    onnx::parse_model(b.data(), b.size(), "m.onnx", "");
+  };
+  expect_fails_within_file_size("huge initializer dims",
+                                model(pb_field(5, tensor(1ull << 30, 1ull << 30, 64))),
+                                load_model_bytes);
+  // A length-delimited field claiming 2^40 bytes in a small file.
+  expect_fails_within_file_size(
+      "lying field length",
+      pb_int(1, 8) + pb_varint(7 << 3 | 2) + pb_varint(1ull << 40) + std::string(64, '\0'),
+      load_model_bytes);
 }
 
 TEST(LyingSizes, Npy) {

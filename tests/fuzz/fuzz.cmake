@@ -25,9 +25,15 @@ endfunction()
 
 rlx_fuzz_layer(core SOURCES src/core/*.cc DEPS Threads::Threads)
 rlx_fuzz_layer(quant SOURCES src/quant/*.cc DEPS rlx_fuzz_core)
-rlx_fuzz_layer(io SOURCES src/io/*.cc src/io/gguf/*.cc DEPS rlx_fuzz_quant rlx_fuzz_core)
+rlx_fuzz_layer(io SOURCES src/io/*.cc src/io/gguf/*.cc src/io/onnx/*.cc
+               DEPS rlx_fuzz_quant rlx_fuzz_core protobuf::libprotobuf)
+# The ONNX reader's generated protobuf code, instrumented like the rest.
+target_sources(rlx_fuzz_io PRIVATE ${RLX_ONNX_PROTO_OUT}/onnx.pb.cc)
+target_include_directories(rlx_fuzz_io PRIVATE ${RLX_ONNX_PROTO_OUT})
 rlx_fuzz_layer(ir SOURCES src/ir/*.cc DEPS rlx_fuzz_quant rlx_fuzz_core)
 rlx_fuzz_layer(torch SOURCES src/frontends/torch/*.cc DEPS rlx_fuzz_ir rlx_fuzz_io)
+# ONNX import: the onnx frontend (it shares ImportInternalError with torch).
+rlx_fuzz_layer(onnx SOURCES src/frontends/onnx/*.cc DEPS rlx_fuzz_torch rlx_fuzz_ir rlx_fuzz_io)
 # The MIL interpreter and what it uses of the CoreML backend: the MIL type
 # helpers and the generated protobuf code (instrumented too, so the fuzzer
 # sees which message fields it reached).
@@ -37,7 +43,8 @@ target_sources(rlx_fuzz_mil_interp PRIVATE ${RLX_PROTO_SRCS})
 target_include_directories(rlx_fuzz_mil_interp PUBLIC ${RLX_PROTO_OUT})
 
 add_custom_target(rlx_fuzz)
-foreach(spec safetensors:io npy:io gguf:io graph_json:ir torch_ir:torch mlpackage:mil_interp)
+foreach(spec safetensors:io npy:io gguf:io graph_json:ir torch_ir:torch mlpackage:mil_interp
+        onnx:onnx)
   string(REPLACE ":" ";" parts ${spec})
   list(GET parts 0 name)
   list(GET parts 1 layer)

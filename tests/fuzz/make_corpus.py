@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "hostile"))
 import gen_hostile  # noqa: E402
 
-TARGETS = ["safetensors", "npy", "gguf", "graph_json", "torch_ir", "mlpackage"]
+TARGETS = ["safetensors", "npy", "gguf", "graph_json", "torch_ir", "mlpackage", "onnx"]
 MAX_SEED = 256 * 1024  # bigger hostile files (deep nesting, huge ranks) stay out
 DTYPES = ["f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64", "u8", "bool", "c64"]
 
@@ -173,6 +173,26 @@ def write_dict(path, tokens):
             f.write("t%d=%s\n" % (i, json.dumps(t)))
 
 
+ONNX_NODE_TESTS = "/usr/share/libonnx-testdata/data/node"
+
+
+def onnx_seeds(c):
+    """The ONNX node conformance models (Debian's libonnx-testdata): one small
+    model per op and attribute variant, so the fuzzer starts inside every
+    lowering rule. Without the package the corpus gets one hand-made model."""
+    if os.path.isdir(ONNX_NODE_TESTS):
+        for case in sorted(os.listdir(ONNX_NODE_TESTS)):
+            p = os.path.join(ONNX_NODE_TESTS, case, "model.onnx")
+            if os.path.exists(p):
+                c.add("onnx", case + ".onnx", read(p))
+    if c.count["onnx"] == 0:
+        # ir_version 8, graph { node { input "x" output "y" op_type "Relu" } }, opset 17
+        node = b"\x0a\x01x\x12\x01y\x22\x04Relu"
+        graph = b"\x0a" + bytes([len(node)]) + node
+        c.add("onnx", "relu.onnx", b"\x08\x08\x3a" + bytes([len(graph)]) + graph +
+              b"\x42\x02\x10\x11")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
@@ -190,6 +210,7 @@ def main():
     atens = aten_ops()
     graph_seeds(c, ops)
     torch_seeds(c, atens)
+    onnx_seeds(c)
     if rlx:
         mlpackage_seeds(c, os.path.abspath(rlx))
     json_tokens = ["{", "}", "[", "]", ":", ",", "true", "false", "null", "-1", "0", "1",

@@ -1,0 +1,288 @@
+// Neural-network ops: Conv/ConvTranspose, pools, norms, Gemm/MatMul,
+// Softmax (opset < 13 flattens to 2-d), Dropout (inference: identity), GridSample.
+#include <cmath>
+
+#include "frontends/onnx/context.h"
+#include "rlx/checked.h"
+#include "rlx/error.h"
+
+namespace rlx::onnx {
+namespace {
+
+std::vector<Val> one(NodeId id) { return {node_val(id)}; }
+
+// Explicit pads [begin..., end...] from `pads` or auto_pad, for `sp` spatial dims.
+Dims conv_pads(Ctx& c, const Shape& x, const Dims& kernel, const Dims& stride, const Dims& dil) {
+  const size_t sp = kernel.size();
+  const std::string auto_pad = c.s("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    Dims p = c.ints_attr("pads", Dims(2 * sp, 0));
+    RLX_CHECK(p.size() == 2 * sp, "pads has ", p.size(), " values for ", sp, " spatial dims");
+    return p;
+  }
+  if (auto_pad == "VALID") return Dims(2 * sp, 0);
+  RLX_CHECK(auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER", "auto_pad '", auto_pad, "'");
+  Dims p(2 * sp, 0);
+  for (size_t k = 0; k < sp; ++k) {
+    const Dim& d = x.dims[2 + k];
+    RLX_CHECK(d.is_static(), "auto_pad ", auto_pad, " needs static spatial dims, got ", x.str());
+    const int64_t out = (d.value + stride[k] - 1) / stride[k];
+    const int64_t total =
+        std::max<int64_t>(0, (out - 1) * stride[k] + (kernel[k] - 1) * dil[k] + 1 - d.value);
+    const int64_t small = total / 2, big = total - small;
+    p[k] = auto_pad == "SAME_UPPER" ? small : big;
+    p[k + sp] = auto_pad == "SAME_UPPER" ? big : small;
+  }
+  return p;
+}
+
+std::vector<Val> lower_conv(Ctx& c) {
+  const Shape x = c.shape(0), w = c.shape(1);
+  RLX_CHECK(w.is_static() && w.rank() >= 3, "Conv weight must be static [O, C/g, k...], got ",
+            w.str());
+  const size_t sp = size_t(w.rank() - 2);
+  const Dims wd = w.concrete();
+  const Dims kernel(wd.begin() + 2, wd.end());
+  const Dims stride = c.ints_attr("strides", Dims(sp, 1)),
+             dil = c.ints_attr("dilations", Dims(sp, 1));
+  const Dims pads = conv_pads(c, x, kernel, stride, dil);
+  std::vector<NodeId> in{c.in(0), c.in(1)};
+  if (c.has(2)) in.push_back(c.in(2));
+  return one(c.b().op(
+      Op::Conv, in,
+      {{"stride", stride}, {"pads", pads}, {"dilation", dil}, {"groups", c.i("group", 1)}}));
+}
+
+std::vector<Val> lower_conv_transpose(Ctx& c) {
+  const Shape x = c.shape(0), w = c.shape(1);
+  RLX_CHECK(w.is_static() && w.rank() >= 3, "ConvTranspose weight must be static, got ", w.str());
+  const size_t sp = size_t(w.rank() - 2);
+  const Dims stride = c.ints_attr("strides", Dims(sp, 1)),
+             dil = c.ints_attr("dilations", Dims(sp, 1));
+  const Dims opad = c.ints_attr("output_padding", Dims(sp, 0));
+  const std::string auto_pad = c.s("auto_pad", "NOTSET");
+  RLX_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" ||
+                auto_pad == "SAME_LOWER",
+            "ConvTranspose auto_pad '", auto_pad, "'");
+  Dims pads = auto_pad == "VALID" ? Dims(2 * sp, 0) : c.ints_attr("pads", Dims(2 * sp, 0));
+  RLX_CHECK(pads.size() == 2 * sp, "pads has ", pads.size(), " values for ", sp, " spatial dims");
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (c.has_attr("output_shape") || same) {
+    // The pads that give the requested output (ONNX's formula: the larger
+    // half at the end for SAME_UPPER, at the start otherwise).
+    RLX_CHECK(x.is_static(), "ConvTranspose output_shape/SAME needs static input dims, got ",
+              x.str());
+    const Dims xd = x.concrete(), wd = w.concrete();
+    Dims out = c.ints_attr("output_shape");
+    if (out.size() == sp + 2) out.erase(out.begin(), out.begin() + 2);
+    if (out.empty())
+      for (size_t k = 0; k < sp; ++k) out.push_back(xd[2 + k] * stride[k]);
+    RLX_CHECK(out.size() == sp, "output_shape has ", out.size(), " values for ", sp,
+              " spatial dims");
+    for (size_t k = 0; k < sp; ++k) {
+      const int64_t total =
+          stride[k] * (xd[2 + k] - 1) + opad[k] + (wd[2 + k] - 1) * dil[k] + 1 - out[k];
+      RLX_CHECK(total >= 0, "ConvTranspose output_shape ", dims_str(out),
+                " needs negative padding");
+      const int64_t half = total / 2;
+      pads[k] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[k + sp] = total - pads[k];
+    }
+  }
+  std::vector<NodeId> in{c.in(0), c.in(1)};
+  if (c.has(2)) in.push_back(c.in(2));
+  return one(c.b().op(Op::ConvTranspose, in,
+                      {{"stride", stride},
+                       {"pads", pads},
+                       {"dilation", dil},
+                       {"groups", c.i("group", 1)},
+                       {"output_padding", opad}}));
+}
+
+// rlx pools are 2-d; a 1-d pool runs as [N, C, 1, L].
+std::vector<Val> lower_pool(Ctx& c, bool max) {
+  const Shape x = c.shape(0);
+  RLX_CHECK(x.rank() == 3 || x.rank() == 4, "only 1-d and 2-d pools are supported, got ", x.str());
+  Dims kernel = c.ints_attr("kernel_shape");
+  const size_t sp = kernel.size();
+  RLX_CHECK(int(sp) == x.rank() - 2, "kernel_shape has ", sp, " dims for input ", x.str());
+  Dims stride = c.ints_attr("strides", Dims(sp, 1)), dil = c.ints_attr("dilations", Dims(sp, 1));
+  Dims pads = conv_pads(c, x, kernel, stride, dil);
+  RLX_CHECK(c.i("storage_order", 0) == 0, "storage_order=1 is not supported");
+  NodeId in = c.in(0);
+  if (sp == 1) {
+    kernel.insert(kernel.begin(), 1);
+    stride.insert(stride.begin(), 1);
+    dil.insert(dil.begin(), 1);
+    pads = {0, pads[0], 0, pads[1]};
+    std::vector<Dim> d = x.dims;
+    d.insert(d.begin() + 2, Dim(1));
+    Dims t;
+    int unknown = 0;
+    for (auto& e : d) t.push_back(e.is_static() ? e.value : (++unknown, -1));
+    RLX_CHECK(unknown <= 1, "1-d pool of ", x.str());
+    in = c.b().reshape(in, t);
+  }
+  // rlx's pools take pads up to half the kernel (PyTorch's rule); ONNX allows
+  // more. Larger pads become an explicit Pad: -inf for max, 0 for an average
+  // that counts the padding (one that does not cannot be expressed so).
+  bool wide = false;
+  for (size_t k = 0; k < 2; ++k)
+    wide = wide || 2 * pads[k] > kernel[k] || 2 * pads[k + 2] > kernel[k];
+  const bool include_pad = c.i("count_include_pad", 0) != 0;
+  if (wide) {
+    RLX_CHECK(max || include_pad, "AveragePool pads ", dims_str(pads), " above half the kernel ",
+              dims_str(kernel), " with count_include_pad=0 are not supported");
+    const DType t = c.shape_of(in).dtype;
+    in = c.b().op(Op::Pad, {in},
+                  {{"pads", Dims{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]}},
+                   {"value", max ? (is_float(t) ? -INFINITY : -1e300) : 0.0}});
+    pads = {0, 0, 0, 0};
+  }
+  Attrs a{
+      {"kernel", kernel}, {"stride", stride}, {"pads", pads}, {"ceil_mode", c.i("ceil_mode", 0)}};
+  NodeId y;
+  if (max) {
+    a.set("dilation", dil);
+    y = c.b().op(Op::MaxPool2d, {in}, a);
+  } else {
+    RLX_CHECK(dil == Dims(sp == 1 ? 2 : sp, 1) || dil == Dims(2, 1), "AveragePool dilations");
+    a.set("count_include_pad", c.i("count_include_pad", 0));
+    y = c.b().op(Op::AvgPool2d, {in}, a);
+  }
+  if (sp == 1) {
+    std::vector<Dim> d = c.shape_of(y).dims;
+    d.erase(d.begin() + 2);
+    Dims t;
+    for (auto& e : d) t.push_back(e.is_static() ? e.value : -1);
+    y = c.b().reshape(y, t);
+  }
+  return one(y);
+}
+
+std::vector<Val> lower_global_pool(Ctx& c, Op op) {
+  const Shape x = c.shape(0);
+  RLX_CHECK(x.rank() >= 3, "global pool of ", x.str());
+  Dims axes;
+  for (int k = 2; k < x.rank(); ++k) axes.push_back(k);
+  return one(c.b().reduce(op, c.in(0), axes, true));
+}
+
+std::vector<Val> lower_batch_norm(Ctx& c) {
+  RLX_CHECK(c.i("training_mode", 0) == 0, "BatchNormalization training_mode=1 is not supported");
+  RLX_CHECK(c.node.outputs.size() == 1 || c.opset >= 14 || c.opset < 9 ||
+                std::all_of(c.node.outputs.begin() + 1, c.node.outputs.end(),
+                            [](const std::string& s) { return s.empty(); }),
+            "BatchNormalization training outputs are not supported");
+  return one(c.b().op(Op::BatchNorm, {c.in(0), c.in(3), c.in(4), c.in(1), c.in(2)},
+                      {{"eps", c.f("epsilon", 1e-5)}}));
+}
+
+std::vector<Val> lower_layer_norm(Ctx& c) {
+  const int r = c.shape(0).rank();
+  const int64_t axis = norm_axis(c.i("axis", -1), r, "LayerNormalization");
+  const double eps = c.f("epsilon", 1e-5);
+  std::vector<NodeId> in{c.in(0), c.in(1)};
+  if (c.has(2)) in.push_back(c.in(2));
+  std::vector<Val> out = one(c.b().op(Op::LayerNorm, in, {{"naxes", r - axis}, {"eps", eps}}));
+  if (c.node.outputs.size() > 1) {
+    // Mean and InvStdDev (the training outputs), over the normalized axes kept
+    // as 1, as separate reductions.
+    Dims axes;
+    for (int64_t k = axis; k < r; ++k) axes.push_back(k);
+    NodeId x = c.in(0);
+    const DType t = c.shape_of(x).dtype;
+    NodeId mean = c.b().reduce(Op::ReduceMean, x, axes, true);
+    NodeId d = c.b().sub(x, mean);
+    NodeId var = c.b().reduce(Op::ReduceMean, c.b().mul(d, d), axes, true);
+    out.push_back(node_val(mean));
+    out.push_back(node_val(c.b().unary(Op::Rsqrt, c.b().add(var, c.scalar_const(eps, t)))));
+  }
+  return out;
+}
+
+std::vector<Val> lower_instance_norm(Ctx& c) {
+  const Shape x = c.shape(0);
+  RLX_CHECK(x.rank() >= 3 && x.dims[1].is_static(), "InstanceNormalization of ", x.str());
+  return one(c.b().op(Op::GroupNorm, {c.in(0), c.in(1), c.in(2)},
+                      {{"groups", x.dims[1].value}, {"eps", c.f("epsilon", 1e-5)}}));
+}
+
+std::vector<Val> lower_gemm(Ctx& c) {
+  NodeId a = c.in(0), bm = c.in(1);
+  const DType t = c.shape_of(a).dtype;
+  NodeId y =
+      c.b().op(Op::MatMul, {a, bm},
+               {{"transpose_a", c.i("transA", 0) != 0}, {"transpose_b", c.i("transB", 0) != 0}});
+  const double alpha = c.f("alpha", 1.0), beta = c.f("beta", 1.0);
+  if (alpha != 1.0) y = c.b().mul(y, c.scalar_const(alpha, t));
+  if (c.has(2) && beta != 0.0) {
+    NodeId bias = c.in(2);
+    if (beta != 1.0) bias = c.b().mul(bias, c.scalar_const(beta, t));
+    y = c.b().add(y, bias);
+  }
+  return one(y);
+}
+
+std::vector<Val> lower_softmax(Ctx& c, Op op) {
+  const Shape x = c.shape(0);
+  if (c.opset >= 13) return one(c.b().op(op, {c.in(0)}, {{"axis", c.i("axis", -1)}}));
+  // Before opset 13 the input is coerced to 2-d at `axis` (default 1) and
+  // normalized over the flattened tail.
+  const int64_t axis = norm_axis(c.i("axis", 1), x.rank(), "Softmax");
+  if (axis == x.rank() - 1) return one(c.b().op(op, {c.in(0)}, {{"axis", -1}}));
+  RLX_CHECK(x.is_static(), "Softmax (opset < 13) over flattened dims needs a static shape, got ",
+            x.str());
+  const Dims d = x.concrete();
+  int64_t lead = 1;
+  for (int64_t k = 0; k < axis; ++k) lead *= d[size_t(k)];
+  NodeId f = c.b().reshape(c.in(0), {lead, x.numel() / std::max<int64_t>(lead, 1)});
+  return one(c.b().reshape(c.b().op(op, {f}, {{"axis", -1}}), d));
+}
+
+std::vector<Val> lower_dropout(Ctx& c) {
+  if (c.has(2)) {  // training_mode input (opset 12)
+    auto t = c.scalar(2);
+    RLX_CHECK(t && *t == 0, "Dropout in training mode is not supported");
+  }
+  std::vector<Val> out{c.val(0)};
+  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) {
+    // In inference every element is kept: the mask is all true.
+    const Shape s = c.shape(0);
+    RLX_CHECK(s.is_static(), "Dropout mask of symbolic shape ", s.str());
+    out.push_back(node_val(c.b().full(s.concrete(), 1, DType::Bool)));
+  }
+  return out;
+}
+
+std::vector<Val> lower_grid_sample(Ctx& c) {
+  std::string mode = c.s("mode", c.opset >= 20 ? "linear" : "bilinear");
+  if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
+  const std::string pad = c.s("padding_mode", "zeros");
+  return one(c.b().op(
+      Op::GridSample, {c.in(0), c.in(1)},
+      {{"mode", mode}, {"padding", pad}, {"align_corners", c.i("align_corners", 0) != 0}}));
+}
+
+}  // namespace
+
+void register_nn(Registry& r) {
+  r.add("GridSample", lower_grid_sample);
+  r.add("Conv", lower_conv);
+  r.add("ConvTranspose", lower_conv_transpose);
+  r.add("MaxPool", [](Ctx& c) { return lower_pool(c, true); });
+  r.add("AveragePool", [](Ctx& c) { return lower_pool(c, false); });
+  r.add("GlobalAveragePool", [](Ctx& c) { return lower_global_pool(c, Op::ReduceMean); });
+  r.add("GlobalMaxPool", [](Ctx& c) { return lower_global_pool(c, Op::ReduceMax); });
+  r.add("BatchNormalization", lower_batch_norm);
+  r.add("LayerNormalization", lower_layer_norm);
+  r.add("InstanceNormalization", lower_instance_norm);
+  r.add("Gemm", lower_gemm);
+  r.add("MatMul", [](Ctx& c) { return one(c.b().matmul(c.in(0), c.in(1))); });
+  r.add("Softmax", [](Ctx& c) { return lower_softmax(c, Op::Softmax); });
+  r.add("LogSoftmax", [](Ctx& c) { return lower_softmax(c, Op::LogSoftmax); });
+  r.add("Dropout", lower_dropout);
+}
+
+}  // namespace rlx::onnx
