@@ -40,7 +40,7 @@ python3 tests/fuzz/make_corpus.py "$BUILD/corpus" --rlx "$RLX"
 mkdir -p "$BUILD/artifacts"
 
 declare -A MAX_LEN=([safetensors]=4096 [npy]=4096 [gguf]=16384 [graph_json]=16384
-                    [torch_ir]=16384 [mlpackage]=16384)
+                    [torch_ir]=16384 [mlpackage]=16384 [onnx]=16384)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 failed=()
