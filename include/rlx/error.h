@@ -24,8 +24,8 @@ class Error : public std::runtime_error {
     if (msg.size() <= kMaxBytes) return msg;
     constexpr size_t head = kMaxBytes * 3 / 4, tail = kMaxBytes / 8;
     const size_t cut = msg.size() - head - tail;
-    return msg.substr(0, head) + " ... [" + std::to_string(cut) + " bytes of this message cut] ... " +
-           msg.substr(msg.size() - tail);
+    return msg.substr(0, head) + " ... [" + std::to_string(cut) +
+           " bytes of this message cut] ... " + msg.substr(msg.size() - tail);
   }
 };
 
