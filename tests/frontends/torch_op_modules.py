@@ -296,6 +296,21 @@ case("interp_scale", "resample",
                 F.interpolate(x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True),
                 F.interpolate(x, scale_factor=0.5, mode="nearest")), img)
 case("layer_norm_nobias", "norm", lambda x, w: F.layer_norm(x, (6,), w, None, 1e-6), r(4, 6), r(6))
+case("repeat_interleave", "indexing",
+     lambda x: (x.repeat_interleave(2, dim=1), torch.repeat_interleave(x, 3, dim=-1),
+                x.repeat_interleave(torch.tensor([1, 3, 0]), dim=1), x.index_select(1, torch.tensor(2))),
+     r(2, 3, 4))
+case("as_strided_unfold", "shape",
+     lambda x: (x.as_strided((3, 3), (1, 2)), x.as_strided((2, 2), (4, 1), 1), torch.as_strided(x + 1, (2, 3), (0, 1)),
+                x.unfold(1, 2, 1), x.unfold(0, 2, 1), x.unfold(-1, 3, 2)), r(3, 4))
+case("upsample_nearest1d", "resample",
+     lambda x: (F.interpolate(x, scale_factor=2, mode="nearest"), F.interpolate(x, size=7, mode="nearest"),
+                F.interpolate(x, scale_factor=0.6, mode="nearest")), r(1, 2, 5))
+case("avg_pool_ceil_divisor", "pool",
+     lambda x: (F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, divisor_override=4),
+                F.avg_pool2d(x, 2, ceil_mode=True, divisor_override=3),
+                F.avg_pool2d(x, (3, 2), (2, 2), (1, 0), ceil_mode=True, count_include_pad=False, divisor_override=5)),
+     r(1, 2, 7, 6))
 case("masked_fill_tensor", "binary", lambda x, m, v: (x.masked_fill(m, v), torch.where(m, v, x)), r(3, 4),
      torch.rand(3, 4) > 0.5, torch.tensor(-3.0))
 

@@ -310,14 +310,17 @@ json tensor_meta(const Dims& d) { return {{"shape", d}, {"dtype", "f32"}}; }
 
 // A document `y = op(args, kwargs)` (plus `_getitem(y, getitem)` when
 // getitem >= 0) over the inputs in `feed`, imported.
+// A document of node `y` (after the nodes `before`), output `y` (or its element `getitem`).
 Model load_doc(const std::string& op, const json& args, const json& kwargs, const json& out,
-               const TensorMap& feed, int getitem = -1) {
+               const TensorMap& feed, int getitem = -1, const json& before = json::array()) {
   json doc = {{"format", "rlx-torch-ir"}, {"version", 1}, {"decomposition", "core"}};
   doc["inputs"] = json::array();
   for (const auto& [id, t] : feed)
     doc["inputs"].push_back(
         {{"id", id}, {"shape", t.dims()}, {"dtype", std::string(dtype_name(t.dtype()))}});
-  doc["nodes"] = {{{"id", "y"}, {"op", op}, {"args", args}, {"kwargs", kwargs}, {"out", out}}};
+  doc["nodes"] = before;
+  doc["nodes"].push_back(
+      {{"id", "y"}, {"op", op}, {"args", args}, {"kwargs", kwargs}, {"out", out}});
   if (getitem >= 0)
     doc["nodes"].push_back({{"id", "g"},
                             {"op", "_getitem"},
@@ -361,6 +364,28 @@ json ints(const std::vector<int64_t>& v) {
   return {{"list", l}};
 }
 const json kNone = {{"none", true}};
+
+// torch.export's assertion and metadata ops import as nothing.
+TEST(TorchOpsHandWritten, AssertionOpsLowerToNothing) {
+  const TensorMap feed{{"x", testing::random_tensor({2, 3}, DType::F32, 7, -1, 1)}};
+  json before = json::array();
+  int k = 0;
+  for (const char* op :
+       {"aten._assert_tensor_metadata.default", "aten._assert_async.msg",
+        "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default"})
+    before.push_back({{"id", "a" + std::to_string(k++)},
+                      {"op", op},
+                      {"args", json::array({ref("x")})},
+                      {"kwargs", {{"dtype", {{"dtype", "f32"}}}}},
+                      {"out", nullptr}});
+  const Model m = load_doc("aten.relu.default", json::array({ref("x")}), json::object(),
+                           tensor_meta({2, 3}), feed, -1, before);
+  int nodes = 0;
+  for (const Node& n : m.graph.nodes()) nodes += n.op != Op::Input && n.op != Op::Result;
+  EXPECT_EQ(nodes, 1);  // the relu
+  const TensorMap got = Session(Executable::compile(m.graph, m.weights)).run(feed);
+  EXPECT_TRUE(testing::all_equal(got.begin()->second, testing::run_op(Op::Relu, {feed.at("x")})));
+}
 
 // Multi-output aten ops import as one multi-output node, not a node per output.
 TEST(TorchOpsHandWritten, MultiOutputOpsAreOneNode) {

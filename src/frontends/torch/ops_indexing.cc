@@ -135,9 +135,27 @@ Value index_put(LowerCtx& c) {
   return Value::tensor(y);
 }
 
+// repeat_interleave(repeats): i repeated repeats[i] times, for a 1-d repeats
+// known only at run time; the length is the node's recorded output size (or
+// output_size). Output position p takes the number of inclusive cumulative
+// counts <= p, which is the i whose run holds p.
+Value repeat_interleave_indices(LowerCtx& c) {
+  NodeId rep = as_index(c, c.tensor(0, "repeats"));
+  RLX_CHECK(c.rank(rep) == 1, "repeat_interleave: repeats must be 1-d, got ", c.shape(rep).str());
+  const Dims& o = c.out().shape;
+  RLX_CHECK(o.size() == 1, "repeat_interleave: expected a 1-d output, got rank ", o.size());
+  const int64_t L = c.i(1, "output_size", o[0]);
+  NodeId ends = c.b.op(Op::CumSum, {c.cast(rep, DType::I64)}, {{"axis", int64_t(0)}});
+  NodeId pos = c.b.reshape(c.b.arange(L), {L, 1});
+  NodeId passed =
+      c.cast(c.b.binary(Op::Ge, pos, c.b.reshape(ends, {1, c.dims(rep)[0]})), DType::I64);
+  return Value::tensor(c.b.reduce(Op::ReduceSum, passed, {1}));
+}
+
 }  // namespace
 
 void register_indexing(Registry& r) {
+  r.add("aten.repeat_interleave.Tensor", repeat_interleave_indices);
   r.add("aten.index_put", index_put);
   r.add("aten.gather", [](LowerCtx& c) {
     return Value::tensor(c.b.op(Op::GatherElements,

@@ -75,17 +75,36 @@ Value avg_pool(LowerCtx& c) {
   auto p = pair(c.ints(3, "padding", {0}), {0, 0});
   bool ceil = c.flag(4, "ceil_mode", false), include_pad = c.flag(5, "count_include_pad", true);
   // divisor_override: window sum / divisor. Without ceil_mode every window
-  // with count_include_pad divides by k0*k1, so rescale that average.
+  // with count_include_pad divides by k0*k1, so that average is rescaled; with
+  // it, edge windows are cut short, so the average over the window's elements
+  // inside the input is scaled by their count per output position.
   int64_t divisor = c.i(6, "divisor_override", 0);
-  RLX_CHECK(divisor == 0 || !ceil, "avg_pool2d divisor_override with ceil_mode is not supported");
+  RLX_CHECK(divisor >= 0, "avg_pool2d: divisor_override must be positive, got ", divisor);
+  const bool cut = divisor != 0 && ceil;
   NodeId y = c.b.op(Op::AvgPool2d, {x},
                     {{"kernel", k},
                      {"stride", s},
                      {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
                      {"ceil_mode", int64_t(ceil)},
-                     {"count_include_pad", int64_t(include_pad || divisor != 0)}});
-  if (divisor != 0)
-    y = c.b.mul(y, c.scalar(double(k[0] * k[1]) / double(divisor), c.shape(x).dtype));
+                     {"count_include_pad", int64_t(cut ? false : include_pad || divisor != 0)}});
+  DType t = c.shape(x).dtype;
+  if (cut) {
+    const Dims in = c.dims(x), out = c.dims(y);
+    const int64_t OH = out[2], OW = out[3];
+    // Input elements of window o along one axis: [o*s - p, o*s - p + k) within [0, n).
+    auto inside = [](int64_t o, int64_t k, int64_t s, int64_t p, int64_t n) {
+      const int64_t lo = o * s - p;
+      return std::min(lo + k, n) - std::max<int64_t>(lo, 0);
+    };
+    Tensor scale({OH, OW}, DType::F32);
+    for (int64_t i = 0; i < OH; ++i)
+      for (int64_t j = 0; j < OW; ++j)
+        scale.data<float>()[i * OW + j] =
+            float(double(inside(i, k[0], s[0], p[0], in[2]) * inside(j, k[1], s[1], p[1], in[3])) /
+                  double(divisor));
+    return Value::tensor(c.b.mul(y, c.b.constant(scale.to(t))));
+  }
+  if (divisor != 0) y = c.b.mul(y, c.scalar(double(k[0] * k[1]) / double(divisor), t));
   return Value::tensor(y);
 }
 
@@ -246,12 +265,19 @@ Value transformer_encoder_layer(LowerCtx& c) {
   return Value::tensor(x);
 }
 
+// 2-d upsampling of NCHW; 1-d (NCW) runs as NC1W.
 Value upsample(LowerCtx& c, const std::string& mode, bool has_align, bool antialias) {
   NodeId x = c.tensor(0, "input");
   const Dims& o = c.out().shape;
-  RLX_CHECK(o.size() == 4, "only 2-d upsampling (NCHW) is supported");
+  RLX_CHECK(o.size() == 4 || o.size() == 3, "only 1-d and 2-d upsampling (NCW, NCHW) is supported");
+  const bool one_d = o.size() == 3;
+  if (one_d) {
+    RLX_CHECK(c.rank(x) == 3, "1-d upsampling needs an NCW input, got ", c.shape(x).str());
+    const Dims d = c.dims(x);
+    x = c.b.reshape(x, {d[0], d[1], 1, d[2]});
+  }
   bool align = has_align && c.flag(2, "align_corners", false);
-  Attrs a{{"size", std::vector<int64_t>{o[2], o[3]}},
+  Attrs a{{"size", one_d ? std::vector<int64_t>{1, o[2]} : std::vector<int64_t>{o[2], o[3]}},
           {"mode", mode},
           {"align_corners", int64_t(align)},
           {"antialias", int64_t(antialias)}};
@@ -261,14 +287,19 @@ Value upsample(LowerCtx& c, const std::string& mode, bool has_align, bool antial
   std::vector<double> scales;
   if (const Value* v = c.arg(pos, "scale_factors"); v && v->kind == Value::List) {
     for (const Value& e : v->items) scales.push_back(e.number());
-  } else if (c.has(pos, "scales_h") || c.has(pos + 1, "scales_w")) {
+  } else if (one_d && c.has(pos, "scales")) {
+    scales = {c.f(pos, "scales")};
+  } else if (!one_d && (c.has(pos, "scales_h") || c.has(pos + 1, "scales_w"))) {
     scales = {c.f(pos, "scales_h", 0), c.f(pos + 1, "scales_w", 0)};
   }
   if (!scales.empty()) {
-    RLX_CHECK(scales.size() == 2, "expected 2 scale factors, got ", scales.size());
+    RLX_CHECK(scales.size() == o.size() - 2, "expected ", o.size() - 2, " scale factors, got ",
+              scales.size());
+    if (one_d) scales.insert(scales.begin(), 1.0);
     a.set("scales", scales);
   }
-  return Value::tensor(c.b.op(Op::Resize, {x}, a));
+  NodeId y = c.b.op(Op::Resize, {x}, a);
+  return Value::tensor(one_d ? c.b.reshape(y, {o[0], o[1], o[2]}) : y);
 }
 
 }  // namespace
@@ -355,6 +386,7 @@ void register_nn(Registry& r) {
   r.add("aten._transformer_encoder_layer_fwd", transformer_encoder_layer);
   r.add("aten.upsample_nearest2d",
         [](LowerCtx& c) { return upsample(c, "nearest", false, false); });
+  r.alias("aten.upsample_nearest1d", "aten.upsample_nearest2d");
   r.add("aten._upsample_nearest_exact2d",
         [](LowerCtx& c) { return upsample(c, "nearest_exact", false, false); });
   r.add("aten.upsample_bilinear2d",

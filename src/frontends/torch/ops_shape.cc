@@ -134,6 +134,77 @@ Value roll(LowerCtx& c) {
   return Value::tensor(flat ? c.b.reshape(x, orig) : x);
 }
 
+// A strided view of x copied out: element i of the result (dims `out`) is
+// x's flat element src(i) (x row-major as its own storage). The flat indices
+// are a constant built at import (static shapes: 8 bytes per output element).
+template <class Src>
+Value strided_copy(LowerCtx& c, NodeId x, const Dims& out, const Src& src) {
+  const int64_t numel = checked_numel(c.dims(x), "strided view input");
+  const int64_t count = checked_numel(out, "strided view");
+  RLX_CHECK(count <= (int64_t(1) << 26), "strided view of ", count,
+            " elements is too large to index at import");
+  Tensor idx(out, DType::I64);
+  int64_t* p = idx.data<int64_t>();
+  Dims i(out.size(), 0);
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t at = src(i);
+    RLX_CHECK(at >= 0 && at < numel, "strided view reads element ", at, " of an input of ", numel,
+              " (", c.shape(x).str(), ")");
+    p[k] = at;
+    for (size_t d = out.size(); d-- > 0;) {  // next multi-index, last dim fastest
+      if (++i[d] < out[d]) break;
+      i[d] = 0;
+    }
+  }
+  return Value::tensor(
+      c.b.op(Op::Gather, {c.b.reshape(x, {numel}), c.b.constant(idx)}, {{"axis", int64_t(0)}}));
+}
+
+// as_strided(self, size, stride, storage_offset): self taken as contiguous,
+// i.e. its own storage (how decompositions such as roll and window
+// partitioning apply it).
+Value as_strided(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  const auto size = c.ints(1, "size"), stride = c.ints(2, "stride");
+  const int64_t offset = c.i(3, "storage_offset", 0);
+  RLX_CHECK(size.size() == stride.size(), "as_strided: ", size.size(), " sizes but ", stride.size(),
+            " strides");
+  for (int64_t d : size) RLX_CHECK(d >= 0, "as_strided: negative size ", d);
+  return strided_copy(c, x, size, [&](const Dims& i) {
+    int64_t at = offset;
+    for (size_t d = 0; d < i.size(); ++d) at += i[d] * stride[d];
+    return at;
+  });
+}
+
+// unfold(self, dimension, size, step): windows of `size` along `dimension`
+// every `step`, as a new last dim.
+Value unfold(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  Dims in = c.dims(x);
+  const int r = int(in.size());
+  int64_t dim = c.i(1, "dimension"), size = c.i(2, "size"), step = c.i(3, "step");
+  if (dim < 0) dim += std::max(r, 1);
+  const int64_t n = r == 0 ? 1 : in[size_t(dim)];
+  RLX_CHECK(dim >= 0 && dim < std::max(r, 1), "unfold: dimension out of range for ",
+            c.shape(x).str());
+  RLX_CHECK(step > 0 && size >= 0 && size <= n, "unfold: size ", size, " step ", step,
+            " for a dimension of ", n);
+  if (r == 0) in = {1};
+  Dims out = in;
+  out[size_t(dim)] = (n - size) / step + 1;
+  out.push_back(size);
+  Dims strides(in.size(), 1);
+  for (size_t d = in.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * in[d + 1];
+  return strided_copy(c, x, r == 0 ? Dims{size} : out, [&](const Dims& i) {
+    if (r == 0) return i[0];
+    int64_t at = 0;
+    for (size_t d = 0; d < in.size(); ++d)
+      at += (d == size_t(dim) ? i[d] * step + i.back() : i[d]) * strides[d];
+    return at;
+  });
+}
+
 Value pixel_shuffle(LowerCtx& c, bool inverse) {
   NodeId x = c.tensor(0, "self");
   int64_t f = c.i(1, inverse ? "downscale_factor" : "upscale_factor");
@@ -179,6 +250,13 @@ Value tri(LowerCtx& c, bool lower) {
 }  // namespace
 
 void register_shape_ops(Registry& r) {
+  // torch.export's run-time assertions and metadata checks (17 of them in a
+  // llama export): PyTorch checked them when it traced these shapes, and
+  // they compute nothing, so they lower to nothing.
+  for (const char* op :
+       {"aten._assert_tensor_metadata", "aten._assert_async", "aten._assert_scalar",
+        "aten.sym_constrain_range", "aten.sym_constrain_range_for_size"})
+    r.add(op, [](LowerCtx&) { return Value{}; });
   for (const char* op : {"aten.view", "aten._unsafe_view", "aten._reshape_alias"})
     r.add(op, [](LowerCtx& c) { return reshape_to(c, "size"); });
   for (const char* op : {"aten.reshape", "prims.reshape"})
@@ -331,6 +409,8 @@ void register_shape_ops(Registry& r) {
     return Value::tensor(c.b.op(Op::Tile, {c.b.reshape(x, d)}, {{"repeats", reps}}));
   });
   r.add("aten.roll", roll);
+  r.add("aten.as_strided", as_strided);
+  r.add("aten.unfold", unfold);
   r.add("aten.flip", [](LowerCtx& c) {
     return Value::tensor(c.b.op(Op::Flip, {c.tensor(0, "self")}, {{"axes", c.ints(1, "dims")}}));
   });
