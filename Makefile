@@ -2,7 +2,8 @@
 # `make test` (set up, build, run the whole test suite).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
-FUZZ_BUILD ?= build-fuzz
+# One sanitized clang tree for the ASan + UBSan unit tests and the fuzz targets.
+FUZZ_BUILD ?= $(ASAN_BUILD)
 FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -26,9 +27,10 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# ASan + UBSan build of the unit tests (-O1 with line tables: fast to build, readable traces).
+# ASan + UBSan build of the unit tests (clang, -O1; scripts/configure-sanitize.sh),
+# in the tree that also carries the libFuzzer targets (make fuzz).
 test-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O1 -g1" -DRLX_SANITIZE=ON -DRLX_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	scripts/configure-sanitize.sh $(ASAN_BUILD) -DRLX_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	# The forced-ISA reruns (label isa_paths) are left to the release run: they
 	# repeat the kernel suites, which would add minutes under ASan.

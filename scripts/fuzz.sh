@@ -7,13 +7,13 @@
 # in BUILD/corpus-found/<target>, so later runs start from them.
 #
 #   scripts/fuzz.sh [BUILD [SECONDS [RLX [TARGETS...]]]]
-#     BUILD    the fuzz build directory (build-fuzz)
+#     BUILD    the sanitized tree (build-asan, shared with make test-asan)
 #     SECONDS  per target (60)
 #     RLX      an rlx binary to export .mlpackage seeds with (build/rlx; optional)
 #     TARGETS  a subset of: safetensors npy gguf graph_json torch_ir mlpackage onnx
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD="${1:-build-fuzz}"
+BUILD="${1:-build-asan}"
 SECONDS_PER="${2:-60}"
 RLX="${3:-build/rlx}"
 shift $(( $# < 3 ? $# : 3 ))
@@ -21,16 +21,14 @@ TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(safetensors npy gguf graph_json torch_ir mlpackage onnx)
 JOBS="${JOBS:-$(nproc)}"
 
-CXX_FUZZ="${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++ || true)}"
-[ -n "$CXX_FUZZ" ] || { echo "fuzz: clang++ not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 start=$(date +%s)
 if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O1 -g1" \
-    -DCMAKE_CXX_COMPILER="$CXX_FUZZ" "${launcher[@]}" -DRLX_FUZZ=ON -DRLX_WERROR=ON \
-    -DRLX_BUILD_TESTS=OFF -DRLX_BUILD_BENCH=OFF >/dev/null
+  # The tree `make test-asan` configures (it may be this one).
+  scripts/configure-sanitize.sh "$BUILD" "${launcher[@]}" -DRLX_WERROR=ON -DRLX_BUILD_BENCH=OFF \
+    >/dev/null
 fi
 cmake --build "$BUILD" --target rlx_fuzz -j "$JOBS"
 built=$(date +%s)
