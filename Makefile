@@ -6,8 +6,9 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: all deps build run test test-asan fuzz bench format clean
+.PHONY: all deps build run test install test-asan fuzz bench format clean
 
 all: build
 
@@ -25,6 +26,11 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The CLI, librlx.so + headers, the CMake package (find_package(rlx) ->
+# rlx::rlx), rlx.pc and the Python packages rlx and rlx_torch, under PREFIX.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # ASan + UBSan build of the unit tests (-O1 with line tables: fast to build, readable traces).
 test-asan: deps
