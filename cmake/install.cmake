@@ -4,6 +4,8 @@
 # built, the Python packages rlx and rlx_torch (python/CMakeLists.txt).
 include(CMakePackageConfigHelpers)
 
+# Installed binaries keep the rpath to the OpenBLAS variant they were linked with.
+set_target_properties(rlx_cli rlx_shared PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS rlx_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS rlx_shared EXPORT rlxTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

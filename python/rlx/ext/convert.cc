@@ -22,7 +22,7 @@ bool rlx_dtype_of(const py::dtype& d, DType& out) {
   return false;
 }
 
-std::string numpy_name(const py::dtype& d) { return py::str(d).cast<std::string>(); }
+std::string numpy_name(const py::dtype& d) { return d.attr("name").cast<std::string>(); }
 
 Dims dims_of(const py::array& a) {
   Dims d;
@@ -80,7 +80,7 @@ Tensor to_tensor(const py::handle& value, const std::string& name, const Shape& 
   }
   const py::dtype dt = a.dtype();
   const bool c_contig = (a.flags() & py::array::c_style) != 0;
-  const bool aligned = (a.flags() & py::array::aligned) != 0;
+  const bool aligned = (a.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0;
   auto contiguous = [&](const py::dtype& to) {
     py::array c = py::module_::import("numpy").attr("ascontiguousarray")(a, to);
     return c;
