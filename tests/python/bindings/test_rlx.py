@@ -189,12 +189,14 @@ def test_every_dtype_round_trips():
         ref = ref.float() if ref.dtype == torch.bfloat16 else ref
         np.testing.assert_array_equal(got, ref.numpy())
     # bf16 as raw bits (uint16) reads the same values; float32 rounds to nearest even.
-    bits = (np.array([1.0, 1.00390625, -3.5, 0, 0, 0], np.float32).view(np.uint32) >> 16)
+    bits = (np.array([1.0, 1.0078125, -3.5, 0, 0, 0], np.float32).view(np.uint32) >> 16)
     feeds[m.inputs[2].name] = bits.astype(np.uint16).reshape(2, 3)
     np.testing.assert_array_equal(m.run(feeds)[m.outputs[2].name].ravel(),
-                                  [2.0, 2.0078125, -7.0, 0, 0, 0])
-    feeds[m.inputs[2].name] = np.array([[1.00390625 + 1e-6, 1, 1], [1, 1, 1]], np.float32)
-    assert m.run(feeds)[m.outputs[2].name][0, 0] == 2.0078125
+                                  [2.0, 2.015625, -7.0, 0, 0, 0])
+    # 1 + 2^-8 lies halfway between two bf16 values: ties go to even (1.0).
+    feeds[m.inputs[2].name] = np.array([[1.00390625 + 1e-6, 1.00390625, 1], [1, 1, 1]],
+                                       np.float32)
+    np.testing.assert_array_equal(m.run(feeds)[m.outputs[2].name][0], [2.015625, 2.0, 2.0])
 
 
 def test_onnx(tmp_path):
