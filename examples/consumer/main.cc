@@ -40,12 +40,13 @@ int run_builtin() {
   for (int64_t r = 0; r < n; ++r)
     for (int64_t o = 0; o < out; ++o) {
       double want = bv[size_t(o)];
-      for (int64_t i = 0; i < in; ++i) want += double(xv[size_t(r * in + i)]) * wv[size_t(o * in + i)];
+      for (int64_t i = 0; i < in; ++i)
+        want += double(xv[size_t(r * in + i)]) * wv[size_t(o * in + i)];
       want = std::max(want, 0.0);
       worst = std::max(worst, std::abs(want - double(y.data<float>()[r * out + o])));
     }
-  std::printf("rlx %s: y = relu(x W^T + b) %s, max |err| %.3g\n", kVersion,
-              y.shape().str().c_str(), worst);
+  std::printf("rlx %s: y = relu(x W^T + b) %s, max |err| %.3g\n", kVersion, y.shape().str().c_str(),
+              worst);
   return worst < 1e-6 ? 0 : 1;
 }
 

@@ -65,8 +65,8 @@ py::dtype numpy_dtype(DType t) {
   throw make_error("dtype ", int(t), " has no NumPy equivalent");
 }
 
-Tensor to_tensor(const py::handle& value, const std::string& name, const Shape& declared,
-                 bool cast, std::vector<py::object>& keep) {
+Tensor to_tensor(const py::handle& value, const std::string& name, const Shape& declared, bool cast,
+                 std::vector<py::object>& keep) {
   const DType want = declared.dtype;
   py::array a;
   if (py::isinstance<py::array>(value)) {
@@ -74,8 +74,9 @@ Tensor to_tensor(const py::handle& value, const std::string& name, const Shape& 
   } else {
     // Lists and scalars carry no dtype of their own: take the declared one.
     a = py::array::ensure(value, 0);
-    if (!a) throw make_error("input '", name, "': cannot convert a ",
-                             py::str(py::type::of(value)).cast<std::string>(), " to an array");
+    if (!a)
+      throw make_error("input '", name, "': cannot convert a ",
+                       py::str(py::type::of(value)).cast<std::string>(), " to an array");
     a = a.attr("astype")(numpy_dtype(want));
   }
   const py::dtype dt = a.dtype();

@@ -22,8 +22,8 @@ py::dtype numpy_dtype(DType t);
 // tensor's use. bf16 inputs take float32 (rounded to nearest even) or uint16
 // (raw bf16 bits). Other dtypes than the declared one are converted only with
 // `cast`; else rlx::Error names the input, both dtypes and the way out.
-Tensor to_tensor(const py::handle& value, const std::string& name, const Shape& declared,
-                 bool cast, std::vector<py::object>& keep);
+Tensor to_tensor(const py::handle& value, const std::string& name, const Shape& declared, bool cast,
+                 std::vector<py::object>& keep);
 
 // A tensor as a NumPy array that shares its buffer (the array keeps the
 // buffer alive); bf16 is converted to float32.

@@ -26,8 +26,8 @@ class PyLLM {
         config_(llm::Config::from_gguf(file_)),
         tok_(Tokenizer::from_gguf(file_)) {
     Model m = llm::build_model(file_, config_, {}, weights());
-    session_ = std::make_unique<llm::Session>(
-        Executable::compile(std::move(m.graph), m.weights), config_);
+    session_ =
+        std::make_unique<llm::Session>(Executable::compile(std::move(m.graph), m.weights), config_);
   }
 
   std::vector<int32_t> tokenize(const std::string& text, bool add_special,
@@ -70,8 +70,8 @@ class PyLLM {
       py::gil_scoped_release nogil;
       std::lock_guard<std::mutex> lock(mu_);
       if (!all_logits_) {
-        Model m = llm::build_model(file_, config_, {.kv_cache = false, .all_logits = true},
-                                   weights());
+        Model m =
+            llm::build_model(file_, config_, {.kv_cache = false, .all_logits = true}, weights());
         all_logits_ = std::make_unique<Session>(Executable::compile(std::move(m.graph), m.weights));
       }
       out = all_logits_->run(llm::token_inputs(ids, 0, config_.n_vocab));
@@ -137,8 +137,8 @@ void bind_llm(py::module_& m) {
       .def("is_eog", [](const PyLLM& l, int32_t id) { return l.tokenizer().is_eog(id); });
 
   py::class_<PySampler>(m, "_Sampler")
-      .def(py::init([](float temperature, int top_k, float top_p, float min_p,
-                       float repeat_penalty, int repeat_last_n, uint64_t seed) {
+      .def(py::init([](float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
+                       int repeat_last_n, uint64_t seed) {
              return std::make_unique<PySampler>(llm::SamplerOptions{
                  .temperature = temperature,
                  .top_k = top_k,

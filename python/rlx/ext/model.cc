@@ -29,7 +29,8 @@ class PyModel {
  public:
   PyModel(Model m, const CompileOptions& copts, bool cast_inputs)
       : model_(std::move(m)), cast_inputs_(cast_inputs) {
-    Graph g = model_.graph;  // the loaded graph stays for compile(); the executable optimizes a copy
+    Graph g =
+        model_.graph;  // the loaded graph stays for compile(); the executable optimizes a copy
     exe_ = Executable::compile(std::move(g), model_.weights, copts);
     session_ = std::make_unique<Session>(exe_, SessionOptions{.cast_inputs = cast_inputs});
   }
@@ -110,8 +111,8 @@ std::string model_repr(const PyModel& m) {
     }
     return s;
   };
-  return "<rlx.Model " + m.model().format + " '" + m.model().source + "' inputs: " +
-         list(m.inputs()) + "; outputs: " + list(m.outputs()) + ">";
+  return "<rlx.Model " + m.model().format + " '" + m.model().source +
+         "' inputs: " + list(m.inputs()) + "; outputs: " + list(m.outputs()) + ">";
 }
 
 }  // namespace
@@ -133,8 +134,7 @@ void bind_model(py::module_& m) {
                       "A loaded and compiled model (CPU backend). Create it with rlx.load() or "
                       "rlx.from_torch().")
       .def_property_readonly("inputs", &PyModel::inputs, "Inputs as TensorSpec, in graph order.")
-      .def_property_readonly("outputs", &PyModel::outputs,
-                             "Outputs as TensorSpec, in graph order.")
+      .def_property_readonly("outputs", &PyModel::outputs, "Outputs as TensorSpec, in graph order.")
       .def_property_readonly(
           "format", [](const PyModel& p) { return p.model().format; },
           "The format it was loaded from: 'rlx-graph', 'torch-ir', 'gguf-llama', 'onnx', ...")
@@ -158,8 +158,9 @@ void bind_model(py::module_& m) {
            "to nearest even) or uint16 (raw bf16 bits); bf16 outputs come back as float32. "
            "C-contiguous inputs of the declared dtype are read in place. The GIL is released "
            "while rlx computes; one Model runs one call at a time.")
-      .def("text", [](const PyModel& p) { return to_text(p.model().graph); },
-           "The loaded graph, one line per node (as `rlx inspect --format text`).")
+      .def(
+          "text", [](const PyModel& p) { return to_text(p.model().graph); },
+          "The loaded graph, one line per node (as `rlx inspect --format text`).")
       .def("__repr__", &model_repr);
 
   m.def(
