@@ -2,6 +2,7 @@
 // Executable, Session, coreml::export_package) as `rlx tools/rlx` uses it.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -50,10 +51,10 @@ class PyModel {
     return r;
   }
 
-  py::dict run(const py::dict& feeds, std::optional<bool> cast) {
-    const bool cast_inputs = cast.value_or(cast_inputs_);
+  // Inputs by name from a dict of arrays; `keep` holds what is borrowed.
+  TensorMap feeds_to_inputs(const py::dict& feeds, bool cast_inputs,
+                            std::vector<py::object>& keep) const {
     const Graph& g = model_.graph;
-    std::vector<py::object> keep;  // borrowed arrays, alive until the run returns
     TensorMap inputs;
     std::string declared;
     for (NodeId id : g.inputs()) declared += (declared.empty() ? "" : ", ") + g.node(id).name;
@@ -72,6 +73,13 @@ class PyModel {
       if (!inputs.count(g.node(id).name))
         throw make_error("input '", g.node(id).name, "' (", g.node(id).shape.str(),
                          ") is missing; the model takes: ", declared);
+    return inputs;
+  }
+
+  py::dict run(const py::dict& feeds, std::optional<bool> cast) {
+    const Graph& g = model_.graph;
+    std::vector<py::object> keep;  // borrowed arrays, alive until the run returns
+    TensorMap inputs = feeds_to_inputs(feeds, cast.value_or(cast_inputs_), keep);
     TensorMap out;
     {
       py::gil_scoped_release nogil;
@@ -81,6 +89,48 @@ class PyModel {
     py::dict result;  // in the graph's output order
     for (const auto& o : g.outputs()) result[py::str(o.name)] = to_numpy(out.at(o.name));
     return result;
+  }
+
+  // Times every node over `runs` runs (as `rlx run --profile`): one dict per
+  // node of the compiled graph that ran, slowest first.
+  py::list profile(const py::dict& feeds, int runs, std::optional<bool> cast) {
+    RLX_CHECK(runs > 0, "profile: runs must be > 0, got ", runs);
+    std::vector<py::object> keep;
+    TensorMap inputs = feeds_to_inputs(feeds, cast.value_or(cast_inputs_), keep);
+    std::vector<NodeTime> times;
+    {
+      py::gil_scoped_release nogil;
+      std::lock_guard<std::mutex> lock(mu_);
+      session_->set_profiling(true);
+      try {
+        for (int i = 0; i < runs; ++i) session_->run(inputs);
+      } catch (...) {
+        session_->set_profiling(false);
+        throw;
+      }
+      times = session_->profile();
+      session_->set_profiling(false);
+    }
+    const Graph& g = exe_->graph();
+    std::vector<size_t> order;
+    for (size_t i = 0; i < times.size(); ++i)
+      if (times[i].runs > 0) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return times[a].total_ms > times[b].total_ms; });
+    py::list out;
+    for (size_t i : order) {
+      const Node& n = g.node(NodeId(i));
+      py::dict d;
+      d["node"] = n.id;
+      d["op"] = op_name(n.op);
+      d["name"] = n.name;
+      d["origin"] = n.origin;
+      d["runs"] = times[i].runs;
+      d["total_ms"] = times[i].total_ms;
+      d["mean_ms"] = times[i].total_ms / double(times[i].runs);
+      out.append(d);
+    }
+    return out;
   }
 
   size_t last_arena_bytes() const { return session_->last_arena_bytes(); }
@@ -158,6 +208,11 @@ void bind_model(py::module_& m) {
            "to nearest even) or uint16 (raw bf16 bits); bf16 outputs come back as float32. "
            "C-contiguous inputs of the declared dtype are read in place. The GIL is released "
            "while rlx computes; one Model runs one call at a time.")
+      .def("profile", &PyModel::profile, py::arg("inputs"), py::arg("runs") = 10, py::kw_only(),
+           py::arg("cast_inputs") = py::none(),
+           "Runs the model `runs` times timing every node (as `rlx run --profile`); returns "
+           "one dict per node of the compiled graph that ran, slowest first: node, op, name, "
+           "origin, runs, total_ms, mean_ms.")
       .def(
           "text", [](const PyModel& p) { return to_text(p.model().graph); },
           "The loaded graph, one line per node (as `rlx inspect --format text`).")

@@ -102,6 +102,19 @@ def test_errors_carry_rlx_messages(mlp_dir, tmp_path):
         rlx.load(mlp_dir, disable_passes=["no_such_pass"])
 
 
+def test_profile(mlp_dir):
+    m = rlx.load(mlp_dir)
+    x = np.zeros((8, 64), np.float32)
+    prof = m.profile({"x": x}, runs=3)
+    ops = {p["op"] for p in prof}
+    assert {"softmax"} <= ops and all(p["runs"] == 3 for p in prof), prof
+    assert [p["total_ms"] for p in prof] == sorted((p["total_ms"] for p in prof), reverse=True)
+    assert all(p["mean_ms"] >= 0 for p in prof)
+    with pytest.raises(rlx.Error, match="runs must be > 0"):
+        m.profile({"x": x}, runs=0)
+    m.run({"x": x})  # profiling is off again
+
+
 def test_cast_inputs(mlp_dir):
     x = np.random.default_rng(3).standard_normal((8, 64))
     m = rlx.load(mlp_dir, cast_inputs=True)
