@@ -7,8 +7,9 @@ FUZZ_BUILD ?= $(ASAN_BUILD)
 FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: all deps build run test test-asan fuzz bench format clean
+.PHONY: all deps build run test install test-asan fuzz bench format clean
 
 all: build
 
@@ -26,6 +27,11 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The CLI, librlx.so + headers, the CMake package (find_package(rlx) ->
+# rlx::rlx), rlx.pc and the Python packages rlx and rlx_torch, under PREFIX.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # ASan + UBSan build of the unit tests (clang, -O1; scripts/configure-sanitize.sh),
 # in the tree that also carries the libFuzzer targets (make fuzz).

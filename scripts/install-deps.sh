@@ -10,7 +10,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   libopenblas-dev libopenblas0-pthread
   protobuf-compiler libprotobuf-dev
-  python3 python3-numpy python3-torch python3-torchvision python3-sklearn
+  python3 python3-dev python3-numpy python3-torch python3-torchvision python3-sklearn
+  pybind11-dev python3-pytest
   libonnx-testdata
 )
 
