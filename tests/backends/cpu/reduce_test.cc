@@ -80,11 +80,11 @@ Tensor ref_reduce(Op op, const Tensor& x, const std::vector<int64_t>& axes, bool
       case Op::ReduceSum:
       case Op::ReduceMean:
         a += v;
-        iacc[size_t(o)] = int64_t(uint64_t(iacc[size_t(o)]) + uint64_t(int64_t(v)));
+        if (integer) iacc[size_t(o)] = int64_t(uint64_t(iacc[size_t(o)]) + uint64_t(int64_t(v)));
         break;
       case Op::ReduceProd:
         a *= v;
-        iacc[size_t(o)] = int64_t(uint64_t(iacc[size_t(o)]) * uint64_t(int64_t(v)));
+        if (integer) iacc[size_t(o)] = int64_t(uint64_t(iacc[size_t(o)]) * uint64_t(int64_t(v)));
         break;
       case Op::ReduceMax:
         if (std::isnan(v) || v > a) a = std::isnan(a) ? a : v;
