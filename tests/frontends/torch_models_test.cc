@@ -92,6 +92,24 @@ TEST(TorchModels, Torchvision) {
   check_models({"resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0"});
 }
 
+// nn.LSTM / nn.GRU / nn.RNN (uni/bi, 1-2 layers, batch_first, with and without initial states and
+// biases), each imported as one lstm / gru / rnn node, at 1e-5 of PyTorch.
+TEST(TorchModels, Recurrent) {
+  check_models({"lstm_uni", "lstm_bi2_bf_init", "lstm_bi_nobias", "gru_2_bf_init", "gru_bi",
+                "rnn_tanh_bi2_bf_init", "rnn_relu"},
+               1e-5);
+  // One node each, not an unrolled decomposition.
+  fs::path dir = export_models({"lstm_bi2_bf_init", "gru_bi", "rnn_relu"});
+  for (const char* name : {"lstm_bi2_bf_init", "gru_bi", "rnn_relu"}) {
+    Model m = import_torch_export((dir / name).string());
+    int recurrent = 0;
+    for (NodeId id = 0; id < NodeId(m.graph.size()); ++id)
+      recurrent += op_family(m.graph.node(id).op) == OpFamily::Recurrent;
+    EXPECT_EQ(recurrent, 1) << name;
+  }
+  fs::remove_all(dir);
+}
+
 // Regressions found by the models above: rlx_torch's +-inf floats (1e999,
 // in GPT's masked_fill) and kwargs (clone's memory_format, in the slow
 // transformer and shufflenet) must parse.
