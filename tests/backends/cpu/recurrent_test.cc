@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "rlx/autodiff.h"
 #include "rlx/rlx.h"
 #include "support/testing.h"
 
@@ -68,7 +69,7 @@ Outputs reference(const Config& c, const Params& p) {
       const size_t ld = size_t(l * D + d);
       const auto &Wi = p.w_ih[ld], &Wh = p.w_hh[ld], &bi = p.b_ih[ld], &bh = p.b_hh[ld];
       for (int64_t b = 0; b < B; ++b) {
-        std::vector<double> hs(size_t(H)), cs(size_t(H));
+        std::vector<double> hs(static_cast<size_t>(H)), cs(static_cast<size_t>(H));
         for (int64_t j = 0; j < H; ++j) {
           hs[size_t(j)] = c.carry ? p.h0[ld][size_t(b * H + j)] : 0;
           cs[size_t(j)] = c.carry && c.op == Op::Lstm ? p.c0[ld][size_t(b * H + j)] : 0;
@@ -87,7 +88,7 @@ Outputs reference(const Config& c, const Params& p) {
             a[size_t(q)] = s1;
             r[size_t(q)] = s2;
           }
-          std::vector<double> hn(size_t(H));
+          std::vector<double> hn(static_cast<size_t>(H));
           for (int64_t j = 0; j < H; ++j) {
             auto z = [&](int64_t gi) { return a[size_t(gi * H + j)] + r[size_t(gi * H + j)]; };
             if (c.op == Op::Lstm) {
@@ -371,6 +372,20 @@ TEST(Recurrent, BadShapesNameTheNodeOpAndShapes) {
         {{"hidden", 5}, {"lengths", true}});
   });
   EXPECT_NE(msg.find("lengths[1] = 5 is outside [0, 4]"), std::string::npos) << msg;
+}
+
+TEST(Recurrent, AutodiffStopsWithAnErrorNamingTheNode) {
+  Graph g;
+  NodeId x = g.input("x", Shape(Dims{2, 4, 3}, DType::F32));
+  NodeId wi = g.input("wi", Shape(Dims{5, 3}, DType::F32));
+  NodeId wh = g.input("wh", Shape(Dims{5, 5}, DType::F32));
+  NodeId b = g.input("b", Shape(Dims{5}, DType::F32));
+  NodeId r = g.add(Op::Rnn, {x, wi, wh, b}, {{"hidden", 5}}, "encoder");
+  NodeId loss = g.add(Op::ReduceSum, {g.result(r, 0)}, {});
+  const std::string msg = testing::error_of([&] { grad(g, loss, {wi}); });
+  EXPECT_NE(msg.find("no gradient through"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rnn 'encoder'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("backpropagation through time"), std::string::npos) << msg;
 }
 
 }  // namespace
