@@ -429,6 +429,38 @@ void im2row(const T* x, const Geom& g, T* colT) {
       }
 }
 
+// Tasks 0..n-1 of a conv: spread over the pool with single-threaded GEMMs
+// when there are enough to occupy every thread, else in turn with each GEMM
+// split over the pool. task(t, scratch, serial) reuses a worker's scratch.
+template <class Scratch, class Task>
+void run_conv_tasks(int64_t tasks, const Task& task) {
+  if (tasks >= num_threads()) {
+    parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
+      Scratch scratch;
+      for (int64_t t = t0; t < t1; ++t) task(t, scratch, true);
+    });
+  } else {
+    Scratch scratch;
+    for (int64_t t = 0; t < tasks; ++t) task(t, scratch, false);
+  }
+}
+
+// C[M, N] = W[M, K] op(B)[K, N] of one task (`packed` is f32's only).
+template <typename T>
+void conv_gemm(bool serial, bool trans_b, int64_t M, int64_t N, int64_t K, const T* W, const T* B,
+               int64_t ldb, T* C, int64_t ldc, const GemmEpilogue<T>& epi, GemmPacked packed = {}) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (serial)
+      gemm_serial(false, trans_b, M, N, K, 1.f, W, K, B, ldb, 0.f, C, ldc, epi, packed);
+    else
+      gemm(false, trans_b, M, N, K, 1.f, W, K, B, ldb, 0.f, C, ldc, epi, packed);
+  } else if (serial) {
+    gemm_serial(false, trans_b, M, N, K, T(1), W, K, B, ldb, T(0), C, ldc, epi);
+  } else {
+    gemm(false, trans_b, M, N, K, T(1), W, K, B, ldb, T(0), C, ldc, epi);
+  }
+}
+
 // Convs whose output maps are small (a weight gradient's 3x3, late CNN
 // layers at batch > 1): one GEMM per chunk of images, their im2col columns
 // side by side, instead of one skinny GEMM per image (each packing the same
@@ -448,7 +480,11 @@ bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilo
   nb = std::min(nb, std::max<int64_t>(1, (g.N + num_threads() - 1) / num_threads()));
   if (nb < 2 && !by_rows) return false;
   const int64_t chunks = (g.N + nb - 1) / nb, tasks = chunks * g.G;
-  auto task = [&](int64_t t, std::vector<T>& col, std::vector<T>& out, bool serial) {
+  struct Scratch {
+    std::vector<T> col, out;
+  };
+  auto task = [&](int64_t t, Scratch& sc, bool serial) {
+    std::vector<T>&col = sc.col, &out = sc.out;
     const int64_t n0 = t / g.G * nb, gi = t % g.G, m = std::min(nb, g.N - n0), cols = m * g.out_sz;
     col.resize(size_t(rows * cols));
     out.resize(size_t(g.Og * cols));
@@ -463,26 +499,13 @@ bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilo
     const T* wg = w + gi * g.Og * rows;
     // B is col [rows, cols], or its transpose [cols, rows] when built by rows.
     const int64_t ldb = by_rows ? rows : cols;
-    if (serial)
-      gemm_serial(false, by_rows, g.Og, cols, rows, T(1), wg, rows, col.data(), ldb, T(0),
-                  out.data(), cols, epi);
-    else
-      gemm(false, by_rows, g.Og, cols, rows, T(1), wg, rows, col.data(), ldb, T(0), out.data(),
-           cols, epi);
+    conv_gemm(serial, by_rows, g.Og, cols, rows, wg, col.data(), ldb, out.data(), cols, epi);
     for (int64_t j = 0; j < m; ++j)
       for (int64_t o = 0; o < g.Og; ++o)
         std::copy_n(out.data() + o * cols + j * g.out_sz, g.out_sz,
                     y + ((n0 + j) * g.O + gi * g.Og + o) * g.out_sz);
   };
-  if (tasks >= num_threads()) {
-    parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
-      std::vector<T> col, out;
-      for (int64_t t = t0; t < t1; ++t) task(t, col, out, true);
-    });
-  } else {
-    std::vector<T> col, out;
-    for (int64_t t = 0; t < tasks; ++t) task(t, col, out, false);
-  }
+  run_conv_tasks<Scratch>(tasks, task);
   return true;
 }
 
@@ -518,34 +541,17 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
       ldb = tl;
     }
     const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true};
-    if constexpr (std::is_same_v<T, float>) {
-      // A constant weight (one group) is packed once per compiled graph (the
-      // slot may hold the Winograd path's packing instead: then not this).
-      GemmPacked packed;
+    // A constant f32 weight (one group) is packed once per compiled graph (the
+    // slot may hold the Winograd path's packing instead: then not this).
+    GemmPacked packed;
+    if constexpr (std::is_same_v<T, float>)
       if (pack && g.G == 1 && gemm_uses_packed_operands(tl)) {
         packed.a = pack->get(w, [&] { return pack_a_operand(false, w, rows, g.Og, rows); });
         if (packed.a && (packed.a->rows != g.Og || packed.a->cols != rows)) packed.a = nullptr;
       }
-      if (serial)
-        gemm_serial(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi,
-                    packed);
-      else
-        gemm(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi, packed);
-    } else if (serial) {
-      gemm_serial(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi);
-    } else {
-      gemm(false, false, g.Og, tl, rows, T(1), wg, rows, B, ldb, T(0), yg, g.out_sz, epi);
-    }
+    conv_gemm(serial, false, g.Og, tl, rows, wg, B, ldb, yg, g.out_sz, epi, packed);
   };
-  if (tasks >= num_threads()) {
-    parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
-      std::vector<T> col;
-      for (int64_t t = t0; t < t1; ++t) task(t, col, true);
-    });
-  } else {
-    std::vector<T> col;
-    for (int64_t t = 0; t < tasks; ++t) task(t, col, false);
-  }
+  run_conv_tasks<std::vector<T>>(tasks, task);
 }
 
 template <typename T>

@@ -24,7 +24,6 @@ namespace rlx::cpu {
 namespace {
 
 // The matrices of Lavin & Gray: V = B^T d B, U = G g G^T, Y = A^T M A.
-// F(4,3)'s transforms run as conv_winograd_avx2.cc's factored form of these.
 template <int M>
 struct Variant;
 
@@ -36,20 +35,17 @@ struct Variant<2> {
   static constexpr float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
 };
 
+// F(4,3): only G is needed here; its B^T and A^T transforms are
+// conv_winograd_avx2.cc's factored forms (F(4,3) runs only on rlx's sgemm).
 template <>
 struct Variant<4> {
   static constexpr int m = 4, a = 6;
-  static constexpr float BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0},
-                                     {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0},
-                                     {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
   static constexpr double G[6][3] = {{1. / 4, 0, 0},
                                      {-1. / 6, -1. / 6, -1. / 6},
                                      {-1. / 6, 1. / 6, -1. / 6},
                                      {1. / 24, 1. / 12, 1. / 6},
                                      {1. / 24, -1. / 12, 1. / 6},
                                      {0, 0, 1}};
-  static constexpr float AT[4][6] = {
-      {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 };
 
 // sum_k Mx[i][k] * in(k) over the nonzero Mx[i][k] only, starting from the

@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cpu/vmath.h"
+
 namespace rlx::cpu {
 namespace {
-
-#define RLX_AVX2 __attribute__((target("avx2,fma")))
-#define RLX_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
 
 // e_j[l] = p[4 * l + j] for l < 8, j < 4: an 8 x 4 -> 4 x 8 transpose of 32 floats.
 RLX_AVX2_INLINE void deinterleave4(const float* p, __m256 (&e)[4]) {
@@ -64,10 +63,6 @@ RLX_AVX2_INLINE void at6(const __m256 (&m)[6], __m256 (&y)[4]) {
   y[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.f), d34, d12), m[5]);
 }
 
-RLX_AVX2_INLINE __m256i lanes_below(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 }  // namespace
 
 RLX_AVX2 void winograd43_input_avx2(const float* xc, int64_t H, int64_t W, int64_t pad_top,
@@ -103,7 +98,7 @@ RLX_AVX2 void winograd43_input_avx2(const float* xc, int64_t H, int64_t W, int64
         for (int i = 0; i < 6; ++i) t[i][j] = r[i];
       }
       const int64_t t0 = (ty - ty0) * tw + tx, count = std::min<int64_t>(8, tw - tx);
-      const __m256i mask = lanes_below(count);
+      const __m256i mask = vm::first_lanes(count);
       for (int i = 0; i < 6; ++i) {
         __m256 r[6];
         bt6(t[i], r);

@@ -63,8 +63,7 @@ RLX_AVX2 void row_avx2(float* y, int64_t n, const float* col_bias, float row_bia
     _mm256_storeu_ps(y + j, F(v));
   }
   if (j < n) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n - j)), lane);
+    const __m256i mask = vm::first_lanes(n - j);
     __m256 v = _mm256_maskload_ps(y + j, mask);
     if constexpr (B == Bias::row) v = _mm256_add_ps(v, rb);
     if constexpr (B == Bias::column) v = _mm256_add_ps(v, _mm256_maskload_ps(col_bias + j, mask));

@@ -128,8 +128,7 @@ RLX_AVX2 void apply_avx2(const float* x, float* y, int64_t n, float s, float z, 
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(y + i, fq8(_mm256_loadu_ps(x + i), vinv, vs, vz, vlo, vhi));
   if (i < n) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n - i)), lane);
+    const __m256i mask = vm::first_lanes(n - i);
     _mm256_maskstore_ps(y + i, mask, fq8(_mm256_maskload_ps(x + i, mask), vinv, vs, vz, vlo, vhi));
   }
 }

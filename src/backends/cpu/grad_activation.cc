@@ -38,8 +38,7 @@ RLX_AVX2 void map2_avx2(const float* x, const float* dy, float* dx, int64_t n) {
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(dx + i, _mm256_mul_ps(_mm256_loadu_ps(dy + i), D(_mm256_loadu_ps(x + i))));
   if (i < n) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n - i)), lane);
+    const __m256i mask = vm::first_lanes(n - i);
     _mm256_maskstore_ps(
         dx + i, mask,
         _mm256_mul_ps(_mm256_maskload_ps(dy + i, mask), D(_mm256_maskload_ps(x + i, mask))));

@@ -6,21 +6,11 @@
 // Zen 3's three load ports.
 #include <immintrin.h>
 
-#include <array>
-#include <utility>
-
 #include "backends/cpu/sgemm_driver.h"
+#include "backends/cpu/vmath.h"
 
 namespace rlx::cpu {
 namespace {
-
-#define RLX_AVX2 __attribute__((target("avx2,fma")))
-
-// Lanes i < n of 8 set (n clamped to 0..8), for maskload / maskstore.
-RLX_AVX2 __m256i lane_mask(int64_t n) {
-  const int m = int(std::clamp<int64_t>(n, 0, 8));
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 // C[M rows, n <= 8*V cols] (+)= Ap (K x M, k-major) * Bp (K x 8V, k-major).
 // Bp rows are NR floats apart (the panel width), of which V vectors are read:
@@ -50,7 +40,7 @@ RLX_AVX2 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C
   // C's row); full tiles take plain loads and stores, which are cheaper on AMD.
   const bool full = n >= 8 * V;
   __m256i mask[V];
-  for (int v = 0; v < V; ++v) mask[v] = lane_mask(n - 8 * v);
+  for (int v = 0; v < V; ++v) mask[v] = vm::first_lanes(n - 8 * v);
   for (int r = 0; r < M; ++r)
     for (int v = 0; v < V; ++v) {
       float* c = C + r * ldc + 8 * v;
@@ -63,13 +53,6 @@ RLX_AVX2 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C
         _mm256_maskstore_ps(c, mask[v], x);
       }
     }
-}
-
-using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool);
-
-template <int V, int NR, int... H>
-constexpr std::array<MicroKernel, sizeof...(H)> kernel_table(std::integer_sequence<int, H...>) {
-  return {&micro_kernel<H + 1, V, NR>...};
 }
 
 // dst[k * ldd + r] = scale * src[r * ld + k] for r < rows, k < 8: an 8 x 8
@@ -98,7 +81,7 @@ RLX_AVX2 void transpose8(const float* src, int64_t ld, int64_t rows, float scale
     for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ldd, t[i]);
     return;
   }
-  const __m256i m = lane_mask(lanes);
+  const __m256i m = vm::first_lanes(lanes);
   for (int i = 0; i < 8; ++i) _mm256_maskstore_ps(dst + i * ldd, m, t[i]);
 }
 
@@ -107,17 +90,9 @@ struct Avx2 {
   static constexpr int64_t KC = 256;  // 16 x 256 floats = 16 KiB of B per panel (half of L1)
   static constexpr int64_t NC = 512;  // KC x NC = 512 KiB of packed B
   static constexpr int64_t MC = 168;  // 168 x 256 floats = 168 KiB of packed A (in L2)
-  // By rows (h - 1): all NR columns, or only the first half of a panel.
-  static constexpr auto full = kernel_table<NR / 8, NR>(std::make_integer_sequence<int, MR>{});
-  static constexpr auto half = kernel_table<NR / 8 / 2, NR>(std::make_integer_sequence<int, MR>{});
-  static void micro(int64_t h, int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
-                    int64_t n, bool accumulate) {
-    (n <= NR / 2 ? half : full)[size_t(h - 1)](kc, Ap, Bp, C, ldc, n, accumulate);
-  }
-  static void transpose(const float* src, int64_t ld, int64_t rows, float scale, float* dst,
-                        int64_t ldd, int64_t lanes) {
-    transpose8(src, ld, rows, scale, dst, ldd, lanes);
-  }
+  template <int M, int V>
+  static constexpr auto tile = &micro_kernel<M, V, NR>;
+  static constexpr auto transpose = &transpose8;
 };
 
 constexpr SgemmKernel kKernel = sgemm_detail::Driver<Avx2>::kernel("avx2 6x16");

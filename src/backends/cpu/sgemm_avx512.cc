@@ -3,8 +3,7 @@
 // x 14 rows; a, b and 28 accumulators fill 30 of the 32 registers).
 #include <immintrin.h>
 
-#include <array>
-#include <utility>
+#include <algorithm>
 
 #include "backends/cpu/sgemm_driver.h"
 
@@ -56,14 +55,6 @@ RLX_AVX512 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float*
   }
 }
 
-using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool);
-
-// kernels[h - 1] handles an h-row sliver (the last sliver of a block may be short).
-template <int V, int NR, int... H>
-constexpr std::array<MicroKernel, sizeof...(H)> kernel_table(std::integer_sequence<int, H...>) {
-  return {&micro_kernel<H + 1, V, NR>...};
-}
-
 // dst[k * ldd + r] = scale * src[r * ld + k] for r < rows, k < 16: a 16 x 16
 // transpose in registers (rows >= `rows` read as zeros). Each of the 16 stored
 // rows writes `lanes` floats, so a panel's zero padding is written with it.
@@ -104,17 +95,9 @@ struct Avx512 {
   static constexpr int64_t KC = 256;  // 32 x 256 floats = 32 KiB of B per panel
   static constexpr int64_t NC = 512;  // KC x NC = 512 KiB of packed B
   static constexpr int64_t MC = 168;  // 168 x 256 floats = 168 KiB of packed A
-  // By rows (h - 1): all NR columns, or only the first half of a panel.
-  static constexpr auto full = kernel_table<NR / 16, NR>(std::make_integer_sequence<int, MR>{});
-  static constexpr auto half = kernel_table<NR / 16 / 2, NR>(std::make_integer_sequence<int, MR>{});
-  static void micro(int64_t h, int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
-                    int64_t n, bool accumulate) {
-    (n <= NR / 2 ? half : full)[size_t(h - 1)](kc, Ap, Bp, C, ldc, n, accumulate);
-  }
-  static void transpose(const float* src, int64_t ld, int64_t rows, float scale, float* dst,
-                        int64_t ldd, int64_t lanes) {
-    transpose16(src, ld, rows, scale, dst, ldd, lanes);
-  }
+  template <int M, int V>
+  static constexpr auto tile = &micro_kernel<M, V, NR>;
+  static constexpr auto transpose = &transpose16;
 };
 
 constexpr SgemmKernel kKernel = sgemm_detail::Driver<Avx512>::kernel("avx512 14x32");

@@ -4,15 +4,19 @@
 // accumulates MR x NR outputs over KC. Included only by the ISA files
 // (sgemm_avx512.cc, sgemm_avx2.cc), which instantiate it with their traits:
 //   MR, NR         the micro-tile (rows x columns)
-//   T              the square block `transpose` handles (MR <= T, NR % T == 0)
+//   T              floats per vector, and the square block `transpose` handles
+//                  (MR <= T, NR % 2T == 0)
 //   KC, NC, MC     k per panel, columns per packed B block, rows per A block
-//   micro(h, ...)  C[h rows, n <= NR cols] (+)= Ap (kc x h) * Bp (kc x NR)
+//   tile<M, V>     C[M rows, n <= V*T cols] (+)= Ap (kc x M) * Bp (kc x NR),
+//                  reading V vectors of each Bp row
 //   transpose(src, ld, rows, scale, dst, ldd, lanes)
 //                  dst[k * ldd + r] = scale * src[r * ld + k], r < rows, k < T
 //                  (rows >= `rows` read as zeros), writing `lanes` per row
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/sgemm.h"
@@ -29,9 +33,28 @@ inline float* aligned(std::vector<float>& buf, size_t n) {
   return align64(buf.data());
 }
 
+using Tile = void (*)(int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
+                      int64_t n, bool accumulate);
+
+// tiles[h - 1] takes an h-row sliver (a block's last sliver may be short).
+template <class K, int V, int... H>
+constexpr std::array<Tile, sizeof...(H)> tile_table(std::integer_sequence<int, H...>) {
+  return {K::template tile<H + 1, V>...};
+}
+
 template <class K>
 struct Driver {
-  static_assert(K::MR <= K::T && K::NR % K::T == 0 && K::MC % K::MR == 0);
+  static_assert(K::MR <= K::T && K::NR % (2 * K::T) == 0 && K::MC % K::MR == 0);
+
+  // C[h rows, n cols] (+)= one sliver times one panel: all NR columns, or only
+  // the first half of the panel when n fits in it.
+  static void micro(int64_t h, int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
+                    int64_t n, bool accumulate) {
+    constexpr auto rows = std::make_integer_sequence<int, int(K::MR)>{};
+    static constexpr auto full = tile_table<K, int(K::NR / K::T)>(rows);
+    static constexpr auto half = tile_table<K, int(K::NR / K::T / 2)>(rows);
+    (n <= K::NR / 2 ? half : full)[size_t(h - 1)](kc, Ap, Bp, C, ldc, n, accumulate);
+  }
 
   static int64_t padded_cols(int64_t N) { return (N + K::NR - 1) / K::NR * K::NR; }
 
@@ -124,8 +147,8 @@ struct Driver {
           for (int64_t jr = 0; jr < nc; jr += NR) {
             const float* bp = b_block + jr * kc;
             for (int64_t ir = 0; ir < mc; ir += MR)
-              K::micro(std::min(MR, mc - ir), kc, a_block + ir * kc, bp,
-                       C + (ic + ir) * ldc + jc + jr, ldc, nc - jr, accumulate);
+              micro(std::min(MR, mc - ir), kc, a_block + ir * kc, bp, C + (ic + ir) * ldc + jc + jr,
+                    ldc, nc - jr, accumulate);
           }
           if (last && epi.active())
             apply_epilogue(epi, C + ic * ldc + jc, ldc, mc, nc, row0 + ic, col0 + jc);

@@ -18,6 +18,13 @@ bool has_avx2_fma();
 
 namespace vm {
 
+// The first n lanes of 8 set (none for n <= 0, all for n >= 8): the mask of a
+// tail's maskload / maskstore.
+RLX_AVX2_INLINE __m256i first_lanes(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n < 8 ? n : 8)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // NaN lanes of x replace the matching lanes of r (clamps below would turn NaN
 // into a finite value otherwise).
 RLX_AVX2_INLINE __m256 keep_nan(__m256 r, __m256 x) {
@@ -140,8 +147,7 @@ RLX_AVX2 void map_avx2(const float* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i)));
   if (i < n) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n - i)), lane);
+    const __m256i mask = first_lanes(n - i);
     _mm256_maskstore_ps(y + i, mask, F(_mm256_maskload_ps(x + i, mask)));
   }
 }
