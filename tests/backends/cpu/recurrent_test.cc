@@ -168,7 +168,7 @@ std::vector<double> permute_rows(const Config& c, const std::vector<double>& w, 
 }
 
 void check(const Config& c, uint64_t seed) {
-  std::mt19937 rng(uint32_t(seed));
+  std::mt19937 rng{uint32_t(seed)};
   const int64_t G = gates(c.op), H = c.h, D = c.dirs, LD = c.L * D;
   Params p;
   p.x = draw(rng, size_t(c.B * c.S * c.in));
