@@ -12,7 +12,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import _safetensors as st
-from . import _trace, _train
+from . import _recurrent, _trace, _train
 
 VERSION = "0.1"
 
@@ -384,6 +384,7 @@ def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol, train_
                 op = "_getitem"
             elif isinstance(n.target, torch._ops.OpOverload):
                 op = str(n.target)
+                op = _recurrent.ATEN_NAME.get(op, op)  # rlx_rnn.lstm.default -> aten.lstm.input
             else:
                 raise NotImplementedError(f"non-aten call in graph: {n.target} ({n.format_node()})")
             ids[n] = unique(n.name)

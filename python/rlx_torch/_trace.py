@@ -144,6 +144,8 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level, forward=None, extra_dec
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.utils.stateless import functional_call
 
+    from ._recurrent import recurrent_as_one_node
+
     state, aliases = _named_state(model)
     names = [n for n, _, _ in state]
     nw = len(state)
@@ -156,7 +158,8 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level, forward=None, extra_dec
         pb.update({a: pb[b] for a, b in aliases.items()})
         def run(*a, **k):
             return functional_call(model, pb, a, k)
-        out = forward(run, args, kwargs) if forward else run(*args, **kwargs)
+        with recurrent_as_one_node():
+            out = forward(run, args, kwargs) if forward else run(*args, **kwargs)
         leaves, spec = pytree.tree_flatten(out)
         out_spec[:] = [spec]
         return leaves

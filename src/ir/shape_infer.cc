@@ -9,6 +9,7 @@
 #include "rlx/fake_quant.h"
 #include "rlx/graph.h"
 #include "rlx/quant.h"
+#include "rlx/recurrent.h"
 
 namespace rlx {
 namespace {
@@ -951,6 +952,87 @@ std::vector<Shape> infer_fake_quantize_grad(const Node& n, const In& in) {
     ok = dims_compatible(x.dims[size_t(i)], dy.dims[size_t(i)]);
   RLX_CHECK(ok, "fake_quantize_grad: dy ", dy.str(), " does not match x ", x.str());
   return {x, check_fake_quantize(n, in, 2)};
+}
+
+// ---- recurrent
+
+// Static element count of a weight input, or an error naming it.
+int64_t weight_numel(const char* op, const char* what, const Shape& s) {
+  RLX_CHECK(s.is_static(), op, ": ", what, " must have static dims, got ", s.str());
+  int64_t n = 1;
+  for (const Dim& d : s.dims) n = checked_mul(n, d.value, op);
+  return n;
+}
+
+// lstm / gru / rnn (ops.def): checks every input against the attributes and returns
+// (y, h_n[, c_n]).
+std::vector<Shape> infer_recurrent(const Node& n, const In& in) {
+  const char* op = op_name(n.op);
+  const RecurrentSpec s = recurrent_spec(n);
+  RLX_CHECK(int(in.size()) == s.num_inputs, op, ": expected ", s.num_inputs,
+            " inputs (x, w_ih, w_hh, bias", s.carry ? (n.op == Op::Lstm ? ", h0, c0" : ", h0") : "",
+            s.lengths ? ", lengths" : "", s.peephole ? ", peephole" : "",
+            ") for these attributes, got ", in.size());
+  const Shape& x = *in[0];
+  RLX_CHECK(x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16, op,
+            ": x must be f32, f16 or bf16, got ", x.str());
+  RLX_CHECK(x.rank() == 3, op, ": x must be ", s.batch_first ? "[B, S, in]" : "[S, B, in]",
+            ", got ", x.str());
+  RLX_CHECK(x.dims[2].is_static(), op, ": x's feature dim must be static, got ", x.str());
+  const int64_t in_f = x.dims[2].value, h = s.hidden, G = s.gates, LD = s.layers * s.dirs;
+  const Dim B = s.batch_first ? x.dims[0] : x.dims[1];
+  const Dim S = s.batch_first ? x.dims[1] : x.dims[0];
+  for (size_t i = 1; i < in.size(); ++i)
+    if (int(i) != s.len)
+      RLX_CHECK(in[i]->dtype == x.dtype, op, ": input ", i, " ", in[i]->str(),
+                " must have x's dtype (x ", x.str(), ")");
+  // w_ih: the packed blocks; any shape [..., in] of that size when every layer reads in features.
+  const Shape &wi = *in[1], &wh = *in[2], &b = *in[3];
+  const int64_t want_wi = s.w_ih_numel(in_f);
+  const bool uniform = s.layers == 1 || in_f == s.dirs * h;
+  RLX_CHECK(weight_numel(op, "w_ih", wi) == want_wi &&
+                (wi.rank() == 1 || (uniform && wi.dims.back().value == in_f)),
+            op, ": w_ih ", wi.str(), " does not fit hidden=", h, " num_layers=", s.layers,
+            " directions=", s.dirs, " and x ", x.str(), ": expected ", want_wi,
+            " elements (per layer ", s.dirs, " blocks [", G * h, ", in_l], in_0=", in_f,
+            ", in_l=", s.dirs * h, ")", uniform ? ", as [..., in] or flat" : ", flat");
+  const int64_t want_wh = LD * G * h * h;
+  RLX_CHECK(
+      weight_numel(op, "w_hh", wh) == want_wh && (wh.rank() == 1 || wh.dims.back().value == h), op,
+      ": w_hh ", wh.str(), " does not fit hidden=", h, ": expected [", LD, ", ", G * h, ", ", h,
+      "] (", want_wh, " elements)");
+  const int64_t nb = weight_numel(op, "bias", b);
+  const bool summed = nb == LD * G * h && n.op != Op::Gru;
+  RLX_CHECK((summed || nb == LD * 2 * G * h) && (b.rank() == 1 || b.dims.back().value == nb / LD),
+            op, ": bias ", b.str(), " does not fit hidden=", h, ": expected [", LD, ", ", 2 * G * h,
+            "] (b_ih | b_hh)",
+            n.op == Op::Gru
+                ? " (gru keeps b_hn apart)"
+                : " or [" + std::to_string(LD) + ", " + std::to_string(G * h) + "] (summed)");
+  const Shape state(std::vector<Dim>{Dim(LD), B, Dim(h)}, x.dtype);
+  auto check_state = [&](int i, const char* what) {
+    const Shape& t = *in[size_t(i)];
+    bool ok = t.rank() == 3;
+    for (int k = 0; ok && k < 3; ++k)
+      ok = dims_compatible(t.dims[size_t(k)], state.dims[size_t(k)]);
+    RLX_CHECK(ok, op, ": ", what, " ", t.str(), " must be ", state.str(), " ([L*D, B, hidden])");
+  };
+  if (s.h0 >= 0) check_state(s.h0, "h0");
+  if (s.c0 >= 0) check_state(s.c0, "c0");
+  if (s.len >= 0) {
+    const Shape& l = *in[size_t(s.len)];
+    check_index_dtype(l, op);
+    RLX_CHECK(l.rank() == 1 && dims_compatible(l.dims[0], B), op, ": lengths ", l.str(),
+              " must be [B] for x ", x.str());
+  }
+  if (s.peep >= 0)
+    RLX_CHECK(weight_numel(op, "peephole", *in[size_t(s.peep)]) == LD * 3 * h, op, ": peephole ",
+              in[size_t(s.peep)]->str(), " must be [", LD, ", ", 3 * h, "] (i, o, f)");
+  const Dim Dh(s.dirs * h);
+  Shape y(s.batch_first ? std::vector<Dim>{B, S, Dh} : std::vector<Dim>{S, B, Dh}, x.dtype);
+  std::vector<Shape> out{y, state};
+  if (n.op == Op::Lstm) out.push_back(state);
+  return out;
 }
 
 }  // namespace

@@ -38,7 +38,47 @@ def _vision(name, **kw):
     return m, (torch.randn(1, 3, SIZE, SIZE),)
 
 
+class _Recurrent(nn.Module):
+    """nn.LSTM / GRU / RNN with the initial state as separate inputs (x[, h0[, c0]])."""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x, *state):
+        if not state:
+            return self.rnn(x)
+        return self.rnn(x, state if len(state) == 2 else state[0])
+
+
+def _recurrent(kind, init, batch=3, seq=6, feat=5, **kw):
+    """One recurrent module with random weights; init: pass the initial state as inputs."""
+    def make():
+        M._seed(7)
+        m = getattr(nn, kind)(feat, 8, **kw).eval()
+        L = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+        x = torch.randn(batch, seq, feat) if kw.get("batch_first") else torch.randn(seq, batch, feat)
+        inputs = (x,)
+        if init:
+            inputs += tuple(torch.randn(L, batch, 8) for _ in range(2 if kind == "LSTM" else 1))
+        return _Recurrent(m), inputs
+    return make
+
+
+RECURRENT = {
+    "lstm_uni": _recurrent("LSTM", False),
+    "lstm_bi2_bf_init": _recurrent("LSTM", True, num_layers=2, bidirectional=True,
+                                   batch_first=True),
+    "lstm_bi_nobias": _recurrent("LSTM", False, bidirectional=True, bias=False),
+    "gru_2_bf_init": _recurrent("GRU", True, num_layers=2, batch_first=True),
+    "gru_bi": _recurrent("GRU", False, bidirectional=True),
+    "rnn_tanh_bi2_bf_init": _recurrent("RNN", True, num_layers=2, bidirectional=True,
+                                       batch_first=True),
+    "rnn_relu": _recurrent("RNN", False, nonlinearity="relu"),
+}
+
 MODELS = {
+    **RECURRENT,
     "mlp": M.mlp,
     "cnn_bn": M.cnn_bn,
     "transformer_fast": M.transformer_fast,

@@ -45,8 +45,15 @@ fs::path export_models(const std::vector<std::string>& names) {
 // max|err| <= rel * max(1, max|ref|). Float32 with different summation orders
 // (blocked GEMM, Winograd-free direct conv, fused attention) differs from
 // eager by ~1e-6 relative per op; 1e-4 leaves room for ~20 layers.
+void check_exported(const fs::path& dir, const std::vector<std::string>& names, double rel);
+
 void check_models(const std::vector<std::string>& names, double rel = 1e-4) {
   fs::path dir = export_models(names);
+  check_exported(dir, names, rel);
+  fs::remove_all(dir);
+}
+
+void check_exported(const fs::path& dir, const std::vector<std::string>& names, double rel) {
   for (const auto& name : names) {
     SCOPED_TRACE(name);
     fs::path d = dir / name;
@@ -80,7 +87,6 @@ void check_models(const std::vector<std::string>& names, double rel = 1e-4) {
       ADD_FAILURE() << e.what();
     }
   }
-  fs::remove_all(dir);
 }
 
 TEST(TorchModels, MlpCnnTransformersGpt) {
@@ -90,6 +96,25 @@ TEST(TorchModels, MlpCnnTransformersGpt) {
 
 TEST(TorchModels, Torchvision) {
   check_models({"resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0"});
+}
+
+// nn.LSTM / nn.GRU / nn.RNN (uni/bi, 1-2 layers, batch_first, with and without initial states and
+// biases), each imported as one lstm / gru / rnn node, at 1e-5 of PyTorch.
+TEST(TorchModels, Recurrent) {
+  const std::vector<std::string> names = {
+      "lstm_uni", "lstm_bi2_bf_init",     "lstm_bi_nobias", "gru_2_bf_init",
+      "gru_bi",   "rnn_tanh_bi2_bf_init", "rnn_relu"};
+  fs::path dir = export_models(names);
+  check_exported(dir, names, 1e-5);
+  // One node each, not an unrolled decomposition.
+  for (const char* name : {"lstm_bi2_bf_init", "gru_bi", "rnn_relu"}) {
+    Model m = import_torch_export((dir / name).string());
+    int recurrent = 0;
+    for (NodeId id = 0; id < NodeId(m.graph.size()); ++id)
+      recurrent += op_family(m.graph.node(id).op) == OpFamily::Recurrent;
+    EXPECT_EQ(recurrent, 1) << name;
+  }
+  fs::remove_all(dir);
 }
 
 // Regressions found by the models above: rlx_torch's +-inf floats (1e999,

@@ -35,6 +35,7 @@ const LowerTable& lower_table() {
     register_rope(t);
     register_resample(t);
     register_quant(t);
+    register_recurrent(t);
     return t;
   }();
   return t;

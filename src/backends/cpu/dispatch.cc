@@ -88,6 +88,7 @@ KernelEntry kernel_for(Op op) {
     case Op::Dropout: return {dropout, f32};
     case Op::FakeQuantize: return {fake_quantize, f32};
     case Op::FakeQuantizeGrad: return {fake_quantize_grad, f32};
+    case Op::Lstm: case Op::Gru: case Op::Rnn: return {recurrent, f32};
   }
   // clang-format on
   return {};

@@ -87,4 +87,7 @@ void dropout(const KernelCall& c);
 void fake_quantize(const KernelCall& c);
 void fake_quantize_grad(const KernelCall& c);
 
+// recurrent.cc: lstm, gru, rnn (every output in one call)
+void recurrent(const KernelCall& c);
+
 }  // namespace rlx::cpu

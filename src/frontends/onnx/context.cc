@@ -59,6 +59,7 @@ const Registry& registry() {
     register_indexing(x);
     register_math(x);
     register_resize(x);
+    register_recurrent(x);
     return x;
   }();
   return r;

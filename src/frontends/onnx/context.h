@@ -127,6 +127,7 @@ void register_reduce(Registry& r);
 void register_indexing(Registry& r);
 void register_math(Registry& r);
 void register_resize(Registry& r);
+void register_recurrent(Registry& r);  // LSTM, GRU, RNN (ops_recurrent.cc)
 
 // Shared helpers.
 int64_t norm_axis(int64_t axis, int64_t rank, const char* what);

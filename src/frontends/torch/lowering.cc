@@ -148,6 +148,7 @@ const Registry& registry() {
     register_indexing(r);
     register_nn(r);
     register_quant(r);
+    register_recurrent(r);
     return r;
   }();
   return r;

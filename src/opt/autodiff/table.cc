@@ -207,6 +207,12 @@ VjpEntry vjp_entry(Op op) {
       return estimator(vjp_fake_quantize,
                        "straight-through estimator (identity, clipped or lsq): the true "
                        "derivative of rounding is zero almost everywhere");
+    case Op::Lstm:
+    case Op::Gru:
+    case Op::Rnn:
+      return gap(
+          "a recurrent op: backpropagation through time is not implemented (no vjp rule for "
+          "lstm / gru / rnn yet)");
   }
   return gap("unknown op id");
 }
