@@ -254,8 +254,9 @@ void check(const Config& c, uint64_t seed) {
       got[0], f32(c.batch_first ? Dims{c.B, c.S, D * H} : Dims{c.S, c.B, D * H}, y), tol, 0))
       << "y";
   EXPECT_TRUE(testing::all_close(got[1], f32({LD, c.B, H}, want.hn), tol, 0)) << "h_n";
-  if (c.op == Op::Lstm)
+  if (c.op == Op::Lstm) {
     EXPECT_TRUE(testing::all_close(got[2], f32({LD, c.B, H}, want.cn), tol, 0)) << "c_n";
+  }
 }
 
 TEST(Recurrent, LstmConfigurations) {
