@@ -112,7 +112,7 @@ void register_reductions(Registry& r);
 void register_nn(Registry& r);
 void register_indexing(Registry& r);
 void register_creation(Registry& r);
-void register_quant(Registry& r);  // fake quantization (ops_quant.cc)
+void register_quant(Registry& r);      // fake quantization (ops_quant.cc)
 void register_recurrent(Registry& r);  // lstm / gru / rnn (ops_recurrent.cc)
 
 // PyTorch's type promotion for two operands (tensors rank >= 1 beat 0-d
