@@ -387,6 +387,24 @@ TEST(TorchOpsHandWritten, AssertionOpsLowerToNothing) {
   EXPECT_TRUE(testing::all_equal(got.begin()->second, testing::run_op(Op::Relu, {feed.at("x")})));
 }
 
+// unfold's dimension is checked before it indexes the input's dims.
+TEST(TorchOpsHandWritten, UnfoldDimensionOutOfRangeIsAnError) {
+  const TensorMap feed{{"x", testing::random_tensor({2, 3}, DType::F32, 8)}};
+  for (int64_t dim : {2, -3, 100})
+    EXPECT_THROW(
+        {
+          try {
+            load_doc("aten.unfold.default", {ref("x"), {{"int", dim}}, {{"int", 2}}, {{"int", 1}}},
+                     json::object(), tensor_meta({2, 2, 2}), feed);
+          } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("unfold: dimension"), std::string::npos)
+                << e.what();
+            throw;
+          }
+        },
+        Error);
+}
+
 // Multi-output aten ops import as one multi-output node, not a node per output.
 TEST(TorchOpsHandWritten, MultiOutputOpsAreOneNode) {
   const TensorMap feed{{"x", testing::random_tensor({3, 6}, DType::F32, 5)}};

@@ -178,31 +178,31 @@ Value as_strided(LowerCtx& c) {
 }
 
 // unfold(self, dimension, size, step): windows of `size` along `dimension`
-// every `step`, as a new last dim.
+// every `step`, as a new last dim. A 0-d self unfolds as [1] into [size].
 Value unfold(LowerCtx& c) {
   NodeId x = c.tensor(0, "self");
-  Dims in = c.dims(x);
-  const int r = int(in.size());
+  const bool scalar = c.rank(x) == 0;
+  const Dims in = scalar ? Dims{1} : c.dims(x);
+  const int64_t r = int64_t(in.size());
   int64_t dim = c.i(1, "dimension"), size = c.i(2, "size"), step = c.i(3, "step");
-  if (dim < 0) dim += std::max(r, 1);
-  const int64_t n = r == 0 ? 1 : in[size_t(dim)];
-  RLX_CHECK(dim >= 0 && dim < std::max(r, 1), "unfold: dimension out of range for ",
+  if (dim < 0) dim += r;
+  RLX_CHECK(dim >= 0 && dim < r, "unfold: dimension ", c.i(1, "dimension"), " out of range for ",
             c.shape(x).str());
+  const int64_t n = in[size_t(dim)];
   RLX_CHECK(step > 0 && size >= 0 && size <= n, "unfold: size ", size, " step ", step,
             " for a dimension of ", n);
-  if (r == 0) in = {1};
   Dims out = in;
   out[size_t(dim)] = (n - size) / step + 1;
   out.push_back(size);
   Dims strides(in.size(), 1);
   for (size_t d = in.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * in[d + 1];
-  return strided_copy(c, x, r == 0 ? Dims{size} : out, [&](const Dims& i) {
-    if (r == 0) return i[0];
+  Value v = strided_copy(c, x, out, [&](const Dims& i) {
     int64_t at = 0;
     for (size_t d = 0; d < in.size(); ++d)
       at += (d == size_t(dim) ? i[d] * step + i.back() : i[d]) * strides[d];
     return at;
   });
+  return scalar ? Value::tensor(c.b.reshape(v.id, {size})) : v;
 }
 
 Value pixel_shuffle(LowerCtx& c, bool inverse) {
