@@ -158,24 +158,11 @@ int64_t tile_cols(int64_t rows, int64_t total) {
 
 bool has_avx2() { return cpu_isa() >= Isa::avx2; }
 
-// x[(j + k) * s] for 8 consecutive j, s = 1 or 2 (stride 2: two loads, deinterleaved).
-template <int S>
-RLX_AVX2_INLINE __m256 strided8(const float* x) {
-  if constexpr (S == 1) {
-    return _mm256_loadu_ps(x);
-  } else {
-    const __m256 a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
-    const __m256 even =
-        _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
-    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
-  }
-}
-
 // dst[j] = src[2 * j] for j < n, where src[2 * n - 1] may be read (the
 // row holds the element after the last one taken).
 RLX_AVX2 void gather_stride2_avx2(float* dst, const float* src, int64_t n) {
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, strided8<2>(src + 2 * j));
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, vm::strided8<2>(src + 2 * j));
   for (; j < n; ++j) dst[j] = src[2 * j];
 }
 
@@ -305,7 +292,7 @@ RLX_AVX2 void dw_row_avx2(const float* const* rows, const float* wc, int64_t KH,
     for (int64_t kh = 0; kh < KH; ++kh) {
       const float* xr = rows[kh] + j * S;
       for (int64_t kw = 0; kw < KW; ++kw)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(wc[kh * KW + kw]), strided8<S>(xr + kw), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(wc[kh * KW + kw]), vm::strided8<S>(xr + kw), acc);
     }
     if (j + 8 <= OW) {
       _mm256_storeu_ps(yr + j, acc);

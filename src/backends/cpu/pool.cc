@@ -3,7 +3,8 @@
 // with PyTorch's divisor rules; adaptive avg pool with floor/ceil bins.
 // Work is split over output rows of all planes; each row is computed one
 // kernel tap at a time across the whole row, which makes the stride-1 inner
-// loops contiguous (auto-vectorized).
+// loops contiguous (auto-vectorized); f32 max pool of stride 1 or 2 has its
+// own AVX2 path over padded planes.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
@@ -97,8 +99,66 @@ int64_t row_grain(int64_t per_row) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_row));
 }
 
+// max over the taps of one window, NaN winning as in PyTorch (`v != v`).
+template <typename T>
+inline T take_max(T acc, T v) {
+  return (v > acc || v != v) ? v : acc;
+}
+
+// f32 max pool without dilation and with stride 1 or 2 on AVX2: each plane
+// is copied once into a buffer padded with -inf on every side (cheap next to
+// its k * k passes of taps), so every output row runs 8 outputs per step with
+// no bounds checks. NaN: max_ps(acc, v) yields v when v is NaN, and a mask
+// keeps a NaN once seen (max_ps would drop a NaN already in acc).
+template <int S>
+RLX_AVX2 void max_pool_f32_planes(const PoolGeom& g, const float* x, float* y, int64_t p0,
+                                  int64_t p1) {
+  const int64_t KH = g.k[0], KW = g.k[1], pt = g.pb[0], pl = g.pb[1];
+  const int64_t blocks = (g.OW + 7) / 8;
+  // vm::strided8<2> reads one element past its last tap.
+  const int64_t Wp = std::max(pl + g.W, (blocks * 8 - 1) * S + KW + (S - 1));
+  const int64_t Hp = std::max(pt + g.H, (g.OH - 1) * g.s[0] + KH);
+  thread_local std::vector<float> padded;
+  padded.assign(size_t(Hp * Wp), -std::numeric_limits<float>::infinity());
+  for (int64_t p = p0; p < p1; ++p) {
+    const float* xp = x + p * g.H * g.W;
+    for (int64_t ih = 0; ih < g.H; ++ih)
+      std::copy_n(xp + ih * g.W, g.W, &padded[size_t((pt + ih) * Wp + pl)]);
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      const float* top = &padded[size_t(oh * g.s[0] * Wp)];
+      float* yr = y + (p * g.OH + oh) * g.OW;
+      for (int64_t b = 0; b < blocks; ++b) {
+        __m256 acc = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+        __m256 nan = _mm256_setzero_ps();
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const float* xr = top + kh * Wp + b * 8 * S;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const __m256 v = vm::strided8<S>(xr + kw);
+            acc = _mm256_max_ps(acc, v);
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+          }
+        }
+        acc = _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan);
+        if (b + 1 < blocks)
+          _mm256_storeu_ps(yr + b * 8, acc);
+        else
+          _mm256_maskstore_ps(yr + b * 8, vm::first_lanes(g.OW - b * 8), acc);
+      }
+    }
+  }
+}
+
 template <typename T>
 void max_pool(const PoolGeom& g, const T* x, T* y) {
+  if constexpr (std::is_same_v<T, float>)
+    if (has_avx2_fma() && g.d[0] == 1 && g.d[1] == 1 && g.s[1] <= 2)
+      return parallel_for(g.planes, row_grain(g.OH * g.OW * g.k[0] * g.k[1]),
+                          [&](int64_t p0, int64_t p1) {
+                            if (g.s[1] == 1)
+                              max_pool_f32_planes<1>(g, x, y, p0, p1);
+                            else
+                              max_pool_f32_planes<2>(g, x, y, p0, p1);
+                          });
   const T init = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                       : std::numeric_limits<T>::lowest();
   parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
@@ -116,9 +176,7 @@ void max_pool(const PoolGeom& g, const T* x, T* y) {
           int64_t lo, hi;
           valid_range(g.OW, g.s[1], off, g.W, lo, hi);
           for (int64_t j = lo; j < hi; ++j) {
-            const T v = xr[j * g.s[1] + off];
-            // `v != v`: NaN wins, like PyTorch.
-            yr[j] = (v > yr[j] || v != v) ? v : yr[j];
+            yr[j] = take_max(yr[j], xr[j * g.s[1] + off]);
           }
         }
       }

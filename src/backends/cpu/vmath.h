@@ -25,6 +25,21 @@ RLX_AVX2_INLINE __m256i first_lanes(int64_t n) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// x[j * S] for j < 8, S = 1 or 2 (stride 2: two loads deinterleaved, so
+// x[15] is read too).
+template <int S>
+RLX_AVX2_INLINE __m256 strided8(const float* x) {
+  static_assert(S == 1 || S == 2);
+  if constexpr (S == 1) {
+    return _mm256_loadu_ps(x);
+  } else {
+    const __m256 a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
+    const __m256 even =
+        _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+}
+
 // NaN lanes of x replace the matching lanes of r (clamps below would turn NaN
 // into a finite value otherwise).
 RLX_AVX2_INLINE __m256 keep_nan(__m256 r, __m256 x) {

@@ -155,6 +155,42 @@ TEST(MaxPool2d, MatchesScalarReference) {
   }
 }
 
+// Rows wide enough for the f32 vector rows (8 outputs a step, strides 1 and
+// 2), with NaNs sprinkled: NaN must win wherever a window holds one, as the
+// scalar rule and PyTorch give.
+TEST(MaxPool2d, VectorRowsMatchReferenceWithNaN) {
+  uint64_t seed = 500;
+  for (const auto& k : std::vector<std::vector<int64_t>>{{2, 2}, {3, 3}, {2, 3}, {3, 5}})
+    for (const auto& s : std::vector<std::vector<int64_t>>{{1, 1}, {2, 2}, {1, 2}})
+      for (int64_t p : {0, 1})
+        for (bool ceil : {false, true}) {
+          PoolCase c;
+          c.name = "k" + std::to_string(k[0]) + std::to_string(k[1]) + "_s" + std::to_string(s[1]) +
+                   "_p" + std::to_string(p) + (ceil ? "_ceil" : "");
+          c.x = {1, 3, 13, 75};
+          c.k = k;
+          c.s = s;
+          const int64_t ph = std::min(p, k[0] / 2), pw = std::min(p, k[1] / 2);
+          c.pads = {ph, pw, ph, pw};
+          c.dil = {1, 1};
+          c.ceil = ceil;
+          Tensor x = random_tensor(c.x, DType::F32, seed++);
+          for (int64_t i = 0; i < x.numel(); i += 97)
+            x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+          const Tensor got = run_op(Op::MaxPool2d, {x}, attrs_of(c, true));
+          const Tensor want = ref_pool(c, x, 0);
+          ASSERT_EQ(got.dims(), want.dims()) << c.name;
+          int64_t nans = 0;
+          for (int64_t i = 0; i < want.numel(); ++i) {
+            const float g = got.data<float>()[i], w = want.data<float>()[i];
+            nans += std::isnan(w);
+            ASSERT_TRUE(std::isnan(w) ? std::isnan(g) : g == w)
+                << c.name << " at " << i << ": got " << g << ", want " << w;
+          }
+          EXPECT_GT(nans, 0) << c.name;
+        }
+}
+
 TEST(AvgPool2d, MatchesScalarReference) {
   uint64_t seed = 100;
   auto cases = grid(false);
