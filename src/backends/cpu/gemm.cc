@@ -12,12 +12,30 @@
 #include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
+namespace {}  // namespace
+}  // namespace rlx::cpu
+
+// OpenBLAS's pthread build's own hook for fork (it stops and joins its worker
+// threads); weak, so a BLAS without it (the OpenMP or serial builds) links too.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
+namespace rlx::cpu {
 namespace {
 
+// rlx threads over its own pool and calls OpenBLAS single-threaded only. The
+// pthread build starts a worker per core as it loads, and each spins on
+// sched_yield for ~2^28 cycles before it sleeps: on a 2-core machine one core
+// went to that spin for the first ~0.1 s of every process, where a short
+// `rlx run --bench` (the small CNN: 300 runs in 90 ms) spends all its time.
+// So the workers stop when rlx loads, not at its first BLAS call.
 void blas_single_threaded() {
   static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+  std::call_once(once, [] {
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+  });
 }
+const bool blas_quiet_at_load = (blas_single_threaded(), true);
 
 // cblas takes 32-bit ints in the LP64 build.
 blasint to_blas(int64_t v) {

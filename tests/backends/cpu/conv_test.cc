@@ -192,6 +192,18 @@ std::vector<ConvCase> conv_cases() {
                false});
   v.push_back(
       {"depthwise_s1_k5_asym", {1, 2, 6, 33}, {2, 1, 5, 5}, {}, {2, 0, 2, 4}, {}, {}, 2, true});
+  // Rows of 32 + 16 + a partial 8 outputs, and a kernel size without its own unrolled rows.
+  v.push_back(
+      {"depthwise_s1_k7_wide", {1, 2, 9, 61}, {2, 1, 7, 7}, {}, {3, 3, 3, 3}, {}, {}, 2, true});
+  v.push_back({"depthwise_s2_k3_wide",
+               {1, 2, 5, 121},
+               {2, 1, 3, 3},
+               {2, 2},
+               {1, 1, 1, 1},
+               {},
+               {},
+               2,
+               true});
   v.push_back(
       {"rect_stride", {1, 3, 10, 8}, {5, 3, 2, 4}, {3, 1}, {0, 1, 2, 0}, {1, 2}, {}, 1, true});
   v.push_back({"big_tiles", {1, 8, 40, 45}, {16, 8, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 1, true});
