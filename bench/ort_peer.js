@@ -2,7 +2,7 @@
 // ONNX Runtime peer of `rlx run --bench`, for bench/race.py.
 //
 //   node bench/ort_peer.js MODEL.onnx INPUTS.safetensors [--runs N] [--warmup W]
-//        [--threads T] [--out OUT.safetensors] [--peers DIR]
+//        [--threads T] [--out OUT.safetensors] [--peers DIR] [--profile]
 //
 // Loads onnxruntime-node 1.30 from DIR/node_modules (default $RLX_PEERS_DIR or
 // ~/.cache/rlx-peers; scripts/install-peers.sh installs it there), binds the
@@ -12,6 +12,9 @@
 // {"min_ms", "median_ms", "max_ms", "ms": [every run], "create_ms",
 //  "rss_peak_bytes" (VmHWM), "rss_before_session_bytes"}. The median is sorted[n/2],
 // as rlx run computes it. --out writes the first run's outputs by name.
+// --profile turns on ORT's profiler for the timed runs and prints, to stderr,
+// the time per op kind and the slowest nodes (ms per run), as `rlx run
+// --profile` does, so the two can be read side by side.
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -27,6 +30,7 @@ function parseArgs(argv) {
     else if (k === '--threads') a.threads = parseInt(argv[++i], 10);
     else if (k === '--out') a.out = argv[++i];
     else if (k === '--peers') a.peers = argv[++i];
+    else if (k === '--profile') a.profile = true;
     else a.pos.push(k);
   }
   if (a.pos.length !== 2) {
@@ -89,6 +93,30 @@ function vmHWM() {
   return m ? parseInt(m[1], 10) * 1024 : null;
 }
 
+// ORT's trace: one "Node" event per kernel run, `dur` in microseconds.
+function printProfile(file, runs) {
+  const events = JSON.parse(fs.readFileSync(file, 'utf8'));
+  fs.unlinkSync(file);
+  const byKind = {}, byNode = {};
+  let total = 0;
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    const ms = e.dur / 1000 / runs, kind = e.args.op_name;
+    const node = e.name.slice(0, -'_kernel_time'.length);
+    byKind[kind] = (byKind[kind] || 0) + ms;
+    byNode[node] = byNode[node] || {kind, ms: 0};
+    byNode[node].ms += ms;
+    total += ms;
+  }
+  const lines = [`ORT profile: ${total.toFixed(3)} ms per run in kernels`];
+  for (const [k, v] of Object.entries(byKind).sort((x, y) => y[1] - x[1]))
+    lines.push(`  ${k.padEnd(24)} ${v.toFixed(3).padStart(8)}`);
+  lines.push('  slowest nodes:');
+  for (const [n, v] of Object.entries(byNode).sort((x, y) => y[1].ms - x[1].ms).slice(0, 25))
+    lines.push(`  ${v.ms.toFixed(3).padStart(8)} ms  ${v.kind.padEnd(18)} ${n}`);
+  process.stderr.write(lines.join('\n') + '\n');
+}
+
 async function main() {
   const a = parseArgs(process.argv.slice(2));
   const ort = require(path.join(a.peers, 'node_modules', 'onnxruntime-node'));
@@ -102,6 +130,8 @@ async function main() {
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
+    enableProfiling: !!a.profile,
+    profileFilePrefix: path.join(os.tmpdir(), `ort_peer_${process.pid}`),
   });
   const createMs = performance.now() - t0;
   const feeds = {};
@@ -120,6 +150,12 @@ async function main() {
     t0 = performance.now();
     await session.run(feeds);
     ms.push(performance.now() - t0);
+  }
+  if (a.profile) {
+    await session.endProfiling();  // writes <profileFilePrefix>_<date>.json
+    const prefix = `ort_peer_${process.pid}`;
+    const file = fs.readdirSync(os.tmpdir()).find((f) => f.startsWith(prefix));
+    printProfile(path.join(os.tmpdir(), file), a.runs + a.warmup);
   }
   const s = [...ms].sort((x, y) => x - y);
   const res = {

@@ -54,6 +54,23 @@ LABELS = {
     "small_cnn": "small CNN 32²",
 }
 RUNTIMES = ["rlx", "ort", "torch"]
+# Single layers, to race one kernel: conv_C_O_H_k3s1g1 is Conv2d(C, O, 3, stride 1,
+# padding 1, groups 1, no bias) + BatchNorm + ReLU on [1, C, H, H]; maxpool_C_H_k3s2 is
+# MaxPool2d(3, 2, padding 1) on [1, C, H, H].
+LAYERS = {
+    "conv": re.compile(r"conv_(?P<c>\d+)_(?P<o>\d+)_(?P<h>\d+)_k(?P<k>\d+)s(?P<s>\d+)g(?P<g>\d+)"),
+    "maxpool": re.compile(r"maxpool_(?P<c>\d+)_(?P<h>\d+)_k(?P<k>\d+)s(?P<s>\d+)"),
+}
+
+
+def parse_layer(name):
+    """(kind, {field: int}) for a layer model name, else None."""
+    for kind, rx in LAYERS.items():
+        m = rx.fullmatch(name)
+        if m:
+            return kind, {k: int(v) for k, v in m.groupdict().items()}
+    return None
+
 
 
 # ---------------------------------------------------------------- models (child processes)
@@ -131,13 +148,33 @@ def _models():
         m.eval()
         return m, (torch.randn(1, 3, 32, 32),)
 
-    return {
+    def layer(name, fit):
+        kind, f = parse_layer(name)
+        C, H, k, st = f["c"], f["h"], f["k"], f["s"]
+        M._seed()
+        if kind == "conv":
+            conv = nn.Conv2d(C, f["o"], k, st, k // 2, groups=f["g"], bias=False)
+            net = nn.Sequential(conv, nn.BatchNorm2d(f["o"]), nn.ReLU())
+            if fit:
+                M._reestimate_bn(net, (4, C, H, H))
+        else:
+            net = nn.Sequential(nn.MaxPool2d(k, st, k // 2))
+        net.eval()
+        return net, (torch.randn(1, C, H, H),)
+
+    class Factories(dict):
+        def __missing__(self, name):  # a layer model (parse_layer)
+            if not parse_layer(name):
+                raise KeyError(name)
+            return lambda fit: layer(name, fit)
+
+    return Factories({
         "resnet18": lambda fit: vision("resnet18", fit),
         "mobilenet_v2": lambda fit: vision("mobilenet_v2", fit),
         "bert": bert,
         "gpt2": gpt2,
         "small_cnn": small_cnn,
-    }
+    })
 
 
 def export_child(name, d, threads):
@@ -295,7 +332,7 @@ def time_ort(a, d, check):
 
 def torch_env(name, T):
     return dict(os.environ, OMP_NUM_THREADS=str(T), OMP_WAIT_POLICY="PASSIVE",
-                OPENBLAS_NUM_THREADS="1" if name in CNNS else str(T))
+                OPENBLAS_NUM_THREADS="1" if (name in CNNS or parse_layer(name)) else str(T))
 
 
 def time_torch(a, name, d, check):
@@ -365,7 +402,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=2,
                     help="untimed runs before timing for ORT and PyTorch (rlx run does 2)")
-    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated: " + ",".join(MODELS))
+    ap.add_argument("--models", default=",".join(MODELS),
+                    help="comma-separated: " + ",".join(MODELS) +
+                    ", or single layers conv_C_O_H_kKsSgG / maxpool_C_H_kKsS")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "race"),
                     help="exports are cached here, results written here")
     ap.add_argument("--rlx", default=os.path.join(ROOT, "build", "rlx"))
@@ -385,7 +424,7 @@ def main():
 
     t_start = time.time()
     models = [m.strip() for m in a.models.split(",") if m.strip()]
-    bad = [m for m in models if m not in MODELS]
+    bad = [m for m in models if m not in MODELS and not parse_layer(m)]
     if bad:
         ap.error(f"unknown model(s) {bad}; choose from {MODELS}")
     a.rlx = os.path.abspath(a.rlx)
@@ -478,7 +517,7 @@ def main():
         def cos(rt):
             return f"{c[rt]['cosine']:.6f}" if "cosine" in c.get(rt, {}) else "—"
 
-        rows.append(f"| {LABELS[name]} | {ms('rlx')} | {ms('ort')} | {ms('torch')} | "
+        rows.append(f"| {LABELS.get(name, name)} | {ms('rlx')} | {ms('ort')} | {ms('torch')} | "
                     f"{ratio('rlx', 'ort')} | {ratio('rlx', 'torch')} | {cos('rlx')} | {cos('ort')} | "
                     f"{human(s['rlx']['arena']) if s['rlx'] else '—'} | "
                     f"{human(s['ort']['rss']) if s['ort'] else '—'} | "

@@ -34,12 +34,25 @@ struct Shape {
 };
 
 const Shape kShapes[] = {
-    {"conv stem 7x7 tile", 64, 448, 147, false},   {"conv 64ch 3x3 tile", 64, 128, 576, false},
-    {"conv 128ch 3x3 tile", 128, 64, 1152, false}, {"conv 256ch 3x3 tile", 256, 64, 2304, false},
-    {"conv 512ch 7x7 map", 512, 49, 4608, false},  {"bert qkv/out 128 tok", 128, 768, 768, true},
-    {"bert ffn up", 128, 3072, 768, true},         {"bert ffn down", 128, 768, 3072, true},
-    {"decode step (M=1)", 1, 768, 768, true},      {"skinny M=32 ffn up", 32, 3072, 768, true},
-    {"square 512", 512, 512, 512, false},          {"square 1024", 1024, 1024, 1024, false},
+    {"conv stem 7x7 tile", 64, 448, 147, false},
+    {"conv 64ch 3x3 tile", 64, 128, 576, false},
+    {"conv 128ch 3x3 tile", 128, 64, 1152, false},
+    {"conv 256ch 3x3 tile", 256, 64, 2304, false},
+    {"conv 512ch 7x7 map", 512, 49, 4608, false},
+    {"bert qkv/out 128 tok", 128, 768, 768, true},
+    {"bert ffn up", 128, 3072, 768, true},
+    {"bert ffn down", 128, 768, 3072, true},
+    {"decode step (M=1)", 1, 768, 768, true},
+    {"skinny M=32 ffn up", 32, 3072, 768, true},
+    {"square 512", 512, 512, 512, false},
+    {"square 1024", 1024, 1024, 1024, false},
+    // mobilenet_v2's 1x1 convs (M = out channels, N = positions, K = in channels).
+    {"1x1 16->96 112x112", 96, 12544, 16, false},
+    {"1x1 144->24 56x56", 24, 3136, 144, false},
+    {"1x1 576->96 14x14", 96, 196, 576, false},
+    {"1x1 96->576 14x14", 576, 196, 96, false},
+    {"1x1 960->320 7x7", 320, 49, 960, false},
+    {"1x1 320->1280 7x7", 1280, 49, 320, false},
 };
 
 double seconds_of(const std::function<void()>& f) {
