@@ -15,4 +15,9 @@ int num_threads();
 // fn are rethrown on the caller.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+// Calls fn(i) for every i in [0, n), each its own chunk: for a few coarse,
+// uneven tasks (a conv's GEMM tiles), where parallel_for's few chunks per
+// thread would leave one thread with a whole extra chunk of them at the end.
+void parallel_tasks(int64_t n, const std::function<void(int64_t)>& fn);
+
 }  // namespace rlx

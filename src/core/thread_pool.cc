@@ -180,4 +180,9 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   p.run(chunks, [&](int64_t c) { fn(c * step, std::min(n, (c + 1) * step)); });
 }
 
+void parallel_tasks(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  pool().run(n, fn);
+}
+
 }  // namespace rlx

@@ -555,9 +555,9 @@ void im2row(const T* x, const Geom& g, T* colT) {
 template <class Scratch, class Task>
 void run_conv_tasks(int64_t tasks, const Task& task) {
   if (tasks >= num_threads()) {
-    parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
-      Scratch scratch;
-      for (int64_t t = t0; t < t1; ++t) task(t, scratch, true);
+    parallel_tasks(tasks, [&](int64_t t) {
+      thread_local Scratch scratch;  // each worker's, kept between tasks and runs
+      task(t, scratch, true);
     });
   } else {
     Scratch scratch;

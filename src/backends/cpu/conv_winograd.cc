@@ -179,10 +179,10 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, floa
       });
       // All `orows` rows: a packed A's slivers are only read whole (the
       // padding rows are zeros and their products are never read).
-      parallel_for(AA, 1, [&](int64_t x0, int64_t x1) {
-        for (int64_t xi = x0; xi < x1; ++xi)
-          sgemm(kernel, false, false, orows, tb, s.C, 1.f, nullptr, s.C, V + xi * s.C * tb, tb, 0.f,
-                Mb + xi * orows * tb, tb, {}, 0, 0, {&u, xi * orows}, {});
+      // One task per GEMM: 36 (or 16) in few chunks left a thread a whole chunk behind.
+      parallel_tasks(AA, [&](int64_t xi) {
+        sgemm(kernel, false, false, orows, tb, s.C, 1.f, nullptr, s.C, V + xi * s.C * tb, tb, 0.f,
+              Mb + xi * orows * tb, tb, {}, 0, 0, {&u, xi * orows}, {});
       });
       parallel_for(s.O, 1, [&](int64_t o0, int64_t o1) {
         for (int64_t o = o0; o < o1; ++o) {
