@@ -516,37 +516,37 @@ bool is_3x3_s1(const Geom& g) {
          g.d[1] == 1 && g.d[2] == 1;
 }
 
-// col^T[out_sz, Cg * k_sz] of one image group x[Cg, in_sz]: row p holds every
-// input window element output position p reads, in im2col's row order.
+// Rows [p0, p1) of col^T[out_sz, Cg * k_sz] of one image group x[Cg, in_sz]:
+// row p holds every input window element output position p reads, in
+// im2col's row order.
 template <typename T>
-void im2row(const T* x, const Geom& g, T* colT) {
-  const int64_t rows = g.Cg * g.k_sz;
-  for (int64_t od = 0, p = 0; od < g.out[0]; ++od)
-    for (int64_t oh = 0; oh < g.out[1]; ++oh)
-      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++p) {
-        T* dst = colT + p * rows;
-        const int64_t iw0 = ow * g.s[2] - g.pb[2];
-        for (int64_t c = 0; c < g.Cg; ++c)
-          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-            const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
-            for (int64_t kh = 0; kh < g.k[1]; ++kh, dst += g.k[2]) {
-              const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
-              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-                std::fill(dst, dst + g.k[2], T(0));
-                continue;
-              }
-              const T* row = x + c * g.in_sz + (id * g.in[1] + ih) * g.in[2];
-              if (g.d[2] == 1 && iw0 >= 0 && iw0 + g.k[2] <= g.in[2]) {
-                std::copy_n(row + iw0, g.k[2], dst);
-                continue;
-              }
-              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                const int64_t iw = iw0 + kw * g.d[2];
-                dst[kw] = iw >= 0 && iw < g.in[2] ? row[iw] : T(0);
-              }
-            }
+void im2row(const T* x, const Geom& g, T* colT, int64_t p0, int64_t p1) {
+  const int64_t rows = g.Cg * g.k_sz, oHW = g.out[1] * g.out[2];
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t od = p / oHW, oh = p / g.out[2] % g.out[1], ow = p % g.out[2];
+    T* dst = colT + p * rows;
+    const int64_t iw0 = ow * g.s[2] - g.pb[2];
+    for (int64_t c = 0; c < g.Cg; ++c)
+      for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+        const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+        for (int64_t kh = 0; kh < g.k[1]; ++kh, dst += g.k[2]) {
+          const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+          if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+            std::fill(dst, dst + g.k[2], T(0));
+            continue;
           }
+          const T* row = x + c * g.in_sz + (id * g.in[1] + ih) * g.in[2];
+          if (g.d[2] == 1 && iw0 >= 0 && iw0 + g.k[2] <= g.in[2]) {
+            std::copy_n(row + iw0, g.k[2], dst);
+            continue;
+          }
+          for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+            const int64_t iw = iw0 + kw * g.d[2];
+            dst[kw] = iw >= 0 && iw < g.in[2] ? row[iw] : T(0);
+          }
+        }
       }
+  }
 }
 
 // Tasks 0..n-1 of a conv: spread over the pool with single-threaded GEMMs
@@ -611,7 +611,7 @@ bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilo
     for (int64_t j = 0; j < m; ++j) {
       const T* xj = x + ((n0 + j) * g.C + gi * g.Cg) * g.in_sz;
       if (by_rows)
-        im2row(xj, g, col.data() + j * g.out_sz * rows);
+        im2row(xj, g, col.data() + j * g.out_sz * rows, 0, g.out_sz);
       else
         im2col(xj, g, 0, g.out_sz, col.data() + j * g.out_sz, cols);
     }
@@ -652,18 +652,24 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
   std::vector<float>&colT = colT_buf, &ct = ct_buf;
   colT.resize(size_t(P * K));
   ct.resize(size_t(P * g.O));
-  parallel_for(g.N, 1, [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n)
-      im2row(x + n * g.C * g.in_sz, g, colT.data() + n * g.out_sz * K);
+  // Positions of all images over the pool (at batch 1 there is one image).
+  parallel_for(P, std::max<int64_t>(1, 8192 / K), [&](int64_t b, int64_t e) {
+    for (int64_t n = b / g.out_sz; n * g.out_sz < e; ++n) {
+      const int64_t p0 = std::max(b, n * g.out_sz) - n * g.out_sz;
+      const int64_t p1 = std::min(e, (n + 1) * g.out_sz) - n * g.out_sz;
+      im2row(x + n * g.C * g.in_sz, g, colT.data() + n * g.out_sz * K, p0, p1);
+    }
   });
   const GemmEpilogue<float> epi{act, bias, false};
   gemm(false, true, P, g.O, K, 1.f, colT.data(), K, w, K, 0.f, ct.data(), g.O, epi, {nullptr, wt});
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t p = 0; p < g.out_sz; ++p) {
-      const float* src = ct.data() + (n * g.out_sz + p) * g.O;
-      float* dst = y + n * g.O * g.out_sz + p;
-      for (int64_t o = 0; o < g.O; ++o) dst[o * g.out_sz] = src[o];
-    }
+  parallel_for(g.O, std::max<int64_t>(1, 8192 / P), [&](int64_t o0, int64_t o1) {
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t p = 0; p < g.out_sz; ++p) {
+        const float* src = ct.data() + (n * g.out_sz + p) * g.O;
+        float* dst = y + n * g.O * g.out_sz + p;
+        for (int64_t o = o0; o < o1; ++o) dst[o * g.out_sz] = src[o];
+      }
+  });
   return true;
 }
 
@@ -684,7 +690,12 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
   if (conv_small_maps(g, x, w, bias, act, y)) return;
   const int64_t rows = g.Cg * g.k_sz;
   const bool pw = g.pointwise();
-  const int64_t tile = pw ? g.out_sz : tile_cols(rows, g.out_sz);
+  int64_t tile = pw ? g.out_sz : tile_cols(rows, g.out_sz);
+  // Too few tiles to occupy the pool (a first layer: 1024 positions, K = 27)
+  // would run im2col on one thread before a GEMM split over all; smaller
+  // tiles give every thread its own im2col and GEMM.
+  if (!pw && g.N * g.G * ((g.out_sz + tile - 1) / tile) < num_threads())
+    tile = std::max<int64_t>(64, ((g.out_sz + num_threads() - 1) / num_threads() + 15) / 16 * 16);
   const int64_t ntiles = (g.out_sz + tile - 1) / tile, tasks = g.N * g.G * ntiles;
   auto task = [&](int64_t t, std::vector<T>& col, bool serial) {
     const int64_t ng = t / ntiles, n = ng / g.G, gi = ng % g.G;
