@@ -131,6 +131,12 @@ const std::vector<int64_t>& pool_stride(const PoolAttrs& a) {
   return a.stride.empty() ? a.kernel : a.stride;
 }
 
+// A conv node's inputs: (x, w[, bias][, residual]); the residual is there
+// when the attribute says so, the bias when one input more than x and w is.
+inline bool conv_has_bias(const ConvAttrs& a, size_t inputs) {
+  return inputs - (a.residual ? 1 : 0) == 3;
+}
+
 // Default attributes of `op` (required fields zero/empty).
 OpAttrs default_attrs(Op op);
 // The one attribute parser: untyped map -> the op's struct. Throws rlx::Error

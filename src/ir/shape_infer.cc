@@ -509,9 +509,13 @@ Shape infer_conv(const Node& n, const In& in) {
   if (x.dims[1].is_static())
     RLX_CHECK(x.dims[1].value == wd[1] * g, "conv: input has ", x.dims[1].value,
               " channels, weight expects ", wd[1] * g, " (groups=", g, ")");
-  if (in.size() == 3)
+  RLX_CHECK(!a.residual || in.size() >= 3, "conv: residual=true needs a residual input");
+  if (conv_has_bias(a, in.size()))
     RLX_CHECK(in[2]->rank() == 1 && in[2]->dims[0] == Dim(wd[0]), "conv: bias ", in[2]->str(),
               " does not match ", wd[0], " out channels");
+  else
+    RLX_CHECK(in.size() - (a.residual ? 1 : 0) == 2, "conv: ", in.size(),
+              " inputs, expected (x, w[, bias]) and the residual when residual=true");
   auto stride = ints_or(a.stride, "stride", size_t(sp), 1);
   auto dil = ints_or(a.dilation, "dilation", size_t(sp), 1);
   auto pads = ints_or(a.pads, "pads", size_t(2 * sp), 0);
@@ -521,7 +525,11 @@ Shape infer_conv(const Node& n, const In& in) {
       return window_out(d, wd[size_t(2 + i)], stride[size_t(i)], pads[size_t(i)],
                         pads[size_t(i + sp)], dil[size_t(i)], false);
     }));
-  return Shape(out, x.dtype);
+  const Shape y(out, x.dtype);
+  if (a.residual)
+    RLX_CHECK(*in.back() == y, "conv: residual ", in.back()->str(), " must match the output ",
+              y.str());
+  return y;
 }
 
 Shape infer_conv_transpose(const Node& n, const In& in) {

@@ -1,6 +1,8 @@
 // The epilogue pass: conv/matmul followed by a bias add and/or an activation,
 // each read by nothing else, become one conv/matmul node whose kernel applies
-// them to each output block while it is in cache. conv_bn folds an inference
+// them to each output block while it is in cache; so does a conv's residual
+// add (resnet's conv + add + relu, mobilenet's projection + add), whose other
+// operand the conv then reads as its last input. conv_bn folds an inference
 // BatchNorm into the conv before it, so conv + BN + ReLU ends as one node.
 #include <cmath>
 
@@ -53,7 +55,7 @@ class Fuser {
   }
 
  private:
-  // A conv/matmul with nothing fused yet, read only by the node being fused.
+  // A conv/matmul with no activation fused yet, read only by the node being fused.
   bool open(const Node& p) const {
     if (uses_[size_t(p.id)] != 1 || !float_node(p)) return false;
     if (p.op == Op::Conv) return p.attrs_as<ConvAttrs>().activation == Epilogue::none;
@@ -77,25 +79,53 @@ class Fuser {
     return {nullptr, -1};
   }
 
-  // `n` becomes producer `p` with `bias` (for matmul, or -1) and `act` fused.
-  void replace(const Node& n, const Node& p, NodeId bias, Epilogue act) {
+  // add(conv, r) with r of the add's shape and dtype: the conv and r, else
+  // {nullptr, -1}. The conv has no residual or activation yet (r is added
+  // before the activation).
+  std::pair<const Node*, NodeId> conv_residual(const Node& add) const {
+    if (add.op != Op::Add || !float_node(add)) return {nullptr, -1};
+    for (int k = 0; k < 2; ++k) {
+      const Node& c = g_.node(add.inputs[size_t(k)]);
+      const Node& r = g_.node(add.inputs[size_t(1 - k)]);
+      if (c.op != Op::Conv || !open(c) || c.attrs_as<ConvAttrs>().residual || c.id == r.id)
+        continue;
+      if (c.shape == add.shape && r.shape == add.shape) return {&c, r.id};
+    }
+    return {nullptr, -1};
+  }
+
+  // `n` becomes producer `p` with `extra` fused (matmul: a bias; conv: a
+  // residual; -1: none) and `act`.
+  void replace(const Node& n, const Node& p, NodeId extra, Epilogue act,
+               const Node* via = nullptr) {
     std::vector<NodeId> ins;
     for (NodeId in : p.inputs) ins.push_back(rw_.mapped(in));
-    if (bias >= 0) ins.push_back(rw_.mapped(bias));
+    if (extra >= 0) ins.push_back(rw_.mapped(extra));
     OpAttrs attrs = p.attrs;
-    if (auto* c = std::get_if<ConvAttrs>(&attrs)) c->activation = act;
+    if (auto* c = std::get_if<ConvAttrs>(&attrs)) {
+      c->activation = act;
+      c->residual = c->residual || (extra >= 0);
+    }
     if (auto* m = std::get_if<MatMulAttrs>(&attrs)) m->activation = act;
-    rw_.map(n.id, rw_.out().add_typed(p.op, std::move(ins), std::move(attrs), n.name,
-                                      join_origins(p.origin, n.origin)));
+    rw_.map(n.id,
+            rw_.out().add_typed(p.op, std::move(ins), std::move(attrs), n.name,
+                                via ? join_origins(join_origins(p.origin, via->origin), n.origin)
+                                    : join_origins(p.origin, n.origin)));
+  }
+
+  // The conv/matmul an add fuses into, and what it adds (a bias or a residual).
+  std::pair<const Node*, NodeId> fusable_add(const Node& add) const {
+    auto fused = matmul_bias(add);
+    return fused.first ? fused : conv_residual(add);
   }
 
   bool fuse(const Node& n) {
     if (n.op == Op::Add) {
-      // A bias add whose only reader is an activation fuses with it instead.
+      // An add whose only reader is an activation fuses with it instead.
       if (uses_[size_t(n.id)] == 1 && reader_is_activation(n)) return false;
-      auto [m, bias] = matmul_bias(n);
-      if (!m) return false;
-      replace(n, *m, bias, Epilogue::none);
+      auto [p, extra] = fusable_add(n);
+      if (!p) return false;
+      replace(n, *p, extra, Epilogue::none);
       return true;
     }
     const Epilogue act = epilogue_of(n);
@@ -106,9 +136,9 @@ class Fuser {
       return true;
     }
     if (uses_[size_t(p.id)] != 1) return false;
-    auto [m, bias] = matmul_bias(p);
-    if (!m) return false;
-    replace(n, *m, bias, act);
+    auto [q, extra] = fusable_add(p);
+    if (!q) return false;
+    replace(n, *q, extra, act, &p);  // p: the add between them
     return true;
   }
 
@@ -128,8 +158,8 @@ class EpiloguePass final : public Pass {
  public:
   std::string_view name() const override { return "epilogue"; }
   std::string_view description() const override {
-    return "fuse a bias add and an activation (relu, relu6, gelu, silu, sigmoid, tanh) into the "
-           "conv/matmul before them";
+    return "fuse a bias add, a conv's residual add and an activation (relu, relu6, gelu, silu, "
+           "sigmoid, tanh) into the conv/matmul before them";
   }
   Graph run(const Graph& g, const PassContext&) const override { return fuse_epilogues(g); }
 };
@@ -148,7 +178,8 @@ Graph fold_conv_batchnorm(const Graph& g) {
     bool ok = conv && conv->op == Op::Conv && uses[size_t(conv->id)] == 1 &&
               conv->shape.dtype == DType::F32 &&
               conv->attrs_as<ConvAttrs>().activation == Epilogue::none &&
-              constant(conv->inputs[1]) && (conv->inputs.size() == 2 || constant(conv->inputs[2]));
+              !conv->attrs_as<ConvAttrs>().residual && constant(conv->inputs[1]) &&
+              (conv->inputs.size() == 2 || constant(conv->inputs[2]));
     for (size_t k = 1; ok && k < 5; ++k) {
       const Tensor* t = constant(n.inputs[k]);
       ok = t && t->dtype() == DType::F32;

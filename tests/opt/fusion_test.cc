@@ -1,4 +1,5 @@
-// The fusion passes: epilogue (conv/matmul + bias + activation) and conv_bn
+// The fusion passes: epilogue (conv/matmul + bias + activation, a conv's
+// residual add) and conv_bn
 // (inference BatchNorm folded into the conv). Graph before/after, and outputs
 // with and without each pass: bit-identical for the epilogue (the fused kernel
 // rounds like the separate ops), within float rounding for conv_bn (new weights).
@@ -114,6 +115,80 @@ TEST(Fusion, ConvReluFusesWhenTheConvHasOneReader) {
   // Read twice, the conv keeps its own output.
   g.add_output("conv", c);
   EXPECT_EQ(count_op(opt::eliminate_dead_code(opt::fuse_epilogues(g)), Op::Relu), 1);
+}
+
+// conv + add(residual) [+ relu] on every conv path the CPU backend has (the
+// weights are params, so packed: Winograd, the small-map transposed product,
+// depthwise rows and flat rows, im2col tiles, pointwise, batched small maps),
+// in f32 and f64: the residual fuses, and the outputs are bit-identical to
+// the unfused add and relu (the epilogue adds bias, then residual, then
+// activates, as the separate ops round).
+TEST(Fusion, ConvResidualFusesOnEveryConvPath) {
+  struct Case {
+    const char* name;
+    Dims x, w;
+    int64_t stride, groups;
+    bool relu;
+    DType dt = DType::F32;
+  };
+  const Case cases[] = {
+      {"winograd_f43", {1, 16, 16, 16}, {16, 16, 3, 3}, 1, 1, true},
+      {"winograd_f23", {1, 16, 7, 7}, {16, 16, 3, 3}, 1, 1, false},
+      {"small_map_s2", {1, 16, 8, 8}, {24, 16, 3, 3}, 2, 1, true},
+      {"depthwise_rows", {1, 8, 6, 40}, {8, 1, 3, 3}, 1, 8, true},
+      {"depthwise_flat_s2", {1, 8, 12, 12}, {8, 1, 3, 3}, 2, 8, false},
+      {"im2col", {1, 3, 20, 20}, {8, 3, 5, 5}, 1, 1, true},
+      {"pointwise", {1, 12, 9, 9}, {20, 12, 1, 1}, 1, 1, true},
+      {"grouped_batched", {3, 8, 5, 5}, {8, 4, 3, 3}, 1, 2, true},
+      {"f64", {2, 4, 9, 9}, {6, 4, 3, 3}, 2, 1, true, DType::F64},
+  };
+  uint64_t seed = 70;
+  for (const Case& c : cases) {
+    Model m;
+    Builder b(m.g);
+    const int64_t k = c.w[2], pad = k / 2;
+    NodeId x = b.input("x", Shape(c.x, c.dt));
+    NodeId conv =
+        b.op(Op::Conv, {x, b.param("w", Shape(c.w, c.dt)), b.param("b", Shape(Dims{c.w[0]}, c.dt))},
+             {{"stride", std::vector<int64_t>{c.stride, c.stride}},
+              {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+              {"groups", c.groups}});
+    const Dims out = m.g.node(conv).shape.concrete();
+    NodeId r = b.input("r", Shape(out, c.dt));
+    NodeId sum = b.add(r, conv);  // the conv on either side of the add
+    m.g.add_output("y", c.relu ? b.relu(sum) : sum);
+    m.weights = {{"w", random_tensor(c.w, c.dt, seed++)},
+                 {"b", random_tensor({c.w[0]}, c.dt, seed++)}};
+    m.inputs = {{"x", random_tensor(c.x, c.dt, seed++)}, {"r", random_tensor(out, c.dt, seed++)}};
+    const Graph g = testing::compiled_graph(m.g, m.weights);
+    EXPECT_EQ(count_op(g, Op::Add), 0) << c.name << "\n" << to_text(g);
+    EXPECT_EQ(count_op(g, Op::Relu), 0) << c.name;
+    const Node& y = g.node(g.outputs()[0].node);
+    ASSERT_EQ(y.op, Op::Conv) << c.name;
+    EXPECT_TRUE(y.attrs_as<ConvAttrs>().residual) << c.name;
+    EXPECT_EQ(y.inputs.size(), 4u) << c.name;
+    for (int run = 0; run < 2; ++run)  // the second run reads the packed weights
+      EXPECT_TRUE(testing::same_with_and_without(m.g, m.inputs, m.weights, "epilogue")) << c.name;
+  }
+}
+
+// A residual read by another node too, or an add of two convs: the add still
+// fuses (the residual stays a value of its own); a conv read twice does not.
+TEST(Fusion, ConvResidualNeedsAConvReadOnlyByTheAdd) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({1, 4, 6, 6}));
+  Attrs pad{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  NodeId c1 = b.op(Op::Conv, {x, b.param("w1", S({4, 4, 3, 3}))}, pad);
+  NodeId c2 = b.op(Op::Conv, {x, b.param("w2", S({4, 4, 3, 3}))}, pad);
+  g.add_output("y", b.add(c1, c2));
+  g.add_output("c2", c2);  // c2 is read twice: c1 takes it as its residual
+  const Graph fused = opt::eliminate_dead_code(opt::fuse_epilogues(g));
+  EXPECT_NO_THROW(fused.verify());
+  EXPECT_EQ(count_op(fused, Op::Add), 0);
+  EXPECT_EQ(count_op(fused, Op::Conv), 2);
+  g.add_output("c1", c1);  // now both convs are read twice: nothing fuses
+  EXPECT_EQ(count_op(opt::eliminate_dead_code(opt::fuse_epilogues(g)), Op::Add), 1);
 }
 
 }  // namespace

@@ -45,9 +45,14 @@ Val lower_conv(Lowering& L, const Node& n) {
       {"pad", L.b.ints(interleave_pads(list_or(a.pads, 2 * sp, 0)), h + "_pad")},
       {"dilations", L.b.ints(list_or(a.dilation, sp, 1), h + "_dil")},
       {"groups", L.b.int_scalar(a.groups, h + "_groups")}};
-  if (n.inputs.size() == 3) in.push_back({"bias", L.in(n, 2)});
-  if (a.activation == Epilogue::none) return L.b.op("conv", in, L.type_of(n), h);
-  return L.activation(a.activation, L.b.op("conv", in, L.type_of(n), h + "_conv"), h);
+  if (conv_has_bias(a, n.inputs.size())) in.push_back({"bias", L.in(n, 2)});
+  if (a.activation == Epilogue::none && !a.residual) return L.b.op("conv", in, L.type_of(n), h);
+  Val y = L.b.op("conv", in, L.type_of(n), h + "_conv");
+  // A fused residual: added after the bias, before the activation.
+  if (a.residual)
+    y = L.b.op("add", {{"x", y}, {"y", L.in(n, n.inputs.size() - 1)}}, y.type,
+               a.activation == Epilogue::none ? h : h + "_res");
+  return a.activation == Epilogue::none ? y : L.activation(a.activation, y, h);
 }
 
 // MIL pools want [N, C, H, W]; an unbatched [C, H, W] gets a leading 1. A is MaxPoolAttrs or

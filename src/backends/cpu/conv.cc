@@ -93,7 +93,9 @@ Geom make_geom(const KernelCall& c, bool transpose) {
               g.Cg * g.G, " (groups=", g.G, ")");
     g.Og = g.O / g.G;
   }
-  if (c.in.size() == 3)
+  // conv_transpose takes no residual: its ConvTransposeAttrs-made copy has none.
+  const bool residual = !transpose && c.node.attrs_as<ConvAttrs>().residual;
+  if (conv_has_bias(ConvAttrs{.residual = residual}, c.in.size()))
     RLX_CHECK(c.in[2].rank() == 1 && c.in[2].dim(0) == g.O && c.in[2].dtype() == x.dtype(), where,
               ": bias ", dims_str(c.in[2].dims()), " does not match ", g.O, " out channels");
   auto stride = attr_ints(a.stride, "stride", g.sp, 1, 1, where);
@@ -331,6 +333,13 @@ DwRow dw_row_for(int64_t KH, int64_t KW) {
   return dw_row_avx2<S, 0>;
 }
 
+// The activation, and the residual from element `offset` of the output on
+// (bias already added by the kernel): the epilogue of a depthwise plane or row.
+template <typename T>
+GemmEpilogue<T> plane_epilogue(Epilogue act, const T* res, int64_t offset) {
+  return {.act = act, .residual = res ? res + offset : nullptr};
+}
+
 // V vectors of a flat depthwise row from output q: out[q + i] = b +
 // sum_t wc[t] * taps[t][q + i], every tap read with unit stride. NT > 0 fixes
 // the tap count at compile time. `out` is readable and writable up to a
@@ -390,7 +399,7 @@ RLX_AVX2 void deinterleave_avx2(const float* src, int64_t n, float* even, float*
 // stride-1 maps take), 7x7-28x28 maps spent most of each row in partial
 // blocks and ran 1.5-5x slower than ONNX Runtime's channel-blocked kernel.
 void depthwise_flat(const Geom& g, const float* x, const float* w, const float* bias, Epilogue act,
-                    float* y) {
+                    const float* res, float* y) {
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
   const int64_t S = g.s[2], pt = g.pb[1], pl = g.pb[2];
   auto round_up = [](int64_t v, int64_t to) { return (v + to - 1) / to * to; };
@@ -433,7 +442,7 @@ void depthwise_flat(const Geom& g, const float* x, const float* w, const float* 
       row(taps, w + c * g.k_sz, KH * KW, OH * Wg, bias ? bias[c] : 0.0f, flat_out.data());
       float* yp = y + p * g.out_sz;
       for (int64_t oh = 0; oh < OH; ++oh) std::copy_n(flat_out.data() + oh * Wg, OW, yp + oh * OW);
-      apply_epilogue(GemmEpilogue<float>{act}, yp, g.out_sz, 1, g.out_sz, 0, 0);
+      apply_epilogue(plane_epilogue(act, res, p * g.out_sz), yp, g.out_sz, 1, g.out_sz, 0, 0);
     }
   });
 }
@@ -441,7 +450,7 @@ void depthwise_flat(const Geom& g, const float* x, const float* w, const float* 
 // The AVX2 depthwise path for wide stride-1 maps (and unequal strides): each
 // plane copied once into a zero-padded buffer, rows through dw_row_avx2.
 void depthwise_rows(const Geom& g, const float* x, const float* w, const float* bias, Epilogue act,
-                    float* y) {
+                    const float* res, float* y) {
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
   const int64_t S = g.s[2], pt = g.pb[1], pl = g.pb[2];
   const int64_t Wp = std::max(pl + W, ((OW + 7) / 8 * 8 - 1) * S + KW + S) + 8;
@@ -462,7 +471,8 @@ void depthwise_rows(const Geom& g, const float* x, const float* w, const float* 
         for (int64_t kh = 0; kh < KH; ++kh) rows[kh] = &padded[size_t((oh * g.s[1] + kh) * Wp)];
         row(rows, w + c * g.k_sz, KH, KW, OW, bias ? bias[c] : 0.0f, yp + oh * OW);
         // The activation on the row while it is in L1 (a plane may not fit).
-        apply_epilogue(GemmEpilogue<float>{act}, yp + oh * OW, OW, 1, OW, 0, 0);
+        apply_epilogue(plane_epilogue(act, res, p * g.out_sz + oh * OW), yp + oh * OW, OW, 1, OW, 0,
+                       0);
       }
     }
   });
@@ -470,12 +480,14 @@ void depthwise_rows(const Geom& g, const float* x, const float* w, const float* 
 
 // Depthwise (groups == C == O), at most 2 spatial dims (so D == 1).
 template <typename T>
-void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y) {
+void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, const T* res,
+               T* y) {
   if constexpr (std::is_same_v<T, float>) {
     const bool fast = has_avx2() && g.d[1] == 1 && g.d[2] == 1 && g.s[2] <= 2 && g.k[1] <= 16;
     const bool flat = g.s[1] == g.s[2] && (g.s[2] == 2 || g.out[2] < 32) && g.k_sz <= 64;
     if (fast)
-      return flat ? depthwise_flat(g, x, w, bias, act, y) : depthwise_rows(g, x, w, bias, act, y);
+      return flat ? depthwise_flat(g, x, w, bias, act, res, y)
+                  : depthwise_rows(g, x, w, bias, act, res, y);
   }
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
   const int64_t work = std::max<int64_t>(1, g.out_sz * g.k_sz);
@@ -505,7 +517,7 @@ void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
           }
         }
       }
-      apply_epilogue(GemmEpilogue<T>{act}, yp, g.out_sz, 1, g.out_sz, 0, 0);
+      apply_epilogue(plane_epilogue(act, res, p * g.out_sz), yp, g.out_sz, 1, g.out_sz, 0, 0);
     }
   });
 }
@@ -590,7 +602,8 @@ void conv_gemm(bool serial, bool trans_b, int64_t M, int64_t N, int64_t K, const
 // position a row of every input window, copied in runs of the kernel's width
 // rather than of the output's.
 template <typename T>
-bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y) {
+bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act,
+                     const T* res, T* y) {
   const int64_t rows = g.Cg * g.k_sz;
   if (g.out_sz >= 64 || g.pointwise()) return false;
   const bool by_rows = g.k[2] > g.out[2];
@@ -619,11 +632,21 @@ bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilo
     const T* wg = w + gi * g.Og * rows;
     // B is col [rows, cols], or its transpose [cols, rows] when built by rows.
     const int64_t ldb = by_rows ? rows : cols;
-    conv_gemm(serial, by_rows, g.Og, cols, rows, wg, col.data(), ldb, out.data(), cols, epi);
-    for (int64_t j = 0; j < m; ++j)
+    // The product's columns are several images': a residual is added once
+    // the outputs are in place, before the activation, so then all of it is.
+    conv_gemm(serial, by_rows, g.Og, cols, rows, wg, col.data(), ldb, out.data(), cols,
+              res ? GemmEpilogue<T>{} : epi);
+    for (int64_t j = 0; j < m; ++j) {
+      T* yj = y + ((n0 + j) * g.O + gi * g.Og) * g.out_sz;
       for (int64_t o = 0; o < g.Og; ++o)
-        std::copy_n(out.data() + o * cols + j * g.out_sz, g.out_sz,
-                    y + ((n0 + j) * g.O + gi * g.Og + o) * g.out_sz);
+        std::copy_n(out.data() + o * cols + j * g.out_sz, g.out_sz, yj + o * g.out_sz);
+      if (res) {
+        GemmEpilogue<T> e = epi;
+        e.residual = res + (yj - y);
+        e.residual_ld = g.out_sz;
+        apply_epilogue(e, yj, g.out_sz, g.Og, g.out_sz, 0, 0);
+      }
+    }
   };
   run_conv_tasks<Scratch>(tasks, task);
   return true;
@@ -639,7 +662,7 @@ bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilo
 // ms. Not for 1x1 kernels (960->320 on 7x7 went 0.36 -> 0.50 ms) nor for 3x3/1,
 // where Winograd's fewer products win (512->512 on 7x7: 2.1 against 3.4 ms).
 bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, const float* bias,
-                                Epilogue act, float* y, WeightPack* pack) {
+                                Epilogue act, const float* res, float* y, WeightPack* pack) {
   if (!pack || g.G != 1 || g.out_sz > 64 || g.k_sz == 1 || !gemm_uses_packed_operands(g.O))
     return false;
   const int64_t K = g.C * g.k_sz, P = g.N * g.out_sz;
@@ -660,7 +683,9 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
       im2row(x + n * g.C * g.in_sz, g, colT.data() + n * g.out_sz * K, p0, p1);
     }
   });
-  const GemmEpilogue<float> epi{act, bias, false};
+  // With a residual (laid out as y) only the bias is added here, the rest
+  // after the transpose.
+  const GemmEpilogue<float> epi{res ? Epilogue::none : act, bias, false};
   gemm(false, true, P, g.O, K, 1.f, colT.data(), K, w, K, 0.f, ct.data(), g.O, epi, {nullptr, wt});
   parallel_for(g.O, std::max<int64_t>(1, 8192 / P), [&](int64_t o0, int64_t o1) {
     for (int64_t n = 0; n < g.N; ++n)
@@ -669,6 +694,12 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
         float* dst = y + n * g.O * g.out_sz + p;
         for (int64_t o = o0; o < o1; ++o) dst[o * g.out_sz] = src[o];
       }
+    if (res)
+      for (int64_t n = 0; n < g.N; ++n) {
+        const int64_t at = (n * g.O + o0) * g.out_sz;
+        const GemmEpilogue<float> e{.act = act, .residual = res + at, .residual_ld = g.out_sz};
+        apply_epilogue(e, y + at, g.out_sz, o1 - o0, g.out_sz, 0, 0);
+      }
   });
   return true;
 }
@@ -676,18 +707,18 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
 // `act` is the fused activation: applied with the bias to each output tile
 // right after its GEMM (per channel plane for depthwise), while it is in cache.
 template <typename T>
-void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, T* y,
-               WeightPack* pack) {
+void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, const T* res,
+               T* y, WeightPack* pack) {
   if (g.N * g.O * g.out_sz == 0) return;
-  if (g.Cg == 1 && g.Og == 1 && g.sp <= 2) return depthwise(g, x, w, bias, act, y);
+  if (g.Cg == 1 && g.Og == 1 && g.sp <= 2) return depthwise(g, x, w, bias, act, res, y);
   if constexpr (std::is_same_v<T, float>) {
     if (is_3x3_s1(g)) {
       const Conv3x3 s{g.N, g.C, g.O, g.in[1], g.in[2], g.out[1], g.out[2], g.pb[1], g.pb[2]};
-      if (winograd_applies(s, pack) && conv3x3_winograd(s, x, w, bias, act, y, *pack)) return;
+      if (winograd_applies(s, pack) && conv3x3_winograd(s, x, w, bias, act, res, y, *pack)) return;
     }
-    if (conv_small_maps_transposed(g, x, w, bias, act, y, pack)) return;
+    if (conv_small_maps_transposed(g, x, w, bias, act, res, y, pack)) return;
   }
-  if (conv_small_maps(g, x, w, bias, act, y)) return;
+  if (conv_small_maps(g, x, w, bias, act, res, y)) return;
   const int64_t rows = g.Cg * g.k_sz;
   const bool pw = g.pointwise();
   int64_t tile = pw ? g.out_sz : tile_cols(rows, g.out_sz);
@@ -702,7 +733,7 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
     const int64_t p0 = t % ntiles * tile, tl = std::min(g.out_sz, p0 + tile) - p0;
     const T* xg = x + (n * g.C + gi * g.Cg) * g.in_sz;
     const T* wg = w + gi * g.Og * rows;
-    T* yg = y + (n * g.O + gi * g.Og) * g.out_sz + p0;
+    T* yg = y + (n * g.O + gi * g.Og) * g.out_sz + p0;  // = y + at below
     const T* B = xg + p0;
     int64_t ldb = g.in_sz;
     if (!pw) {
@@ -711,7 +742,9 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
       B = col.data();
       ldb = tl;
     }
-    const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true};
+    const int64_t at = (n * g.O + gi * g.Og) * g.out_sz + p0;  // yg's offset in y
+    const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true,
+                              res ? res + at : nullptr, g.out_sz};
     // A constant f32 weight (one group) is packed once per compiled graph (the
     // slot may hold the Winograd path's packing instead: then not this).
     GemmPacked packed;
@@ -778,12 +811,22 @@ void conv_transpose_impl(const Geom& g, const T* x, const T* w, const T* bias, T
 template <typename T>
 void run(const KernelCall& c, bool transpose) {
   const Geom g = make_geom(c, transpose);
-  const T* bias = c.in.size() == 3 ? c.in[2].data<T>() : nullptr;
-  if (transpose)
-    conv_transpose_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, c.out.data<T>());
-  else
-    conv_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias,
-              c.node.attrs_as<ConvAttrs>().activation, c.out.data<T>(), c.pack);
+  if (transpose) {
+    const T* bias = c.in.size() == 3 ? c.in[2].data<T>() : nullptr;
+    return conv_transpose_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, c.out.data<T>());
+  }
+  const auto& a = c.node.attrs_as<ConvAttrs>();
+  const T* bias = conv_has_bias(a, c.in.size()) ? c.in[2].data<T>() : nullptr;
+  const T* res = nullptr;
+  if (a.residual) {
+    const Tensor& r = c.in.back();
+    RLX_CHECK(r.dims() == c.out.dims() && r.dtype() == c.out.dtype(), c.node.label(),
+              ": conv residual ", dims_str(r.dims()), " ", dtype_name(r.dtype()),
+              " does not match the output ", dims_str(c.out.dims()));
+    res = r.data<T>();
+  }
+  conv_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, a.activation, res, c.out.data<T>(),
+            c.pack);
 }
 
 void dispatch(const KernelCall& c, bool transpose) {

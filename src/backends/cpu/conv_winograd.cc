@@ -131,8 +131,8 @@ PackedOperand pack_weights(const Conv3x3& s, const float* w, int64_t orows) {
 }
 
 template <class F>
-void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, float* y,
-         const PackedOperand& u, int64_t orows) {
+void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, const float* res,
+         float* y, const PackedOperand& u, int64_t orows) {
   constexpr int A = F::a, M = F::m, AA = A * A;
   const SgemmKernel& kernel = *u.kernel;
   const int64_t th = (s.OH + M - 1) / M, tw = (s.OW + M - 1) / M;
@@ -205,7 +205,9 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, floa
               }
           // Bias and activation on this block's rows of the plane, while in cache.
           const int64_t r0 = ty0 * M, r1 = std::min(s.OH, ty1 * M);
-          const GemmEpilogue<float> epi{act, bias ? bias + o : nullptr, true};
+          const int64_t at = (n * s.O + o) * out_plane + r0 * s.OW;  // in y, for the residual
+          const GemmEpilogue<float> epi{act, bias ? bias + o : nullptr, true,
+                                        res ? res + at : nullptr, 0};
           if (epi.active()) apply_epilogue(epi, yo + r0 * s.OW, 0, 1, (r1 - r0) * s.OW, 0, 0);
         }
       });
@@ -215,14 +217,14 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, floa
 
 template <class F>
 bool dispatch(const Conv3x3& s, const float* x, const float* w, const float* bias, Epilogue act,
-              float* y, WeightPack& pack) {
+              const float* res, float* y, WeightPack& pack) {
   const SgemmKernel* kernel = sgemm_kernel();
   const int64_t orows = round_up(s.O, kernel->mr);
   const PackedOperand* u = pack.get(w, [&] { return pack_weights<F>(s, w, orows); });
   // Another packing in this slot (another variant, or the im2col path's, or
   // for another kernel after an ISA change): not ours to use.
   if (!u || u->kernel != kernel || u->rows != F::a * F::a * orows || u->cols != s.C) return false;
-  run<F>(s, x, bias, act, y, *u, orows);
+  run<F>(s, x, bias, act, res, y, *u, orows);
   return true;
 }
 
@@ -233,9 +235,9 @@ bool winograd_applies(const Conv3x3& s, bool weight_is_constant) {
 }
 
 bool conv3x3_winograd(const Conv3x3& s, const float* x, const float* w, const float* bias,
-                      Epilogue act, float* y, WeightPack& pack) {
-  return tile_for(s) == 4 ? dispatch<Variant<4>>(s, x, w, bias, act, y, pack)
-                          : dispatch<Variant<2>>(s, x, w, bias, act, y, pack);
+                      Epilogue act, const float* res, float* y, WeightPack& pack) {
+  return tile_for(s) == 4 ? dispatch<Variant<4>>(s, x, w, bias, act, res, y, pack)
+                          : dispatch<Variant<2>>(s, x, w, bias, act, res, y, pack);
 }
 
 }  // namespace rlx::cpu

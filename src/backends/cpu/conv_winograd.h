@@ -23,10 +23,10 @@ struct Conv3x3 {
 // transforms.
 bool winograd_applies(const Conv3x3& s, bool weight_is_constant);
 
-// y[N, O, OH, OW] = act(conv(x, w) + bias). Returns false, touching nothing,
-// when `pack` holds a packing this call cannot use (the ISA limit changed
-// since it was packed), so the caller takes its im2col path.
+// y[N, O, OH, OW] = act(conv(x, w) + bias (+ residual, laid out as y)). Returns false, touching
+// nothing, when `pack` holds a packing this call cannot use (the ISA limit changed since it was
+// packed), so the caller takes its im2col path.
 bool conv3x3_winograd(const Conv3x3& s, const float* x, const float* w, const float* bias,
-                      Epilogue act, float* y, WeightPack& pack);
+                      Epilogue act, const float* residual, float* y, WeightPack& pack);
 
 }  // namespace rlx::cpu

@@ -32,11 +32,12 @@ T activate(Epilogue act, T x) {
 }
 
 template <typename T>
-void row_scalar(Epilogue act, T* y, int64_t n, const T* col_bias, const T* row_bias) {
+void row_scalar(Epilogue act, T* y, int64_t n, const T* col_bias, const T* row_bias, const T* res) {
   for (int64_t j = 0; j < n; ++j) {
     T v = y[j];
     if (row_bias) v += *row_bias;
     if (col_bias) v += col_bias[j];
+    if (res) v += res[j];
     y[j] = activate(act, v);
   }
 }
@@ -51,15 +52,17 @@ RLX_AVX2_INLINE __m256 identity(__m256 x) { return x; }
 // the separate activation), one value per row, or one per column.
 enum class Bias { none, row, column };
 
-// One row: y[j] = F(y[j] + b).
+// One row: y[j] = F(y[j] + b (+ res[j])), in that order, as the unfused ops round.
 template <__m256 (*F)(__m256), Bias B>
-RLX_AVX2 void row_avx2(float* y, int64_t n, const float* col_bias, float row_bias) {
+RLX_AVX2 void row_avx2(float* y, int64_t n, const float* col_bias, float row_bias,
+                       const float* res) {
   const __m256 rb = _mm256_set1_ps(row_bias);
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     __m256 v = _mm256_loadu_ps(y + j);
     if constexpr (B == Bias::row) v = _mm256_add_ps(v, rb);
     if constexpr (B == Bias::column) v = _mm256_add_ps(v, _mm256_loadu_ps(col_bias + j));
+    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + j));
     _mm256_storeu_ps(y + j, F(v));
   }
   if (j < n) {
@@ -67,11 +70,12 @@ RLX_AVX2 void row_avx2(float* y, int64_t n, const float* col_bias, float row_bia
     __m256 v = _mm256_maskload_ps(y + j, mask);
     if constexpr (B == Bias::row) v = _mm256_add_ps(v, rb);
     if constexpr (B == Bias::column) v = _mm256_add_ps(v, _mm256_maskload_ps(col_bias + j, mask));
+    if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + j, mask));
     _mm256_maskstore_ps(y + j, mask, F(v));
   }
 }
 
-using RowFn = void (*)(float*, int64_t, const float*, float);
+using RowFn = void (*)(float*, int64_t, const float*, float, const float*);
 template <__m256 (*F)(__m256)>
 RowFn with_bias(Bias b) {
   switch (b) {
@@ -115,14 +119,15 @@ void apply(const GemmEpilogue<T>& e, T* C, int64_t ldc, int64_t rows, int64_t co
     T* y = C + i * ldc;
     const T* rb = b == Bias::row ? e.bias + row0 + i : nullptr;
     const T* cb = b == Bias::column ? e.bias + col0 : nullptr;
+    const T* res = e.residual ? e.residual + (row0 + i) * e.residual_ld + col0 : nullptr;
     if constexpr (std::is_same_v<T, float>) {
       // The unary kernels take the same AVX2 path, so fused and separate ops agree.
       if (has_avx2_fma()) {
-        avx2_row(e.act, b)(y, cols, cb, rb ? *rb : 0.0f);
+        avx2_row(e.act, b)(y, cols, cb, rb ? *rb : 0.0f, res);
         continue;
       }
     }
-    row_scalar(e.act, y, cols, cb, rb);
+    row_scalar(e.act, y, cols, cb, rb, res);
   }
 }
 

@@ -13,11 +13,23 @@ struct GemmEpilogue {
   Epilogue act = Epilogue::none;
   const T* bias = nullptr;    // null: no bias
   bool bias_per_row = false;  // conv: one value per output channel (row); matmul: per column
-  bool active() const { return act != Epilogue::none || bias; }
+  // Added after the bias, before the activation (a conv's fused residual):
+  // element (i, j) of the whole output is residual[i * residual_ld + j].
+  const T* residual = nullptr;
+  int64_t residual_ld = 0;
+  bool active() const { return act != Epilogue::none || bias || residual; }
+  // The same epilogue for the block of the output that starts at `offset`
+  // elements from its origin (a conv task's tile).
+  GemmEpilogue at(int64_t offset) const {
+    GemmEpilogue e = *this;
+    if (e.residual) e.residual += offset;
+    return e;
+  }
 };
 
-// C[i][j] = act(C[i][j] + bias) for a rows x cols block at `C` (leading dim
-// ldc) that starts at (row0, col0) of the whole output, which indexes bias.
+// C[i][j] = act(C[i][j] + bias (+ residual)) for a rows x cols block at `C`
+// (leading dim ldc) that starts at (row0, col0) of the whole output, which
+// indexes bias and residual.
 void apply_epilogue(const GemmEpilogue<float>& e, float* C, int64_t ldc, int64_t rows, int64_t cols,
                     int64_t row0, int64_t col0);
 void apply_epilogue(const GemmEpilogue<double>& e, double* C, int64_t ldc, int64_t rows,

@@ -9,6 +9,9 @@ namespace rlx::opt::ad {
 void vjp_matmul(VjpCall& c) {
   Emit& e = c.e;
   const auto& t = c.n.attrs_as<MatMulAttrs>();
+  RLX_CHECK(t.activation == Epilogue::none && c.n.inputs.size() == 2, c.n.label(),
+            ": matmul with a fused bias or activation (the epilogue pass's form) has no gradient "
+            "rule; differentiate the graph before optimizing it (rlx inspect -O0)");
   const Shape as = c.in_shape(0), bs = c.in_shape(1);
   // A 1-d operand is a matrix with a unit dim (NumPy), which the output drops:
   // put the unit dims back, differentiate the matrix product, drop them again.
@@ -111,7 +114,12 @@ void vjp_conv(VjpCall& c) {
   const Dims x = e.dims(c.in(0), "conv's gradient"), wd = e.dims(c.in(1), "conv's gradient");
   const Dims y = e.dims(c.n.id, "conv's gradient");
   const int sp = int(x.size()) - 2;
-  const Window w = window_of(c.n.attrs_as<ConvAttrs>(), sp);
+  const auto& a = c.n.attrs_as<ConvAttrs>();
+  // The epilogue pass runs after autodiff; a graph saved after it differentiates wrongly here.
+  RLX_CHECK(a.activation == Epilogue::none && !a.residual, c.n.label(),
+            ": conv with a fused activation or residual (the epilogue pass's form) has no "
+            "gradient rule; differentiate the graph before optimizing it (rlx inspect -O0)");
+  const Window w = window_of(a, sp);
   if (c.needs(0)) {
     // The adjoint conv; output_padding restores the rows the forward windows never reached.
     std::vector<int64_t> opad;
