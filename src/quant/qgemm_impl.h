@@ -1,0 +1,47 @@
+// Internal to qgemm*.cc: the packed layouts shared by the driver (qgemm.cc)
+// and the ISA micro-kernels (qgemm_avx2.cc, qgemm_avx512.cc).
+//
+// Packed weight tile, NR = L * H rows (L lanes per vector, H vectors side by
+// side), one record per group g of G weights:
+//   int8  v[G / 4][H][L][4]   chunk c of 4 consecutive k, lane l = row h*L + l
+//   int32 corr[NR]            -128 * sum(v) of the group (undoes the +128 of
+//                             the unsigned activations), 0 for signed ones
+//   f32   s[NR]
+//   f32   o[NR]               only for types with a min
+// Padding rows (past N) are all zero.
+//
+// Packed activations, row m: u8 q[K] (the quantized value + 128, or the raw
+// int8 for the signed AVX2 q8_0 kernel), f32 da[K / G], f32 mt[K / G] (da *
+// group sum; Q8_1's stored sum for q4_1 / q5_1).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace rlx::quant::qgemm::detail {
+
+constexpr size_t group_bytes(int G, int NR, bool has_min) {
+  return size_t(G) * size_t(NR) + 4 * size_t(NR) * (has_min ? 3 : 2);
+}
+
+struct TileArgs {
+  const uint8_t* pack;  // one tile, ngroups records
+  int64_t ngroups;
+  const uint8_t* aq;  // activation row m0
+  int64_t lda;        // bytes between activation rows (K)
+  const float* da;    // da of row m0
+  const float* mt;    // mt of row m0
+  int64_t ldd;        // floats between rows of da / mt (K / G)
+  float* y;           // output row m0, column n0
+  int64_t ldy;        // N
+  const float* bias;  // bias + n0, or null
+  int nvalid;         // columns of the tile inside N (<= NR)
+  int64_t rows;       // activation rows to run
+};
+
+// NR = 32 (two zmm of 16 lanes).
+void run_avx512(int G, bool has_min, const TileArgs& t);
+// NR = 8 (one ymm). signed_act: activations are raw int8 (q8_0, whose
+// weights span all of int8: maddubs needs one operand small or unsigned).
+void run_avx2(int G, bool has_min, bool signed_act, const TileArgs& t);
+
+}  // namespace rlx::quant::qgemm::detail
