@@ -143,7 +143,7 @@ void pack_activations(GgmlType vdt, int G, bool offset, const uint8_t* row, int6
         for (int g = 0; g < per; ++g) {
           const int sum = G == 32 ? bs[2 * g] + bs[2 * g + 1] : bs[g];
           da[b * per + g] = d;
-          mt[b * per + g] = d * float(sum);
+          mt[b * per + g] = float(sum);
         }
       }
       return;
@@ -266,6 +266,7 @@ void matmul(GgmlType t, const float* x, int64_t M, int64_t K, const uint8_t* w, 
   const int G = f.group;
   const int64_t ng = K / G;
   const bool signed_act = path == Path::avx2 && t == GgmlType::Q8_0;
+  const bool superblock = vdt == GgmlType::Q8_K;
   const int L = path == Path::avx512_vnni ? 16 : 8, H = path == Path::avx512_vnni ? 2 : 1;
   const int NR = L * H;
 
@@ -326,9 +327,9 @@ void matmul(GgmlType t, const float* x, int64_t M, int64_t K, const uint8_t* w, 
                          nvalid,
                          m1 - m0};
       if (path == Path::avx512_vnni)
-        detail::run_avx512(G, f.has_min, a);
+        detail::run_avx512(G, f.has_min, superblock, a);
       else
-        detail::run_avx2(G, f.has_min, signed_act, a);
+        detail::run_avx2(G, f.has_min, signed_act, superblock, a);
     }
   });
 }

@@ -5,7 +5,7 @@
 // q6_K) w = s * v + o with int8 v, float s and (for types with a min) float o;
 // activations are quantized once per call to the type's vec_dot_type (the
 // same bytes vec_dot consumes) and re-laid out per group as 8-bit values, the
-// float scale da and, for types with a min, the float da * sum(group). Each
+// float scale da and, for types with a min, the group sum. Each
 // weight tile (NR rows) is repacked per call into thread-local scratch with
 // the rows interleaved 4 bytes at a time, so one vector register holds 4
 // consecutive k of NR different rows: a broadcast of 4 activation bytes and
@@ -14,8 +14,8 @@
 // so each loaded weight vector serves RM rows and each broadcast NR rows.
 //
 // Per group the integer sum is exact (the same products vec_dot forms), then
-// scaled by s * da in float; results equal vec_dot's up to float summation
-// order.
+// scaled by s * da in float (k-quants: by s, and the super-block by its one
+// da); results equal vec_dot's up to float summation order.
 #pragma once
 #include <cstddef>
 #include <cstdint>

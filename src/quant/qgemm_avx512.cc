@@ -23,10 +23,19 @@ inline int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
-template <int G, bool kMin, int RM>
+// kSB: Q8_K activations, one da per 256: the groups of a super-block are
+// summed as cvt(i) * s (+ o * group sum) and scaled by da once.
+// i32 -> f32. The zero-masked form: GCC 12's _mm512_cvtepi32_ps passes an
+// _mm512_undefined_ps() that -Wmaybe-uninitialized flags once inlined here.
+RLX_AVX512 inline __m512 to_f32(__m512i v) {
+  return _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), v);
+}
+
+template <int G, bool kMin, bool kSB, int RM>
 RLX_AVX512 void rows512(const TileArgs& t, int64_t r0) {
   constexpr int NR = 32;
   constexpr size_t gb = group_bytes(G, NR, kMin);
+  constexpr int64_t per = kSB ? 256 / G : 1;  // groups per activation scale
   __m512 f0[RM], f1[RM];
   for (int r = 0; r < RM; ++r) f0[r] = f1[r] = _mm512_setzero_ps();
   const uint8_t* a[RM];
@@ -38,37 +47,60 @@ RLX_AVX512 void rows512(const TileArgs& t, int64_t r0) {
     mt[r] = t.mt + (r0 + r) * t.ldd;
   }
   const uint8_t* p = t.pack;
-  for (int64_t g = 0; g < t.ngroups; ++g, p += gb) {
-    const uint8_t* tail = p + G * NR;
-    __m512i i0[RM], i1[RM];
-    for (int r = 0; r < RM; ++r) {
-      i0[r] = _mm512_loadu_si512(tail);
-      i1[r] = _mm512_loadu_si512(tail + 64);
-    }
-    const int64_t k0 = g * G;
-    for (int c = 0; c < G / 4; ++c) {
-      const __m512i w0 = _mm512_loadu_si512(p + c * 128);
-      const __m512i w1 = _mm512_loadu_si512(p + c * 128 + 64);
+  for (int64_t g0 = 0; g0 < t.ngroups; g0 += per) {
+    __m512 e0[RM], e1[RM];  // the super-block's sum before da (kSB)
+    if constexpr (kSB)
+      for (int r = 0; r < RM; ++r) e0[r] = e1[r] = _mm512_setzero_ps();
+    for (int64_t g = g0; g < g0 + per; ++g, p += gb) {
+      const uint8_t* tail = p + G * NR;
+      __m512i i0[RM], i1[RM];
       for (int r = 0; r < RM; ++r) {
-        const __m512i av = _mm512_set1_epi32(load_i32(a[r] + k0 + 4 * c));
-        i0[r] = _mm512_dpbusd_epi32(i0[r], av, w0);
-        i1[r] = _mm512_dpbusd_epi32(i1[r], av, w1);
+        i0[r] = _mm512_loadu_si512(tail);
+        i1[r] = _mm512_loadu_si512(tail + 64);
+      }
+      const int64_t k0 = g * G;
+      for (int c = 0; c < G / 4; ++c) {
+        const __m512i w0 = _mm512_loadu_si512(p + c * 128);
+        const __m512i w1 = _mm512_loadu_si512(p + c * 128 + 64);
+        for (int r = 0; r < RM; ++r) {
+          const __m512i av = _mm512_set1_epi32(load_i32(a[r] + k0 + 4 * c));
+          i0[r] = _mm512_dpbusd_epi32(i0[r], av, w0);
+          i1[r] = _mm512_dpbusd_epi32(i1[r], av, w1);
+        }
+      }
+      const __m512 s0 = _mm512_loadu_ps(tail + 128), s1 = _mm512_loadu_ps(tail + 192);
+      if constexpr (kSB) {
+        for (int r = 0; r < RM; ++r) {
+          e0[r] = _mm512_fmadd_ps(to_f32(i0[r]), s0, e0[r]);
+          e1[r] = _mm512_fmadd_ps(to_f32(i1[r]), s1, e1[r]);
+        }
+      } else {
+        for (int r = 0; r < RM; ++r) {
+          const __m512 d = _mm512_set1_ps(da[r][g]);
+          f0[r] = _mm512_fmadd_ps(to_f32(i0[r]), _mm512_mul_ps(s0, d), f0[r]);
+          f1[r] = _mm512_fmadd_ps(to_f32(i1[r]), _mm512_mul_ps(s1, d), f1[r]);
+        }
+      }
+      if constexpr (kMin) {
+        const __m512 o0 = _mm512_loadu_ps(tail + 256), o1 = _mm512_loadu_ps(tail + 320);
+        for (int r = 0; r < RM; ++r) {
+          const __m512 m = _mm512_set1_ps(mt[r][g]);
+          if constexpr (kSB) {
+            e0[r] = _mm512_fmadd_ps(o0, m, e0[r]);
+            e1[r] = _mm512_fmadd_ps(o1, m, e1[r]);
+          } else {
+            f0[r] = _mm512_fmadd_ps(o0, m, f0[r]);
+            f1[r] = _mm512_fmadd_ps(o1, m, f1[r]);
+          }
+        }
       }
     }
-    const __m512 s0 = _mm512_loadu_ps(tail + 128), s1 = _mm512_loadu_ps(tail + 192);
-    for (int r = 0; r < RM; ++r) {
-      const __m512 d = _mm512_set1_ps(da[r][g]);
-      f0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0[r]), _mm512_mul_ps(s0, d), f0[r]);
-      f1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i1[r]), _mm512_mul_ps(s1, d), f1[r]);
-    }
-    if constexpr (kMin) {
-      const __m512 o0 = _mm512_loadu_ps(tail + 256), o1 = _mm512_loadu_ps(tail + 320);
+    if constexpr (kSB)
       for (int r = 0; r < RM; ++r) {
-        const __m512 m = _mm512_set1_ps(mt[r][g]);
-        f0[r] = _mm512_fmadd_ps(o0, m, f0[r]);
-        f1[r] = _mm512_fmadd_ps(o1, m, f1[r]);
+        const __m512 d = _mm512_set1_ps(da[r][g0]);
+        f0[r] = _mm512_fmadd_ps(e0[r], d, f0[r]);
+        f1[r] = _mm512_fmadd_ps(e1[r], d, f1[r]);
       }
-    }
   }
   const __mmask16 k0 = t.nvalid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << t.nvalid) - 1);
   const __mmask16 k1 = t.nvalid >= 32   ? __mmask16(0xFFFF)
@@ -86,20 +118,20 @@ RLX_AVX512 void rows512(const TileArgs& t, int64_t r0) {
   }
 }
 
-template <int G, bool kMin>
+template <int G, bool kMin, bool kSB>
 RLX_AVX512 void run(const TileArgs& t) {
   constexpr int RM = 4;
   int64_t r = 0;
-  for (; r + RM <= t.rows; r += RM) rows512<G, kMin, RM>(t, r);
+  for (; r + RM <= t.rows; r += RM) rows512<G, kMin, kSB, RM>(t, r);
   switch (t.rows - r) {
     case 3:
-      rows512<G, kMin, 3>(t, r);
+      rows512<G, kMin, kSB, 3>(t, r);
       break;
     case 2:
-      rows512<G, kMin, 2>(t, r);
+      rows512<G, kMin, kSB, 2>(t, r);
       break;
     case 1:
-      rows512<G, kMin, 1>(t, r);
+      rows512<G, kMin, kSB, 1>(t, r);
       break;
     default:
       break;
@@ -108,11 +140,13 @@ RLX_AVX512 void run(const TileArgs& t) {
 
 }  // namespace
 
-void run_avx512(int G, bool has_min, const TileArgs& t) {
+void run_avx512(int G, bool has_min, bool superblock, const TileArgs& t) {
   if (G == 16)
-    has_min ? run<16, true>(t) : run<16, false>(t);
+    run<16, false, true>(t);  // q6_K
+  else if (superblock)
+    has_min ? run<32, true, true>(t) : run<32, false, true>(t);
   else
-    has_min ? run<32, true>(t) : run<32, false>(t);
+    has_min ? run<32, true, false>(t) : run<32, false, false>(t);
 }
 
 }  // namespace rlx::quant::qgemm::detail

@@ -11,8 +11,8 @@
 // Padding rows (past N) are all zero.
 //
 // Packed activations, row m: u8 q[K] (the quantized value + 128, or the raw
-// int8 for the signed AVX2 q8_0 kernel), f32 da[K / G], f32 mt[K / G] (da *
-// group sum; Q8_1's stored sum for q4_1 / q5_1).
+// int8 for the signed AVX2 q8_0 kernel), f32 da[K / G], f32 mt[K / G] (the
+// group sum for Q8_K, Q8_1's stored d * sum for q4_1 / q5_1).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -38,10 +38,12 @@ struct TileArgs {
   int64_t rows;       // activation rows to run
 };
 
-// NR = 32 (two zmm of 16 lanes).
-void run_avx512(int G, bool has_min, const TileArgs& t);
+// NR = 32 (two zmm of 16 lanes). superblock: Q8_K activations (k-quants),
+// whose da is one per 256 and whose mt holds the plain group sum (not da *
+// sum): a super-block's groups are summed first and scaled by da once.
+void run_avx512(int G, bool has_min, bool superblock, const TileArgs& t);
 // NR = 8 (one ymm). signed_act: activations are raw int8 (q8_0, whose
 // weights span all of int8: maddubs needs one operand small or unsigned).
-void run_avx2(int G, bool has_min, bool signed_act, const TileArgs& t);
+void run_avx2(int G, bool has_min, bool signed_act, bool superblock, const TileArgs& t);
 
 }  // namespace rlx::quant::qgemm::detail
