@@ -158,33 +158,27 @@ struct Scratch {
   std::vector<float> s, o;
 };
 
-// Rows [n0, n0 + nvalid) of w into one tile of NR = L * H rows.
+// Rows [n0, n0 + nvalid) of w into one tile of NR rows: decoded row by row
+// into scratch ([NR][K], padding rows zero), then interleaved by SIMD.
 void pack_tile(GgmlType t, const Format& f, const uint8_t* w, size_t rb, int nvalid, int64_t K,
-               int L, int H, uint8_t* dst, Scratch& sc) {
-  const int G = f.group, NR = L * H;
-  const int64_t ng = K / G;
-  const size_t gb = group_bytes(G, NR, f.has_min);
-  if (nvalid < NR) std::memset(dst, 0, size_t(ng) * gb);
-  sc.v.resize(size_t(K));
-  sc.s.resize(size_t(ng));
-  sc.o.resize(size_t(ng));
-  for (int n = 0; n < nvalid; ++n) {
-    decode_row(t, w + size_t(n) * rb, K, sc.v.data(), sc.s.data(), sc.o.data());
-    const int h = n / L, l = n % L;
-    const int8_t* v = sc.v.data();
-    uint8_t* P = dst;
-    for (int64_t g = 0; g < ng; ++g, P += gb, v += G) {
-      int sum = 0;
-      for (int c = 0; c < G / 4; ++c) {
-        std::memcpy(P + (size_t(c) * H + h) * size_t(L) * 4 + size_t(l) * 4, v + 4 * c, 4);
-        sum += v[4 * c] + v[4 * c + 1] + v[4 * c + 2] + v[4 * c + 3];
-      }
-      const int32_t corr = -128 * sum;
-      std::memcpy(P + size_t(G) * NR + 4 * size_t(n), &corr, 4);
-      std::memcpy(P + size_t(G) * NR + 4 * size_t(NR + n), &sc.s[size_t(g)], 4);
-      if (f.has_min) std::memcpy(P + size_t(G) * NR + 4 * size_t(2 * NR + n), &sc.o[size_t(g)], 4);
-    }
+               Path path, uint8_t* dst, Scratch& sc) {
+  const int NR = path == Path::avx512_vnni ? 32 : 8;
+  const int64_t ng = K / f.group;
+  sc.v.resize(size_t(NR) * size_t(K));
+  sc.s.resize(size_t(NR) * size_t(ng));
+  sc.o.resize(size_t(NR) * size_t(ng));
+  for (int n = 0; n < nvalid; ++n)
+    decode_row(t, w + size_t(n) * rb, K, sc.v.data() + size_t(n) * size_t(K),
+               sc.s.data() + size_t(n) * size_t(ng), sc.o.data() + size_t(n) * size_t(ng));
+  if (nvalid < NR) {
+    std::memset(sc.v.data() + size_t(nvalid) * size_t(K), 0, size_t(NR - nvalid) * size_t(K));
+    std::fill(sc.s.begin() + ptrdiff_t(nvalid) * ng, sc.s.end(), 0.f);
+    std::fill(sc.o.begin() + ptrdiff_t(nvalid) * ng, sc.o.end(), 0.f);
   }
+  if (path == Path::avx512_vnni)
+    detail::interleave_avx512(sc.v.data(), sc.s.data(), sc.o.data(), K, f.group, f.has_min, dst);
+  else
+    detail::interleave_avx2(sc.v.data(), sc.s.data(), sc.o.data(), K, f.group, f.has_min, dst);
 }
 
 std::atomic<uint64_t> g_call{0};
@@ -236,6 +230,14 @@ void decode_row(GgmlType t, const uint8_t* x, int64_t n, int8_t* v, float* s, fl
   }
 }
 
+void pack_activation_row(GgmlType vdt, int G, bool offset, const float* x, int64_t K, uint8_t* q,
+                         float* da, float* mt, bool simd) {
+  if (simd) return detail::quantize_row_avx2(vdt, G, offset, x, K, q, da, mt);
+  std::vector<uint8_t> row(row_size(vdt, K));
+  quantize_activations(vdt, x, row.data(), K);
+  pack_activations(vdt, G, offset, row.data(), K, q, da, mt);
+}
+
 Path path_for(GgmlType t) {
   if (format(t).group == 0 || !quant::detail::vec_dot_uses_avx2()) return Path::none;
   if (cpu_isa() >= Isa::avx512 && cpu_has_vnni()) return Path::avx512_vnni;
@@ -267,8 +269,7 @@ void matmul(GgmlType t, const float* x, int64_t M, int64_t K, const uint8_t* w, 
   const int64_t ng = K / G;
   const bool signed_act = path == Path::avx2 && t == GgmlType::Q8_0;
   const bool superblock = vdt == GgmlType::Q8_K;
-  const int L = path == Path::avx512_vnni ? 16 : 8, H = path == Path::avx512_vnni ? 2 : 1;
-  const int NR = L * H;
+  const int NR = path == Path::avx512_vnni ? 32 : 8;
 
   // Activations, once per call, into the calling thread's buffer (grows only).
   static thread_local std::vector<float> abuf;
@@ -277,15 +278,10 @@ void matmul(GgmlType t, const float* x, int64_t M, int64_t K, const uint8_t* w, 
   uint8_t* aq = reinterpret_cast<uint8_t*>(abuf.data());
   float* ada = abuf.data() + qfloats;
   float* amt = ada + size_t(M) * size_t(ng);
-  const size_t ab = row_size(vdt, K);
   parallel_for(M, std::max<int64_t>(1, (1 << 15) / K), [&](int64_t b, int64_t e) {
-    thread_local std::vector<uint8_t> row;
-    row.resize(ab);
-    for (int64_t m = b; m < e; ++m) {
-      quantize_activations(vdt, x + m * K, row.data(), K);
-      pack_activations(vdt, G, !signed_act, row.data(), K, aq + size_t(m) * size_t(K),
-                       ada + size_t(m) * size_t(ng), amt + size_t(m) * size_t(ng));
-    }
+    for (int64_t m = b; m < e; ++m)
+      detail::quantize_row_avx2(vdt, G, !signed_act, x + m * K, K, aq + size_t(m) * size_t(K),
+                                ada + size_t(m) * size_t(ng), amt + size_t(m) * size_t(ng));
   });
 
   // Tiles of NR weight rows; all M rows per task when there are enough tiles
@@ -310,7 +306,7 @@ void matmul(GgmlType t, const float* x, int64_t M, int64_t K, const uint8_t* w, 
       const int64_t n0 = tile * NR;
       const int nvalid = int(std::min<int64_t>(NR, N - n0));
       if (packed_call != call || packed_tile != tile) {
-        pack_tile(t, f, w + size_t(n0) * rb, rb, nvalid, K, L, H, pk, sc);
+        pack_tile(t, f, w + size_t(n0) * rb, rb, nvalid, K, path, pk, sc);
         packed_call = call;
         packed_tile = tile;
       }

@@ -47,4 +47,10 @@ Format format(GgmlType t);
 // written for types with a min): dequantize(row)[k] == s[k / G] * v[k] + o[k / G].
 void decode_row(GgmlType t, const uint8_t* row, int64_t n, int8_t* v, float* s, float* o);
 
+// One activation row in the packed layout (u8 q[K], da[K / G], mt[K / G];
+// offset: q + 128): simd = the AVX2 quantizer qgemm uses (needs AVX2), else
+// quantize_activations(vdt) and a scalar re-layout; both give the same bytes.
+void pack_activation_row(GgmlType vdt, int G, bool offset, const float* x, int64_t K, uint8_t* q,
+                         float* da, float* mt, bool simd);
+
 }  // namespace rlx::quant::qgemm

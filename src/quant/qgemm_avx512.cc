@@ -25,8 +25,9 @@ inline int32_t load_i32(const uint8_t* p) {
 
 // kSB: Q8_K activations, one da per 256: the groups of a super-block are
 // summed as cvt(i) * s (+ o * group sum) and scaled by da once.
-// i32 -> f32. The zero-masked form: GCC 12's _mm512_cvtepi32_ps passes an
-// _mm512_undefined_ps() that -Wmaybe-uninitialized flags once inlined here.
+// i32 -> f32. The zero-masked form (as for the gathers below): GCC 12's
+// unmasked intrinsics pass an _mm512_undefined_*() that -Wmaybe-uninitialized
+// flags once inlined here.
 RLX_AVX512 inline __m512 to_f32(__m512i v) {
   return _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), v);
 }
@@ -139,6 +140,40 @@ RLX_AVX512 void run(const TileArgs& t) {
 }
 
 }  // namespace
+
+RLX_AVX512 void interleave_avx512(const int8_t* v, const float* s, const float* o, int64_t K, int G,
+                                  bool has_min, uint8_t* dst) {
+  constexpr int NR = 32, L = 16;
+  const int64_t ng = K / G;
+  const size_t gb = group_bytes(G, NR, has_min);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i rows = _mm512_mullo_epi32(lane, _mm512_set1_epi32(int(K)));
+  const __m512i scales = _mm512_mullo_epi32(lane, _mm512_set1_epi32(int(ng)));
+  const __m512i b128 = _mm512_set1_epi32(int(0x80808080u));
+  for (int64_t g = 0; g < ng; ++g) {
+    uint8_t* P = dst + size_t(g) * gb;
+    uint8_t* tail = P + G * NR;
+    for (int h = 0; h < 2; ++h) {
+      const int8_t* base = v + size_t(h) * L * size_t(K) + size_t(g) * G;
+      __m512i sum = _mm512_setzero_si512();
+      for (int c = 0; c < G / 4; ++c) {
+        const __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), __mmask16(0xFFFF),
+                                                      rows, base + 4 * c, 1);
+        _mm512_storeu_si512(P + (c * 2 + h) * 64, w);
+        sum = _mm512_dpbusd_epi32(sum, b128, w);  // 128 * v, summed per lane
+      }
+      _mm512_storeu_si512(tail + h * 64, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
+      const size_t so = size_t(h) * L * size_t(ng) + size_t(g);
+      _mm512_storeu_ps(
+          tail + 4 * NR + h * 64,
+          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16(0xFFFF), scales, s + so, 4));
+      if (has_min)
+        _mm512_storeu_ps(
+            tail + 8 * NR + h * 64,
+            _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16(0xFFFF), scales, o + so, 4));
+    }
+  }
+}
 
 void run_avx512(int G, bool has_min, bool superblock, const TileArgs& t) {
   if (G == 16)

@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rlx/quant.h"
+
 namespace rlx::quant::qgemm::detail {
 
 constexpr size_t group_bytes(int G, int NR, bool has_min) {
@@ -45,5 +47,18 @@ void run_avx512(int G, bool has_min, bool superblock, const TileArgs& t);
 // NR = 8 (one ymm). signed_act: activations are raw int8 (q8_0, whose
 // weights span all of int8: maddubs needs one operand small or unsigned).
 void run_avx2(int G, bool has_min, bool signed_act, bool superblock, const TileArgs& t);
+
+// Weight tile from decoded rows: v [NR][K] int8 (padding rows zero), s and o
+// [NR][K / G]; writes the records above (corr from v) for NR = 32 / 8.
+void interleave_avx512(const int8_t* v, const float* s, const float* o, int64_t K, int G,
+                       bool has_min, uint8_t* dst);
+void interleave_avx2(const int8_t* v, const float* s, const float* o, int64_t K, int G,
+                     bool has_min, uint8_t* dst);
+
+// One f32 activation row straight into the packed layout: the same bytes as
+// quantize_activations(vdt) (Q8_0 / Q8_1 / Q8_K) followed by the scalar
+// re-layout in qgemm.cc. offset: q + 128 (unsigned) instead of raw int8.
+void quantize_row_avx2(GgmlType vdt, int G, bool offset, const float* x, int64_t K, uint8_t* q,
+                       float* da, float* mt);
 
 }  // namespace rlx::quant::qgemm::detail

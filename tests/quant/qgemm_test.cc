@@ -178,6 +178,44 @@ TEST(DequantMatmulQgemm, OpPrefillEqualsRowByRow) {
   }
 }
 
+// The AVX2 activation quantizer writes the same bytes and floats as
+// quantize_activations + the scalar re-layout, for every activation format
+// and group size, with ties, zero blocks and repeated extremes of both signs.
+TEST(DequantMatmulQgemm, SimdActivationsBitExact) {
+  if (detected_isa() < Isa::avx2) GTEST_SKIP() << "no AVX2";
+  const int64_t K = 1024;
+  Tensor x = testing::random_tensor({K}, DType::F32, 77, -3, 3);
+  float* xp = x.data<float>();
+  for (int64_t k = 0; k < 32; ++k) xp[k] = 0.f;                         // a zero block
+  for (int64_t k = 256; k < 512; ++k) xp[k] = float(k % 7 - 3) * 0.5f;  // half-way ties
+  xp[600] = 5.f;
+  xp[700] = -5.f;  // same magnitude, other sign, later: the first one sets Q8_K's scale
+  for (int64_t k = 768; k < 1024; ++k) xp[k] = 0.f;  // a zero super-block
+  struct Case {
+    GgmlType vdt;
+    int G;
+  };
+  for (const Case& c : {Case{GgmlType::Q8_0, 32}, Case{GgmlType::Q8_1, 32},
+                        Case{GgmlType::Q8_K, 32}, Case{GgmlType::Q8_K, 16}}) {
+    for (bool offset : {true, false}) {
+      const size_t ng = size_t(K / c.G);
+      std::vector<uint8_t> q0(static_cast<size_t>(K)), q1(static_cast<size_t>(K));
+      std::vector<float> d0(ng), d1(ng), m0(ng), m1(ng);
+      quant::qgemm::pack_activation_row(c.vdt, c.G, offset, xp, K, q0.data(), d0.data(), m0.data(),
+                                        false);
+      quant::qgemm::pack_activation_row(c.vdt, c.G, offset, xp, K, q1.data(), d1.data(), m1.data(),
+                                        true);
+      const std::string what = std::string(quant::traits(c.vdt).name) +
+                               " G=" + std::to_string(c.G) + (offset ? " +128" : "");
+      EXPECT_EQ(q0, q1) << what;
+      EXPECT_EQ(0, std::memcmp(d0.data(), d1.data(), ng * 4)) << what;
+      if (c.vdt != GgmlType::Q8_0) {
+        EXPECT_EQ(0, std::memcmp(m0.data(), m1.data(), ng * 4)) << what;
+      }
+    }
+  }
+}
+
 TEST(DequantMatmulQgemm, PathSelection) {
   {
     IsaLimit lim(Isa::portable);
