@@ -147,7 +147,8 @@ void register_dequant_matmul() {
   // Prefill of the 100M test model (scripts/make_test_llm.py --preset 100m):
   // 512 prompt rows through its FFN up / down projections (the integer GEMM).
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K})
-    for (auto [K, N] : {std::pair<int64_t, int64_t>{768, 2304}, {2304, 768}}) {
+    for (const auto& kn : {std::pair<int64_t, int64_t>{768, 2304}, {2304, 768}}) {
+      const int64_t K = kn.first, N = kn.second;  // clang 14 cannot capture bindings
       const std::string name = std::string("dequant_matmul/") + quant::traits(t).name + "/M512xK" +
                                std::to_string(K) + "xN" + std::to_string(N);
       benchmark::RegisterBenchmark(name.c_str(),
