@@ -325,7 +325,7 @@ void matmul(GgmlType t, const float* x, int64_t M, int64_t K, const uint8_t* w, 
       if (path == Path::avx512_vnni)
         detail::run_avx512(G, f.has_min, superblock, a);
       else
-        detail::run_avx2(G, f.has_min, signed_act, superblock, a);
+        detail::run_avx2(t, signed_act, a);
     }
   });
 }

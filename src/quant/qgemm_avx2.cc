@@ -26,7 +26,11 @@ inline int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
-template <int G, bool kMin, bool kSigned, bool kSB, int RM>
+// kAcc: chunks of 4 k whose maddubs results are summed in i16 before one
+// madd to i32; the weights' range bounds each chunk's pair sums by 2 * 255 *
+// max|v| (q4_0 |v| <= 8: 8 chunks; q5_0 16 and q4_1 / q4_K 15: 4; q5_1 /
+// q5_K 31 and q6_K 32: 2; q8_0: 1), so the i16 sum stays within +-32767.
+template <int G, bool kMin, bool kSigned, bool kSB, int kAcc, int RM>
 RLX_AVX2 void rows256(const TileArgs& t, int64_t r0) {
   constexpr int NR = 8;
   constexpr size_t gb = group_bytes(G, NR, kMin);
@@ -54,15 +58,20 @@ RLX_AVX2 void rows256(const TileArgs& t, int64_t r0) {
                                    : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tail));
       for (int r = 0; r < RM; ++r) acc[r] = corr;
       const int64_t k0 = g * G;
-      for (int c = 0; c < G / 4; ++c) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + c * 32));
-        const __m256i aw = kSigned ? _mm256_abs_epi8(w) : w;
-        for (int r = 0; r < RM; ++r) {
-          const __m256i av = _mm256_set1_epi32(load_i32(a[r] + k0 + 4 * c));
-          const __m256i prod = kSigned ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(av, w))
-                                       : _mm256_maddubs_epi16(av, w);
-          acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(prod, ones));
+      for (int c0 = 0; c0 < G / 4; c0 += kAcc) {
+        __m256i s16[RM];
+        for (int c = c0; c < c0 + kAcc; ++c) {
+          const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + c * 32));
+          const __m256i aw = kSigned ? _mm256_abs_epi8(w) : w;
+          for (int r = 0; r < RM; ++r) {
+            const __m256i av = _mm256_set1_epi32(load_i32(a[r] + k0 + 4 * c));
+            const __m256i prod = kSigned ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(av, w))
+                                         : _mm256_maddubs_epi16(av, w);
+            s16[r] = c == c0 ? prod : _mm256_add_epi16(s16[r], prod);
+          }
         }
+        for (int r = 0; r < RM; ++r)
+          acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(s16[r], ones));
       }
       const __m256 s = _mm256_loadu_ps(reinterpret_cast<const float*>(tail + 32));
       for (int r = 0; r < RM; ++r) {
@@ -99,20 +108,20 @@ RLX_AVX2 void rows256(const TileArgs& t, int64_t r0) {
   }
 }
 
-template <int G, bool kMin, bool kSigned, bool kSB>
+template <int G, bool kMin, bool kSigned, bool kSB, int kAcc>
 RLX_AVX2 void run(const TileArgs& t) {
   constexpr int RM = 4;
   int64_t r = 0;
-  for (; r + RM <= t.rows; r += RM) rows256<G, kMin, kSigned, kSB, RM>(t, r);
+  for (; r + RM <= t.rows; r += RM) rows256<G, kMin, kSigned, kSB, kAcc, RM>(t, r);
   switch (t.rows - r) {
     case 3:
-      rows256<G, kMin, kSigned, kSB, 3>(t, r);
+      rows256<G, kMin, kSigned, kSB, kAcc, 3>(t, r);
       break;
     case 2:
-      rows256<G, kMin, kSigned, kSB, 2>(t, r);
+      rows256<G, kMin, kSigned, kSB, kAcc, 2>(t, r);
       break;
     case 1:
-      rows256<G, kMin, kSigned, kSB, 1>(t, r);
+      rows256<G, kMin, kSigned, kSB, kAcc, 1>(t, r);
       break;
     default:
       break;
@@ -251,15 +260,27 @@ RLX_AVX2 void quantize_row_avx2(GgmlType vdt, int G, bool offset, const float* x
   }
 }
 
-void run_avx2(int G, bool has_min, bool signed_act, bool superblock, const TileArgs& t) {
-  if (signed_act)
-    run<32, false, true, false>(t);  // q8_0
-  else if (G == 16)
-    run<16, false, false, true>(t);  // q6_K
-  else if (superblock)
-    has_min ? run<32, true, false, true>(t) : run<32, false, false, true>(t);
-  else
-    has_min ? run<32, true, false, false>(t) : run<32, false, false, false>(t);
+void run_avx2(GgmlType type, bool signed_act, const TileArgs& t) {
+  switch (type) {
+    case GgmlType::Q8_0:
+      return signed_act ? run<32, false, true, false, 1>(t) : run<32, false, false, false, 1>(t);
+    case GgmlType::Q4_0:
+      return run<32, false, false, false, 8>(t);
+    case GgmlType::Q5_0:
+      return run<32, false, false, false, 4>(t);
+    case GgmlType::Q4_1:
+      return run<32, true, false, false, 4>(t);
+    case GgmlType::Q5_1:
+      return run<32, true, false, false, 2>(t);
+    case GgmlType::Q4_K:
+      return run<32, true, false, true, 4>(t);
+    case GgmlType::Q5_K:
+      return run<32, true, false, true, 2>(t);
+    case GgmlType::Q6_K:
+      return run<16, false, false, true, 2>(t);
+    default:
+      return;
+  }
 }
 
 }  // namespace rlx::quant::qgemm::detail

@@ -44,9 +44,10 @@ struct TileArgs {
 // whose da is one per 256 and whose mt holds the plain group sum (not da *
 // sum): a super-block's groups are summed first and scaled by da once.
 void run_avx512(int G, bool has_min, bool superblock, const TileArgs& t);
-// NR = 8 (one ymm). signed_act: activations are raw int8 (q8_0, whose
-// weights span all of int8: maddubs needs one operand small or unsigned).
-void run_avx2(int G, bool has_min, bool signed_act, bool superblock, const TileArgs& t);
+// NR = 8 (one ymm), per type (the weights' range sets how many maddubs sums
+// fit i16). signed_act: activations are raw int8 (q8_0, whose weights span
+// all of int8: maddubs needs one operand small or unsigned).
+void run_avx2(GgmlType type, bool signed_act, const TileArgs& t);
 
 // Weight tile from decoded rows: v [NR][K] int8 (padding rows zero), s and o
 // [NR][K / G]; writes the records above (corr from v) for NR = 32 / 8.

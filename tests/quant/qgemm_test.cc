@@ -148,6 +148,42 @@ TEST(DequantMatmulQgemm, MatchesVecDotOnEveryPath) {
   }
 }
 
+// Activations at the top of the 8-bit range against weights at the ends of
+// theirs, the worst case for the AVX2 kernel's 16-bit partial sums.
+TEST(DequantMatmulQgemm, ExtremeValuesDoNotSaturate) {
+  const auto ps = paths();
+  if (ps.empty()) GTEST_SKIP() << "no AVX2";
+  for (const auto& [path, isa] : ps) {
+    IsaLimit lim(isa);
+    for (GgmlType t : kTypes) {
+      const auto& tr = quant::traits(t);
+      const int64_t M = 4, N = 8, K = 512;
+      const size_t rb = quant::row_size(t, K);
+      std::vector<uint8_t> w(size_t(N) * rb);
+      std::vector<float> row(static_cast<size_t>(K));
+      for (int64_t n = 0; n < N; ++n) {
+        // Constant blocks of one sign, then a block with one large value.
+        for (int64_t k = 0; k < K; ++k)
+          row[size_t(k)] = (k / 64) % 3 == 2 ? (k % 64 == 5 ? -9.f : 0.1f) : (n % 2 ? 1.f : -1.f);
+        quant::quantize(t, row.data(), w.data() + size_t(n) * rb, K);
+      }
+      std::vector<float> x(size_t(M * K));
+      for (int64_t i = 0; i < M * K; ++i) x[size_t(i)] = (i / K) % 2 ? 2.f : -2.f;
+      std::vector<float> y(size_t(M * N));
+      quant::qgemm::matmul(t, x.data(), M, K, w.data(), rb, N, nullptr, y.data());
+      std::vector<uint8_t> a(quant::row_size(tr.vec_dot_type, K));
+      for (int64_t m = 0; m < M; ++m) {
+        quant::quantize_activations(tr.vec_dot_type, x.data() + m * K, a.data(), K);
+        for (int64_t n = 0; n < N; ++n) {
+          const float want = tr.vec_dot(w.data() + size_t(n) * rb, a.data(), K);
+          EXPECT_NEAR(y[size_t(m * N + n)], want, 1e-5f * (std::fabs(want) + 1.f))
+              << tr.name << " " << quant::qgemm::path_name(path) << " [" << m << "," << n << "]";
+        }
+      }
+    }
+  }
+}
+
 // Through the dequant_matmul op at prefill sizes (M >= 16 takes qgemm): the
 // same values as row-by-row runs (M = 1 takes vec_dot).
 TEST(DequantMatmulQgemm, OpPrefillEqualsRowByRow) {
