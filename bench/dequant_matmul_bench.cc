@@ -123,6 +123,7 @@ void run_case(benchmark::State& st, GgmlType type, int64_t M, int64_t K, int64_t
   st.counters["bytes"] = C(bytes);
   st.counters["flop"] = C(2.0 * double(M) * double(N) * double(K));
   st.counters["rlx_GBps"] = C(bytes / median(t_rlx) * 1e-9);
+  st.counters["rlx_GMACps"] = C(double(M) * double(N) * double(K) / median(t_rlx) * 1e-9);
   if (with_ggml) {
     st.counters["ggml_GBps"] = C(bytes / median(t_ggml) * 1e-9);
     st.counters["rlx_over_ggml"] = C(median(t_ggml) / median(t_rlx));  // > 1: rlx faster
@@ -140,6 +141,18 @@ void register_dequant_matmul() {
                                std::to_string(M) + "xK4096xN4096";
       benchmark::RegisterBenchmark(name.c_str(),
                                    [=](benchmark::State& st) { run_case(st, t, M, 4096, 4096); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  // Prefill of the 100M test model (scripts/make_test_llm.py --preset 100m):
+  // 512 prompt rows through its FFN up / down projections (the integer GEMM).
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K})
+    for (const auto& kn : {std::pair<int64_t, int64_t>{768, 2304}, {2304, 768}}) {
+      const int64_t K = kn.first, N = kn.second;  // clang 14 cannot capture bindings
+      const std::string name = std::string("dequant_matmul/") + quant::traits(t).name + "/M512xK" +
+                               std::to_string(K) + "xN" + std::to_string(N);
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [=](benchmark::State& st) { run_case(st, t, 512, K, N); })
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond);
     }

@@ -42,10 +42,14 @@ MODELS = {
 # peer); f16: ggml rounds activations to f16 for f16 matmuls, rlx keeps f32.
 # Quantized types: ggml quantizes every activation row to 8 bits (relative
 # error ~1/254 per element) before its dot products; rlx does the same in
-# decode (M < 16 rows) but multiplies f32 activations with dequantized weight
-# tiles in prefill, which is closer to the dequantized model. The difference
-# is ggml's activation rounding, ~0.05-0.15 on these logits (--f32-prefill);
-# by default the script sets RLX_GGML_NUMERICS=1 so rlx rounds like ggml.
+# decode (M < 16 rows) and, for the types its integer GEMM covers (q4_0 q4_1
+# q5_0 q5_1 q8_0 q4_K q5_K q6_K on AVX2 / AVX-512), in prefill too. Prefill of
+# the other types (q2_K, q3_K, ...) multiplies f32 activations with dequantized
+# weight tiles, which is closer to the dequantized model; the difference is
+# ggml's activation rounding, ~0.05-0.15 on these logits (--f32-prefill); by
+# default the script sets RLX_GGML_NUMERICS=1 so rlx rounds like ggml there too.
+# Float summation order still differs from ggml's kernels, so now and then one
+# 8-bit activation rounds the other way ("flip", ~0.1 on a logit).
 TOL = {"f32": (2e-3, 0.99999), "f16": (5e-2, 0.9999)}
 TOL.update({q: (1.5e-1, 0.9999) for q in ("q8_0", "q4_0", "q4_K", "q5_K", "q6_K")})
 # K-quants need rows of 256: those models are wider and quantized by rlx.
@@ -110,7 +114,8 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", action="store_true", help="re-create the models")
     p.add_argument("--f32-prefill", action="store_true",
-                   help="rlx's default prefill numerics (f32 activations) instead of RLX_GGML_NUMERICS=1")
+                   help="rlx's default prefill numerics instead of RLX_GGML_NUMERICS=1 (f32 activations "
+                        "for types without the integer GEMM, or under RLX_ISA=portable)")
     a = p.parse_args()
 
     if not (os.path.isfile(a.peer) and os.access(a.peer, os.X_OK)):

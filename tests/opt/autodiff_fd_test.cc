@@ -63,10 +63,10 @@ In given(Tensor t) {
 }
 Tensor f64s(Dims d, std::vector<double> v) { return Tensor::from_vector(d, v, DType::F64); }
 
-// q8_0 rows of random weights, as GGUF files hold them.
-Tensor q8_rows(int64_t rows, int64_t k) {
+// Quantized rows of random weights, as GGUF files hold them.
+Tensor quant_rows(const char* scheme, int64_t rows, int64_t k) {
   const Tensor w = testing::random_tensor({rows, k}, DType::F32, 77);
-  const auto type = quant::parse_type_name("q8_0");
+  const auto type = quant::parse_type_name(scheme);
   Tensor q({rows, int64_t(quant::row_size(type, k))}, DType::U8);
   quant::quantize(type, w.data<float>(), q.data<uint8_t>(), rows * k);
   return q;
@@ -213,11 +213,12 @@ std::vector<Case> cases() {
       {Op::MatMul, {f({3}), f({2, 3, 4})}, {}},
       {Op::MatMul, {f({2, 2, 3}), f({3})}, {}},
       {Op::MatMul, {f({3}), f({3})}, {}},
-      // 16 rows take the kernel's f32 GEMM path; fewer round the activations
-      // to q8_0, which finite differences would see as steps.
+      // 16 rows of q3_K take the kernel's f32 GEMM path; fewer rows, and the
+      // types of the integer GEMM (q8_0, q4_K, ...) at any M, round the
+      // activations to 8 bits, which finite differences would see as steps.
       {Op::DequantMatmul,
-       {f32({16, 32}), given(q8_rows(3, 32)), f32({3})},
-       {{"scheme", std::string("q8_0")}, {"k", 32}},
+       {f32({16, 256}), given(quant_rows("q3_K", 3, 256)), f32({3})},
+       {{"scheme", std::string("q3_K")}, {"k", 256}},
        1e-4},
 
       // ---- conv / pool

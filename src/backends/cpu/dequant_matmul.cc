@@ -1,7 +1,12 @@
 // dequant_matmul(x[..., K] f32, w u8[N, row_bytes][, bias f32[N]]) scheme, k:
 // y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]), W = the ggml rows of w.
 //
-// Two paths:
+// Three paths:
+//  * qgemm (src/quant/qgemm.h), for M >= kGemmMinRows of the types it covers
+//    (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) on AVX2 / AVX-512 VNNI:
+//    activations quantized once to the vec_dot_type, weight tiles repacked
+//    per call into int8 groups and multiplied by a register-tiled integer
+//    micro-kernel (the same integer sums as the direct path).
 //  * direct (the type has vec_dot): activations are converted once per call
 //    to the type's vec_dot_type (Q8_0 / Q8_K / f32) and each output is one
 //    integer-SIMD dot against the raw weight row. Work is split over tiles of
@@ -13,7 +18,8 @@
 //    the f32 rows for small M, one sgemm otherwise); for M >= kGemmMinRows
 //    the direct types come here too, without the cache. Uncached, each task
 //    dequantizes a few rows into thread-local scratch (bounded) and runs a
-//    small sgemm on them. Never the whole model up front.
+//    small sgemm on them. Never the whole model up front. Prefill of q2_K /
+//    q3_K and of every direct type under RLX_ISA=portable still takes it.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -21,6 +27,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "quant/dequant_cache.h"
+#include "quant/qgemm.h"
 #include "rlx/error.h"
 #include "rlx/quant.h"
 #include "rlx/thread_pool.h"
@@ -176,6 +183,12 @@ void dequant_matmul(const KernelCall& c) {
     return;
   }
   const Problem p{x.data<float>(), static_cast<const uint8_t*>(w.raw()), bias, y, M, N, K, rb};
+  // Many rows of a type with an integer GEMM: activations quantized once
+  // (as the direct path and ggml do), integer products on the blocks.
+  if (M >= kGemmMinRows && quant::qgemm::path_for(type) != quant::qgemm::Path::none) {
+    quant::qgemm::matmul(type, p.x, M, K, p.w, rb, N, bias, y);
+    return;
+  }
   // ggml_numerics quantizes activations at every M, as ggml does, so logits
   // can be compared with llama.cpp's rounding for rounding.
   if (tr.vec_dot && (M < kGemmMinRows || c.ctx.ggml_numerics))
