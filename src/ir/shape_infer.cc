@@ -510,7 +510,7 @@ Shape infer_conv(const Node& n, const In& in) {
     RLX_CHECK(x.dims[1].value == wd[1] * g, "conv: input has ", x.dims[1].value,
               " channels, weight expects ", wd[1] * g, " (groups=", g, ")");
   RLX_CHECK(!a.residual || in.size() >= 3, "conv: residual=true needs a residual input");
-  if (conv_has_bias(a, in.size()))
+  if (conv_has_bias(a.residual, in.size()))
     RLX_CHECK(in[2]->rank() == 1 && in[2]->dims[0] == Dim(wd[0]), "conv: bias ", in[2]->str(),
               " does not match ", wd[0], " out channels");
   else

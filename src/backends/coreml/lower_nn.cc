@@ -45,7 +45,7 @@ Val lower_conv(Lowering& L, const Node& n) {
       {"pad", L.b.ints(interleave_pads(list_or(a.pads, 2 * sp, 0)), h + "_pad")},
       {"dilations", L.b.ints(list_or(a.dilation, sp, 1), h + "_dil")},
       {"groups", L.b.int_scalar(a.groups, h + "_groups")}};
-  if (conv_has_bias(a, n.inputs.size())) in.push_back({"bias", L.in(n, 2)});
+  if (conv_has_bias(a.residual, n.inputs.size())) in.push_back({"bias", L.in(n, 2)});
   if (a.activation == Epilogue::none && !a.residual) return L.b.op("conv", in, L.type_of(n), h);
   Val y = L.b.op("conv", in, L.type_of(n), h + "_conv");
   // A fused residual: added after the bias, before the activation.

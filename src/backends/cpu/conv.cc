@@ -95,7 +95,7 @@ Geom make_geom(const KernelCall& c, bool transpose) {
   }
   // conv_transpose takes no residual: its ConvTransposeAttrs-made copy has none.
   const bool residual = !transpose && c.node.attrs_as<ConvAttrs>().residual;
-  if (conv_has_bias(ConvAttrs{.residual = residual}, c.in.size()))
+  if (conv_has_bias(residual, c.in.size()))
     RLX_CHECK(c.in[2].rank() == 1 && c.in[2].dim(0) == g.O && c.in[2].dtype() == x.dtype(), where,
               ": bias ", dims_str(c.in[2].dims()), " does not match ", g.O, " out channels");
   auto stride = attr_ints(a.stride, "stride", g.sp, 1, 1, where);
@@ -816,7 +816,7 @@ void run(const KernelCall& c, bool transpose) {
     return conv_transpose_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, c.out.data<T>());
   }
   const auto& a = c.node.attrs_as<ConvAttrs>();
-  const T* bias = conv_has_bias(a, c.in.size()) ? c.in[2].data<T>() : nullptr;
+  const T* bias = conv_has_bias(a.residual, c.in.size()) ? c.in[2].data<T>() : nullptr;
   const T* res = nullptr;
   if (a.residual) {
     const Tensor& r = c.in.back();

@@ -17,9 +17,13 @@ TEST(CoreMLConvResidual, LowersAsConvAddActivation) {
                               g.input("w", Shape(Dims{4, 3, 3, 3}, DType::F32))};
       if (bias) ins.push_back(g.input("b", Shape(Dims{4}, DType::F32)));
       ins.push_back(g.input("r", Shape(Dims{1, 4, 6, 6}, DType::F32)));
-      g.add_output("y",
-                   g.add(Op::Conv, ins,
-                         ConvAttrs{.pads = {1, 1, 1, 1}, .activation = act, .residual = true}));
+      g.add_output("y", g.add(Op::Conv, ins,
+                              ConvAttrs{.stride = {},
+                                        .pads = {1, 1, 1, 1},
+                                        .dilation = {},
+                                        .groups = 1,
+                                        .activation = act,
+                                        .residual = true}));
       TensorMap feed;
       for (NodeId id : g.inputs())
         feed[g.node(id).name] =
