@@ -38,14 +38,8 @@ RLX_AVX2 void rows256(const TileArgs& t, int64_t r0) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 f[RM];
   for (int r = 0; r < RM; ++r) f[r] = _mm256_setzero_ps();
-  const uint8_t* a[RM];
-  const float* da[RM];
-  const float* mt[RM];
-  for (int r = 0; r < RM; ++r) {
-    a[r] = t.aq + (r0 + r) * t.lda;
-    da[r] = t.da + (r0 + r) * t.ldd;
-    mt[r] = t.mt + (r0 + r) * t.ldd;
-  }
+  const ActivationRows<RM> rows(t, r0);
+  const auto &a = rows.a, &da = rows.da, &mt = rows.mt;
   const uint8_t* p = t.pack;
   for (int64_t g0 = 0; g0 < t.ngroups; g0 += per) {
     __m256 e[RM];  // the super-block's sum before da (kSB)

@@ -39,14 +39,8 @@ RLX_AVX512 void rows512(const TileArgs& t, int64_t r0) {
   constexpr int64_t per = kSB ? 256 / G : 1;  // groups per activation scale
   __m512 f0[RM], f1[RM];
   for (int r = 0; r < RM; ++r) f0[r] = f1[r] = _mm512_setzero_ps();
-  const uint8_t* a[RM];
-  const float* da[RM];
-  const float* mt[RM];
-  for (int r = 0; r < RM; ++r) {
-    a[r] = t.aq + (r0 + r) * t.lda;
-    da[r] = t.da + (r0 + r) * t.ldd;
-    mt[r] = t.mt + (r0 + r) * t.ldd;
-  }
+  const ActivationRows<RM> rows(t, r0);
+  const auto &a = rows.a, &da = rows.da, &mt = rows.mt;
   const uint8_t* p = t.pack;
   for (int64_t g0 = 0; g0 < t.ngroups; g0 += per) {
     __m512 e0[RM], e1[RM];  // the super-block's sum before da (kSB)

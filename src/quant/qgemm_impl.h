@@ -40,6 +40,21 @@ struct TileArgs {
   int64_t rows;       // activation rows to run
 };
 
+// Where rows r0 .. r0 + RM - 1 of a tile call read their activation bytes, da and mt.
+template <int RM>
+struct ActivationRows {
+  const uint8_t* a[RM];
+  const float* da[RM];
+  const float* mt[RM];
+  ActivationRows(const TileArgs& t, int64_t r0) {
+    for (int r = 0; r < RM; ++r) {
+      a[r] = t.aq + (r0 + r) * t.lda;
+      da[r] = t.da + (r0 + r) * t.ldd;
+      mt[r] = t.mt + (r0 + r) * t.ldd;
+    }
+  }
+};
+
 // NR = 32 (two zmm of 16 lanes). superblock: Q8_K activations (k-quants),
 // whose da is one per 256 and whose mt holds the plain group sum (not da *
 // sum): a super-block's groups are summed first and scaled by da once.
