@@ -39,7 +39,9 @@ RLX_AVX2 void rows256(const TileArgs& t, int64_t r0) {
   __m256 f[RM];
   for (int r = 0; r < RM; ++r) f[r] = _mm256_setzero_ps();
   const ActivationRows<RM> rows(t, r0);
-  const auto &a = rows.a, &da = rows.da, &mt = rows.mt;
+  const auto& a = rows.a;
+  const auto& da = rows.da;
+  const auto& mt = rows.mt;
   const uint8_t* p = t.pack;
   for (int64_t g0 = 0; g0 < t.ngroups; g0 += per) {
     __m256 e[RM];  // the super-block's sum before da (kSB)

@@ -40,7 +40,9 @@ RLX_AVX512 void rows512(const TileArgs& t, int64_t r0) {
   __m512 f0[RM], f1[RM];
   for (int r = 0; r < RM; ++r) f0[r] = f1[r] = _mm512_setzero_ps();
   const ActivationRows<RM> rows(t, r0);
-  const auto &a = rows.a, &da = rows.da, &mt = rows.mt;
+  const auto& a = rows.a;
+  const auto& da = rows.da;
+  const auto& mt = rows.mt;
   const uint8_t* p = t.pack;
   for (int64_t g0 = 0; g0 < t.ngroups; g0 += per) {
     __m512 e0[RM], e1[RM];  // the super-block's sum before da (kSB)
