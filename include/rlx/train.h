@@ -96,6 +96,20 @@ struct ClipResult {
 };
 ClipResult clip_grad_norm(const TensorMap& grads, double max_norm);
 
+// ---- gradients (`rlx grad`, rlx.grad) ----------------------------------------------
+
+struct Gradients {
+  TensorMap outputs;  // the model's outputs
+  TensorMap grads;    // kGradPrefix + name for every trained param and float input
+};
+// Forward and backward of `m` on `inputs` (every graph input, by name);
+// symbolic dims are bound to the inputs' dims first (autodiff needs static
+// shapes). With `cotangents` (one per float output, by output name) the
+// gradients are those of sum_o <ct_o, o>; without, of the loss
+// (GradientGraphOptions). `where` names the model in errors.
+Gradients compute_gradients(Model m, const TensorMap& inputs, const TensorMap* cotangents,
+                            const CompileOptions& options = {}, const std::string& where = "model");
+
 // ---- Trainer --------------------------------------------------------------------
 
 struct TrainerOptions {

@@ -33,6 +33,7 @@ from ._rlx import (  # noqa: F401
     TensorSpec,
     __version__,
     check_coreml,
+    grad,
     load,
     num_threads,
     set_num_threads,

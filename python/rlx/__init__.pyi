@@ -51,6 +51,9 @@ def compile(model: Model | str | os.PathLike[str], target: Literal["coreml"] = "
             fp16: bool = False, seq_len: int = 64, opt_level: int = 1,
             disable_passes: Sequence[str] = ()) -> str: ...
 def check_coreml(path: str) -> list[str]: ...
+def grad(model: Model | str | os.PathLike[str], inputs: Mapping[str, npt.ArrayLike], *,
+         cotangents: Mapping[str, npt.ArrayLike] | None = None, opt_level: int = 1,
+         disable_passes: Sequence[str] = ()) -> dict[str, np.ndarray]: ...
 def from_torch(module: Any, example_inputs: Any, dynamic: Mapping[Any, Mapping[int, str]] | None = None,
                *, path: str | os.PathLike[str] | None = None, decomposition: str = "high",
                threads: int | None = None, opt_level: int = 1, cast_inputs: bool = False,

@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "rlx/train.h"
 
 namespace rlx::python {
 namespace {
@@ -260,6 +261,61 @@ void bind_model(py::module_& m) {
       },
       py::arg("model"), py::arg("source"), py::arg("path"), py::arg("opset"), py::arg("fp16"),
       py::arg("seq_len"), py::arg("opt_level"), py::arg("disable_passes"));
+
+  m.def(
+      "grad",
+      [](const py::object& model, const py::dict& inputs, const std::optional<py::dict>& cotangents,
+         int opt_level, const std::vector<std::string>& disable_passes) {
+        Model mod =
+            py::isinstance<PyModel>(model)
+                ? model.cast<const PyModel&>().model()
+                : load_model(py::module_::import("os").attr("fspath")(model).cast<std::string>());
+        const Graph& g = mod.graph;
+        std::vector<py::object> keep;  // borrowed arrays, alive until the run ends
+        // Arrays by name for the graph's values `named` (inputs or outputs).
+        auto tensors = [&](const py::dict& d, const char* what,
+                           const std::vector<std::pair<std::string, Shape>>& named) {
+          TensorMap r;
+          std::string known;
+          for (const auto& [name, shape] : named) known += (known.empty() ? "" : ", ") + name;
+          for (auto [key, value] : d) {
+            const std::string name = py::str(key).cast<std::string>();
+            auto it = std::find_if(named.begin(), named.end(),
+                                   [&](const auto& n) { return n.first == name; });
+            if (it == named.end())
+              throw make_error("grad(): '", name, "' is not one of the model's ", what, " (", known,
+                               ")");
+            r[name] = to_tensor(value, name, it->second, false, keep);
+          }
+          return r;
+        };
+        std::vector<std::pair<std::string, Shape>> ins, outs;
+        for (NodeId id : g.inputs()) ins.emplace_back(g.node(id).name, g.node(id).shape);
+        for (const auto& o : g.outputs()) outs.emplace_back(o.name, g.node(o.node).shape);
+        const TensorMap feed = tensors(inputs, "inputs", ins);
+        TensorMap cts;
+        if (cotangents) cts = tensors(*cotangents, "outputs", outs);
+        const CompileOptions copts = make_compile_options(opt_level, disable_passes);
+        const std::string where = mod.source.empty() ? "model" : mod.source;
+        train::Gradients r;
+        {
+          py::gil_scoped_release nogil;
+          r = train::compute_gradients(std::move(mod), feed, cotangents ? &cts : nullptr, copts,
+                                       where);
+        }
+        py::dict out;
+        for (const auto& [name, t] : r.grads) out[py::str(name)] = to_numpy(t);
+        return out;
+      },
+      py::arg("model"), py::arg("inputs"), py::kw_only(), py::arg("cotangents") = py::none(),
+      py::arg("opt_level") = 1, py::arg("disable_passes") = std::vector<std::string>{},
+      "Gradients of a model (as `rlx grad`): runs forward and backward and returns "
+      "{'grad::<name>': np.ndarray} for every trained param (PyTorch state_dict names for "
+      "torch exports) and every float input. `model`: an rlx.Model or a path rlx.load takes. "
+      "`inputs`: every graph input by name. Without `cotangents` the loss is the output named "
+      "'loss' (rlx_torch.export(train=True)) or the model's only scalar float output; with "
+      "them ({output name: array}, one per float output) the gradients are those of "
+      "sum_o <ct_o, o>. Raises rlx.Error with rlx's message.");
 
   m.def(
       "check_coreml",
