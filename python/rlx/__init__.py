@@ -31,6 +31,7 @@ from ._rlx import (  # noqa: F401
     Error,
     Model,
     TensorSpec,
+    Trainer,
     __version__,
     check_coreml,
     grad,

@@ -150,4 +150,8 @@ py::tuple dims_tuple(const Shape& s) {
   return out;
 }
 
+std::string fspath(const py::handle& p) {
+  return py::module_::import("os").attr("fspath")(p).cast<std::string>();
+}
+
 }  // namespace rlx::python

@@ -29,6 +29,9 @@ Tensor to_tensor(const py::handle& value, const std::string& name, const Shape& 
 // buffer alive); bf16 is converted to float32.
 py::array to_numpy(const Tensor& t);
 
+// os.fspath(p): a str, or a path-like object's path.
+std::string fspath(const py::handle& p);
+
 // [2, "seq", 64] for a shape's dims.
 py::tuple dims_tuple(const Shape& s);
 

@@ -221,8 +221,9 @@ void bind_model(py::module_& m) {
 
   m.def(
       "load",
-      [](const std::string& path, std::optional<int> threads, int opt_level, bool cast_inputs,
+      [](const py::object& path_like, std::optional<int> threads, int opt_level, bool cast_inputs,
          bool dequantize, const std::vector<std::string>& disable_passes) {
+        const std::string path = fspath(path_like);
         if (threads) set_num_threads(*threads);
         CompileOptions copts = make_compile_options(opt_level, disable_passes);
         py::gil_scoped_release nogil;

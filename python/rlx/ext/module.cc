@@ -17,4 +17,5 @@ PYBIND11_MODULE(_rlx, m) {
   m.def("num_threads", &rlx::num_threads, "Worker threads of rlx's pool.");
   rlx::python::bind_model(m);
   rlx::python::bind_llm(m);
+  rlx::python::bind_train(m);
 }

@@ -32,4 +32,5 @@ def test_readme_python_section(mlp_dir, tiny_llm, tmp_path, monkeypatch, capsys)
     assert "input 'x' is float64 (f64) but the model declares [8,64] f32" in printed
     assert "shape=('batch', 4)" in printed
     assert "['grad::0.bias', 'grad::0.weight', 'grad::input']" in printed
+    assert "['input', 'target'] True" in printed
     assert os.path.isdir(tmp_path / "mlp.mlpackage")

@@ -199,6 +199,34 @@ def test_grad_matches_torch_autograd(tmp_path):
         rlx.grad(kept, {"nope": x.numpy()})
 
 
+def test_trainer_matches_torch_optim(tmp_path):
+    import rlx_torch
+    torch.manual_seed(0)
+    mod = Small()
+    x, target = torch.randn(4, 6), torch.randn(4, 5)
+    rlx_torch.export(mod, (x,), str(tmp_path / "small"), train=True,
+                     loss_fn=torch.nn.functional.mse_loss, target=target)
+    t = rlx.Trainer(tmp_path / "small", optimizer="sgd", lr=0.1, momentum=0.9)
+    assert sorted(t.trainable) == sorted(k for k, _ in mod.named_parameters())
+    opt = torch.optim.SGD(mod.parameters(), lr=0.1, momentum=0.9)
+    batch = {n: (x if n != "target" else target).numpy() for n in t.data_inputs}
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(mod(x), target)
+        loss.backward()
+        opt.step()
+        assert abs(t.step(batch) - loss.item()) < 1e-5
+    assert t.step_count == 3 and abs(t.last_lr - 0.1) < 1e-12
+    w = t.weights()
+    for k, p in mod.named_parameters():
+        np.testing.assert_allclose(w[k], p.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+    assert "loss" in t.evaluate(batch)
+    t.save(str(tmp_path / "trained"))
+    assert rlx.load(tmp_path / "trained").outputs
+    with pytest.raises(rlx.Error, match="is not a data input"):
+        t.step({"nope": x.numpy()})
+
+
 class AllDTypes(torch.nn.Module):
     def forward(self, f32, f16, bf16, f64, i8, i16, i32, i64, u8, b):
         return (f32 * 2, f16 * 2, bf16 * 2, f64 * 2, i8 * 2, i16 * 2, i32 * 2, i64 * 2, u8 * 2,

@@ -1,0 +1,143 @@
+// rlx.Trainer: train::Trainer (the optimizers, schedules and clipping of
+// `rlx train`) stepping on batches of NumPy arrays.
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "bindings.h"
+#include "convert.h"
+#include "rlx/train.h"
+
+namespace rlx::python {
+namespace {
+
+class PyTrainer {
+ public:
+  PyTrainer(Model m, train::TrainerOptions o)
+      : t_(std::make_unique<train::Trainer>(std::move(m), std::move(o))) {}
+
+  float step(const py::dict& batch) {
+    std::vector<py::object> keep;
+    const TensorMap b = to_batch(batch, keep);
+    py::gil_scoped_release nogil;
+    return t_->step(b);
+  }
+
+  py::dict evaluate(const py::dict& batch) {
+    std::vector<py::object> keep;
+    const TensorMap b = to_batch(batch, keep);
+    TensorMap out;
+    {
+      py::gil_scoped_release nogil;
+      out = t_->evaluate(b);
+    }
+    return to_dict(out);
+  }
+
+  py::dict weights() const { return to_dict(t_->weights()); }
+  py::dict last_outputs() const { return to_dict(t_->last_outputs()); }
+  const train::Trainer& trainer() const { return *t_; }
+  void save(const std::string& dir) const { t_->save(dir); }
+
+ private:
+  // The batch by data input name, each checked against the input's declared shape and dtype.
+  TensorMap to_batch(const py::dict& batch, std::vector<py::object>& keep) const {
+    const Graph& g = t_->model().graph;
+    const auto& names = t_->data_inputs();
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    TensorMap r;
+    for (auto [key, value] : batch) {
+      const std::string name = py::str(key).cast<std::string>();
+      const Node* in = nullptr;
+      for (NodeId id : g.inputs())
+        if (g.node(id).name == name) in = &g.node(id);
+      if (!in || std::find(names.begin(), names.end(), name) == names.end())
+        throw make_error("Trainer: '", name, "' is not a data input of the model (", known, ")");
+      r[name] = to_tensor(value, name, in->shape, false, keep);
+    }
+    for (const auto& n : names)
+      if (!r.count(n)) throw make_error("Trainer: the batch has no '", n, "' (needs ", known, ")");
+    return r;
+  }
+
+  static py::dict to_dict(const TensorMap& m) {
+    py::dict d;
+    for (const auto& [name, t] : m) d[py::str(name)] = to_numpy(t);
+    return d;
+  }
+
+  std::unique_ptr<train::Trainer> t_;
+};
+
+}  // namespace
+
+void bind_train(py::module_& m) {
+  py::class_<PyTrainer>(m, "Trainer",
+                        "Trains a model whose graph has an output named 'loss' "
+                        "(rlx_torch.export(train=True)), as `rlx train` does: every float param "
+                        "not marked non-trainable is trained.")
+      .def(py::init([](const py::object& model, const std::string& optimizer, double lr,
+                       const std::string& schedule, int64_t warmup, int64_t total_steps,
+                       int64_t step_size, double gamma, double min_lr, double weight_decay,
+                       double momentum, double dampening, bool nesterov,
+                       std::pair<double, double> betas, double eps, double clip_norm) {
+             Model mod = load_model(fspath(model));
+             train::TrainerOptions o;
+             o.optimizer.kind = train::parse_optimizer(optimizer);
+             o.optimizer.weight_decay = weight_decay;
+             o.optimizer.momentum = momentum;
+             o.optimizer.dampening = dampening;
+             o.optimizer.nesterov = nesterov;
+             o.optimizer.beta1 = betas.first;
+             o.optimizer.beta2 = betas.second;
+             o.optimizer.eps = eps;
+             o.schedule.kind = train::parse_schedule(schedule);
+             o.schedule.lr = lr;
+             o.schedule.warmup = warmup;
+             o.schedule.total_steps = total_steps;
+             o.schedule.step_size = step_size;
+             o.schedule.gamma = gamma;
+             o.schedule.min_lr = min_lr;
+             o.clip_norm = clip_norm;
+             return std::make_unique<PyTrainer>(std::move(mod), std::move(o));
+           }),
+           py::arg("model"), py::kw_only(), py::arg("optimizer") = "adamw", py::arg("lr") = 1e-3,
+           py::arg("schedule") = "constant", py::arg("warmup") = 0, py::arg("total_steps") = 0,
+           py::arg("step_size") = 1, py::arg("gamma") = 0.1, py::arg("min_lr") = 0.0,
+           py::arg("weight_decay") = 0.0, py::arg("momentum") = 0.0, py::arg("dampening") = 0.0,
+           py::arg("nesterov") = false, py::arg("betas") = std::pair<double, double>{0.9, 0.999},
+           py::arg("eps") = 1e-8, py::arg("clip_norm") = 0.0,
+           "model: a path rlx.load takes (a train=True export). optimizer: sgd | adam | adamw | "
+           "lion (torch.optim's formulas); schedule: constant | step | cosine, with linear "
+           "warmup; clip_norm > 0 clips the global gradient norm.")
+      .def("step", &PyTrainer::step, py::arg("batch"),
+           "Forward, backward and one update on `batch` ({data input: array}); returns the loss "
+           "of the weights before the update. The GIL is released while it runs.")
+      .def("evaluate", &PyTrainer::evaluate, py::arg("batch"),
+           "The forward graph's outputs on `batch` with the current weights; changes nothing.")
+      .def("weights", &PyTrainer::weights, "Every weight, the trained ones as they are now.")
+      .def("save", &PyTrainer::save, py::arg("dir"),
+           "Writes the graph and the current weights as an rlx model directory (rlx.load reads "
+           "it).")
+      .def_property_readonly("last_outputs", &PyTrainer::last_outputs,
+                             "The last step's outputs (loss, logits, ...).")
+      .def_property_readonly(
+          "step_count", [](const PyTrainer& t) { return t.trainer().step_count(); },
+          "Updates done so far.")
+      .def_property_readonly(
+          "last_lr", [](const PyTrainer& t) { return t.trainer().last_lr(); },
+          "The learning rate of the last update.")
+      .def_property_readonly(
+          "last_grad_norm", [](const PyTrainer& t) { return t.trainer().last_grad_norm(); },
+          "The global gradient norm of the last step, before clipping.")
+      .def_property_readonly(
+          "trainable", [](const PyTrainer& t) { return t.trainer().trainable(); },
+          "The names of the trained params.")
+      .def_property_readonly(
+          "data_inputs", [](const PyTrainer& t) { return t.trainer().data_inputs(); },
+          "The inputs a batch holds.");
+}
+
+}  // namespace rlx::python
