@@ -1,5 +1,6 @@
 // compile(graph) -> Executable; Session runs it with named inputs and outputs.
 #pragma once
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -108,6 +109,9 @@ struct SessionOptions {
   // (`rlx run --cast-inputs`). Off by default: a silent conversion would hide
   // a caller's mistake, such as i64 data fed to an f32 input.
   bool cast_inputs = false;
+  // Checked before every node: once it reads true, run() stops with an
+  // rlx::Error saying it was interrupted (Ctrl-C in Python's Model.run).
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 class Session {

@@ -81,6 +81,8 @@ TensorMap Session::run(const TensorMap& inputs) {
       continue;
     }
     RLX_CHECK(n.op != Op::Param, n.label(), ": parameter '", n.name, "' was never bound");
+    if (options_.interrupt && options_.interrupt->load(std::memory_order_relaxed))
+      throw make_error("run interrupted before ", n.label());
     if (n.op == Op::Result) continue;  // written by its multi-output node
     if (plan->alias[id] >= 0) {        // a reshape: a view of its input (copied only if strided)
       values[id] = values[size_t(n.inputs[0])].reshape(plan->dims[id]);

@@ -46,6 +46,24 @@ TEST(RuntimeProfile, TimesEveryComputedNodeOfEachRun) {
   EXPECT_LE(p[size_t(r)].last_start_ms, p[size_t(e)].last_start_ms);
 }
 
+// SessionOptions::interrupt: a run that sees it set stops before its next
+// node with an error saying so; cleared, the same session runs again.
+TEST(RuntimeInterrupt, StopsBeforeTheNextNode) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({8}));
+  g.add_output("y", b.unary(Op::Exp, b.relu(x)));
+  CompileOptions o;
+  o.opt_level = 0;
+  std::atomic<bool> stop{true};
+  Session s(Executable::compile(g, {}, o), SessionOptions{.interrupt = &stop});
+  const TensorMap in{{"x", testing::random_tensor({8}, DType::F32, 1)}};
+  const std::string msg = error_of([&] { s.run(in); });
+  EXPECT_NE(msg.find("run interrupted before"), std::string::npos) << msg;
+  stop = false;
+  EXPECT_EQ(s.run(in).at("y").dims(), Dims{8});
+}
+
 TEST(RuntimePlan, ChainNeedsTwoSlotsAndReusesThem) {
   Graph g;
   Builder b(g);

@@ -2,7 +2,10 @@
 // Executable, Session, coreml::export_package) as `rlx tools/rlx` uses it.
 #include <pybind11/stl.h>
 
+#include <csignal>
+
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -12,6 +15,47 @@
 
 namespace rlx::python {
 namespace {
+
+// Ctrl-C during a Model.run on Python's main thread: Python's own SIGINT
+// handler only flags the interpreter, which is not running while rlx
+// computes, so for the call's duration a handler of ours sets the flag every
+// session checks before each node; KeyboardInterrupt is raised once rlx has
+// stopped. Other threads' runs are not interruptible (a signal handler is
+// process-wide).
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true, std::memory_order_relaxed); }
+
+class SigintScope {
+ public:
+  SigintScope() {
+    py::module_ threading = py::module_::import("threading");
+    active_ = threading.attr("current_thread")().is(threading.attr("main_thread")());
+    if (!active_) return;
+    g_interrupted = false;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~SigintScope() {
+    if (!active_) return;
+    sigaction(SIGINT, &old_, nullptr);
+    g_interrupted = false;  // runs on other threads read it too
+  }
+  SigintScope(const SigintScope&) = delete;
+  SigintScope& operator=(const SigintScope&) = delete;
+  // After the run (the GIL held): KeyboardInterrupt if Ctrl-C came during it.
+  void raise_if_interrupted() const {
+    if (active_ && g_interrupted) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
+    }
+  }
+
+ private:
+  bool active_ = false;
+  struct sigaction old_ {};
+};
 
 struct TensorSpec {
   std::string name;
@@ -34,7 +78,8 @@ class PyModel {
     Graph g =
         model_.graph;  // the loaded graph stays for compile(); the executable optimizes a copy
     exe_ = Executable::compile(std::move(g), model_.weights, copts);
-    session_ = std::make_unique<Session>(exe_, SessionOptions{.cast_inputs = cast_inputs});
+    session_ = std::make_unique<Session>(
+        exe_, SessionOptions{.cast_inputs = cast_inputs, .interrupt = &g_interrupted});
   }
 
   const Model& model() const { return model_; }
@@ -82,11 +127,16 @@ class PyModel {
     std::vector<py::object> keep;  // borrowed arrays, alive until the run returns
     TensorMap inputs = feeds_to_inputs(feeds, cast.value_or(cast_inputs_), keep);
     TensorMap out;
-    {
+    SigintScope sigint;
+    try {
       py::gil_scoped_release nogil;
       std::lock_guard<std::mutex> lock(mu_);  // one Session: one run at a time
       out = session_->run(inputs);
+    } catch (const Error&) {
+      sigint.raise_if_interrupted();
+      throw;
     }
+    sigint.raise_if_interrupted();
     py::dict result;  // in the graph's output order
     for (const auto& o : g.outputs()) result[py::str(o.name)] = to_numpy(out.at(o.name));
     return result;
@@ -208,7 +258,8 @@ void bind_model(py::module_& m) {
            "cast_inputs=True (default: load()'s setting). bf16 inputs take float32 (rounded "
            "to nearest even) or uint16 (raw bf16 bits); bf16 outputs come back as float32. "
            "C-contiguous inputs of the declared dtype are read in place. The GIL is released "
-           "while rlx computes; one Model runs one call at a time.")
+           "while rlx computes; one Model runs one call at a time. Ctrl-C on the main thread "
+           "stops the run before its next node and raises KeyboardInterrupt.")
       .def("profile", &PyModel::profile, py::arg("inputs"), py::arg("runs") = 10, py::kw_only(),
            py::arg("cast_inputs") = py::none(),
            "Runs the model `runs` times timing every node (as `rlx run --profile`); returns "

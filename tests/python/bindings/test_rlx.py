@@ -227,6 +227,27 @@ def test_trainer_matches_torch_optim(tmp_path):
         t.step({"nope": x.numpy()})
 
 
+def test_ctrl_c_interrupts_a_long_run():
+    import signal
+    import time
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(*[torch.nn.Linear(512, 512) for _ in range(64)]).eval()
+    m = rlx.from_torch(net, (torch.randn(1024, 512),))
+    x = np.random.default_rng(0).standard_normal((1024, 512)).astype(np.float32)
+    t0 = time.perf_counter()
+    m.run({m.inputs[0].name: x})
+    full = time.perf_counter() - t0
+    assert full > 0.05, f"the model runs in {full:.3f} s, too fast to interrupt"
+    threading.Timer(full / 4, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        m.run({m.inputs[0].name: x})
+    assert time.perf_counter() - t0 < full * 0.9  # stopped part-way, not at the end
+    # Python's own handler is back, and the model runs again.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert m.run({m.inputs[0].name: x})
+
+
 class AllDTypes(torch.nn.Module):
     def forward(self, f32, f16, bf16, f64, i8, i16, i32, i64, u8, b):
         return (f32 * 2, f16 * 2, bf16 * 2, f64 * 2, i8 * 2, i16 * 2, i32 * 2, i64 * 2, u8 * 2,
