@@ -4,18 +4,9 @@
 #include "rlx/autodiff.h"
 #include "rlx/error.h"
 #include "rlx/train.h"
+#include "train/output_list.h"
 
 namespace rlx::train {
-namespace {
-
-std::string output_list(const Graph& g) {
-  std::string s;
-  for (const auto& o : g.outputs())
-    s += (s.empty() ? "" : ", ") + o.name + " " + g.node(o.node).shape.str();
-  return s.empty() ? "(none)" : s;
-}
-
-}  // namespace
 
 Gradients compute_gradients(Model m, const TensorMap& inputs, const TensorMap* cotangents,
                             const CompileOptions& options, const std::string& where) {

@@ -8,6 +8,7 @@
 #include "rlx/autodiff.h"
 #include "rlx/error.h"
 #include "rlx/train.h"
+#include "train/output_list.h"
 
 namespace rlx::train {
 
@@ -17,13 +18,6 @@ struct Trainer::Compiled {
 };
 
 namespace {
-
-std::string output_list(const Graph& g) {
-  std::string s;
-  for (const auto& o : g.outputs())
-    s += (s.empty() ? "" : ", ") + o.name + " " + g.node(o.node).shape.str();
-  return s.empty() ? "(none)" : s;
-}
 
 NodeId output_node(const Graph& g, const std::string& name) {
   for (const auto& o : g.outputs())
