@@ -733,7 +733,8 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
     const int64_t p0 = t % ntiles * tile, tl = std::min(g.out_sz, p0 + tile) - p0;
     const T* xg = x + (n * g.C + gi * g.Cg) * g.in_sz;
     const T* wg = w + gi * g.Og * rows;
-    T* yg = y + (n * g.O + gi * g.Og) * g.out_sz + p0;  // = y + at below
+    const int64_t at = (n * g.O + gi * g.Og) * g.out_sz + p0;  // the tile's offset in y
+    T* yg = y + at;
     const T* B = xg + p0;
     int64_t ldb = g.in_sz;
     if (!pw) {
@@ -742,7 +743,6 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
       B = col.data();
       ldb = tl;
     }
-    const int64_t at = (n * g.O + gi * g.Og) * g.out_sz + p0;  // yg's offset in y
     const GemmEpilogue<T> epi{act, bias ? bias + gi * g.Og : nullptr, true,
                               res ? res + at : nullptr, g.out_sz};
     // A constant f32 weight (one group) is packed once per compiled graph (the

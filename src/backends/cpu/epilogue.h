@@ -18,13 +18,6 @@ struct GemmEpilogue {
   const T* residual = nullptr;
   int64_t residual_ld = 0;
   bool active() const { return act != Epilogue::none || bias || residual; }
-  // The same epilogue for the block of the output that starts at `offset`
-  // elements from its origin (a conv task's tile).
-  GemmEpilogue at(int64_t offset) const {
-    GemmEpilogue e = *this;
-    if (e.residual) e.residual += offset;
-    return e;
-  }
 };
 
 // C[i][j] = act(C[i][j] + bias (+ residual)) for a rows x cols block at `C`

@@ -11,10 +11,6 @@
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
-namespace rlx::cpu {
-namespace {}  // namespace
-}  // namespace rlx::cpu
-
 // OpenBLAS's pthread build's own hook for fork (it stops and joins its worker
 // threads); weak, so a BLAS without it (the OpenMP or serial builds) links too.
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
