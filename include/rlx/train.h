@@ -102,13 +102,21 @@ struct Gradients {
   TensorMap outputs;  // the model's outputs
   TensorMap grads;    // kGradPrefix + name for every trained param and float input
 };
+// What compute_gradients' errors name: the model, where the inputs and the
+// cotangents came from, and how to give cotangents (appended when a model
+// without a loss was differentiated without them).
+struct GradientSources {
+  std::string model = "model", inputs = "the inputs", cotangents = "the cotangents";
+  std::string cotangent_hint;
+};
 // Forward and backward of `m` on `inputs` (every graph input, by name);
 // symbolic dims are bound to the inputs' dims first (autodiff needs static
 // shapes). With `cotangents` (one per float output, by output name) the
 // gradients are those of sum_o <ct_o, o>; without, of the loss
-// (GradientGraphOptions). `where` names the model in errors.
+// (GradientGraphOptions).
 Gradients compute_gradients(Model m, const TensorMap& inputs, const TensorMap* cotangents,
-                            const CompileOptions& options = {}, const std::string& where = "model");
+                            const CompileOptions& options = {},
+                            const GradientSources& sources = {});
 
 // ---- Trainer --------------------------------------------------------------------
 

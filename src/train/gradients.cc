@@ -9,12 +9,13 @@
 namespace rlx::train {
 
 Gradients compute_gradients(Model m, const TensorMap& inputs, const TensorMap* cotangents,
-                            const CompileOptions& options, const std::string& where) {
+                            const CompileOptions& options, const GradientSources& sources) {
   std::map<std::string, Dims> dims;
   for (NodeId id : m.graph.inputs()) {
     const std::string& name = m.graph.node(id).name;
     auto it = inputs.find(name);
-    RLX_CHECK(it != inputs.end(), where, ": input '", name, "' is missing");
+    RLX_CHECK(it != inputs.end(), sources.model, ": input '", name, "' is missing from ",
+              sources.inputs);
     dims[name] = it->second.dims();
   }
   // Autodiff needs static shapes: bind symbolic dims to the inputs' first.
@@ -35,7 +36,9 @@ Gradients compute_gradients(Model m, const TensorMap& inputs, const TensorMap* c
   try {
     gg = gradient_graph(std::move(m.graph), go);
   } catch (const Error& e) {
-    throw e.with_context(where);
+    if (cotangents) throw;
+    throw make_error(sources.model, ": ", e.what(),
+                     sources.cotangent_hint.empty() ? "" : " " + sources.cotangent_hint);
   }
 
   TensorMap feed = inputs;
@@ -43,12 +46,12 @@ Gradients compute_gradients(Model m, const TensorMap& inputs, const TensorMap* c
     TensorMap cts = *cotangents;
     for (const auto& [out, in] : gg.cotangents) {
       auto it = cts.find(out);
-      RLX_CHECK(it != cts.end(), where, ": no cotangent for output '", out,
+      RLX_CHECK(it != cts.end(), sources.cotangents, ": no cotangent for output '", out,
                 "'; the model's outputs are ", outputs);
       feed[in] = it->second;
       cts.erase(it);
     }
-    RLX_CHECK(cts.empty(), where, ": cotangent '", cts.begin()->first,
+    RLX_CHECK(cts.empty(), sources.cotangents, ": '", cts.begin()->first,
               "' is not a float output of the model; its outputs are ", outputs);
   }
 

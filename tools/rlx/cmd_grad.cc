@@ -19,16 +19,11 @@ struct GradOptions {
 void grad(const GradOptions& o) {
   set_num_threads(o.threads);
   const TensorMap cts = o.cotangents.empty() ? TensorMap{} : read_safetensors(o.cotangents);
-  train::Gradients g;
-  try {
-    g = train::compute_gradients(load_model(o.model), read_safetensors(o.inputs),
-                                 o.cotangents.empty() ? nullptr : &cts,
-                                 compile_options(o.passes, stderr), o.model);
-  } catch (const Error& e) {
-    if (!o.cotangents.empty() || std::string(e.what()).find("cotangent") == std::string::npos)
-      throw;
-    throw make_error(e.what(), " (pass --cotangents CT.safetensors, one tensor per output name)");
-  }
+  const train::Gradients g = train::compute_gradients(
+      load_model(o.model), read_safetensors(o.inputs), o.cotangents.empty() ? nullptr : &cts,
+      compile_options(o.passes, stderr),
+      {o.model, o.inputs, o.cotangents,
+       "(pass --cotangents CT.safetensors, one tensor per output name)"});
   for (const auto& [name, t] : g.outputs) std::printf("%s\n", tensor_summary(name, t).c_str());
   for (const auto& [name, t] : g.grads) std::printf("%s\n", tensor_summary(name, t).c_str());
   write_safetensors(o.out, g.grads);

@@ -1,5 +1,6 @@
 #include "convert.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rlx::python {
@@ -148,6 +149,25 @@ py::tuple dims_tuple(const Shape& s) {
       out[i] = py::str(d.sym);
   }
   return out;
+}
+
+TensorMap named_tensors(const py::dict& arrays,
+                        const std::vector<std::pair<std::string, Shape>>& named,
+                        const std::string& who, const std::string& what,
+                        std::vector<py::object>& keep) {
+  TensorMap r;
+  for (auto [key, value] : arrays) {
+    const std::string name = py::str(key).cast<std::string>();
+    auto it =
+        std::find_if(named.begin(), named.end(), [&](const auto& n) { return n.first == name; });
+    if (it == named.end()) {
+      std::string known;
+      for (const auto& n : named) known += (known.empty() ? "" : ", ") + n.first;
+      throw make_error(who, ": '", name, "' is not ", what, " (", known, ")");
+    }
+    r[name] = to_tensor(value, name, it->second, false, keep);
+  }
+  return r;
 }
 
 std::string fspath(const py::handle& p) {

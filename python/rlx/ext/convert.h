@@ -29,6 +29,15 @@ Tensor to_tensor(const py::handle& value, const std::string& name, const Shape& 
 // buffer alive); bf16 is converted to float32.
 py::array to_numpy(const Tensor& t);
 
+// `arrays` ({name: array}) as tensors for the values `named` (name, declared
+// shape), each converted by to_tensor without casting. A name not in `named`
+// is an rlx::Error "<who>: '<name>' is not <what> (<the names>)". Missing
+// names are the caller's to check.
+TensorMap named_tensors(const py::dict& arrays,
+                        const std::vector<std::pair<std::string, Shape>>& named,
+                        const std::string& who, const std::string& what,
+                        std::vector<py::object>& keep);
+
 // os.fspath(p): a str, or a path-like object's path.
 std::string fspath(const py::handle& p);
 

@@ -318,42 +318,27 @@ void bind_model(py::module_& m) {
       "grad",
       [](const py::object& model, const py::dict& inputs, const std::optional<py::dict>& cotangents,
          int opt_level, const std::vector<std::string>& disable_passes) {
-        Model mod =
-            py::isinstance<PyModel>(model)
-                ? model.cast<const PyModel&>().model()
-                : load_model(py::module_::import("os").attr("fspath")(model).cast<std::string>());
+        Model mod = py::isinstance<PyModel>(model) ? model.cast<const PyModel&>().model()
+                                                   : load_model(fspath(model));
         const Graph& g = mod.graph;
         std::vector<py::object> keep;  // borrowed arrays, alive until the run ends
-        // Arrays by name for the graph's values `named` (inputs or outputs).
-        auto tensors = [&](const py::dict& d, const char* what,
-                           const std::vector<std::pair<std::string, Shape>>& named) {
-          TensorMap r;
-          std::string known;
-          for (const auto& [name, shape] : named) known += (known.empty() ? "" : ", ") + name;
-          for (auto [key, value] : d) {
-            const std::string name = py::str(key).cast<std::string>();
-            auto it = std::find_if(named.begin(), named.end(),
-                                   [&](const auto& n) { return n.first == name; });
-            if (it == named.end())
-              throw make_error("grad(): '", name, "' is not one of the model's ", what, " (", known,
-                               ")");
-            r[name] = to_tensor(value, name, it->second, false, keep);
-          }
-          return r;
-        };
         std::vector<std::pair<std::string, Shape>> ins, outs;
         for (NodeId id : g.inputs()) ins.emplace_back(g.node(id).name, g.node(id).shape);
         for (const auto& o : g.outputs()) outs.emplace_back(o.name, g.node(o.node).shape);
-        const TensorMap feed = tensors(inputs, "inputs", ins);
+        const TensorMap feed =
+            named_tensors(inputs, ins, "grad()", "one of the model's inputs", keep);
         TensorMap cts;
-        if (cotangents) cts = tensors(*cotangents, "outputs", outs);
+        if (cotangents)
+          cts = named_tensors(*cotangents, outs, "grad()", "one of the model's outputs", keep);
         const CompileOptions copts = make_compile_options(opt_level, disable_passes);
-        const std::string where = mod.source.empty() ? "model" : mod.source;
+        const train::GradientSources sources{
+            mod.source.empty() ? "model" : mod.source, "inputs", "cotangents",
+            "(pass cotangents={output name: array}, one per float output)"};
         train::Gradients r;
         {
           py::gil_scoped_release nogil;
           r = train::compute_gradients(std::move(mod), feed, cotangents ? &cts : nullptr, copts,
-                                       where);
+                                       sources);
         }
         py::dict out;
         for (const auto& [name, t] : r.grads) out[py::str(name)] = to_numpy(t);

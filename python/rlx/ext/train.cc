@@ -45,20 +45,17 @@ class PyTrainer {
   TensorMap to_batch(const py::dict& batch, std::vector<py::object>& keep) const {
     const Graph& g = t_->model().graph;
     const auto& names = t_->data_inputs();
-    std::string known;
-    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    TensorMap r;
-    for (auto [key, value] : batch) {
-      const std::string name = py::str(key).cast<std::string>();
-      const Node* in = nullptr;
-      for (NodeId id : g.inputs())
-        if (g.node(id).name == name) in = &g.node(id);
-      if (!in || std::find(names.begin(), names.end(), name) == names.end())
-        throw make_error("Trainer: '", name, "' is not a data input of the model (", known, ")");
-      r[name] = to_tensor(value, name, in->shape, false, keep);
-    }
+    std::vector<std::pair<std::string, Shape>> data;
+    for (NodeId id : g.inputs())
+      if (std::find(names.begin(), names.end(), g.node(id).name) != names.end())
+        data.emplace_back(g.node(id).name, g.node(id).shape);
+    TensorMap r = named_tensors(batch, data, "Trainer", "a data input of the model", keep);
     for (const auto& n : names)
-      if (!r.count(n)) throw make_error("Trainer: the batch has no '", n, "' (needs ", known, ")");
+      if (!r.count(n)) {
+        std::string known;
+        for (const auto& m : names) known += (known.empty() ? "" : ", ") + m;
+        throw make_error("Trainer: the batch has no '", n, "' (needs ", known, ")");
+      }
     return r;
   }
 
