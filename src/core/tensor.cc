@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "rlx/checked.h"
 #include "rlx/error.h"
@@ -92,7 +93,10 @@ D store_from_double(double v, DType dt) {
   if constexpr (std::is_same_v<D, bool>) return v != 0;
   if constexpr (std::is_integral_v<D>) {
     if (std::isnan(v)) return D(0);
-    // PyTorch truncates toward zero; out-of-range values are wrapped like C++ casts of int64.
+    // PyTorch truncates toward zero, and values past int64 (inf included) give
+    // what x86's cvttsd2si gives PyTorch there, INT64_MIN (wrapped to D), as
+    // the C++ cast would be undefined.
+    if (!(std::fabs(v) < 0x1p63)) return D(std::numeric_limits<int64_t>::min());
     return D(int64_t(std::trunc(v)));
   }
   return D(v);

@@ -290,6 +290,29 @@ TEST_F(Onnx, BadNodesNameNodeAndOpset) {
   EXPECT_NE(e.find("'nowhere'"), std::string::npos) << e;
 }
 
+// Inputs the ONNX fuzzer found reading past a vector: each must be an
+// rlx::Error naming the node and the problem.
+TEST_F(Onnx, RankAndAttributeMismatchesAreErrors) {
+  Pb strides;
+  strides.bytes(1, "strides").varint(20, 7).varint(8, 1);  // one value for 2 spatial dims
+  const auto error_for = [&](const Pb& n, std::vector<std::string> x, const Pb& w) {
+    Pb g;
+    g.msg(1, n).msg(5, w);
+    g.msg(11, value_info("x", 1, x)).msg(12, value_info("y", 1, {"1"}));
+    return error_of(write("m.onnx", model(g)));
+  };
+  const Pb w4 = tensor("w", {1, 1, 1, 1}, 1, floats({1}));
+  std::string e = error_for(node("ConvTranspose", {"x", "w"}, {"y"}), {"1", "1", "4"}, w4);
+  EXPECT_NE(e.find("same rank, got [1,1,4] f32 and [1,1,1,1] f32"), std::string::npos) << e;
+  e = error_for(node("ConvTranspose", {"x", "w"}, {"y"}, {strides}), {"1", "1", "4", "4"}, w4);
+  EXPECT_NE(e.find("attribute 'strides' needs 2 values in [1, 2^31), got [1]"), std::string::npos)
+      << e;
+  e = error_for(node("Conv", {"x", "w"}, {"y"}), {"1", "1"}, w4);
+  EXPECT_NE(e.find("Conv_node"), std::string::npos) << e;
+  e = error_for(node("Split", {"x"}, {"y", "z"}), {}, tensor("w", {1}, 1, floats({1})));
+  EXPECT_NE(e.find("Split: axis 0 out of range for rank 0"), std::string::npos) << e;
+}
+
 TEST_F(Onnx, TensorProtoFiles) {
   const std::string p = write("t.pb", tensor("x", {2}, 7, int64s({7, -3})).s);
   std::string name;

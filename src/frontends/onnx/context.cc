@@ -161,6 +161,16 @@ std::string Ctx::s(const char* name, const std::string& def) const {
 std::vector<int64_t> Ctx::ints_attr(const char* name, std::vector<int64_t> def) const {
   return has_attr(name) ? need(node, name, Attribute::Ints).ints : def;
 }
+std::vector<int64_t> Ctx::window_attr(const char* name, size_t count, int64_t fill,
+                                      int64_t lo) const {
+  std::vector<int64_t> v = ints_attr(name, std::vector<int64_t>(count, fill));
+  constexpr int64_t hi = int64_t(1) << 31;
+  bool ok = v.size() == count;
+  for (int64_t e : v) ok = ok && e >= lo && e < hi;
+  RLX_CHECK(ok, "attribute '", name, "' needs ", count, " values in [", lo, ", 2^31), got ",
+            short_dims_str(v));
+  return v;
+}
 std::vector<double> Ctx::floats_attr(const char* name) const {
   return need(node, name, Attribute::Floats).floats;
 }
@@ -179,8 +189,7 @@ NodeId Ctx::scalar_const(double v, DType t) {
 }
 
 int64_t norm_axis(int64_t axis, int64_t rank, const char* what) {
-  RLX_CHECK(axis >= -rank && axis < std::max<int64_t>(rank, 1), what, ": axis ", axis,
-            " out of range for rank ", rank);
+  RLX_CHECK(axis >= -rank && axis < rank, what, ": axis ", axis, " out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;
 }
 

@@ -75,6 +75,10 @@ class Ctx {
   double f(const char* name, double def) const;
   std::string s(const char* name, const std::string& def) const;
   std::vector<int64_t> ints_attr(const char* name, std::vector<int64_t> def = {}) const;
+  // A window attribute (strides, pads, dilations...): exactly `count` values,
+  // each in [lo, 2^31), or `count` copies of `fill` when absent. The bound
+  // keeps the output-size arithmetic of hostile files from overflowing.
+  std::vector<int64_t> window_attr(const char* name, size_t count, int64_t fill, int64_t lo) const;
   std::vector<double> floats_attr(const char* name) const;
   const Tensor& tensor_attr(const char* name) const;
   // Throws for an attribute this lowering does not implement, naming its value.

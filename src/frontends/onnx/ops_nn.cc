@@ -16,9 +16,7 @@ Dims conv_pads(Ctx& c, const Shape& x, const Dims& kernel, const Dims& stride, c
   const size_t sp = kernel.size();
   const std::string auto_pad = c.s("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
-    Dims p = c.ints_attr("pads", Dims(2 * sp, 0));
-    RLX_CHECK(p.size() == 2 * sp, "pads has ", p.size(), " values for ", sp, " spatial dims");
-    return p;
+    return c.window_attr("pads", 2 * sp, 0, 0);
   }
   if (auto_pad == "VALID") return Dims(2 * sp, 0);
   RLX_CHECK(auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER", "auto_pad '", auto_pad, "'");
@@ -38,13 +36,14 @@ Dims conv_pads(Ctx& c, const Shape& x, const Dims& kernel, const Dims& stride, c
 
 std::vector<Val> lower_conv(Ctx& c) {
   const Shape x = c.shape(0), w = c.shape(1);
-  RLX_CHECK(w.is_static() && w.rank() >= 3, "Conv weight must be static [O, C/g, k...], got ",
-            w.str());
+  RLX_CHECK(w.is_static() && w.rank() >= 3 && x.rank() == w.rank(),
+            "Conv needs x [N, C, ...] and a static weight [O, C/g, k...] of the same rank, got ",
+            x.str(), " and ", w.str());
   const size_t sp = size_t(w.rank() - 2);
   const Dims wd = w.concrete();
   const Dims kernel(wd.begin() + 2, wd.end());
-  const Dims stride = c.ints_attr("strides", Dims(sp, 1)),
-             dil = c.ints_attr("dilations", Dims(sp, 1));
+  const Dims stride = c.window_attr("strides", sp, 1, 1),
+             dil = c.window_attr("dilations", sp, 1, 1);
   const Dims pads = conv_pads(c, x, kernel, stride, dil);
   std::vector<NodeId> in{c.in(0), c.in(1)};
   if (c.has(2)) in.push_back(c.in(2));
@@ -55,17 +54,19 @@ std::vector<Val> lower_conv(Ctx& c) {
 
 std::vector<Val> lower_conv_transpose(Ctx& c) {
   const Shape x = c.shape(0), w = c.shape(1);
-  RLX_CHECK(w.is_static() && w.rank() >= 3, "ConvTranspose weight must be static, got ", w.str());
+  RLX_CHECK(w.is_static() && w.rank() >= 3 && x.rank() == w.rank(),
+            "ConvTranspose needs x [N, C, ...] and a static weight [C, O/g, k...] of the same "
+            "rank, got ",
+            x.str(), " and ", w.str());
   const size_t sp = size_t(w.rank() - 2);
-  const Dims stride = c.ints_attr("strides", Dims(sp, 1)),
-             dil = c.ints_attr("dilations", Dims(sp, 1));
-  const Dims opad = c.ints_attr("output_padding", Dims(sp, 0));
+  const Dims stride = c.window_attr("strides", sp, 1, 1),
+             dil = c.window_attr("dilations", sp, 1, 1);
+  const Dims opad = c.window_attr("output_padding", sp, 0, 0);
   const std::string auto_pad = c.s("auto_pad", "NOTSET");
   RLX_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" ||
                 auto_pad == "SAME_LOWER",
             "ConvTranspose auto_pad '", auto_pad, "'");
-  Dims pads = auto_pad == "VALID" ? Dims(2 * sp, 0) : c.ints_attr("pads", Dims(2 * sp, 0));
-  RLX_CHECK(pads.size() == 2 * sp, "pads has ", pads.size(), " values for ", sp, " spatial dims");
+  Dims pads = auto_pad == "VALID" ? Dims(2 * sp, 0) : c.window_attr("pads", 2 * sp, 0, 0);
   const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   if (c.has_attr("output_shape") || same) {
     // The pads that give the requested output (ONNX's formula: the larger
@@ -76,12 +77,15 @@ std::vector<Val> lower_conv_transpose(Ctx& c) {
     Dims out = c.ints_attr("output_shape");
     if (out.size() == sp + 2) out.erase(out.begin(), out.begin() + 2);
     if (out.empty())
-      for (size_t k = 0; k < sp; ++k) out.push_back(xd[2 + k] * stride[k]);
+      for (size_t k = 0; k < sp; ++k) out.push_back(checked_mul(xd[2 + k], stride[k], "output"));
     RLX_CHECK(out.size() == sp, "output_shape has ", out.size(), " values for ", sp,
               " spatial dims");
     for (size_t k = 0; k < sp; ++k) {
-      const int64_t total =
-          stride[k] * (xd[2 + k] - 1) + opad[k] + (wd[2 + k] - 1) * dil[k] + 1 - out[k];
+      // Every term is checked: the dims and attributes come from the file.
+      const int64_t span = checked_add(checked_mul(stride[k], xd[2 + k] - 1, "output"),
+                                       checked_mul(wd[2 + k] - 1, dil[k], "kernel span"), "output");
+      RLX_CHECK(out[k] >= 0, "ConvTranspose output_shape ", short_dims_str(out), " is negative");
+      const int64_t total = span + opad[k] + 1 - out[k];
       RLX_CHECK(total >= 0, "ConvTranspose output_shape ", dims_str(out),
                 " needs negative padding");
       const int64_t half = total / 2;
@@ -103,10 +107,10 @@ std::vector<Val> lower_conv_transpose(Ctx& c) {
 std::vector<Val> lower_pool(Ctx& c, bool max) {
   const Shape x = c.shape(0);
   RLX_CHECK(x.rank() == 3 || x.rank() == 4, "only 1-d and 2-d pools are supported, got ", x.str());
-  Dims kernel = c.ints_attr("kernel_shape");
-  const size_t sp = kernel.size();
-  RLX_CHECK(int(sp) == x.rank() - 2, "kernel_shape has ", sp, " dims for input ", x.str());
-  Dims stride = c.ints_attr("strides", Dims(sp, 1)), dil = c.ints_attr("dilations", Dims(sp, 1));
+  const size_t sp = size_t(x.rank() - 2);
+  RLX_CHECK(c.has_attr("kernel_shape"), "pool needs kernel_shape");
+  Dims kernel = c.window_attr("kernel_shape", sp, 1, 1);
+  Dims stride = c.window_attr("strides", sp, 1, 1), dil = c.window_attr("dilations", sp, 1, 1);
   Dims pads = conv_pads(c, x, kernel, stride, dil);
   RLX_CHECK(c.i("storage_order", 0) == 0, "storage_order=1 is not supported");
   NodeId in = c.in(0);
