@@ -85,7 +85,7 @@ std::vector<Val> lower_conv_transpose(Ctx& c) {
       const int64_t span = checked_add(checked_mul(stride[k], xd[2 + k] - 1, "output"),
                                        checked_mul(wd[2 + k] - 1, dil[k], "kernel span"), "output");
       RLX_CHECK(out[k] >= 0, "ConvTranspose output_shape ", short_dims_str(out), " is negative");
-      const int64_t total = span + opad[k] + 1 - out[k];
+      const int64_t total = checked_add(span, opad[k] + 1, "output") - out[k];
       RLX_CHECK(total >= 0, "ConvTranspose output_shape ", dims_str(out),
                 " needs negative padding");
       const int64_t half = total / 2;
