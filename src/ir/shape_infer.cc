@@ -589,7 +589,7 @@ PoolWindow pool_window(const Node& n) {
     RLX_CHECK(p.stride.size() == 2, "pool: stride needs 2 values");
     return p;
   };
-  if (n.op == Op::MaxPool2d) {
+  if (n.op == Op::MaxPool2d || n.op == Op::MaxPool2dIndices) {
     const auto& a = n.attrs_as<MaxPoolAttrs>();
     return fill(a, ints_or(a.dilation, "dilation", 2, 1));
   }
@@ -613,7 +613,7 @@ Shape infer_pool(const Node& n, const In& in) {
                         dil[size_t(i)], ceil_mode);
     });
   }
-  return Shape(out, x.dtype);
+  return Shape(out, n.op == Op::MaxPool2dIndices ? DType::I64 : x.dtype);
 }
 
 Shape infer_adaptive_pool(const Node& n, const In& in) {

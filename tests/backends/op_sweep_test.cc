@@ -87,6 +87,9 @@ std::vector<Sample> samples() {
       {Op::Conv, {f32({1, 2, 5, 5}), f32({3, 2, 1, 1})}, {{"activation", std::string("relu6")}}},
       {Op::ConvTranspose, {f32({1, 2, 3, 3}), f32({2, 3, 3, 3})}, {{"stride", Ints{2, 2}}}},
       {Op::MaxPool2d, {f32({1, 1, 4, 4})}, {{"kernel", Ints{2, 2}}}},
+      {Op::MaxPool2dIndices,
+       {f32({1, 2, 5, 4})},
+       {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}},
       {Op::AvgPool2d,
        {f32({1, 1, 4, 4})},
        {{"kernel", Ints{3, 3}},
@@ -180,7 +183,8 @@ bool bound_leaf(Op op) {
 
 // Ops CoreML declares it cannot lower (the answer of coreml::supports); empty
 // today: every op lowers.
-const std::set<Op> kCoreMLUnsupported = {};
+// MIL has no pool that returns its argmax; the exporter lists the op as unsupported.
+const std::set<Op> kCoreMLUnsupported = {Op::MaxPool2dIndices};
 
 std::string label(const Sample& s) {
   return std::string(op_name(s.op)) + " {" + s.attrs.str() + "}";

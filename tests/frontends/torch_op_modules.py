@@ -311,6 +311,31 @@ case("avg_pool_ceil_divisor", "pool",
                 F.avg_pool2d(x, 2, ceil_mode=True, divisor_override=3),
                 F.avg_pool2d(x, (3, 2), (2, 2), (1, 0), ceil_mode=True, count_include_pad=False, divisor_override=5)),
      r(1, 2, 7, 6))
+def _pool_ties_nan():
+    x = torch.randn(2, 2, 7, 6)
+    x[0, 0, 1:4, 1:4] = 0.5   # ties: the first maximum's index
+    x[0, 1, :3, :3] = float("-inf")  # all -inf: the first tap inside the input
+    x[1, 0, 2, 2] = x[1, 0, 3, 4] = float("nan")  # the last NaN's index
+    return x
+
+
+case("max_pool_indices", "pool",
+     lambda x: (*F.max_pool2d(x, 3, 2, 1, return_indices=True), *F.max_pool2d(x, 2, ceil_mode=True, return_indices=True),
+                F.max_pool2d(x, (2, 3), (1, 2), (1, 1), dilation=(2, 1), return_indices=True)[1],
+                F.max_pool2d(x[0], 3, 1, 1, return_indices=True)[1]), _pool_ties_nan())
+
+
+class _MaxNorms(nn.Module):  # nn.Embedding's max_norm under each norm_type
+    def __init__(self):
+        super().__init__()
+        self.e = nn.ModuleList(nn.Embedding(10, 4, max_norm=m, norm_type=p)
+                               for m, p in ((1.0, 2.0), (1.5, 1.0), (0.8, 3.0), (0.9, float("inf"))))
+
+    def forward(self, i):
+        return tuple(e(i) for e in self.e)
+
+
+case("embedding_max_norm", "norm", _MaxNorms(), ri(0, 10, 2, 5))
 case("masked_fill_tensor", "binary", lambda x, m, v: (x.masked_fill(m, v), torch.where(m, v, x)), r(3, 4),
      torch.rand(3, 4) > 0.5, torch.tensor(-3.0))
 

@@ -66,6 +66,7 @@ KernelEntry kernel_for(Op op) {
     case Op::Conv: return {conv, f32};
     case Op::ConvTranspose: return {conv_transpose, f32};
     case Op::MaxPool2d: return {max_pool2d, f32};
+    case Op::MaxPool2dIndices: return {max_pool2d_indices, any};
     case Op::AvgPool2d: return {avg_pool2d, f32};
     case Op::AdaptiveAvgPool2d: return {adaptive_avg_pool2d, f32};
     case Op::LayerNorm: return {layer_norm, f32};

@@ -40,8 +40,9 @@ void check_plane_dims(const KernelCall& c, const std::string& where, int64_t OH,
   Dims want = x.dims();
   want[want.size() - 2] = OH;
   want[want.size() - 1] = OW;
-  RLX_CHECK(c.out.dims() == want && c.out.dtype() == x.dtype(), where, ": output ",
-            dims_str(c.out.dims()), ", expected ", dims_str(want));
+  const DType dt = c.node.op == Op::MaxPool2dIndices ? DType::I64 : x.dtype();
+  RLX_CHECK(c.out.dims() == want && c.out.dtype() == dt, where, ": output ", dims_str(c.out.dims()),
+            " ", dtype_name(c.out.dtype()), ", expected ", dims_str(want), " ", dtype_name(dt));
 }
 
 // A is MaxPoolAttrs (dilation, no count_include_pad) or AvgPoolAttrs (the reverse).
@@ -244,7 +245,63 @@ void adaptive_avg(const KernelCall& c, int64_t OH, int64_t OW, const T* x, T* y)
                    dtype_name(c.in[0].dtype()));
 }
 
+// The indices PyTorch's max_pool2d returns: per output, ih * W + iw (within
+// its plane) of the tap take_max keeps, scanning the window row by row: the
+// first maximum, the last NaN, the first tap inside the input when all are
+// -inf. Scalar: indices are asked for by training graphs and unpooling, not
+// by inference's hot path.
+template <typename T>
+void max_pool_indices(const PoolGeom& g, const T* x, int64_t* idx) {
+  parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
+    std::vector<T> best(size_t(g.OW));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t oh = r % g.OH;
+      const T* xp = x + r / g.OH * g.H * g.W;
+      int64_t* ir = idx + r * g.OW;
+      std::fill(ir, ir + g.OW, int64_t(-1));
+      for (int64_t kh = 0; kh < g.k[0]; ++kh) {
+        const int64_t ih = oh * g.s[0] - g.pb[0] + kh * g.d[0];
+        if (ih < 0 || ih >= g.H) continue;
+        for (int64_t kw = 0; kw < g.k[1]; ++kw) {
+          const int64_t off = kw * g.d[1] - g.pb[1];
+          int64_t lo, hi;
+          valid_range(g.OW, g.s[1], off, g.W, lo, hi);
+          for (int64_t j = lo; j < hi; ++j) {
+            const int64_t at = ih * g.W + j * g.s[1] + off;
+            const T v = xp[at];
+            if (ir[j] < 0 || v > best[size_t(j)] || v != v) {  // take_max's rule
+              best[size_t(j)] = v;
+              ir[j] = at;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
+
+void max_pool2d_indices(const KernelCall& c) {
+  const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d_indices");
+  const Tensor& x = c.in[0];
+  int64_t* out = c.out.data<int64_t>();
+  switch (x.dtype()) {
+#define RLX_CASE(E, T) \
+  case DType::E:       \
+    return max_pool_indices(g, x.data<T>(), out);
+    RLX_CASE(F32, float)
+    RLX_CASE(F64, double)
+    RLX_CASE(I8, int8_t)
+    RLX_CASE(I16, int16_t)
+    RLX_CASE(I32, int32_t)
+    RLX_CASE(I64, int64_t)
+    RLX_CASE(U8, uint8_t)
+#undef RLX_CASE
+    default:
+      bad_dtype(c, "max_pool2d_indices");
+  }
+}
 
 void max_pool2d(const KernelCall& c) {
   const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d");

@@ -103,6 +103,26 @@ std::vector<Val> lower_conv_transpose(Ctx& c) {
                        {"output_padding", opad}}));
 }
 
+// MaxPool's Indices from max_pool2d_indices' (ih * W + iw per plane of the
+// 4-d input `in`): flat over the whole tensor, each plane row-major
+// (storage_order 0) or column-major (1).
+NodeId flat_pool_indices(Ctx& c, NodeId in, NodeId plane_idx) {
+  const Shape& s = c.shape_of(in);
+  RLX_CHECK(s.is_static(), "MaxPool Indices of a dynamic shape ", s.str(), " are not supported");
+  const Dims d = s.concrete();
+  const int64_t H = d[2], W = d[3];
+  NodeId idx = plane_idx;
+  if (c.i("storage_order", 0) != 0) {
+    const NodeId w = c.b().scalar(float(W), DType::I64);
+    const NodeId ih = c.b().op(Op::Div, {idx, w}, {{"rounding", std::string("floor")}});
+    idx =
+        c.b().add(c.b().mul(c.b().binary(Op::Mod, idx, w), c.b().scalar(float(H), DType::I64)), ih);
+  }
+  const NodeId plane =
+      c.b().reshape(c.b().arange(d[0] * d[1], 0, double(H * W)), {d[0], d[1], 1, 1});
+  return c.b().add(idx, plane);
+}
+
 // rlx pools are 2-d; a 1-d pool runs as [N, C, 1, L].
 std::vector<Val> lower_pool(Ctx& c, bool max) {
   const Shape x = c.shape(0);
@@ -112,7 +132,7 @@ std::vector<Val> lower_pool(Ctx& c, bool max) {
   Dims kernel = c.window_attr("kernel_shape", sp, 1, 1);
   Dims stride = c.window_attr("strides", sp, 1, 1), dil = c.window_attr("dilations", sp, 1, 1);
   Dims pads = conv_pads(c, x, kernel, stride, dil);
-  RLX_CHECK(c.i("storage_order", 0) == 0, "storage_order=1 is not supported");
+  const bool want_indices = max && c.node.outputs.size() > 1 && !c.node.outputs[1].empty();
   NodeId in = c.in(0);
   if (sp == 1) {
     kernel.insert(kernel.begin(), 1);
@@ -135,6 +155,8 @@ std::vector<Val> lower_pool(Ctx& c, bool max) {
     wide = wide || 2 * pads[k] > kernel[k] || 2 * pads[k + 2] > kernel[k];
   const bool include_pad = c.i("count_include_pad", 0) != 0;
   if (wide) {
+    RLX_CHECK(!want_indices, "MaxPool Indices with pads ", dims_str(pads),
+              " above half the kernel ", dims_str(kernel), " are not supported");
     RLX_CHECK(max || include_pad, "AveragePool pads ", dims_str(pads), " above half the kernel ",
               dims_str(kernel), " with count_include_pad=0 are not supported");
     const DType t = c.shape_of(in).dtype;
@@ -145,10 +167,11 @@ std::vector<Val> lower_pool(Ctx& c, bool max) {
   }
   Attrs a{
       {"kernel", kernel}, {"stride", stride}, {"pads", pads}, {"ceil_mode", c.i("ceil_mode", 0)}};
-  NodeId y;
+  NodeId y, indices = -1;
   if (max) {
     a.set("dilation", dil);
     y = c.b().op(Op::MaxPool2d, {in}, a);
+    if (want_indices) indices = flat_pool_indices(c, in, c.b().op(Op::MaxPool2dIndices, {in}, a));
   } else {
     RLX_CHECK(dil == Dims(sp == 1 ? 2 : sp, 1) || dil == Dims(2, 1), "AveragePool dilations");
     a.set("count_include_pad", c.i("count_include_pad", 0));
@@ -160,7 +183,9 @@ std::vector<Val> lower_pool(Ctx& c, bool max) {
     Dims t;
     for (auto& e : d) t.push_back(e.is_static() ? e.value : -1);
     y = c.b().reshape(y, t);
+    if (indices >= 0) indices = c.b().reshape(indices, t);
   }
+  if (indices >= 0) return {node_val(y), node_val(indices)};
   return one(y);
 }
 

@@ -59,13 +59,48 @@ Value max_pool(LowerCtx& c, bool with_indices) {
   auto s = pair(c.ints(2, "stride", {}), k);
   auto p = pair(c.ints(3, "padding", {0}), {0, 0});
   auto d = pair(c.ints(4, "dilation", {1}), {1, 1});
-  NodeId y = c.b.op(Op::MaxPool2d, {x},
-                    {{"kernel", k},
-                     {"stride", s},
-                     {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
-                     {"dilation", d},
-                     {"ceil_mode", int64_t(c.flag(5, "ceil_mode", false))}});
-  return with_indices ? Value::tuple({y, -1}) : Value::tensor(y);
+  const Attrs a{{"kernel", k},
+                {"stride", s},
+                {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
+                {"dilation", d},
+                {"ceil_mode", int64_t(c.flag(5, "ceil_mode", false))}};
+  NodeId y = c.b.op(Op::MaxPool2d, {x}, a);
+  // The indices are a node of their own: graphs that never read them (DCE
+  // drops it) pay nothing.
+  return with_indices ? Value::tuple({y, c.b.op(Op::MaxPool2dIndices, {x}, a)}) : Value::tensor(y);
+}
+
+// nn.Embedding(max_norm=m): PyTorch rescales, in place, every row the
+// indices touch whose p-norm exceeds m by m / (norm + 1e-7) before the lookup;
+// functionalized, embedding_renorm returns the rescaled table. Rows are
+// marked touched by scattering ones (eq(i, i): ones of the indices' shape, also
+// when it is symbolic) into zeros [V].
+Value embedding_renorm(LowerCtx& c) {
+  const NodeId w = c.tensor(0, "self"), ids = c.b.reshape(c.tensor(1, "indices"), {-1});
+  const double max_norm = c.f(2, "max_norm"), p = c.f(3, "norm_type");
+  const Dims wd = c.dims(w);
+  RLX_CHECK(wd.size() == 2, "embedding_renorm: the table must be [V, D], got ", dims_str(wd));
+  const DType t = c.shape(w).dtype;
+  const NodeId ones = c.b.cast(c.b.binary(Op::Eq, ids, ids), t);
+  const NodeId touched = c.b.reshape(
+      c.b.op(Op::ScatterElements, {c.b.full({wd[0]}, 0.0, t), ids, ones}, {{"axis", int64_t(0)}}),
+      {wd[0], 1});
+  const NodeId a = c.b.unary(Op::Abs, w);
+  NodeId norm;
+  if (std::isinf(p))
+    norm = c.b.reduce(Op::ReduceMax, a, {1}, true);
+  else if (p == 1)
+    norm = c.b.reduce(Op::ReduceSum, a, {1}, true);
+  else if (p == 2)
+    norm = c.b.unary(Op::Sqrt, c.b.reduce(Op::ReduceSum, c.b.mul(w, w), {1}, true));
+  else
+    norm = c.b.binary(Op::Pow,
+                      c.b.reduce(Op::ReduceSum, c.b.binary(Op::Pow, a, c.scalar(p, t)), {1}, true),
+                      c.scalar(1 / p, t));
+  const NodeId scale = c.b.div(c.scalar(max_norm, t), c.b.add(norm, c.scalar(1e-7, t)));
+  const NodeId rescale = c.b.op(Op::LogicalAnd, {c.b.binary(Op::Gt, touched, c.scalar(0, t)),
+                                                 c.b.binary(Op::Gt, norm, c.scalar(max_norm, t))});
+  return Value::tensor(c.b.op(Op::Where, {rescale, c.b.mul(w, scale), w}));
 }
 
 Value avg_pool(LowerCtx& c) {
@@ -369,6 +404,7 @@ void register_nn(Registry& r) {
     return group_norm(c, c.tensor(0), c.i(6, "group"), opt_tensor(c, 1, "weight"),
                       opt_tensor(c, 2, "bias"), c.f(7, "eps"), true);
   });
+  r.add("aten.embedding_renorm", embedding_renorm);
   r.add("aten.embedding", [](LowerCtx& c) {
     return Value::tensor(c.b.op(Op::Embedding, {c.tensor(0, "weight"), c.tensor(1, "indices")}));
   });

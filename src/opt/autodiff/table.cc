@@ -112,6 +112,7 @@ VjpEntry vjp_entry(Op op) {
       return rule(vjp_reduce_prod);
     case Op::ArgMax:
     case Op::ArgMin:
+    case Op::MaxPool2dIndices:
       return none(kIntOut);
     case Op::Softmax:
       return rule(vjp_softmax);
