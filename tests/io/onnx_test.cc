@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -311,6 +312,22 @@ TEST_F(Onnx, RankAndAttributeMismatchesAreErrors) {
   EXPECT_NE(e.find("Conv_node"), std::string::npos) << e;
   e = error_for(node("Split", {"x"}, {"y", "z"}), {}, tensor("w", {1}, 1, floats({1})));
   EXPECT_NE(e.find("Split: axis 0 out of range for rank 0"), std::string::npos) << e;
+}
+
+// The fuzzer's finding: a k, axis or depth given as a float initializer of
+// inf, NaN or 1e30 was cast to int64 (undefined behaviour), not refused.
+TEST_F(Onnx, NonIntegralScalarInputsAreErrors) {
+  const auto error_for = [&](const char* op, float k) {
+    Pb g;
+    g.msg(1, node(op, {"x", "k"}, {"y"})).msg(5, tensor("k", {}, 1, floats({k})));
+    g.msg(11, value_info("x", 1, {"4", "4"})).msg(12, value_info("y", 1, {"4", "4"}));
+    return error_of(write("m.onnx", model(g)));
+  };
+  for (const float k : {INFINITY, NAN, 1e30f, -1e30f}) {
+    EXPECT_NE(error_for("Trilu", k).find("Trilu k"), std::string::npos) << k;
+    EXPECT_NE(error_for("CumSum", k).find("CumSum axis"), std::string::npos) << k;
+    EXPECT_NE(error_for("TopK", k).find("TopK k"), std::string::npos) << k;
+  }
 }
 
 TEST_F(Onnx, TensorProtoFiles) {

@@ -127,6 +127,14 @@ std::optional<double> Ctx::scalar(size_t i) {
   return t->item_as_double(0);
 }
 
+std::optional<int64_t> Ctx::scalar_int(size_t i, const char* what) {
+  const std::optional<double> v = scalar(i);
+  if (!v) return std::nullopt;
+  RLX_CHECK(std::isfinite(*v) && std::abs(*v) < 0x1p62, what, " ", *v,
+            " is not an integer in range");
+  return int64_t(*v);
+}
+
 Shape Ctx::shape(size_t i) {
   Val& v = val(i);
   if (v.id >= 0) return shape_of(v.id);

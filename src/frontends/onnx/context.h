@@ -65,7 +65,10 @@ class Ctx {
   // Input i's integer values, which must be known and static (a shape, axes, pads...).
   Dims static_ints(size_t i, const char* what);
   std::optional<double> scalar(size_t i);  // a known one-element input as a number
-  Shape shape(size_t i);                   // input i's shape, whatever it is
+  // A known one-element input as an integer (k, axis, depth); an rlx::Error
+  // naming `what` when it is not finite or lies past +-2^62.
+  std::optional<int64_t> scalar_int(size_t i, const char* what);
+  Shape shape(size_t i);  // input i's shape, whatever it is
   const Shape& shape_of(NodeId id) { return g().node(id).shape; }
 
   // Attributes, with defaults.

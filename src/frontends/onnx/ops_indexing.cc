@@ -36,7 +36,7 @@ ScatterReduction reduction(Ctx& c) {
 }
 
 std::vector<Val> lower_one_hot(Ctx& c) {
-  auto depth = c.scalar(1);
+  auto depth = c.scalar_int(1, "OneHot depth");
   RLX_CHECK(depth, "OneHot depth must be known at import");
   const Tensor* values = c.known(2);
   RLX_CHECK(values && values->numel() == 2, "OneHot values must be a known [off, on] pair");
@@ -46,8 +46,8 @@ std::vector<Val> lower_one_hot(Ctx& c) {
   const int64_t axis = norm_axis(c.i("axis", -1), r + 1, "OneHot");
   NodeId idx = c.in(0);
   if (!is_integer(c.shape_of(idx).dtype)) idx = c.cast(idx, DType::I64);
-  NodeId y = c.b().op(Op::OneHot, {idx},
-                      {{"depth", int64_t(*depth)}, {"dtype", std::string(dtype_name(t))}});
+  NodeId y =
+      c.b().op(Op::OneHot, {idx}, {{"depth", *depth}, {"dtype", std::string(dtype_name(t))}});
   if (off != 0 || on != 1)
     y = c.b().add(c.b().mul(y, c.scalar_const(on - off, t)), c.scalar_const(off, t));
   if (axis != r) {

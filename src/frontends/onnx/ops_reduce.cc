@@ -66,10 +66,10 @@ void arg(Registry& r, const char* name, Op op) {
 }
 
 std::vector<Val> lower_cumsum(Ctx& c) {
-  auto axis = c.scalar(1);
+  auto axis = c.scalar_int(1, "CumSum axis");
   RLX_CHECK(axis, "CumSum axis must be known at import");
   return one(c.b().op(Op::CumSum, {c.in(0)},
-                      {{"axis", int64_t(*axis)},
+                      {{"axis", *axis},
                        {"exclusive", c.i("exclusive", 0) != 0},
                        {"reverse", c.i("reverse", 0) != 0}}));
 }
@@ -79,9 +79,9 @@ std::vector<Val> lower_topk(Ctx& c) {
   if (c.opset < 10) {
     k = c.i("k");
   } else {
-    auto v = c.scalar(1);
+    auto v = c.scalar_int(1, "TopK k");
     RLX_CHECK(v, "TopK k must be known at import");
-    k = int64_t(*v);
+    k = *v;
   }
   auto ids = c.b().results(Op::TopK, {c.in(0)},
                            {{"k", k},

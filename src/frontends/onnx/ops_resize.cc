@@ -84,6 +84,9 @@ std::vector<double> weights(const Params& p, size_t axis, std::vector<bool>& out
       out_of_range[size_t(x)] = true;
       continue;
     }
+    // A hostile roi or scale must not reach the integer casts below.
+    RLX_CHECK(std::abs(v) < 0x1p52, "Resize: source coordinate ", v, " of output ", x,
+              " is out of range");
     double* row = &w[size_t(x * in)];
     if (p.mode == "linear") {
       v = std::max(0.0, std::min(double(in - 1), v));
@@ -200,7 +203,8 @@ std::vector<Val> lower_resize(Ctx& c) {
     RLX_CHECK(p.scales.size() == r, "Resize scales has ", p.scales.size(), " values for rank ", r);
     p.scales_given = true;
     for (size_t k = 0; k < r; ++k) {
-      RLX_CHECK(p.scales[k] > 0, "Resize scale ", p.scales[k]);
+      RLX_CHECK(p.scales[k] > 0 && double(p.in[k]) * p.scales[k] < 0x1p62, "Resize scale ",
+                p.scales[k], " for a dim of ", p.in[k]);
       p.out.push_back(int64_t(std::floor(double(p.in[k]) * p.scales[k])));
     }
   }

@@ -385,8 +385,11 @@ std::vector<Val> lower_range(Ctx& c) {
   const DType t = c.shape(0).dtype;
   const double n = std::ceil((*limit - *start) / *delta);
   RLX_CHECK(n <= double(kMaxElements), "Range of ", n, " elements");
-  const int64_t count = std::max<int64_t>(0, int64_t(n));
+  const int64_t count = n > 0 ? int64_t(n) : 0;  // n is at most kMaxElements (NaN failed above)
   if (is_integer(t) && count <= kMaxFoldElements) {
+    const double last = *start + double(count) * *delta;
+    RLX_CHECK(std::abs(*start) < 0x1p62 && std::abs(last) < 0x1p62, "Range from ", *start, " by ",
+              *delta, " leaves the integers");
     IntList l{{count}, t, {}};
     for (int64_t k = 0; k < count; ++k) l.v.emplace_back(int64_t(*start + double(k) * *delta));
     return {int_val(l)};
@@ -453,9 +456,9 @@ std::vector<Val> lower_trilu(Ctx& c) {
             "Trilu needs static last two dims, got ", s.str());
   int64_t k = 0;
   if (c.has(1)) {
-    auto v = c.scalar(1);
+    auto v = c.scalar_int(1, "Trilu k");
     RLX_CHECK(v, "Trilu k must be known at import");
-    k = int64_t(*v);
+    k = *v;
   }
   const bool upper = c.i("upper", 1) != 0;
   const int64_t rows = s.dims[size_t(s.rank() - 2)].value,
