@@ -69,10 +69,14 @@ TEST(CoreMLStateSpace, UnrolledMatchesTheCpuKernels) {
     for (size_t i = 0; i < g.node(y).results.size(); ++i)
       g.add_output("y" + std::to_string(i), g.result(y, int(i)));
     const TensorMap want = testing::run_graph(g, feed, {}, 0);
-    const TensorMap got = coreml_test::export_and_interpret(g, {}, feed, {6, false});
-    for (const auto& [name, w] : want) {
-      ASSERT_TRUE(got.count(name)) << name;
-      EXPECT_TRUE(testing::all_close(got.at(name), w, 1e-5, 1e-5)) << name;
+    for (const bool fp16 : {false, true}) {
+      SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+      const double tol = fp16 ? 3e-2 : 1e-5;
+      const TensorMap got = coreml_test::export_and_interpret(g, {}, feed, {6, fp16});
+      for (const auto& [name, w] : want) {
+        ASSERT_TRUE(got.count(name)) << name;
+        EXPECT_TRUE(testing::all_close(got.at(name).to(DType::F32), w, tol, tol)) << name;
+      }
     }
   }
 }
