@@ -2,11 +2,57 @@
 // selective_scan at Mamba-130m's sizes (D = 1536 channels, N = 16). FLOP counts the step form's
 // multiply-adds as 2 each: gated_delta_net 3 N^2 per (token, head) (k S, the state update, q S);
 // selective_scan 3 per (token, channel, state) (decay, input term, readout) plus its exp as 1.
+#include <vector>
+
+#include "backends/cpu/gated_delta_net.h"
 #include "bench_util.h"
 
 namespace rlx::bench {
+namespace {
+
+// gated_delta_net's two CPU forms called directly on the same data (the op runs one of them),
+// so they can be compared: gated_delta_net_form/{step,chunked}/nN/sS.
+void register_gdn_forms(int64_t N, int64_t S) {
+  const int64_t B = 1, H = 8, tok = B * S * H * N, heads = B * S * H;
+  for (const cpu::GdnForm form : {cpu::GdnForm::step, cpu::GdnForm::chunked}) {
+    const std::string name = std::string("gated_delta_net_form/") +
+                             (form == cpu::GdnForm::step ? "step" : "chunked") + "/n" +
+                             std::to_string(N) + "/s" + std::to_string(S);
+    benchmark::RegisterBenchmark(
+        name.c_str(),
+        [=](benchmark::State& st) {
+          const float ks = 1.0f / float(N);
+          const Tensor q = random_f32({tok}, 21), k = random_f32({tok}, 22, -ks, ks),
+                       v = random_f32({tok}, 23), g = random_f32({heads}, 24, -0.5f, 0),
+                       beta = random_f32({heads}, 25, 0, 1);
+          std::vector<float> o(static_cast<size_t>(tok)), state(static_cast<size_t>(B * H * N * N));
+          const cpu::GdnView<float> view{q.data<float>(),
+                                         k.data<float>(),
+                                         v.data<float>(),
+                                         g.data<float>(),
+                                         beta.data<float>(),
+                                         o.data(),
+                                         state.data(),
+                                         B,
+                                         S,
+                                         H,
+                                         N};
+          for (auto _ : st) {
+            std::fill(state.begin(), state.end(), 0.0f);
+            cpu::gated_delta_net_run(view, form);
+            benchmark::DoNotOptimize(o.data());
+          }
+          st.counters["flop"] = 6.0 * double(tok * N);
+        })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace
 
 void register_state_space() {
+  for (int64_t N : {64, 128}) register_gdn_forms(N, 512);
   for (int64_t N : {64, 128}) {
     const int64_t B = 1, S = 256, H = 8;
     add(

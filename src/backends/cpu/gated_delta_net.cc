@@ -12,11 +12,14 @@
 //       forward substitution, U's rows are the steps' u)
 //   O = (exp(gam) Q S0 + (mask(exp(gam_r - gam_s)) * Q K^T) U) / sqrt(N)
 //   S = exp(gam_last) S0 + (exp(gam_last - gam) K)^T U
-// which is the step form's recurrence unrolled over the chunk; the products are GEMMs.
+// which is the step form's recurrence unrolled over the chunk; the products are GEMMs. gam is
+// summed in double so that close steps' ratios keep their precision after strong decays; an
+// infinite g would make gam_r - gam_s NaN, so the kernel keeps such calls on the step form.
 #include "backends/cpu/gated_delta_net.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "backends/cpu/gemm.h"
@@ -95,36 +98,50 @@ RLX_AVX2 void step_range_avx2(const GdnView<T>& a, int64_t begin, int64_t end) {
 
 template <typename T>
 struct ChunkScratch {
-  std::vector<T> kk, qk, u, kd, gam;
+  std::vector<T> kk, qk, decay, u, kd;
+  std::vector<double> gam;  // in double: its differences are the decay ratios' exponents
   explicit ChunkScratch(int64_t N)
       : kk(size_t(kGdnChunk * kGdnChunk)),
         qk(kk.size()),
+        decay(kk.size()),
         u(size_t(kGdnChunk * N)),
         kd(u.size()),
         gam(size_t(kGdnChunk)) {}
 };
 
+void exp_in_place(float* v, int64_t n) { vexp(v, v, n); }
+void exp_in_place(double* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) v[i] = std::exp(v[i]);
+}
+
 template <typename T>
-void chunked_sequence(const GdnView<T>& a, int64_t bh, ChunkScratch<T>& w) {
+__attribute__((always_inline)) inline void chunked_sequence(const GdnView<T>& a, int64_t bh,
+                                                            ChunkScratch<T>& w) {
   const Sequence sq = sequence(a, bh);
   const int64_t N = a.N, C = kGdnChunk, ld = sq.row;
   const T scale = T(1 / std::sqrt(double(N)));
   T* St = a.state + bh * N * N;
-  T *KK = w.kk.data(), *QK = w.qk.data(), *U = w.u.data(), *Kd = w.kd.data(), *gam = w.gam.data();
+  T *KK = w.kk.data(), *QK = w.qk.data(), *Dm = w.decay.data(), *U = w.u.data(), *Kd = w.kd.data();
+  double* gam = w.gam.data();
   for (int64_t t0 = 0; t0 < a.S; t0 += C) {
     const int64_t c = std::min(C, a.S - t0);
     const T *Q = a.q + sq.base + t0 * ld, *K = a.k + sq.base + t0 * ld,
             *V = a.v + sq.base + t0 * ld;
     const T* beta = a.beta + sq.gbase + t0 * sq.grow;
     T* O = a.o + sq.base + t0 * ld;
-    T acc = 0;
-    for (int64_t r = 0; r < c; ++r) gam[r] = acc += a.g[sq.gbase + (t0 + r) * sq.grow];
+    double acc = 0;
+    for (int64_t r = 0; r < c; ++r) gam[r] = acc += double(a.g[sq.gbase + (t0 + r) * sq.grow]);
+    // Dm[r][s] = exp(gam_r - gam_s) for s <= r, 0 above the diagonal: one exp call per chunk.
+    for (int64_t r = 0; r < c; ++r)
+      for (int64_t j = 0; j < c; ++j)
+        Dm[r * C + j] = j <= r ? T(gam[r] - gam[j]) : -std::numeric_limits<T>::infinity();
+    for (int64_t r = 0; r < c; ++r) exp_in_place(Dm + r * C, c);
     gemm_serial(false, true, c, c, N, T(1), K, ld, K, ld, T(0), KK, C);
     gemm_serial(false, true, c, c, N, T(1), Q, ld, K, ld, T(0), QK, C);
     // R = beta (V - exp(gam) K S0), then the forward substitution turns it into U in place.
     gemm_serial(false, false, c, N, N, T(1), K, ld, St, N, T(0), U, N);
     for (int64_t r = 0; r < c; ++r) {
-      const T G = std::exp(gam[r]), b = beta[r * sq.grow];
+      const T G = T(std::exp(gam[r])), b = beta[r * sq.grow];
       const T* Vr = V + r * ld;
       T* Ur = U + r * N;
       for (int64_t j = 0; j < N; ++j) Ur[j] = b * (Vr[j] - G * Ur[j]);
@@ -133,7 +150,7 @@ void chunked_sequence(const GdnView<T>& a, int64_t bh, ChunkScratch<T>& w) {
       const T b = beta[s * sq.grow];
       T* __restrict Us = U + s * N;
       for (int64_t j = 0; j < s; ++j) {
-        const T coef = b * std::exp(gam[s] - gam[j]) * KK[s * C + j];
+        const T coef = b * Dm[s * C + j] * KK[s * C + j];
         const T* __restrict Uj = U + j * N;
         for (int64_t e = 0; e < N; ++e) Us[e] -= coef * Uj[e];
       }
@@ -141,39 +158,52 @@ void chunked_sequence(const GdnView<T>& a, int64_t bh, ChunkScratch<T>& w) {
     // O = scale (exp(gam) Q S0 + (decay-masked Q K^T) U)
     gemm_serial(false, false, c, N, N, scale, Q, ld, St, N, T(0), O, ld);
     for (int64_t r = 0; r < c; ++r) {
-      const T G = std::exp(gam[r]);
+      const T G = T(std::exp(gam[r]));
       T* Or = O + r * ld;
       for (int64_t j = 0; j < N; ++j) Or[j] *= G;
       T* QKr = QK + r * C;
-      for (int64_t s = 0; s < c; ++s)
-        QKr[s] = s <= r ? QKr[s] * scale * std::exp(gam[r] - gam[s]) : 0;
+      for (int64_t s = 0; s < c; ++s) QKr[s] *= scale * Dm[r * C + s];
     }
     gemm_serial(false, false, c, N, c, T(1), QK, C, U, N, T(1), O, ld);
     // S = exp(gam_last) S0 + (exp(gam_last - gam) K)^T U
-    const T last = gam[c - 1];
+    const double last = gam[c - 1];
     for (int64_t s = 0; s < c; ++s) {
-      const T f = std::exp(last - gam[s]);
+      const T f = T(std::exp(last - gam[s]));
       const T* Ks = K + s * ld;
       for (int64_t j = 0; j < N; ++j) Kd[s * N + j] = f * Ks[j];
     }
-    const T G = std::exp(last);
+    const T G = T(std::exp(last));
     for (int64_t i = 0; i < N * N; ++i) St[i] *= G;
     gemm_serial(true, false, N, N, c, T(1), Kd, N, U, N, T(1), St, N);
   }
 }
 
 template <typename T>
+__attribute__((always_inline)) inline void chunked_sequences(const GdnView<T>& a, int64_t begin,
+                                                             int64_t end) {
+  ChunkScratch<T> w(a.N);
+  for (int64_t bh = begin; bh < end; ++bh) chunked_sequence(a, bh, w);
+}
+template <typename T>
+void chunked_range(const GdnView<T>& a, int64_t begin, int64_t end) {
+  chunked_sequences(a, begin, end);
+}
+template <typename T>
+RLX_AVX2 void chunked_range_avx2(const GdnView<T>& a, int64_t begin, int64_t end) {
+  chunked_sequences(a, begin, end);
+}
+
+template <typename T>
 void run(const GdnView<T>& a, GdnForm form) {
   const int64_t per_seq = std::max<int64_t>(1, 3 * a.S * a.N * a.N);
   const int64_t grain = std::max<int64_t>(1, kGrainWork / per_seq);
+  const bool avx2 = cpu_isa() >= Isa::avx2;
   if (form == GdnForm::chunked) {
     parallel_for(a.B * a.H, grain, [&](int64_t b0, int64_t b1) {
-      ChunkScratch<T> w(a.N);
-      for (int64_t bh = b0; bh < b1; ++bh) chunked_sequence(a, bh, w);
+      avx2 ? chunked_range_avx2(a, b0, b1) : chunked_range(a, b0, b1);
     });
     return;
   }
-  const bool avx2 = cpu_isa() >= Isa::avx2;
   parallel_for(a.B * a.H, grain, [&](int64_t b0, int64_t b1) {
     avx2 ? step_range_avx2(a, b0, b1) : step_range(a, b0, b1);
   });

@@ -128,6 +128,16 @@ TEST(StateSpace, GatedDeltaNetMatchesTheStepReference) {
   check_gdn({1, 9, 2, 33, false}, 5);  // past a vector width, with a tail
   check_gdn({3, 4, 1, 16, true}, 6);
   check_gdn({2, 6, 2, 5, true, DType::F64}, 7);
+  check_gdn({2, 100, 2, 6, true}, 9);  // long enough for the kernel to take the chunked form
+  // A hard reset (g = -inf: the state forgotten) in a long call: the kernel's step form.
+  const Gdn reset{1, 70, 2, 4, true};
+  GdnData d = gdn_data(reset, 10);
+  d.g[40] = -INFINITY;
+  const auto [o, fin] = gdn_reference(reset, d);
+  const std::vector<Tensor> got =
+      testing::run_op_outputs(Op::GatedDeltaNet, gdn_inputs(reset, d), {{"state_size", 4}});
+  expect_close(got[0], {1, 70, 2, 4}, o, "o after a reset");
+  expect_close(got[1], {1, 2, 4, 4}, fin, "final state after a reset");
 }
 
 TEST(StateSpace, GatedDeltaNetFinalStateContinuesTheSequence) {
