@@ -52,5 +52,6 @@ void register_conv();
 void register_attention();
 void register_memory();
 void register_dequant_matmul();
+void register_state_space();
 
 }  // namespace rlx::bench

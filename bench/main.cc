@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   register_conv();
   register_attention();
   register_dequant_matmul();
+  register_state_space();
 
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/shape_infer_state_space.h"
 #include "rlx/checked.h"
 #include "rlx/error.h"
 #include "rlx/fake_quant.h"

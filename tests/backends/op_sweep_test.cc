@@ -150,6 +150,22 @@ std::vector<Sample> samples() {
       {Op::Rnn,
        {f32({2, 3, 4}), f32({3, 4}), f32({3, 3}), f32({3})},
        {{"hidden", 3}, {"act_f", std::string("relu")}}},
+      {Op::GatedDeltaNet,
+       {f32({2, 3, 2, 4}), f32({2, 3, 2, 4}, -0.5, 0.5), f32({2, 3, 2, 4}), f32({2, 3, 2}, -1, 0),
+        f32({2, 3, 2}, 0, 1)},
+       {{"state_size", 4}}},
+      {Op::GatedDeltaNet,
+       {f32({1, 2, 3, 3}), f32({1, 2, 3, 3}, -0.5, 0.5), f32({1, 2, 3, 3}), f32({1, 2, 3}, -1, 0),
+        f32({1, 2, 3}, 0, 1), f32({1, 3, 3, 3})},
+       {{"state_size", 3}}},
+      {Op::SelectiveScan,
+       {f32({2, 3, 4}), f32({2, 3, 4}, 0.1, 1), f32({4, 2}, -1, -0.1), f32({2, 3, 2}),
+        f32({2, 3, 2})},
+       {}},
+      {Op::SelectiveScan,
+       {f32({2, 3, 4}), f32({2, 3, 4}, 0.1, 1), f32({4, 2}, -1, -0.1), f32({2, 3, 2}),
+        f32({2, 3, 2}), f32({4}), f32({2, 4, 2})},
+       {{"d_skip", true}, {"carry", true}}},
   };
   // Whole families with no attributes (or only defaults) take one input
   // shape each; positive values keep log/sqrt/pow/mod well defined.

@@ -488,7 +488,9 @@ const std::set<Op> kGaps = {Op::RmsNormGrad,
                             Op::FakeQuantizeGrad,
                             Op::Lstm,
                             Op::Gru,
-                            Op::Rnn};
+                            Op::Rnn,  // backpropagation through time: not yet
+                            Op::GatedDeltaNet,
+                            Op::SelectiveScan};
 
 // Rules that are surrogates by design (straight-through estimators): finite differences of a
 // rounding op are zero almost everywhere, so they are not samples here. Each is checked against

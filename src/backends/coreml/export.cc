@@ -36,6 +36,7 @@ const LowerTable& lower_table() {
     register_resample(t);
     register_quant(t);
     register_recurrent(t);
+    register_state_space(t);
     return t;
   }();
   return t;

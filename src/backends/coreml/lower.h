@@ -68,6 +68,7 @@ void register_rope(LowerTable& t);         // rope (lower_rope.cc)
 void register_resample(LowerTable& t);     // resize, grid_sample, dequant_matmul/embedding
 void register_quant(LowerTable& t);        // fake_quantize(_grad) (lower_quant.cc)
 void register_recurrent(LowerTable& t);    // lstm, gru, rnn unrolled (lower_recurrent.cc)
+void register_state_space(LowerTable& t);  // gated_delta_net, selective_scan unrolled
 // True when node `id` feeds only dequant ops as their quantized weight (it then needs no const).
 bool only_dequant_uses(const Graph& g, NodeId id);
 // True when every reader of param `id` is a fake_quantize the package stores as int8

@@ -7,29 +7,16 @@
 #include "lower.h"
 #include "rlx/error.h"
 #include "rlx/recurrent.h"
+#include "unroll.h"
 
 namespace rlx::coreml {
 
 namespace {
 
-struct Rec {
-  Lowering& L;
+struct Rec : Unroll {
   const RecurrentSpec& s;
-  std::string h;
   pb::DataType dt;
-  int n = 0;  // temporaries
 
-  std::string name(const char* what) { return h + "_" + what + std::to_string(n++); }
-  // x[begin:end] per axis (all static, in range).
-  Val slice(const Val& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
-    Type t{x.type.dt, {}};
-    for (size_t k = 0; k < begin.size(); ++k) t.dims.push_back(end[k] - begin[k]);
-    const std::string nm = name("slice");
-    return L.b.op(
-        "slice_by_index",
-        {{"x", x}, {"begin", L.b.ints(begin, nm + "_b")}, {"end", L.b.ints(end, nm + "_e")}}, t,
-        nm);
-  }
   // Elements [off, off + count) of a flattened tensor, as `dims`.
   Val flat_block(const Val& x, int64_t off, int64_t count, const std::vector<int64_t>& dims) {
     Val f = L.reshape(x, {x.type.numel()}, name("flat"));
@@ -40,7 +27,6 @@ struct Rec {
     const int64_t H = s.hidden;
     return slice(x, {0, block * H}, {x.type.dims[0], (block + 1) * H});
   }
-  Val bin(const char* op, const Val& a, const Val& b) { return L.binary(op, a, b, name(op)); }
   Val act(RnnActivation a, const Val& x) {
     switch (a) {
       case RnnActivation::sigmoid:
@@ -61,28 +47,7 @@ struct Rec {
                    {"beta", L.b.scalar(*s.clip, dt, nm + "_hi")}},
                   x.type, nm);
   }
-  Val matmul_t(const Val& x, const Val& w) {  // x @ w^T
-    Type t{dt, x.type.dims};
-    t.dims.back() = w.type.dims[0];
-    const std::string nm = name("mm");
-    return L.b.op("matmul",
-                  {{"x", x},
-                   {"y", w},
-                   {"transpose_x", L.b.boolean(false, nm + "_tx")},
-                   {"transpose_y", L.b.boolean(true, nm + "_ty")}},
-                  t, nm);
-  }
-  Val concat(const std::vector<Val>& xs, int64_t axis) {
-    Type t = xs[0].type;
-    t.dims[size_t(axis)] = 0;
-    for (const Val& v : xs) t.dims[size_t(axis)] += v.type.dims[size_t(axis)];
-    const std::string nm = name("concat");
-    return L.b.op("concat",
-                  {{"values", xs},
-                   {"axis", L.b.int_scalar(axis, nm + "_axis")},
-                   {"interleave", L.b.boolean(false, nm + "_il")}},
-                  t, nm);
-  }
+  Val matmul_t(const Val& x, const Val& w) { return matmul(x, w, false, true); }  // x @ w^T
 };
 
 std::vector<Val> lower_recurrent(Lowering& L, const Node& n) {
@@ -90,7 +55,7 @@ std::vector<Val> lower_recurrent(Lowering& L, const Node& n) {
   const Val& x0 = L.in(n, 0);
   RLX_CHECK(x0.type.is_static(), op_name(n.op), " unrolls over a static sequence: x ",
             type_str(x0.type), " has dynamic dims (specialize the graph to input shapes first)");
-  Rec r{L, s, L.hint(n), x0.type.dt};
+  Rec r{{L, L.hint(n)}, s, x0.type.dt};
   const int64_t H = s.hidden, GH = s.gate_rows(), LD = s.layers * s.dirs;
   const int64_t B = s.batch_first ? x0.type.dims[0] : x0.type.dims[1];
   const int64_t S = s.batch_first ? x0.type.dims[1] : x0.type.dims[0];
@@ -196,15 +161,15 @@ std::vector<Val> lower_recurrent(Lowering& L, const Node& n) {
       Val yt = s.dirs == 1 ? ys[0][size_t(t)] : r.concat({ys[0][size_t(t)], ys[1][size_t(t)]}, 1);
       steps.push_back(L.reshape(yt, {B, 1, s.dirs * H}, r.name("yt")));
     }
-    x = S == 1 ? steps[0] : r.concat(steps, 1);
+    x = r.concat(steps, 1);
   }
   std::vector<Val> out;
   out.push_back(s.batch_first
                     ? x
                     : L.b.op("transpose", {{"x", x}, {"perm", L.b.ints({1, 0, 2}, r.h + "_yperm")}},
                              Type{r.dt, {S, B, s.dirs * H}}, r.h + "_y"));
-  out.push_back(hn.size() == 1 ? hn[0] : r.concat(hn, 0));
-  if (s.op == Op::Lstm) out.push_back(cn.size() == 1 ? cn[0] : r.concat(cn, 0));
+  out.push_back(r.concat(hn, 0));
+  if (s.op == Op::Lstm) out.push_back(r.concat(cn, 0));
   return out;
 }
 

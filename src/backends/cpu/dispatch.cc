@@ -90,6 +90,8 @@ KernelEntry kernel_for(Op op) {
     case Op::FakeQuantize: return {fake_quantize, f32};
     case Op::FakeQuantizeGrad: return {fake_quantize_grad, f32};
     case Op::Lstm: case Op::Gru: case Op::Rnn: return {recurrent, f32};
+    case Op::GatedDeltaNet: return {gated_delta_net, f32};
+    case Op::SelectiveScan: return {selective_scan, f32};
   }
   // clang-format on
   return {};

@@ -91,4 +91,8 @@ void fake_quantize_grad(const KernelCall& c);
 // recurrent.cc: lstm, gru, rnn (every output in one call)
 void recurrent(const KernelCall& c);
 
+// state_space.cc: output and final state in one call (f32 and f64)
+void gated_delta_net(const KernelCall& c);
+void selective_scan(const KernelCall& c);
+
 }  // namespace rlx::cpu

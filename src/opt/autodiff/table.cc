@@ -214,6 +214,11 @@ VjpEntry vjp_entry(Op op) {
       return gap(
           "a recurrent op: backpropagation through time is not implemented (no vjp rule for "
           "lstm / gru / rnn yet)");
+    case Op::GatedDeltaNet:
+    case Op::SelectiveScan:
+      return gap(
+          "a state-space scan: backpropagation through time is not implemented (no vjp rule for "
+          "gated_delta_net / selective_scan yet)");
   }
   return gap("unknown op id");
 }
