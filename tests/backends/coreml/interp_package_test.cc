@@ -183,6 +183,34 @@ TEST(MilInterpHostile, ProgramProblems) {
                              ->add_values(5);
                    }),
                    "immediate values");
+  // Found by fuzz_mlpackage: a const typed string with numeric immediates wrote into the
+  // int storage it never allocated; a float immediate of an int const must fit an int32.
+  auto retype_int_const = [&](auto edit) {
+    return with_model([&](spec::Model& m) {
+      for (auto& op : Pkg::ops(m))
+        if (op.type() == "const" && op.attributes().at("val").has_immediatevalue() &&
+            op.attributes().at("val").immediatevalue().tensor().has_ints()) {
+          edit(op);
+          break;
+        }
+    });
+  };
+  EXPECT_ERROR_HAS(
+      retype_int_const([](auto& op) {
+        op.mutable_outputs(0)->mutable_type()->mutable_tensortype()->set_datatype(
+            spec::MILSpec::STRING);
+        (*op.mutable_attributes())["val"].mutable_type()->mutable_tensortype()->set_datatype(
+            spec::MILSpec::STRING);
+      }),
+      "numbers for");
+  EXPECT_ERROR_HAS(
+      retype_int_const([](auto& op) {
+        auto* t = (*op.mutable_attributes())["val"].mutable_immediatevalue()->mutable_tensor();
+        const int n = t->ints().values_size();
+        t->clear_ints();
+        for (int k = 0; k < n; ++k) t->mutable_floats()->add_values(1e10f);
+      }),
+      "does not fit");
   // A const declaring an enormous shape fails before allocating anything.
   EXPECT_ERROR_HAS(with_model([](spec::Model& m) {
                      for (auto& op : Pkg::ops(m))

@@ -160,24 +160,26 @@ Value decode_value(const Package& p, const pb::Value& v, const Type& t, const st
     RLX_CHECK(size_t(got) == n, "mil interp: ", where, ": ", got, " immediate values for ",
               type_str(t));
   };
+  // Numbers fill f or i: a string-typed constant has neither (found by fuzz_mlpackage), and a
+  // float stored into an int must fit one.
+  const bool numbers =
+      tv.has_floats() || tv.has_doubles() || tv.has_ints() || tv.has_longints() || tv.has_bools();
+  RLX_CHECK(!numbers || t.dt != pb::STRING, "mil interp: ", where, ": numbers for ", type_str(t));
+  auto store = [&](size_t k, double x) {
+    if (is_float_dt(t.dt)) {
+      r.f[k] = t.dt == pb::FLOAT16 ? round_f16(float(x)) : float(x);
+      return;
+    }
+    RLX_CHECK(x >= -0x1p31 && x < 0x1p31, "mil interp: ", where, ": ", x, " does not fit ",
+              type_str(t));
+    r.i[k] = int32_t(x);
+  };
   if (tv.has_floats()) {
     count(tv.floats().values_size());
-    for (size_t k = 0; k < n; ++k) {
-      float x = tv.floats().values(int(k));
-      if (is_float_dt(t.dt))
-        r.f[k] = t.dt == pb::FLOAT16 ? round_f16(x) : x;
-      else
-        r.i[k] = int32_t(x);
-    }
+    for (size_t k = 0; k < n; ++k) store(k, tv.floats().values(int(k)));
   } else if (tv.has_doubles()) {
     count(tv.doubles().values_size());
-    for (size_t k = 0; k < n; ++k) {
-      double x = tv.doubles().values(int(k));
-      if (is_float_dt(t.dt))
-        r.f[k] = float(x);
-      else
-        r.i[k] = int32_t(x);
-    }
+    for (size_t k = 0; k < n; ++k) store(k, tv.doubles().values(int(k)));
   } else if (tv.has_ints() || tv.has_longints() || tv.has_bools()) {
     const int got = tv.has_ints()       ? tv.ints().values_size()
                     : tv.has_longints() ? tv.longints().values_size()
@@ -190,7 +192,7 @@ Value decode_value(const Package& p, const pb::Value& v, const Type& t, const st
       if (is_float_dt(t.dt))
         r.f[k] = float(x);
       else
-        r.i[k] = int32_t(x);
+        r.i[k] = int32_t(x);  // longints wrap as MIL's int32 does
     }
   } else if (tv.has_strings()) {
     count(tv.strings().values_size());
