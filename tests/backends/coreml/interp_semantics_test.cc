@@ -4,8 +4,10 @@
 // a tampered package whose numbers must no longer match the CPU backend.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
+#include "backends/coreml/interp/value.h"
 #include "backends/coreml/mil.h"
 #include "interp_support.h"
 #include "model.pb.h"
@@ -70,6 +72,15 @@ TEST(MilInterpSemantics, ConcatInterleave) {
                 Type{pb::FLOAT32, {2, 4}}, "y");
   });
   EXPECT_TRUE(testing::all_equal(y.at("y"), vals({2, 4}, {0, 0, 1, 1, 2, 2, 3, 3})));
+}
+
+// Found by fuzz_mlpackage: reduce_max over an empty int axis is -inf, which was cast to int32
+// (undefined); it saturates now, as float -> int casts do.
+TEST(MilInterpSemantics, EmptyIntReductionSaturates) {
+  EXPECT_EQ(coreml::interp::saturate_int32(-INFINITY), INT32_MIN);
+  EXPECT_EQ(coreml::interp::saturate_int32(1e300), INT32_MAX);
+  EXPECT_EQ(coreml::interp::saturate_int32(NAN), 0);
+  EXPECT_EQ(coreml::interp::saturate_int32(-7.9), -7);
 }
 
 TEST(MilInterpSemantics, ConvPadTypes) {

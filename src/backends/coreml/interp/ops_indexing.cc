@@ -86,7 +86,7 @@ void combine(const OpCtx& c, const std::string& mode, Value& r, int64_t at, cons
   if (flt)
     r.f[size_t(at)] = float(v);
   else
-    r.i[size_t(at)] = int32_t(v);
+    r.i[size_t(at)] = saturate_int32(v);
 }
 
 Value scatter_along_axis(const OpCtx& c) {

@@ -86,7 +86,7 @@ Value finish(const Value& x, const Groups& g, const std::vector<double>& acc) {
     return r;
   }
   Value r = Value::ints(g.out, x.dt == pb::BOOL ? pb::INT32 : x.dt);
-  for (size_t k = 0; k < acc.size(); ++k) r.i[k] = int32_t(acc[k]);
+  for (size_t k = 0; k < acc.size(); ++k) r.i[k] = saturate_int32(acc[k]);
   return r;
 }
 
@@ -209,7 +209,7 @@ Value cumsum(const OpCtx& c) {
         if (x.is_float())
           r.f[size_t(e)] = float(acc);
         else
-          r.i[size_t(e)] = int32_t(acc);
+          r.i[size_t(e)] = saturate_int32(acc);
         if (excl) acc += v;
       }
     }
@@ -424,7 +424,7 @@ Value pad(const OpCtx& c) {
     if (x.is_float())
       r2.f[k] = src[k] < 0 ? cval : x.f[size_t(src[k])];
     else
-      r2.i[k] = src[k] < 0 ? int32_t(cval) : x.i[size_t(src[k])];
+      r2.i[k] = src[k] < 0 ? saturate_int32(cval) : x.i[size_t(src[k])];
   }
   return r2;
 }

@@ -62,6 +62,13 @@ bool is_int_dt(pb::DataType dt) {
 
 float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 
+int32_t saturate_int32(double x) {
+  return std::isnan(x)        ? 0
+         : x >= 2147483647.0  ? INT32_MAX
+         : x <= -2147483648.0 ? INT32_MIN
+                              : int32_t(x);
+}
+
 Value cast_value(const Value& v, pb::DataType dt) {
   RLX_CHECK(!v.is_string() && dt != pb::STRING, "mil interp: cannot cast ", v.str(), " to ",
             mil_dtype_name(dt));
@@ -81,12 +88,7 @@ Value cast_value(const Value& v, pb::DataType dt) {
       if (dt == pb::BOOL) {
         r.i[size_t(k)] = v.is_float() ? v.f[size_t(k)] != 0.0f : v.i[size_t(k)] != 0;
       } else if (v.is_float()) {
-        float x = v.f[size_t(k)];
-        // Truncation toward zero, saturated so out-of-range values stay defined.
-        r.i[size_t(k)] = std::isnan(x)         ? 0
-                         : x >= 2147483647.0f  ? INT32_MAX
-                         : x <= -2147483648.0f ? INT32_MIN
-                                               : int32_t(x);
+        r.i[size_t(k)] = saturate_int32(v.f[size_t(k)]);
       } else {
         r.i[size_t(k)] = v.i[size_t(k)];
       }

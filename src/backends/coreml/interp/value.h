@@ -57,6 +57,9 @@ bool is_int_dt(pb::DataType dt);
 // ->fp16 rounds to nearest fp16).
 Value cast_value(const Value& v, pb::DataType dt);
 float round_f16(float x);
+// A float or double stored into an int32 slot: truncated toward zero, saturated, NaN to 0, so
+// hostile values (an empty reduce's -inf, a huge pad value) stay defined.
+int32_t saturate_int32(double x);
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);
 int64_t norm_axis(int64_t a, int rank, const std::string& what);
 
