@@ -282,14 +282,14 @@ void max_pool_indices(const PoolGeom& g, const T* x, int64_t* idx) {
 
 }  // namespace
 
-void max_pool2d_indices(const KernelCall& c) {
-  const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d_indices");
-  const Tensor& x = c.in[0];
-  int64_t* out = c.out.data<int64_t>();
-  switch (x.dtype()) {
+namespace {
+// fn(T{}) for the element type of max_pool2d's input (floats and integers).
+template <typename Fn>
+void for_max_pool_dtype(const KernelCall& c, const char* op, Fn&& fn) {
+  switch (c.in[0].dtype()) {
 #define RLX_CASE(E, T) \
   case DType::E:       \
-    return max_pool_indices(g, x.data<T>(), out);
+    return fn(T{});
     RLX_CASE(F32, float)
     RLX_CASE(F64, double)
     RLX_CASE(I8, int8_t)
@@ -299,28 +299,22 @@ void max_pool2d_indices(const KernelCall& c) {
     RLX_CASE(U8, uint8_t)
 #undef RLX_CASE
     default:
-      bad_dtype(c, "max_pool2d_indices");
+      bad_dtype(c, op);
   }
+}
+}  // namespace
+
+void max_pool2d_indices(const KernelCall& c) {
+  const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d_indices");
+  for_max_pool_dtype(c, "max_pool2d_indices", [&]<typename T>(T) {
+    max_pool_indices(g, c.in[0].data<T>(), c.out.data<int64_t>());
+  });
 }
 
 void max_pool2d(const KernelCall& c) {
   const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d");
-  const Tensor& x = c.in[0];
-  switch (x.dtype()) {
-#define RLX_CASE(E, T) \
-  case DType::E:       \
-    return max_pool(g, x.data<T>(), c.out.data<T>());
-    RLX_CASE(F32, float)
-    RLX_CASE(F64, double)
-    RLX_CASE(I8, int8_t)
-    RLX_CASE(I16, int16_t)
-    RLX_CASE(I32, int32_t)
-    RLX_CASE(I64, int64_t)
-    RLX_CASE(U8, uint8_t)
-#undef RLX_CASE
-    default:
-      bad_dtype(c, "max_pool2d");
-  }
+  for_max_pool_dtype(c, "max_pool2d",
+                     [&]<typename T>(T) { max_pool(g, c.in[0].data<T>(), c.out.data<T>()); });
 }
 
 void avg_pool2d(const KernelCall& c) {
