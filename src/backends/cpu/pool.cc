@@ -100,6 +100,22 @@ int64_t row_grain(int64_t per_row) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_row));
 }
 
+// The taps of output row oh that lie in the input, in window order (row by row): tap(ih, off,
+// lo, hi) for input row ih, whose column j * stride + off the row's outputs j in [lo, hi) read.
+template <typename Tap>
+void for_each_tap(const PoolGeom& g, int64_t oh, Tap&& tap) {
+  for (int64_t kh = 0; kh < g.k[0]; ++kh) {
+    const int64_t ih = oh * g.s[0] - g.pb[0] + kh * g.d[0];
+    if (ih < 0 || ih >= g.H) continue;
+    for (int64_t kw = 0; kw < g.k[1]; ++kw) {
+      const int64_t off = kw * g.d[1] - g.pb[1];
+      int64_t lo, hi;
+      valid_range(g.OW, g.s[1], off, g.W, lo, hi);
+      tap(ih, off, lo, hi);
+    }
+  }
+}
+
 // max over the taps of one window, NaN winning as in PyTorch (`v != v`).
 template <typename T>
 inline T take_max(T acc, T v) {
@@ -168,19 +184,10 @@ void max_pool(const PoolGeom& g, const T* x, T* y) {
       const T* xp = x + r / g.OH * g.H * g.W;
       T* yr = y + r * g.OW;
       std::fill(yr, yr + g.OW, init);
-      for (int64_t kh = 0; kh < g.k[0]; ++kh) {
-        const int64_t ih = oh * g.s[0] - g.pb[0] + kh * g.d[0];
-        if (ih < 0 || ih >= g.H) continue;
+      for_each_tap(g, oh, [&](int64_t ih, int64_t off, int64_t lo, int64_t hi) {
         const T* xr = xp + ih * g.W;
-        for (int64_t kw = 0; kw < g.k[1]; ++kw) {
-          const int64_t off = kw * g.d[1] - g.pb[1];
-          int64_t lo, hi;
-          valid_range(g.OW, g.s[1], off, g.W, lo, hi);
-          for (int64_t j = lo; j < hi; ++j) {
-            yr[j] = take_max(yr[j], xr[j * g.s[1] + off]);
-          }
-        }
-      }
+        for (int64_t j = lo; j < hi; ++j) yr[j] = take_max(yr[j], xr[j * g.s[1] + off]);
+      });
     }
   });
 }
@@ -259,30 +266,20 @@ void max_pool_indices(const PoolGeom& g, const T* x, int64_t* idx) {
       const T* xp = x + r / g.OH * g.H * g.W;
       int64_t* ir = idx + r * g.OW;
       std::fill(ir, ir + g.OW, int64_t(-1));
-      for (int64_t kh = 0; kh < g.k[0]; ++kh) {
-        const int64_t ih = oh * g.s[0] - g.pb[0] + kh * g.d[0];
-        if (ih < 0 || ih >= g.H) continue;
-        for (int64_t kw = 0; kw < g.k[1]; ++kw) {
-          const int64_t off = kw * g.d[1] - g.pb[1];
-          int64_t lo, hi;
-          valid_range(g.OW, g.s[1], off, g.W, lo, hi);
-          for (int64_t j = lo; j < hi; ++j) {
-            const int64_t at = ih * g.W + j * g.s[1] + off;
-            const T v = xp[at];
-            if (ir[j] < 0 || v > best[size_t(j)] || v != v) {  // take_max's rule
-              best[size_t(j)] = v;
-              ir[j] = at;
-            }
+      for_each_tap(g, oh, [&](int64_t ih, int64_t off, int64_t lo, int64_t hi) {
+        for (int64_t j = lo; j < hi; ++j) {
+          const int64_t at = ih * g.W + j * g.s[1] + off;
+          const T v = xp[at];
+          if (ir[j] < 0 || v > best[size_t(j)] || v != v) {  // take_max's rule
+            best[size_t(j)] = v;
+            ir[j] = at;
           }
         }
-      }
+      });
     }
   });
 }
 
-}  // namespace
-
-namespace {
 // fn(T{}) for the element type of max_pool2d's input (floats and integers).
 template <typename Fn>
 void for_max_pool_dtype(const KernelCall& c, const char* op, Fn&& fn) {
