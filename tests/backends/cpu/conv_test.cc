@@ -204,6 +204,23 @@ std::vector<ConvCase> conv_cases() {
                {},
                2,
                true});
+  // The AVX-512 stride-1 planes: rows of 1-2 vectors with padded edges (k3 and
+  // k5), 150 columns (64 + 64 + a 22-column rest) and 112 (64 + 3 vectors).
+  v.push_back(
+      {"depthwise_flat_blocks", {1, 2, 20, 20}, {2, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 2, true});
+  v.push_back({"depthwise_flat_blocks_k5",
+               {1, 2, 21, 21},
+               {2, 1, 5, 5},
+               {},
+               {2, 2, 2, 2},
+               {},
+               {},
+               2,
+               false});
+  v.push_back(
+      {"depthwise_row_150", {1, 2, 3, 150}, {2, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 2, true});
+  v.push_back(
+      {"depthwise_row_112", {1, 2, 4, 112}, {2, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 2, true});
   v.push_back(
       {"rect_stride", {1, 3, 10, 8}, {5, 3, 2, 4}, {3, 1}, {0, 1, 2, 0}, {1, 2}, {}, 1, true});
   v.push_back({"big_tiles", {1, 8, 40, 45}, {16, 8, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 1, true});
