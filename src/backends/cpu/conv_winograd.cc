@@ -130,6 +130,16 @@ PackedOperand pack_weights(const Conv3x3& s, const float* w, int64_t orows) {
   return p;
 }
 
+// The distance between the A*A transform positions' blocks in V and M: at
+// least n floats, an odd number of 64-byte lines. The transforms read or
+// write all A*A blocks at once; a distance of a multiple of 4 KiB (C * tiles
+// is often one) put those 36 streams in one L1 set, and the input transform
+// spent half its time on that store conflict (perf, a 16-channel 32x32 map).
+int64_t position_stride(int64_t n) {
+  const int64_t lines = (n + 15) / 16;
+  return (lines | 1) * 16;
+}
+
 template <class F>
 void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, const float* res,
          float* y, const PackedOperand& u, int64_t orows) {
@@ -141,8 +151,9 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, cons
   const int64_t nblk = std::max<int64_t>(1, std::min(th, th * tw / 128));
   const int64_t rows_per_blk = (th + nblk - 1) / nblk, tb_max = rows_per_blk * tw;
   thread_local std::vector<float> v_buf, m_buf;  // reused run after run: no page faults
-  v_buf.resize(size_t(AA * s.C * tb_max));
-  m_buf.resize(size_t(AA * orows * tb_max) + 8);  // + the vector output's overread
+  const int64_t vs_max = position_stride(s.C * tb_max), ms_max = position_stride(orows * tb_max);
+  v_buf.resize(size_t(AA * vs_max));
+  m_buf.resize(size_t(AA * ms_max) + 8);  // + the vector output's overread
   float* V = v_buf.data();
   float* Mb = m_buf.data();
   const int64_t in_plane = s.H * s.W, out_plane = s.OH * s.OW;
@@ -151,13 +162,14 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, cons
     float* yn = y + n * s.O * out_plane;
     for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_blk) {
       const int64_t ty1 = std::min(th, ty0 + rows_per_blk), tb = (ty1 - ty0) * tw;
+      const int64_t vs = position_stride(s.C * tb), ms = position_stride(orows * tb);
       parallel_for(s.C, 1, [&](int64_t c0, int64_t c1) {
         thread_local std::vector<float> padded;
         for (int64_t c = c0; c < c1; ++c) {
           const float* xc = xn + c * in_plane;
           if constexpr (M == 4)  // this path needs rlx's sgemm, so AVX2
-            winograd43_input_avx2(xc, s.H, s.W, s.pad_top, s.pad_left, ty0, ty1, tw, V + c * tb,
-                                  s.C * tb, padded);
+            winograd43_input_avx2(xc, s.H, s.W, s.pad_top, s.pad_left, ty0, ty1, tw, V + c * tb, vs,
+                                  padded);
           else
             for (int64_t ty = ty0; ty < ty1; ++ty)
               for (int64_t tx = 0; tx < tw; ++tx) {
@@ -173,7 +185,7 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, cons
                       d[i][j] = r >= 0 && r < s.H && q >= 0 && q < s.W ? xc[r * s.W + q] : 0.f;
                     }
                 }
-                input_tile<F>(d, V + c * tb + (ty - ty0) * tw + tx, s.C * tb);
+                input_tile<F>(d, V + c * tb + (ty - ty0) * tw + tx, vs);
               }
         }
       });
@@ -181,21 +193,21 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, cons
       // padding rows are zeros and their products are never read).
       // One task per GEMM: 36 (or 16) in few chunks left a thread a whole chunk behind.
       parallel_tasks(AA, [&](int64_t xi) {
-        sgemm(kernel, false, false, orows, tb, s.C, 1.f, nullptr, s.C, V + xi * s.C * tb, tb, 0.f,
-              Mb + xi * orows * tb, tb, {}, 0, 0, {&u, xi * orows}, {});
+        sgemm(kernel, false, false, orows, tb, s.C, 1.f, nullptr, s.C, V + xi * vs, tb, 0.f,
+              Mb + xi * ms, tb, {}, 0, 0, {&u, xi * orows}, {});
       });
       parallel_for(s.O, 1, [&](int64_t o0, int64_t o1) {
         for (int64_t o = o0; o < o1; ++o) {
           float* yo = yn + o * out_plane;
           if constexpr (M == 4)
-            winograd43_output_avx2(Mb + o * tb, orows * tb, ty0, ty1, tw, s.OH, s.OW, yo);
+            winograd43_output_avx2(Mb + o * tb, ms, ty0, ty1, tw, s.OH, s.OW, yo);
           else
             for (int64_t ty = ty0; ty < ty1; ++ty)
               for (int64_t tx = 0; tx < tw; ++tx) {
                 const float* mo = Mb + o * tb + (ty - ty0) * tw + tx;
                 float mt[A][A], out[M][M];
                 for (int i = 0; i < A; ++i)
-                  for (int j = 0; j < A; ++j) mt[i][j] = mo[(i * A + j) * orows * tb];
+                  for (int j = 0; j < A; ++j) mt[i][j] = mo[(i * A + j) * ms];
                 output_tile<F>(mt, out);
                 const int64_t oy = ty * M, ox = tx * M;
                 const int64_t hr = std::min<int64_t>(M, s.OH - oy),
