@@ -48,7 +48,9 @@ const Shape kShapes[] = {
     {"square 1024", 1024, 1024, 1024, false},
     // mobilenet_v2's 1x1 convs (M = out channels, N = positions, K = in channels).
     {"1x1 16->96 112x112", 96, 12544, 16, false},
+    {"1x1 32->16 112x112", 16, 12544, 32, false},
     {"1x1 144->24 56x56", 24, 3136, 144, false},
+    {"1x1 192->32 28x28", 32, 784, 192, false},
     {"1x1 576->96 14x14", 96, 196, 576, false},
     {"1x1 96->576 14x14", 576, 196, 96, false},
     {"1x1 960->320 7x7", 320, 49, 960, false},

@@ -144,14 +144,22 @@ struct Driver {
           const float* a_block =
               pa.op ? pa.op->data + pc * pa.op->rows + (pa.offset + ic) * kc : Ap;
           if (!pa.op) pack_a_block(ta, A, lda, ic, pc, mc, kc, alpha, Ap);
-          for (int64_t jr = 0; jr < nc; jr += NR) {
+          // The epilogue every `span` columns, on an mc x span part of C still
+          // in L1 (about 32 KiB), rather than on the mc x nc block, which has
+          // left L1 by then; at least a panel, since each call costs a call per row.
+          const int64_t span = std::max(NR, (int64_t(8192) / mc) / NR * NR);
+          for (int64_t jr = 0, done = 0; jr < nc; jr += NR) {
             const float* bp = b_block + jr * kc;
             for (int64_t ir = 0; ir < mc; ir += MR)
               micro(std::min(MR, mc - ir), kc, a_block + ir * kc, bp, C + (ic + ir) * ldc + jc + jr,
                     ldc, nc - jr, accumulate);
+            const int64_t end = std::min(nc, jr + NR);
+            if (last && epi.active() && (end - done >= span || end == nc)) {
+              apply_epilogue(epi, C + ic * ldc + jc + done, ldc, mc, end - done, row0 + ic,
+                             col0 + jc + done);
+              done = end;
+            }
           }
-          if (last && epi.active())
-            apply_epilogue(epi, C + ic * ldc + jc, ldc, mc, nc, row0 + ic, col0 + jc);
         }
       }
     }

@@ -94,6 +94,8 @@ void check_all_cases() {
   std::vector<float> col_bias = random_vec(600, 4), row_bias = random_vec(200, 5);
   check({200, 600, 300, false, false, 1, 0}, {Epilogue::relu, col_bias.data(), false});
   check({200, 600, 300, false, true, 1, 0}, {Epilogue::relu, row_bias.data(), true});
+  // Few rows: the epilogue runs on spans of several panels, the last one short.
+  check({24, 1500, 40, false, false, 1, 0}, {Epilogue::relu, row_bias.data(), true});
 }
 
 // Weights packed ahead (pack_a_operand / pack_b_operand) give the same
