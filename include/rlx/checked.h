@@ -19,6 +19,9 @@ namespace rlx {
 // then stay below 2^63, even for an empty tensor whose other dims are huge.
 inline constexpr int kMaxRank = 64;
 inline constexpr int64_t kMaxElements = int64_t(1) << 60;
+// A node splits into at most this many outputs: a split's piece count comes
+// from a dim, which may be huge where the tensor is empty or the file lies.
+inline constexpr int64_t kMaxOutputs = int64_t(1) << 16;
 
 // a * b and a + b; throw rlx::Error "<what>: ... overflows" when the exact
 // result does not fit in int64_t.

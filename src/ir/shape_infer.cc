@@ -221,6 +221,8 @@ std::vector<Shape> infer_split(const Node& n, const In& in) {
   const auto& a = n.attrs_as<SplitAttrs>();
   const int ax = normalize_axis(a.axis, r);
   RLX_CHECK(!a.sizes.empty(), "split: sizes must not be empty");
+  RLX_CHECK(int64_t(a.sizes.size()) <= kMaxOutputs, "split: ", a.sizes.size(),
+            " pieces exceed the limit of ", kMaxOutputs, " outputs per node");
   int64_t total = 0;
   std::vector<Shape> out;
   for (int64_t s : a.sizes) {

@@ -58,6 +58,14 @@ def torch_cases():
     view_size = lambda *v: mutate(["nodes", 2, "args", 1], ints(*v))  # noqa: E731
     deep = '{"list": [' * 1000000 + '{"int": 1}' + ']}' * 1000000
     dup = lambda d: d["nodes"].append(copy.deepcopy(d["nodes"][1]))  # noqa: E731
+
+    def huge_split(op, *args):
+        """x declared [8e10, 3], split along dim 0 into ~8e10 pieces (fuzz_torch_ir)."""
+        def f(d):
+            d["inputs"][0]["shape"] = [80000003840, 3]
+            d["nodes"].insert(0, {"id": "s", "op": op, "args": [{"ref": "x"}, *args],
+                               "out": {"shape": [1, 3], "dtype": "f32"}})
+        return f
     return [
         ("json_truncated", Text(lambda t: t[: len(t) // 2]), None),
         ("json_top_level_array", Text(lambda t: "[" + t + "]"), None),
@@ -98,6 +106,11 @@ def torch_cases():
             {"id": "s", "op": "aten.index_select.default",
              "args": [{"ref": "x"}, {"int": 0}, {"ref": "lin"}],
              "out": {"shape": [2, 3], "dtype": "f32"}}), None),
+        ("unbind_huge_dim", huge_split("aten.unbind.int"), None),
+        ("split_huge_count", huge_split("aten.split.Tensor", {"int": 1}), None),
+        ("chunk_huge_count", huge_split("aten.chunk.default", {"int": 1 << 40}), None),
+        ("split_sizes_huge_count", huge_split("aten.split_with_sizes.default",
+                                              {"list": [{"int": 1}] * 70000}), None),
         ("weights_missing_file", None, False),
         ("weights_missing_tensor", None, torch_weights(**{"fc.bias": (None, None, None)})),
         ("weights_wrong_shape", None, torch_weights(**{"fc.weight": ("F32", [3, 4], FC_W)})),

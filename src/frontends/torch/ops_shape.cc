@@ -68,14 +68,21 @@ NodeId scatter_range(LowerCtx& c, NodeId x, NodeId src, int ax, int64_t start, i
   return parts.size() == 1 ? parts[0] : c.b.concat(parts, ax);
 }
 
+void check_piece_count(int64_t pieces) {
+  RLX_CHECK(pieces <= kMaxOutputs, "splitting into ", pieces, " pieces exceeds the limit of ",
+            kMaxOutputs, " outputs per node");
+}
+
 // Pieces of `x` along `ax` with the given sizes: one split node.
 Value split_sizes(LowerCtx& c, NodeId x, int ax, const std::vector<int64_t>& sizes) {
+  check_piece_count(int64_t(sizes.size()));
   return Value::tuple(c.b.results(Op::Split, {x}, {{"axis", int64_t(ax)}, {"sizes", sizes}}));
 }
 
 Value split_even(LowerCtx& c, NodeId x, int ax, int64_t size) {
   int64_t len = c.dims(x)[size_t(ax)];
   RLX_CHECK(size > 0 || len == 0, "split size must be positive");
+  if (len > 0) check_piece_count((len - 1) / size + 1);
   std::vector<int64_t> sizes;
   for (int64_t at = 0; at < len; at += size) sizes.push_back(std::min(size, len - at));
   if (sizes.empty()) sizes.push_back(0);
@@ -379,6 +386,7 @@ void register_shape_ops(Registry& r) {
     Dims d = c.dims(x);
     Dims piece = d;
     piece.erase(piece.begin() + ax);
+    check_piece_count(d[size_t(ax)]);
     std::vector<NodeId> parts;
     if (d[size_t(ax)] > 0)
       for (NodeId p : c.b.results(
