@@ -1,5 +1,7 @@
 #include "bench_util.h"
 
+#include "rlx/cpu_isa.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -52,7 +54,9 @@ const MachinePeak& machine_peak() {
     find_frequency(m);
     m.online_cpus = int(std::max(1u, std::thread::hardware_concurrency()));
     m.cores = std::min(bench_threads(), m.online_cpus);
-    m.gflops = m.cores * m.ghz * 32;
+    // Two FMA pipes x lanes x 2 FLOP: 8 lanes on AVX2, 16 on the AVX-512 path.
+    m.flop_per_cycle = cpu_isa() == Isa::avx512 ? 64 : 32;
+    m.gflops = m.cores * m.ghz * m.flop_per_cycle;
     return m;
   }();
   return p;

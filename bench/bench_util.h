@@ -25,7 +25,8 @@ struct MachinePeak {
   std::string ghz_source;  // which file it came from
   int cores = 0;           // cores counted in the peak (min(threads, online CPUs))
   int online_cpus = 0;
-  double gflops = 0;  // cores * ghz * 32 (AVX2: 2 FMA pipes x 8 lanes x 2)
+  int flop_per_cycle = 0;  // per core: 32 on the AVX2 path, 64 on AVX-512
+  double gflops = 0;       // cores * ghz * flop_per_cycle
 };
 const MachinePeak& machine_peak();
 

@@ -5,7 +5,7 @@ rates and % of peak.
 
 Rates are recomputed here from real time and the per-iteration `flop` /
 `bytes` counters rlx_bench exports. "% peak" is of the fp32 compute peak
-(cores x GHz x 32) for FLOP benchmarks and of the measured read bandwidth
+(cores x GHz x FLOP/cycle of the ISA path: 32 AVX2, 64 AVX-512) for FLOP benchmarks and of the measured read bandwidth
 (membw/read_sum_256MiB) for byte benchmarks.
 """
 import argparse
@@ -108,7 +108,8 @@ def main():
           f" | cpu: {ctx.get('online_cpus', '?')} online, {float(ctx.get('cpu_ghz', 0)):.3f} GHz"
           f" (from {ctx.get('cpu_ghz_source', '?')})")
     print(f"fp32 peak: {peak:.1f} GFLOP/s = {ctx.get('peak_cores', '?')} cores x "
-          f"{float(ctx.get('cpu_ghz', 0)):.3f} GHz x 32 FLOP/cycle (AVX2 FMA)")
+          f"{float(ctx.get('cpu_ghz', 0)):.3f} GHz, {ctx.get('fp32_peak_formula', '?')}"
+          f" [{ctx.get('cpu_isa', '?')} path]")
     for nm in ("membw/read_sum_256MiB", "membw/memcpy_256MiB"):
         r = rlx.get(nm)
         if r and r["median"]:

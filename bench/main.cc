@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench_util.h"
+#include "rlx/cpu_isa.h"
 
 int main(int argc, char** argv) {
   using namespace rlx::bench;
@@ -17,7 +18,10 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("peak_cores", std::to_string(peak.cores));
   benchmark::AddCustomContext("online_cpus", std::to_string(peak.online_cpus));
   benchmark::AddCustomContext("fp32_peak_gflops", std::to_string(peak.gflops));
-  benchmark::AddCustomContext("fp32_peak_formula", "cores x GHz x 32 FLOP/cycle (AVX2 FMA)");
+  benchmark::AddCustomContext("cpu_isa", rlx::isa_name(rlx::cpu_isa()));
+  benchmark::AddCustomContext(
+      "fp32_peak_formula",
+      "cores x GHz x " + std::to_string(peak.flop_per_cycle) + " FLOP/cycle (2 FMA pipes)");
 
   register_memory();
   register_matmul();

@@ -21,7 +21,8 @@
 // output accumulator, rescaled when the max grows. Per tile, the block's scores and its P V
 // update are two small GEMMs (gemm_serial) rather than a dot and an axpy per (query, key). Memory
 // is O(block) and Sq x Sk scores are never materialized; keys outside the causal/sliding band are
-// skipped tile by tile.
+// skipped tile by tile. Unbanded masks take 64-query blocks and 128-key tiles, banded ones 32 and
+// 64 (more tiles skipped). A row's max and its exp + sum run on 8 lanes (AVX2/FMA) when floats.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -36,17 +37,86 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr int64_t kQBlock = 32;  // queries per task
-constexpr int64_t kKBlock = 64;  // keys per tile (a 64 x 128 f32 tile of K is 32 KiB)
+// Banded masks skip key tiles outside the band, so they keep small tiles; unbanded ones take
+// bigger tiles, fewer GEMM calls and (for Sk <= 128) no running-max rescale at all.
+constexpr int64_t kQBlockBanded = 32, kKBlockBanded = 64;
+constexpr int64_t kQBlock = 64, kKBlock = 128;  // a 128 x 128 f32 tile of K is 64 KiB (L2)
 
-// P[r, lo..hi) = exp(S[r, lo..hi) - m); float rows use the vectorized exp.
+// The max of x[0..n), NaN when any element is NaN.
 template <typename T>
-void exp_shifted(T* row, int64_t n, T m) {
-  for (int64_t j = 0; j < n; ++j) row[j] -= m;
+T row_max_scalar(const T* x, int64_t n) {
+  T mx = -std::numeric_limits<T>::infinity();
+  bool nan = false;
+  for (int64_t j = 0; j < n; ++j) {
+    mx = x[j] > mx ? x[j] : mx;
+    nan |= std::isnan(x[j]);
+  }
+  return nan ? std::numeric_limits<T>::quiet_NaN() : mx;
+}
+
+// x[j] = exp(x[j] - m) for j < n; returns their sum.
+template <typename T>
+T exp_sum_scalar(T* x, int64_t n, T m) {
+  T sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += x[j] = std::exp(x[j] - m);
+  return sum;
+}
+
+// The same two on 8 lanes (AVX2/FMA), the sum over two partial vectors.
+RLX_AVX2 float row_max_avx2(const float* x, int64_t n) {
+  __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), nan = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 v = _mm256_loadu_ps(x + j);
+    mx = _mm256_max_ps(v, mx);  // a NaN v gives mx: NaN is tracked apart
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, mx);  // never NaN: max_ps keeps its second operand then
+  const float head = row_max_scalar(lanes, 8);
+  const float tail = row_max_scalar(x + j, n - j);
+  if (_mm256_movemask_ps(nan) != 0 || std::isnan(tail))
+    return std::numeric_limits<float>::quiet_NaN();
+  return std::max(head, tail);
+}
+
+RLX_AVX2 float exp_sum_avx2(float* x, int64_t n, float m) {
+  const __m256 vm_ = _mm256_set1_ps(m);
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m256 e0 = vm::exp(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm_));
+    const __m256 e1 = vm::exp(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), vm_));
+    _mm256_storeu_ps(x + j, e0);
+    _mm256_storeu_ps(x + j + 8, e1);
+    s0 = _mm256_add_ps(s0, e0);
+    s1 = _mm256_add_ps(s1, e1);
+  }
+  for (; j < n; j += 8) {
+    const __m256i mask = vm::first_lanes(n - j);
+    const __m256 e = vm::exp(_mm256_sub_ps(_mm256_maskload_ps(x + j, mask), vm_));
+    _mm256_maskstore_ps(x + j, mask, e);
+    s0 = _mm256_add_ps(s0, _mm256_and_ps(e, _mm256_castsi256_ps(mask)));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_add_ps(s0, s1));
+  float sum = 0;
+  for (float v : lanes) sum += v;
+  return sum;
+}
+
+template <typename T>
+T row_max(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float>)
-    vexp(row, row, n);
-  else
-    for (int64_t j = 0; j < n; ++j) row[j] = std::exp(row[j]);
+    if (has_avx2_fma()) return row_max_avx2(x, n);
+  return row_max_scalar(x, n);
+}
+
+template <typename T>
+T exp_sum(T* x, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>)
+    if (has_avx2_fma()) return exp_sum_avx2(x, n, m);
+  return exp_sum_scalar(x, n, m);
 }
 
 struct Geometry {
@@ -67,20 +137,24 @@ void attention_t(const KernelCall& c, const Geometry& g) {
   const T* bias = g.mask == MaskKind::bias && !bool_bias ? c.in[3].data<T>() : nullptr;
   const bool* bmask = bool_bias ? c.in[3].data<bool>() : nullptr;
   T* out = c.out.data<T>();
-  const int64_t nqb = (g.Sq + kQBlock - 1) / kQBlock;
+  const bool banded = g.mask == MaskKind::causal || g.mask == MaskKind::sliding;
+  const int64_t qblock = banded ? kQBlockBanded : kQBlock;
+  const int64_t kblock = banded ? kKBlockBanded : kKBlock;
+  const int64_t nqb = (g.Sq + qblock - 1) / qblock;
   const int64_t group = g.Hq / g.Hk;
   const int64_t off = g.Sk - g.Sq;
-  const bool banded = g.mask == MaskKind::causal || g.mask == MaskKind::sliding;
   const T scale = T(g.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  const int64_t work = kQBlock * g.Sk * (g.D + g.Dv);
+  const int64_t work = qblock * g.Sk * (g.D + g.Dv);
   parallel_for(
       g.B * g.Hq * nqb, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, work)),
       [&](int64_t t0, int64_t t1) {
-        std::vector<T> m(kQBlock), l(kQBlock), acc(size_t(kQBlock * g.Dv)), s(kQBlock * kKBlock);
+        const auto rows_max = size_t(qblock);
+        std::vector<T> m(rows_max), l(rows_max), acc(rows_max * size_t(g.Dv)),
+            s(rows_max * size_t(kblock));
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t bh = t / nqb, b = bh / g.Hq, h = bh % g.Hq;
-          const int64_t i0 = (t % nqb) * kQBlock, rows = std::min(kQBlock, g.Sq - i0);
+          const int64_t i0 = (t % nqb) * qblock, rows = std::min(qblock, g.Sq - i0);
           const T* Q = q + (bh * g.Sq + i0) * g.D;
           const int64_t kvh = b * g.Hk + h / group;
           const T* K = k + kvh * g.Sk * g.D;
@@ -93,8 +167,8 @@ void attention_t(const KernelCall& c, const Geometry& g) {
           if (banded) jhi = std::clamp<int64_t>(i0 + rows - 1 + off + 1, 0, g.Sk);
           if (g.mask == MaskKind::sliding)
             jlo = std::clamp<int64_t>(i0 + off - g.window + 1, 0, g.Sk);
-          for (int64_t j0 = jlo; j0 < jhi; j0 += kKBlock) {
-            const int64_t j1 = std::min(jhi, j0 + kKBlock), tn = j1 - j0;
+          for (int64_t j0 = jlo; j0 < jhi; j0 += kblock) {
+            const int64_t j1 = std::min(jhi, j0 + kblock), tn = j1 - j0;
             // The tile's scores for every row at once: S = scale * Q K^T.
             gemm_serial(false, true, rows, tn, g.D, scale, Q, g.D, K + j0 * g.D, g.D, T(0),
                         s.data(), tn);
@@ -105,13 +179,12 @@ void attention_t(const KernelCall& c, const Geometry& g) {
               if (g.mask == MaskKind::sliding) lo = std::max(lo, i + off - g.window + 1);
               T* sr = s.data() + r * tn;
               const int64_t brow = b * g.bs[0] + h * g.bs[1] + i * g.bs[2];
-              T mx = kNegInf;
-              for (int64_t j = lo; j < hi; ++j) {
-                T& sv = sr[j - j0];
-                if (bias) sv += bias[brow + j * g.bs[3]];
-                if (bmask && !bmask[brow + j * g.bs[3]]) sv = kNegInf;
-                if (sv > mx || std::isnan(sv)) mx = std::isnan(mx) ? mx : sv;
-              }
+              if (bias)
+                for (int64_t j = lo; j < hi; ++j) sr[j - j0] += bias[brow + j * g.bs[3]];
+              if (bmask)
+                for (int64_t j = lo; j < hi; ++j)
+                  if (!bmask[brow + j * g.bs[3]]) sr[j - j0] = kNegInf;
+              const T mx = lo < hi ? row_max(sr + (lo - j0), hi - lo) : kNegInf;
               // Keys this row may not see get probability 0 in the P V product below.
               std::fill(sr, sr + std::max<int64_t>(lo - j0, 0), T(0));
               std::fill(sr + std::clamp<int64_t>(hi - j0, 0, tn), sr + tn, T(0));
@@ -121,9 +194,7 @@ void attention_t(const KernelCall& c, const Geometry& g) {
               }
               const T m_new = std::isnan(mx) ? mx : std::max(m[size_t(r)], mx);
               const T corr = std::exp(m[size_t(r)] - m_new);  // 0 on the first visible tile
-              exp_shifted(sr + (lo - j0), hi - lo, m_new);
-              T lsum = l[size_t(r)] * corr;
-              for (int64_t j = lo; j < hi; ++j) lsum += sr[j - j0];
+              const T lsum = l[size_t(r)] * corr + exp_sum(sr + (lo - j0), hi - lo, m_new);
               if (corr != T(1))
                 for (T *a = acc.data() + r * g.Dv, *e = a + g.Dv; a < e; ++a) *a *= corr;
               l[size_t(r)] = lsum;
