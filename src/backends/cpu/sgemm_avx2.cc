@@ -85,6 +85,17 @@ RLX_AVX2 void transpose8(const float* src, int64_t ld, int64_t rows, float scale
   for (int i = 0; i < 8; ++i) _mm256_maskstore_ps(dst + i * ldd, m, t[i]);
 }
 
+// dst[k * 16 + c] = src[k * ld + c] for k < kc, c < w (<= 16), zeros past w: a B panel row by
+// row in vector moves (a memcpy here compiles to rep movsq, slow for 64-byte rows).
+RLX_AVX2 void copy_panel8(const float* src, int64_t ld, int64_t kc, int64_t w, float* dst) {
+  const __m256i m0 = vm::first_lanes(std::min<int64_t>(w, 8));
+  const __m256i m1 = vm::first_lanes(std::max<int64_t>(w - 8, 0));
+  for (int64_t k = 0; k < kc; ++k, src += ld, dst += 16) {
+    _mm256_storeu_ps(dst, _mm256_maskload_ps(src, m0));
+    _mm256_storeu_ps(dst + 8, _mm256_maskload_ps(src + 8, m1));
+  }
+}
+
 struct Avx2 {
   static constexpr int64_t MR = 6, NR = 16, T = 8;
   static constexpr int64_t KC = 256;  // 16 x 256 floats = 16 KiB of B per panel (half of L1)
@@ -93,6 +104,7 @@ struct Avx2 {
   template <int M, int V>
   static constexpr auto tile = &micro_kernel<M, V, NR>;
   static constexpr auto transpose = &transpose8;
+  static constexpr auto copy_panel = &copy_panel8;
 };
 
 constexpr SgemmKernel kKernel = sgemm_detail::Driver<Avx2>::kernel("avx2 6x16");

@@ -9,13 +9,14 @@
 //   KC, NC, MC     k per panel, columns per packed B block, rows per A block
 //   tile<M, V>     C[M rows, n <= V*T cols] (+)= Ap (kc x M) * Bp (kc x NR),
 //                  reading V vectors of each Bp row
+//   copy_panel(src, ld, kc, w, dst)
+//                  dst[k * NR + c] = src[k * ld + c], c < w (<= NR), zeros past w
 //   transpose(src, ld, rows, scale, dst, ldd, lanes)
 //                  dst[k * ldd + r] = scale * src[r * ld + k], r < rows, k < T
 //                  (rows >= `rows` read as zeros), writing `lanes` per row
 #pragma once
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -65,12 +66,7 @@ struct Driver {
     for (int64_t j = 0; j < nc; j += NR, out += kc * NR) {
       const int64_t w = std::min(NR, nc - j);
       if (!tb) {
-        for (int64_t k = 0; k < kc; ++k) {
-          const float* src = B + (k0 + k) * ldb + j0 + j;
-          float* dst = out + k * NR;
-          std::memcpy(dst, src, size_t(w) * sizeof(float));
-          if (w < NR) std::memset(dst + w, 0, size_t(NR - w) * sizeof(float));
-        }
+        K::copy_panel(B + k0 * ldb + j0 + j, ldb, kc, w, out);
         continue;
       }
       // B is stored [N, K]: transpose T columns x T k at a time.
