@@ -83,6 +83,18 @@ TEST(MilInterpSemantics, EmptyIntReductionSaturates) {
   EXPECT_EQ(coreml::interp::saturate_int32(-7.9), -7);
 }
 
+// Found by fuzz_mlpackage: a bf16 value is stored as floats, but element reads took it for an
+// integer value and indexed its empty int storage.
+TEST(MilInterpSemantics, Bf16ValuesReadAsFloats) {
+  coreml::interp::Value v = coreml::interp::Value::floats({2}, pb::BFLOAT16);
+  v.f = {1.5f, -2.0f};
+  EXPECT_TRUE(v.is_float());
+  EXPECT_EQ(v.fget(1), -2.0f);
+  EXPECT_EQ(v.iget(0), 1);
+  const coreml::interp::Value i = coreml::interp::cast_value(v, pb::INT32);
+  EXPECT_EQ(i.i, (std::vector<int32_t>{1, -2}));
+}
+
 TEST(MilInterpSemantics, ConvPadTypes) {
   // 1x1x4x4 input, 2x2 all-ones kernel, stride 2 or 1: window sums.
   auto conv = [](const std::string& pad_type, int64_t stride, int64_t out) {

@@ -12,8 +12,11 @@
 
 namespace rlx::coreml::interp {
 
-// A MIL tensor value. Floats (fp32 and fp16) live in `f`, integers and bools
-// in `i`, strings in `s`; exactly one is used, chosen by `dt`.
+bool is_float_dt(pb::DataType dt);
+bool is_int_dt(pb::DataType dt);
+
+// A MIL tensor value. Floats (fp32, fp16, fp64, bf16) live in `f`, integers
+// and bools in `i`, strings in `s`; exactly one is used, chosen by `dt`.
 struct Value {
   pb::DataType dt = pb::FLOAT32;
   std::vector<int64_t> dims;
@@ -23,7 +26,9 @@ struct Value {
 
   int64_t numel() const;
   int rank() const { return int(dims.size()); }
-  bool is_float() const { return dt == pb::FLOAT32 || dt == pb::FLOAT16 || dt == pb::FLOAT64; }
+  // The same test as the storage's: a bf16 value was stored in f but read from i (found by
+  // fuzz_mlpackage).
+  bool is_float() const { return is_float_dt(dt); }
   bool is_string() const { return dt == pb::STRING; }
   // Element k as float / int64 whatever the storage.
   float fget(int64_t k) const { return is_float() ? f[size_t(k)] : float(i[size_t(k)]); }
@@ -51,8 +56,6 @@ class ElementLimit {
   int64_t saved_;
 };
 
-bool is_float_dt(pb::DataType dt);
-bool is_int_dt(pb::DataType dt);
 // Converts `v` to `dt` (float->int truncates toward zero, ->bool is != 0,
 // ->fp16 rounds to nearest fp16).
 Value cast_value(const Value& v, pb::DataType dt);
