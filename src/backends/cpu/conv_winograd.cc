@@ -172,70 +172,68 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, cons
     float* Mb = m_buf.data();
     const float* xn = x + n * s.C * in_plane;
     float* yn = y + n * s.O * out_plane;
-    {
-      const int64_t ty1 = std::min(th, ty0 + rows_per_blk), tb = (ty1 - ty0) * tw;
-      const int64_t vs = position_stride(s.C * tb), ms = position_stride(orows * tb);
-      parallel_for(s.C, 1, [&](int64_t c0, int64_t c1) {
-        thread_local std::vector<float> padded;
-        for (int64_t c = c0; c < c1; ++c) {
-          const float* xc = xn + c * in_plane;
-          if constexpr (M == 4)  // this path needs rlx's sgemm, so AVX2
-            winograd43_input_avx2(xc, s.H, s.W, s.pad_top, s.pad_left, ty0, ty1, tw, V + c * tb, vs,
-                                  padded);
-          else
-            for (int64_t ty = ty0; ty < ty1; ++ty)
-              for (int64_t tx = 0; tx < tw; ++tx) {
-                const int64_t iy = ty * M - s.pad_top, ix = tx * M - s.pad_left;
-                float d[A][A];
-                if (iy >= 0 && iy + A <= s.H && ix >= 0 && ix + A <= s.W) {
-                  for (int i = 0; i < A; ++i)
-                    for (int j = 0; j < A; ++j) d[i][j] = xc[(iy + i) * s.W + ix + j];
-                } else {
-                  for (int i = 0; i < A; ++i)
-                    for (int j = 0; j < A; ++j) {
-                      const int64_t r = iy + i, q = ix + j;
-                      d[i][j] = r >= 0 && r < s.H && q >= 0 && q < s.W ? xc[r * s.W + q] : 0.f;
-                    }
-                }
-                input_tile<F>(d, V + c * tb + (ty - ty0) * tw + tx, vs);
-              }
-        }
-      });
-      // All `orows` rows: a packed A's slivers are only read whole (the
-      // padding rows are zeros and their products are never read).
-      // One task per GEMM: 36 (or 16) in few chunks left a thread a whole chunk behind.
-      parallel_tasks(AA, [&](int64_t xi) {
-        sgemm(kernel, false, false, orows, tb, s.C, 1.f, nullptr, s.C, V + xi * vs, tb, 0.f,
-              Mb + xi * ms, tb, {}, 0, 0, {&u, xi * orows}, {});
-      });
-      parallel_for(s.O, 1, [&](int64_t o0, int64_t o1) {
-        for (int64_t o = o0; o < o1; ++o) {
-          float* yo = yn + o * out_plane;
-          if constexpr (M == 4)
-            winograd43_output_avx2(Mb + o * tb, ms, ty0, ty1, tw, s.OH, s.OW, yo);
-          else
-            for (int64_t ty = ty0; ty < ty1; ++ty)
-              for (int64_t tx = 0; tx < tw; ++tx) {
-                const float* mo = Mb + o * tb + (ty - ty0) * tw + tx;
-                float mt[A][A], out[M][M];
+    const int64_t ty1 = std::min(th, ty0 + rows_per_blk), tb = (ty1 - ty0) * tw;
+    const int64_t vs = position_stride(s.C * tb), ms = position_stride(orows * tb);
+    parallel_for(s.C, 1, [&](int64_t c0, int64_t c1) {
+      thread_local std::vector<float> padded;
+      for (int64_t c = c0; c < c1; ++c) {
+        const float* xc = xn + c * in_plane;
+        if constexpr (M == 4)  // this path needs rlx's sgemm, so AVX2
+          winograd43_input_avx2(xc, s.H, s.W, s.pad_top, s.pad_left, ty0, ty1, tw, V + c * tb, vs,
+                                padded);
+        else
+          for (int64_t ty = ty0; ty < ty1; ++ty)
+            for (int64_t tx = 0; tx < tw; ++tx) {
+              const int64_t iy = ty * M - s.pad_top, ix = tx * M - s.pad_left;
+              float d[A][A];
+              if (iy >= 0 && iy + A <= s.H && ix >= 0 && ix + A <= s.W) {
                 for (int i = 0; i < A; ++i)
-                  for (int j = 0; j < A; ++j) mt[i][j] = mo[(i * A + j) * ms];
-                output_tile<F>(mt, out);
-                const int64_t oy = ty * M, ox = tx * M;
-                const int64_t hr = std::min<int64_t>(M, s.OH - oy),
-                              wc = std::min<int64_t>(M, s.OW - ox);
-                for (int64_t r = 0; r < hr; ++r)
-                  for (int64_t c = 0; c < wc; ++c) yo[(oy + r) * s.OW + ox + c] = out[r][c];
+                  for (int j = 0; j < A; ++j) d[i][j] = xc[(iy + i) * s.W + ix + j];
+              } else {
+                for (int i = 0; i < A; ++i)
+                  for (int j = 0; j < A; ++j) {
+                    const int64_t r = iy + i, q = ix + j;
+                    d[i][j] = r >= 0 && r < s.H && q >= 0 && q < s.W ? xc[r * s.W + q] : 0.f;
+                  }
               }
-          // Bias and activation on this block's rows of the plane, while in cache.
-          const int64_t r0 = ty0 * M, r1 = std::min(s.OH, ty1 * M);
-          const int64_t at = (n * s.O + o) * out_plane + r0 * s.OW;  // in y, for the residual
-          const GemmEpilogue<float> epi{act, bias ? bias + o : nullptr, true,
-                                        res ? res + at : nullptr, 0};
-          if (epi.active()) apply_epilogue(epi, yo + r0 * s.OW, 0, 1, (r1 - r0) * s.OW, 0, 0);
-        }
-      });
-    }
+              input_tile<F>(d, V + c * tb + (ty - ty0) * tw + tx, vs);
+            }
+      }
+    });
+    // All `orows` rows: a packed A's slivers are only read whole (the
+    // padding rows are zeros and their products are never read).
+    // One task per GEMM: 36 (or 16) in few chunks left a thread a whole chunk behind.
+    parallel_tasks(AA, [&](int64_t xi) {
+      sgemm(kernel, false, false, orows, tb, s.C, 1.f, nullptr, s.C, V + xi * vs, tb, 0.f,
+            Mb + xi * ms, tb, {}, 0, 0, {&u, xi * orows}, {});
+    });
+    parallel_for(s.O, 1, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        float* yo = yn + o * out_plane;
+        if constexpr (M == 4)
+          winograd43_output_avx2(Mb + o * tb, ms, ty0, ty1, tw, s.OH, s.OW, yo);
+        else
+          for (int64_t ty = ty0; ty < ty1; ++ty)
+            for (int64_t tx = 0; tx < tw; ++tx) {
+              const float* mo = Mb + o * tb + (ty - ty0) * tw + tx;
+              float mt[A][A], out[M][M];
+              for (int i = 0; i < A; ++i)
+                for (int j = 0; j < A; ++j) mt[i][j] = mo[(i * A + j) * ms];
+              output_tile<F>(mt, out);
+              const int64_t oy = ty * M, ox = tx * M;
+              const int64_t hr = std::min<int64_t>(M, s.OH - oy),
+                            wc = std::min<int64_t>(M, s.OW - ox);
+              for (int64_t r = 0; r < hr; ++r)
+                for (int64_t c = 0; c < wc; ++c) yo[(oy + r) * s.OW + ox + c] = out[r][c];
+            }
+        // Bias and activation on this block's rows of the plane, while in cache.
+        const int64_t r0 = ty0 * M, r1 = std::min(s.OH, ty1 * M);
+        const int64_t at = (n * s.O + o) * out_plane + r0 * s.OW;  // in y, for the residual
+        const GemmEpilogue<float> epi{act, bias ? bias + o : nullptr, true,
+                                      res ? res + at : nullptr, 0};
+        if (epi.active()) apply_epilogue(epi, yo + r0 * s.OW, 0, 1, (r1 - r0) * s.OW, 0, 0);
+      }
+    });
   };
   if (by_blocks)
     parallel_tasks(s.N * nblk, [&](int64_t t) { block(t / nblk, t % nblk * rows_per_blk); });
