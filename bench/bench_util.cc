@@ -1,7 +1,5 @@
 #include "bench_util.h"
 
-#include "rlx/cpu_isa.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -9,6 +7,8 @@
 #include <memory>
 #include <sstream>
 #include <thread>
+
+#include "rlx/cpu_isa.h"
 
 namespace rlx::bench {
 

@@ -22,7 +22,8 @@
 // update are two small GEMMs (gemm_serial) rather than a dot and an axpy per (query, key). Memory
 // is O(block) and Sq x Sk scores are never materialized; keys outside the causal/sliding band are
 // skipped tile by tile. Unbanded masks take 64-query blocks and 128-key tiles, banded ones 32 and
-// 64 (more tiles skipped). A row's max and its exp + sum run on 8 lanes (AVX2/FMA) when floats.
+// 64 (more tiles skipped). A row's max is reduce_row_max; its exp + sum runs on 8 lanes
+// (AVX2/FMA) when floats.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -42,18 +43,6 @@ namespace {
 constexpr int64_t kQBlockBanded = 32, kKBlockBanded = 64;
 constexpr int64_t kQBlock = 64, kKBlock = 128;  // a 128 x 128 f32 tile of K is 64 KiB (L2)
 
-// The max of x[0..n), NaN when any element is NaN.
-template <typename T>
-T row_max_scalar(const T* x, int64_t n) {
-  T mx = -std::numeric_limits<T>::infinity();
-  bool nan = false;
-  for (int64_t j = 0; j < n; ++j) {
-    mx = x[j] > mx ? x[j] : mx;
-    nan |= std::isnan(x[j]);
-  }
-  return nan ? std::numeric_limits<T>::quiet_NaN() : mx;
-}
-
 // x[j] = exp(x[j] - m) for j < n; returns their sum.
 template <typename T>
 T exp_sum_scalar(T* x, int64_t n, T m) {
@@ -62,24 +51,7 @@ T exp_sum_scalar(T* x, int64_t n, T m) {
   return sum;
 }
 
-// The same two on 8 lanes (AVX2/FMA), the sum over two partial vectors.
-RLX_AVX2 float row_max_avx2(const float* x, int64_t n) {
-  __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), nan = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256 v = _mm256_loadu_ps(x + j);
-    mx = _mm256_max_ps(v, mx);  // a NaN v gives mx: NaN is tracked apart
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, mx);  // never NaN: max_ps keeps its second operand then
-  const float head = row_max_scalar(lanes, 8);
-  const float tail = row_max_scalar(x + j, n - j);
-  if (_mm256_movemask_ps(nan) != 0 || std::isnan(tail))
-    return std::numeric_limits<float>::quiet_NaN();
-  return std::max(head, tail);
-}
-
+// The same on 8 lanes (AVX2/FMA), the sum over two partial vectors.
 RLX_AVX2 float exp_sum_avx2(float* x, int64_t n, float m) {
   const __m256 vm_ = _mm256_set1_ps(m);
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -103,13 +75,6 @@ RLX_AVX2 float exp_sum_avx2(float* x, int64_t n, float m) {
   float sum = 0;
   for (float v : lanes) sum += v;
   return sum;
-}
-
-template <typename T>
-T row_max(const T* x, int64_t n) {
-  if constexpr (std::is_same_v<T, float>)
-    if (has_avx2_fma()) return row_max_avx2(x, n);
-  return row_max_scalar(x, n);
 }
 
 template <typename T>
@@ -184,7 +149,7 @@ void attention_t(const KernelCall& c, const Geometry& g) {
               if (bmask)
                 for (int64_t j = lo; j < hi; ++j)
                   if (!bmask[brow + j * g.bs[3]]) sr[j - j0] = kNegInf;
-              const T mx = lo < hi ? row_max(sr + (lo - j0), hi - lo) : kNegInf;
+              const T mx = lo < hi ? reduce_row_max(sr + (lo - j0), hi - lo) : kNegInf;
               // Keys this row may not see get probability 0 in the P V product below.
               std::fill(sr, sr + std::max<int64_t>(lo - j0, 0), T(0));
               std::fill(sr + std::clamp<int64_t>(hi - j0, 0, tn), sr + tn, T(0));

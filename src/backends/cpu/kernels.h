@@ -22,6 +22,9 @@ void reduce(const KernelCall& c);  // sum mean max min prod
 void arg_reduce(const KernelCall& c);
 void softmax(const KernelCall& c);  // softmax and log_softmax
 void cumsum(const KernelCall& c);
+// The max of x[0..n) as reduce computes it: NaN when any element is NaN, -inf when n == 0.
+float reduce_row_max(const float* x, int64_t n);
+double reduce_row_max(const double* x, int64_t n);
 
 // movement.cc
 void reshape(const KernelCall& c);

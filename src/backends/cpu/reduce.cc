@@ -468,4 +468,7 @@ void cumsum(const KernelCall& c) {
   });
 }
 
+float reduce_row_max(const float* x, int64_t n) { return reduce_row<float, Kind::Max>(x, n); }
+double reduce_row_max(const double* x, int64_t n) { return reduce_row<double, Kind::Max>(x, n); }
+
 }  // namespace rlx::cpu
