@@ -13,6 +13,7 @@ packages=(
   python3 python3-dev python3-numpy python3-torch python3-torchvision python3-sklearn
   pybind11-dev python3-pytest
   libonnx-testdata
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -129,6 +129,10 @@ struct TrainerOptions {
   // writable in place), before clipping and the update: data-parallel
   // training averages them across processes here.
   std::function<void(TensorMap& grads)> on_gradients;
+  // Called after a step's buffer updates (update:: outputs, such as BatchNorm
+  // running statistics) with those buffers, writable in place: data-parallel
+  // training averages the float ones so every process keeps the same.
+  std::function<void(TensorMap& buffers)> on_buffers;
 };
 
 // Graph outputs named update::<buffer> are the new values of non-trainable

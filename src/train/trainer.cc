@@ -186,6 +186,11 @@ float Trainer::step(const TensorMap& batch) {
   for (const std::string& name : updated_)
     copy_into(buffers_.at(name), out.at(kUpdatePrefix + name),
               model_.source + ": output '" + kUpdatePrefix + name + "'");
+  if (options_.on_buffers && !updated_.empty()) {
+    TensorMap updated;  // handles of buffers_' tensors: the hook writes them in place
+    for (const std::string& name : updated_) updated[name] = buffers_.at(name);
+    options_.on_buffers(updated);
+  }
 
   last_outputs_.clear();
   for (const auto& [name, t] : out)

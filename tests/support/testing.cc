@@ -121,8 +121,12 @@ Parity parity(const Tensor& got, const Tensor& want) {
 }
 
 CliResult run_cli(const std::string& args) {
+  return run_command(std::string(RLX_CLI_PATH) + " " + args);
+}
+
+CliResult run_command(const std::string& command) {
   CliResult r;
-  FILE* p = popen((std::string(RLX_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;

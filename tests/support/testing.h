@@ -48,6 +48,8 @@ struct CliResult {
   std::string output;
 };
 CliResult run_cli(const std::string& args);
+// Any shell command line, its stderr folded into the output.
+CliResult run_command(const std::string& command);
 
 // An empty directory `name.<pid>` under the system temp dir. ctest runs each
 // test in its own process, in parallel: a fixed path would let one process

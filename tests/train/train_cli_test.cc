@@ -119,6 +119,46 @@ TEST(TrainCli, StaticBatchDropsThePartialBatch) {
   EXPECT_NE(bad.output.find("static batch dim 8; pass --batch 8"), std::string::npos) << bad.output;
 }
 
+// `mpirun -np 2 rlx train` with the one-process run's arguments: two
+// processes each take half of every batch (the last one of 4 too) and
+// average their gradients, so they must end where one process does on the
+// same global batches, up to float summation order.
+TEST(TrainCli, DataParallelOverMpiEqualsOneProcess) {
+  if (std::string(RLX_MPIEXEC).empty()) GTEST_SKIP() << "rlx was built without MPI";
+  const Fixture f = make_fixture("train_cli_mpi");
+  const fs::path one = f.dir / "one", two = f.dir / "two";
+  const testing::CliResult a = testing::run_cli(train_args(f, one, 3));
+  ASSERT_EQ(a.status, 0) << a.output;
+  // Open MPI refuses root and counts slots by cores unless told otherwise;
+  // other MPIs ignore these variables.
+  const std::string mpirun =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+      "OMPI_MCA_rmaps_base_oversubscribe=1 " +
+      std::string(RLX_MPIEXEC) + " -n 2 " + RLX_CLI_PATH + " ";
+  const testing::CliResult b = testing::run_command(mpirun + train_args(f, two, 3));
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_NE(b.output.find("data-parallel over 2 processes"), std::string::npos) << b.output;
+  // Only rank 0 reports.
+  EXPECT_EQ(b.output.find("epoch 3/3"), b.output.rfind("epoch 3/3")) << b.output;
+
+  const TensorMap ca = read_safetensors((one / "checkpoint.safetensors").string());
+  const TensorMap cb = read_safetensors((two / "checkpoint.safetensors").string());
+  EXPECT_EQ(cb.at("optim::step").item_as_double(0), 9);  // batches of 8, 8, 4 x 3 epochs
+  for (const auto& [name, t] : ca) {
+    const testing::Parity p = testing::parity(cb.at(name), t);
+    EXPECT_LE(p.max_abs, 1e-5 * std::max(1.0, p.max_ref)) << name;
+  }
+  const TensorMap wb = read_safetensors((two / "weights.safetensors").string());
+  EXPECT_EQ(wb.size(), 2u);
+
+  // Fewer samples in a batch than processes: an error from every process,
+  // and mpirun fails.
+  const testing::CliResult small = testing::run_command(mpirun + train_args(f, two, 1, 1));
+  EXPECT_NE(small.status, 0) << small.output;
+  EXPECT_NE(small.output.find("--batch 1 is smaller than the 2 processes"), std::string::npos)
+      << small.output;
+}
+
 TEST(TrainCli, ClearErrors) {
   const Fixture f = make_fixture("train_cli_err");
   const fs::path out = f.dir / "out";

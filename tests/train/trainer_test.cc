@@ -129,6 +129,16 @@ TEST(Trainer, UpdatesBuffersAndFeedsTheStep) {
   EXPECT_TRUE(
       testing::all_close(wts.at("w"), Tensor::from_vector<float>({3}, {0, 3, 1}, DType::F32)));
   EXPECT_EQ(t.evaluate(in).count("update::count"), 0u);
+
+  // The buffer hook sees the updated buffers and what it writes is kept.
+  o.on_buffers = [](TensorMap& buffers) {
+    ASSERT_EQ(buffers.size(), 1u);
+    buffers.at("count").data<float>()[0] *= 10;
+  };
+  train::Trainer hooked(m, o);
+  hooked.step(in);
+  hooked.step(in);
+  EXPECT_EQ(hooked.weights().at("count").item_as_double(0), 110);  // (0 + 1) * 10, then + 1, * 10
 }
 
 TEST(Trainer, StateRoundTripContinuesExactly) {

@@ -4,10 +4,15 @@
 // epoch DIR holds the model (model.rlx.json + weights.safetensors, runnable by
 // `rlx run`), checkpoint.safetensors (weights, optimizer state, step, epoch,
 // curves) and curves.svg.
+// Under `mpirun -np N`, the N processes train one model data-parallel: each
+// takes a contiguous part of every global batch of --batch samples, the
+// gradients are averaged with MPI_Allreduce, and rank 0 prints and writes.
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "commands.h"
+#include "rlx/distributed.h"
 #include "train_data.h"
 
 namespace rlx::cli {
@@ -68,8 +73,9 @@ std::string num_g(double v) {
 }
 
 // Whether every data input's leading dim is symbolic (then a last partial
-// batch can run); with a static one, --batch must equal it.
-bool symbolic_batch(const train::Trainer& t, int64_t batch) {
+// batch can run); with a static one, each process's part of --batch must
+// equal it.
+bool symbolic_batch(const train::Trainer& t, int64_t batch, int processes) {
   const Graph& g = t.model().graph;
   bool symbolic = true;
   for (NodeId id : g.inputs()) {
@@ -77,35 +83,62 @@ bool symbolic_batch(const train::Trainer& t, int64_t batch) {
     if (n.name == train::kStepInput || n.shape.rank() == 0) continue;
     const Dim& d = n.shape.dims[0];
     if (d.is_static()) {
-      RLX_CHECK(d.value == batch, t.model().source, ": input '", n.name,
-                "' has a static batch dim ", d.value, "; pass --batch ", d.value);
+      const std::string per = processes > 1 ? " (" + std::to_string(d.value) + " per process x " +
+                                                  std::to_string(processes) + " processes)"
+                                            : "";
+      RLX_CHECK(d.value * processes == batch, t.model().source, ": input '", n.name,
+                "' has a static batch dim ", d.value, "; pass --batch ", d.value * processes, per);
       symbolic = false;
     }
   }
   return symbolic;
 }
 
-EpochResult evaluate(train::Trainer& t, const DataSet& d, int64_t batch, bool partial) {
+// This process's part of the global batch [b, e): contiguous, the parts'
+// sizes differing by at most one.
+std::pair<int64_t, int64_t> shard(int64_t b, int64_t e, const dist::World& w) {
+  const int64_t n = e - b;
+  return {b + n * w.rank() / w.size(), b + n * (w.rank() + 1) / w.size()};
+}
+
+// A batch's or an epoch's loss x samples, correct predictions and samples.
+struct Sums {
+  double loss = 0, correct = 0, samples = 0;
+  void add(const Sums& o) { loss += o.loss, correct += o.correct, samples += o.samples; }
+  // Summed over every process of the run.
+  Sums total(const dist::World& w) const {
+    double v[3] = {loss, correct, samples};
+    w.sum(v);
+    return {v[0], v[1], v[2]};
+  }
+  EpochResult result(bool labelled) const {
+    EpochResult r;
+    r.samples = int64_t(samples);
+    if (samples > 0) {
+      r.loss = loss / samples;
+      if (labelled) r.accuracy = correct / samples;
+    }
+    return r;
+  }
+};
+
+// Batches of `batch` in file order; process r of N evaluates batches r, r+N, ...
+EpochResult evaluate(train::Trainer& t, const DataSet& d, int64_t batch, bool partial,
+                     const dist::World& w) {
   std::vector<int64_t> order(static_cast<size_t>(d.samples));
   for (int64_t i = 0; i < d.samples; ++i) order[size_t(i)] = i;
-  EpochResult r;
-  int64_t correct = 0;
-  std::string label;
-  for (int64_t b = 0; b < d.samples; b += batch) {
+  Sums sums;
+  const std::string label = label_input(t, gather_batch(d, order, 0, std::min(d.samples, batch)));
+  for (int64_t b = batch * w.rank(); b < d.samples; b += batch * w.size()) {
     const int64_t e = std::min(d.samples, b + batch);
     if (e - b < batch && !partial) break;
     const TensorMap in = gather_batch(d, order, b, e);
     const TensorMap out = t.evaluate(in);
-    if (b == 0) label = label_input(t, in);
-    r.loss += out.at(train::kLossOutput).item_as_double(0) * double(e - b);
-    if (!label.empty()) correct += count_correct(out.at("logits"), in.at(label));
-    r.samples += e - b;
+    sums.add({out.at(train::kLossOutput).item_as_double(0) * double(e - b),
+              label.empty() ? 0 : double(count_correct(out.at("logits"), in.at(label))),
+              double(e - b)});
   }
-  if (r.samples > 0) {
-    r.loss /= double(r.samples);
-    if (!label.empty()) r.accuracy = double(correct) / double(r.samples);
-  }
-  return r;
+  return sums.total(w).result(!label.empty());
 }
 
 void write_outputs(const train::Trainer& t, const TrainCliOptions& o, const History& h,
@@ -140,9 +173,15 @@ void write_outputs(const train::Trainer& t, const TrainCliOptions& o, const Hist
                               o.optimizer + ", lr " + num_g(o.lr) + ")");
 }
 
-void run_train(const TrainCliOptions& o) {
-  set_num_threads(o.threads);
+void train(const TrainCliOptions& o, const dist::World& world) {
+  // Processes on one machine share its cores unless -t says otherwise.
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  set_num_threads(o.threads > 0 || world.local_size() == 1
+                      ? o.threads
+                      : std::max(1, cores / world.local_size()));
   RLX_CHECK(o.batch > 0 && o.epochs > 0, "--batch and --epochs must be positive");
+  RLX_CHECK(o.batch >= world.size(), "--batch ", o.batch, " is smaller than the ", world.size(),
+            " processes of this run: each needs at least one sample of every batch");
   train::TrainerOptions to;
   to.optimizer.kind = train::parse_optimizer(o.optimizer);
   to.optimizer.momentum = o.momentum;
@@ -162,6 +201,16 @@ void run_train(const TrainCliOptions& o) {
   to.schedule.min_lr = o.min_lr;
   to.clip_norm = o.clip_norm;
   to.compile = compile_options(o.passes, stderr);
+  // This process's share of the current global batch: its gradients and
+  // buffer updates are weighted by it and summed over the processes.
+  double share = 1;
+  if (world.size() > 1) {
+    to.on_gradients = [&](TensorMap& grads) { dist::reduce_weighted(world, grads, share); };
+    to.on_buffers = [&](TensorMap& buffers) {
+      std::erase_if(buffers, [](const auto& b) { return b.second.dtype() != DType::F32; });
+      dist::reduce_weighted(world, buffers, share);
+    };
+  }
 
   Model model = load_model(o.model);
   // Train and evaluation data are checked against the model's inputs before
@@ -170,12 +219,21 @@ void run_train(const TrainCliOptions& o) {
   const DataSet data = load_data(o.data, t);
   DataSet eval;
   if (!o.eval.empty()) eval = load_data(o.eval, t);
-  const bool partial = symbolic_batch(t, o.batch);
-  const int64_t per_epoch =
-      partial ? (data.samples + o.batch - 1) / o.batch : data.samples / o.batch;
+  const bool partial = symbolic_batch(t, o.batch, world.size());
+  // A last partial batch runs when the batch dim is symbolic, unless it has
+  // fewer samples than there are processes.
+  const int64_t tail = data.samples % o.batch;
+  const int64_t per_epoch = data.samples / o.batch + (partial && tail >= world.size() ? 1 : 0);
   RLX_CHECK(per_epoch > 0, o.data, ": ", data.samples, " samples make no full batch of ", o.batch,
             " and the model's batch dim is static");
   // The schedule runs in steps; step decays and the cosine span are in epochs.
+  if (world.root() && world.size() > 1 && partial && tail > 0 && tail < world.size())
+    std::fprintf(stderr,
+                 "the last %lld samples of every epoch are left out: fewer than the %d "
+                 "processes\n",
+                 (long long)tail, world.size());
+  // With a static batch dim, evaluation runs in batches of that dim.
+  const int64_t eval_batch = partial ? o.batch : o.batch / world.size();
   to.schedule.step_size = o.step_every * per_epoch;
   to.schedule.total_steps = o.epochs * per_epoch;
   t.set_schedule(to.schedule);
@@ -205,36 +263,47 @@ void run_train(const TrainCliOptions& o) {
         auto& dst = h.values[key.substr(std::strlen(kHistoryPrefix))];
         for (int64_t i = 0; i < v.numel(); ++i) dst.push_back(v.item_as_double(i));
       }
-    std::fprintf(stderr, "resuming from %s at epoch %lld (step %lld)\n", path.c_str(),
-                 (long long)start, (long long)t.step_count());
+    if (world.root())
+      std::fprintf(stderr, "resuming from %s at epoch %lld (step %lld)\n", path.c_str(),
+                   (long long)start, (long long)t.step_count());
   }
 
-  std::printf("training %s: %zu trained params, %lld samples, %lld steps/epoch, %s lr %g (%s)\n",
-              o.model.c_str(), t.trainable().size(), (long long)data.samples, (long long)per_epoch,
-              o.optimizer.c_str(), o.lr, o.schedule.c_str());
-  std::fflush(stdout);
+  if (world.root()) {
+    std::printf("training %s: %zu trained params, %lld samples, %lld steps/epoch, %s lr %g (%s)\n",
+                o.model.c_str(), t.trainable().size(), (long long)data.samples,
+                (long long)per_epoch, o.optimizer.c_str(), o.lr, o.schedule.c_str());
+    if (world.size() > 1)
+      std::printf("data-parallel over %d processes: each takes 1/%d of every batch of %lld\n",
+                  world.size(), world.size(), (long long)o.batch);
+    std::fflush(stdout);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   EpochResult last_train, last_eval;
   for (int64_t epoch = start; epoch < o.epochs; ++epoch) {
     const std::vector<int64_t> order = epoch_order(data.samples, o.seed, epoch);
-    Progress bar(stderr, epoch + 1, o.epochs, std::min(data.samples, per_epoch * o.batch));
-    EpochResult r;
-    int64_t correct = 0;
+    Progress bar(world.root() ? stderr : nullptr, epoch + 1, o.epochs,
+                 std::min(data.samples, per_epoch * o.batch));
+    Sums epoch_sums;
     std::string label;
     for (int64_t k = 0; k < per_epoch; ++k) {
       const int64_t b = k * o.batch, e = std::min(data.samples, b + o.batch);
-      const TensorMap in = gather_batch(data, order, b, e);
+      const auto [mine, mine_end] = shard(b, e, world);
+      share = double(mine_end - mine) / double(e - b);
+      const TensorMap in = gather_batch(data, order, mine, mine_end);
       if (k == 0) label = label_input(t, in);
       const float loss = t.step(in);
-      h.add("step_loss", loss);
-      r.loss += double(loss) * double(e - b);
-      r.samples += e - b;
-      if (!label.empty()) correct += count_correct(t.last_outputs().at("logits"), in.at(label));
-      bar.update(r.samples, r.loss / double(r.samples),
-                 label.empty() ? -1 : double(correct) / double(r.samples));
+      const Sums batch =
+          Sums{double(loss) * double(mine_end - mine),
+               label.empty() ? 0
+                             : double(count_correct(t.last_outputs().at("logits"), in.at(label))),
+               double(mine_end - mine)}
+              .total(world);
+      h.add("step_loss", batch.loss / batch.samples);
+      epoch_sums.add(batch);
+      const EpochResult so_far = epoch_sums.result(!label.empty());
+      bar.update(so_far.samples, so_far.loss, so_far.accuracy);
     }
-    r.loss /= double(r.samples);
-    if (!label.empty()) r.accuracy = double(correct) / double(r.samples);
+    const EpochResult r = epoch_sums.result(!label.empty());
     h.add("train_loss", r.loss);
     if (r.accuracy >= 0) h.add("train_accuracy", r.accuracy);
     std::string line = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs) +
@@ -242,7 +311,7 @@ void run_train(const TrainCliOptions& o) {
                        (r.accuracy >= 0 ? "  acc " + percent(r.accuracy) : "");
     const double secs = bar.seconds();
     if (!o.eval.empty()) {
-      last_eval = evaluate(t, eval, o.batch, partial);
+      last_eval = evaluate(t, eval, eval_batch, partial, world);
       h.add("eval_loss", last_eval.loss);
       if (last_eval.accuracy >= 0) h.add("eval_accuracy", last_eval.accuracy);
       line += "  eval loss " + num(last_eval.loss) +
@@ -252,10 +321,11 @@ void run_train(const TrainCliOptions& o) {
     std::snprintf(tail, sizeof tail, "  %.0f samples/s  %.2fs  lr %.3g", double(r.samples) / secs,
                   secs, t.last_lr());
     bar.finish(line + tail);
-    write_outputs(t, o, h, epoch + 1, per_epoch);
+    if (world.root()) write_outputs(t, o, h, epoch + 1, per_epoch);
     last_train = r;
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!world.root()) return;
   if (start >= o.epochs) write_outputs(t, o, h, start, per_epoch);
   std::printf("trained %lld epoch(s), %lld steps in %.2fs\n", (long long)(o.epochs - start),
               (long long)t.step_count(), total);
@@ -278,7 +348,8 @@ void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "train",
       "Train a model on its `loss` output: shuffled mini-batches, an optimizer, checkpoints "
-      "and --resume; DIR ends up a model directory `rlx run` loads");
+      "and --resume; DIR ends up a model directory `rlx run` loads. Under `mpirun -np N` the "
+      "N processes train data-parallel: each takes 1/N of every batch, gradients are averaged");
   cmd->add_option("model", o->model,
                   "Model with a `loss` output: a directory with model.rlx.json or "
                   "torch-ir.json, or a graph JSON")
@@ -322,7 +393,18 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--resume", o->resume,
                   "Continue from the checkpoint in this directory (usually --out's)");
   add_pass_flags(cmd, o->passes);
-  cmd->callback([o] { run_train(*o); });
+  cmd->callback([o] {
+    const dist::World world;
+    try {
+      train(*o, world);
+    } catch (const std::exception& e) {
+      if (world.size() == 1) throw;
+      // The other processes may be waiting in a collective: end them all.
+      std::fprintf(stderr, "rlx: error (process %d of %d): %s\n", world.rank(), world.size(),
+                   e.what());
+      world.abort(1);
+    }
+  });
 }
 
 }  // namespace rlx::cli

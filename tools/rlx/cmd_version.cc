@@ -2,6 +2,7 @@
 
 #include "commands.h"
 #include "rlx/cpu_isa.h"
+#include "rlx/distributed.h"
 
 namespace rlx::cli {
 
@@ -14,6 +15,9 @@ void add_version_command(CLI::App& app) {
     const Isa isa = cpu_isa();
     std::printf("isa: %s (cpu has %s)   f32 gemm: %s\n", isa_name(isa), isa_name(detected_isa()),
                 isa >= Isa::avx512 ? "rlx avx512 (openblas for <= 16 columns)" : "openblas");
+    const std::string mpi = dist::mpi_library();
+    std::printf("mpi: %s\n", mpi.empty() ? "not built in (rlx train runs in one process)"
+                                         : (mpi + " (mpirun -np N rlx train ...)").c_str());
   });
 }
 

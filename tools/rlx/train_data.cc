@@ -86,7 +86,7 @@ int64_t count_correct(const Tensor& logits, const Tensor& labels) {
 
 Progress::Progress(std::FILE* out, int64_t epoch, int64_t epochs, int64_t samples)
     : out_(out),
-      tty_(isatty(fileno(out)) != 0),
+      tty_(out && isatty(fileno(out)) != 0),
       epoch_(epoch),
       epochs_(epochs),
       samples_(samples),
@@ -122,6 +122,7 @@ void Progress::update(int64_t done, double loss, double accuracy) {
 }
 
 void Progress::finish(const std::string& line) {
+  if (!out_) return;
   std::fprintf(out_, "%s%s\n", tty_ ? "\r\033[K" : "", line.c_str());
   std::fflush(out_);
 }

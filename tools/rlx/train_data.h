@@ -38,7 +38,8 @@ std::string label_input(const train::Trainer& trainer, const TensorMap& batch);
 int64_t count_correct(const Tensor& logits, const Tensor& labels);
 
 // One epoch's progress: a redrawn bar on a terminal, nothing until the
-// epoch's summary line otherwise (logs stay readable).
+// epoch's summary line otherwise (logs stay readable); nothing at all when
+// `out` is null (the other processes of a data-parallel run).
 class Progress {
  public:
   Progress(std::FILE* out, int64_t epoch, int64_t epochs, int64_t samples);
