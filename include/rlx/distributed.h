@@ -43,7 +43,7 @@ class World {
 
  private:
   int rank_ = 0, size_ = 1, local_size_ = 1;
-  [[maybe_unused]] bool mpi_ = false;  // read only when built with MPI
+  bool mpi_ = false;
 };
 
 // Data-parallel gradient averaging: every f32 tensor of `grads` (the same

@@ -4,12 +4,20 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "rlx/distributed.h"
 #include "rlx/error.h"
 
 #if RLX_WITH_MPI
+// The C API only: the deprecated C++ bindings do not compile warning-free.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #endif
 
@@ -75,11 +83,13 @@ World::~World() {
   world_alive = false;
 }
 
-#if RLX_WITH_MPI
 namespace {
 // MPI counts are int: longer buffers go in int-sized pieces.
 template <typename T>
-void allreduce_sum(std::span<T> data, MPI_Datatype type) {
+void allreduce_sum(bool mpi, std::span<T> data) {
+#if RLX_WITH_MPI
+  if (!mpi) return;
+  const MPI_Datatype type = std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
   constexpr size_t kMaxCount = size_t(std::numeric_limits<int>::max());
   for (size_t at = 0; at < data.size(); at += kMaxCount) {
     const int n = int(std::min(kMaxCount, data.size() - at));
@@ -87,25 +97,14 @@ void allreduce_sum(std::span<T> data, MPI_Datatype type) {
                   MPI_SUCCESS,
               "MPI_Allreduce of ", n, " values failed");
   }
+#else
+  (void)mpi, (void)data;
+#endif
 }
 }  // namespace
-#endif
 
-void World::sum(std::span<float> data) const {
-#if RLX_WITH_MPI
-  if (mpi_) allreduce_sum(data, MPI_FLOAT);
-#else
-  (void)data;
-#endif
-}
-
-void World::sum(std::span<double> data) const {
-#if RLX_WITH_MPI
-  if (mpi_) allreduce_sum(data, MPI_DOUBLE);
-#else
-  (void)data;
-#endif
-}
+void World::sum(std::span<float> data) const { allreduce_sum(mpi_, data); }
+void World::sum(std::span<double> data) const { allreduce_sum(mpi_, data); }
 
 void World::abort(int code) const {
 #if RLX_WITH_MPI

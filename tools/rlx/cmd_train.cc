@@ -128,6 +128,7 @@ EpochResult evaluate(train::Trainer& t, const DataSet& d, int64_t batch, bool pa
   std::vector<int64_t> order(static_cast<size_t>(d.samples));
   for (int64_t i = 0; i < d.samples; ++i) order[size_t(i)] = i;
   Sums sums;
+  if (d.samples == 0) return {};  // the same data on every process: none reduces
   const std::string label = label_input(t, gather_batch(d, order, 0, std::min(d.samples, batch)));
   for (int64_t b = batch * w.rank(); b < d.samples; b += batch * w.size()) {
     const int64_t e = std::min(d.samples, b + batch);
