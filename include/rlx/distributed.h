@@ -20,7 +20,7 @@ bool launched_by_mpi();
 // launcher started this process; otherwise it is a world of one that touches
 // nothing. Throws rlx::Error when launched by mpirun but built without MPI
 // (each process would train alone and all would write the same files). One
-// World at a time; its destructor finalizes MPI.
+// World at a time; its destructor finalizes MPI if the World started it.
 class World {
  public:
   World();

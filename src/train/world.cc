@@ -25,6 +25,7 @@ namespace rlx::dist {
 
 namespace {
 bool world_alive = false;
+bool initialized_here = false;  // MPI_Init by a World, so its end finalizes
 }  // namespace
 
 bool built_with_mpi() { return RLX_WITH_MPI != 0; }
@@ -58,12 +59,15 @@ World::World() {
             "this process was started by an MPI launcher, but this rlx was built without MPI "
             "(install libopenmpi-dev and rebuild, or run it without mpirun)");
 #if RLX_WITH_MPI
-  int ready = 0;
+  int ready = 0, ended = 0;
+  MPI_Finalized(&ended);
+  RLX_CHECK(!ended, "MPI was finalized in this process: one data-parallel World per process");
   MPI_Initialized(&ready);
   if (!ready) {
     int provided = 0;
     RLX_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS,
               "MPI_Init_thread failed");
+    initialized_here = true;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
@@ -78,7 +82,11 @@ World::World() {
 
 World::~World() {
 #if RLX_WITH_MPI
-  if (mpi_) MPI_Finalize();
+  // MPI cannot start twice in a process: a host program's MPI is left running.
+  if (mpi_ && initialized_here) {
+    MPI_Finalize();
+    initialized_here = false;
+  }
 #endif
   world_alive = false;
 }
