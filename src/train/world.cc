@@ -25,7 +25,9 @@ namespace rlx::dist {
 
 namespace {
 bool world_alive = false;
+#if RLX_WITH_MPI
 bool initialized_here = false;  // MPI_Init by a World, so its end finalizes
+#endif
 }  // namespace
 
 bool built_with_mpi() { return RLX_WITH_MPI != 0; }
