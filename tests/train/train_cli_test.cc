@@ -129,11 +129,12 @@ TEST(TrainCli, DataParallelOverMpiEqualsOneProcess) {
   const fs::path one = f.dir / "one", two = f.dir / "two";
   const testing::CliResult a = testing::run_cli(train_args(f, one, 3));
   ASSERT_EQ(a.status, 0) << a.output;
-  // Open MPI refuses root and counts slots by cores unless told otherwise;
-  // other MPIs ignore these variables.
+  // Open MPI refuses root and counts slots by cores unless told otherwise,
+  // and its shared-memory single-copy mode needs ptrace rights a container
+  // may not grant; other MPIs ignore these variables.
   const std::string mpirun =
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-      "OMPI_MCA_rmaps_base_oversubscribe=1 " +
+      "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none " +
       std::string(RLX_MPIEXEC) + " -n 2 " + RLX_CLI_PATH + " ";
   const testing::CliResult b = testing::run_command(mpirun + train_args(f, two, 3));
   ASSERT_EQ(b.status, 0) << b.output;
