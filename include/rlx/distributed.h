@@ -46,10 +46,10 @@ class World {
   bool mpi_ = false;
 };
 
-// Data-parallel gradient averaging: every f32 tensor of `grads` (the same
-// names on every rank) is scaled by `share` (this rank's fraction of the
-// global batch) and summed across the world, so each rank ends with the
-// global batch's mean-loss gradient. One message for all tensors.
+// Data-parallel averaging: every tensor of `tensors` (contiguous f32, the
+// same names on every rank) is scaled by `share` (this rank's fraction of the
+// global batch) and summed across the world, so from gradients each rank ends
+// with the global batch's mean-loss gradient. One message for all tensors.
 void reduce_weighted(const World& world, TensorMap& tensors, double share);
 
 }  // namespace rlx::dist

@@ -131,8 +131,10 @@ void reduce_weighted(const World& world, TensorMap& tensors, double share) {
               "' is not a contiguous f32 tensor (", dtype_name(t.dtype()), ")");
     total += size_t(t.numel());
   }
-  // Packed into one buffer: one collective per step instead of one per tensor.
-  std::vector<float> packed(total);
+  // Packed into one buffer: one collective per step instead of one per tensor;
+  // kept from step to step, so a large model's buffer is not faulted in anew.
+  thread_local std::vector<float> packed;
+  packed.resize(total);
   const float s = float(share);
   size_t at = 0;
   for (const auto& [name, t] : tensors) {

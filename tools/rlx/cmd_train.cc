@@ -128,8 +128,7 @@ EpochResult evaluate(train::Trainer& t, const DataSet& d, int64_t batch, bool pa
   std::vector<int64_t> order(static_cast<size_t>(d.samples));
   for (int64_t i = 0; i < d.samples; ++i) order[size_t(i)] = i;
   Sums sums;
-  if (d.samples == 0) return {};  // the same data on every process: none reduces
-  const std::string label = label_input(t, gather_batch(d, order, 0, std::min(d.samples, batch)));
+  const std::string label = label_input(t, d.tensors);  // a batch has the data's dtypes and ranks
   for (int64_t b = batch * w.rank(); b < d.samples; b += batch * w.size()) {
     const int64_t e = std::min(d.samples, b + batch);
     if (e - b < batch && !partial) break;
@@ -227,7 +226,6 @@ void train(const TrainCliOptions& o, const dist::World& world) {
   const int64_t per_epoch = data.samples / o.batch + (partial && tail >= world.size() ? 1 : 0);
   RLX_CHECK(per_epoch > 0, o.data, ": ", data.samples, " samples make no full batch of ", o.batch,
             " and the model's batch dim is static");
-  // The schedule runs in steps; step decays and the cosine span are in epochs.
   if (world.root() && world.size() > 1 && partial && tail > 0 && tail < world.size())
     std::fprintf(stderr,
                  "the last %lld samples of every epoch are left out: fewer than the %d "
@@ -235,6 +233,7 @@ void train(const TrainCliOptions& o, const dist::World& world) {
                  (long long)tail, world.size());
   // With a static batch dim, evaluation runs in batches of that dim.
   const int64_t eval_batch = partial ? o.batch : o.batch / world.size();
+  // The schedule runs in steps; step decays and the cosine span are in epochs.
   to.schedule.step_size = o.step_every * per_epoch;
   to.schedule.total_steps = o.epochs * per_epoch;
   t.set_schedule(to.schedule);
@@ -278,6 +277,7 @@ void train(const TrainCliOptions& o, const dist::World& world) {
                   world.size(), world.size(), (long long)o.batch);
     std::fflush(stdout);
   }
+  const std::string label = label_input(t, data.tensors);
   const auto t0 = std::chrono::steady_clock::now();
   EpochResult last_train, last_eval;
   for (int64_t epoch = start; epoch < o.epochs; ++epoch) {
@@ -285,20 +285,16 @@ void train(const TrainCliOptions& o, const dist::World& world) {
     Progress bar(world.root() ? stderr : nullptr, epoch + 1, o.epochs,
                  std::min(data.samples, per_epoch * o.batch));
     Sums epoch_sums;
-    std::string label;
     for (int64_t k = 0; k < per_epoch; ++k) {
       const int64_t b = k * o.batch, e = std::min(data.samples, b + o.batch);
       const auto [mine, mine_end] = shard(b, e, world);
       share = double(mine_end - mine) / double(e - b);
       const TensorMap in = gather_batch(data, order, mine, mine_end);
-      if (k == 0) label = label_input(t, in);
       const float loss = t.step(in);
-      const Sums batch =
-          Sums{double(loss) * double(mine_end - mine),
-               label.empty() ? 0
-                             : double(count_correct(t.last_outputs().at("logits"), in.at(label))),
-               double(mine_end - mine)}
-              .total(world);
+      const double n = double(mine_end - mine);
+      const double correct =
+          label.empty() ? 0 : double(count_correct(t.last_outputs().at("logits"), in.at(label)));
+      const Sums batch = Sums{double(loss) * n, correct, n}.total(world);
       h.add("step_loss", batch.loss / batch.samples);
       epoch_sums.add(batch);
       const EpochResult so_far = epoch_sums.result(!label.empty());
