@@ -175,6 +175,17 @@ class Trainer {
   const std::vector<std::string>& trainable() const { return trainable_; }
   const std::vector<std::string>& data_inputs() const { return data_inputs_; }
   const Model& model() const { return model_; }
+  // Times every node of the training steps that follow (rlx train --profile);
+  // turning it on clears what was gathered.
+  void set_profiling(bool on);
+  // The per-node times of the compiled training step that ran most (the
+  // usual batch shape), with its graph; null when profiling is off or no
+  // step ran.
+  struct StepProfile {
+    const Graph* graph = nullptr;
+    const std::vector<NodeTime>* times = nullptr;
+  };
+  StepProfile profile() const;
   // Replaces the schedule (the CLI knows steps per epoch only after reading data).
   void set_schedule(const ScheduleOptions& s) { options_.schedule = s; }
   // Every weight of the model, the trained ones with their current values.
@@ -199,7 +210,7 @@ class Trainer {
   std::vector<std::string> trainable_, data_inputs_, updated_;
   TensorMap params_;   // trained params: owned f32 copies, updated in place
   TensorMap buffers_;  // buffers with update:: outputs: owned copies
-  bool has_step_input_ = false;
+  bool has_step_input_ = false, profiling_ = false;
   std::map<std::string, std::unique_ptr<Compiled>> cache_;  // "train|dims..." -> step
   TensorMap last_outputs_;
   double last_norm_ = 0, last_lr_ = 0;

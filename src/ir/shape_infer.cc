@@ -592,7 +592,7 @@ PoolWindow pool_window(const Node& n) {
     RLX_CHECK(p.stride.size() == 2, "pool: stride needs 2 values");
     return p;
   };
-  if (n.op == Op::MaxPool2d || n.op == Op::MaxPool2dIndices) {
+  if (n.op == Op::MaxPool2d || n.op == Op::MaxPool2dIndices || n.op == Op::MaxPool2dGrad) {
     const auto& a = n.attrs_as<MaxPoolAttrs>();
     return fill(a, ints_or(a.dilation, "dilation", 2, 1));
   }
@@ -617,6 +617,19 @@ Shape infer_pool(const Node& n, const In& in) {
     });
   }
   return Shape(out, n.op == Op::MaxPool2dIndices ? DType::I64 : x.dtype);
+}
+
+Shape infer_max_pool_grad(const Node& n, const In& in) {
+  const Shape &x = *in[0], &dy = *in[1];
+  same_dtype(x, dy);
+  RLX_CHECK(is_float(x.dtype), "max_pool2d_grad: x and dy must be float, got ", x.str());
+  const Shape y = infer_pool(n, in);
+  bool ok = y.rank() == dy.rank();
+  for (int i = 0; ok && i < y.rank(); ++i)
+    ok = dims_compatible(y.dims[size_t(i)], dy.dims[size_t(i)]);
+  RLX_CHECK(ok, "max_pool2d_grad: dy ", dy.str(), " does not match max_pool2d's output ", y.str(),
+            " for x ", x.str());
+  return x;
 }
 
 Shape infer_adaptive_pool(const Node& n, const In& in) {

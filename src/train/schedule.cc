@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "rlx/error.h"
+#include "rlx/thread_pool.h"
 #include "rlx/train.h"
 
 namespace rlx::train {
@@ -49,6 +51,41 @@ double learning_rate(const ScheduleOptions& s, int64_t step) {
   return s.lr;
 }
 
+namespace {
+
+// Elements per block of sum_squares: blocks run in parallel, and their sums
+// are added in block order, so the result does not depend on the thread count.
+constexpr int64_t kNormBlock = 1 << 15;
+
+// sum x^2 in double, over eight interleaved accumulators (independent adds
+// instead of one serial chain; the compiler may pack them into SIMD lanes).
+double sum_squares(const float* x, int64_t n) {
+  const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
+  std::vector<double> sums(size_t(blocks), 0.0);
+  auto block = [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t begin = b * kNormBlock, end = std::min(n, begin + kNormBlock);
+      double acc[8] = {};
+      int64_t i = begin;
+      for (; i + 8 <= end; i += 8)
+        for (int j = 0; j < 8; ++j) acc[j] += double(x[i + j]) * double(x[i + j]);
+      for (; i < end; ++i) acc[0] += double(x[i]) * double(x[i]);
+      sums[size_t(b)] =
+          ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    }
+  };
+  if (blocks > 1) {
+    parallel_for(blocks, 1, block);
+  } else {
+    block(0, blocks);
+  }
+  double s = 0;
+  for (double v : sums) s += v;
+  return s;
+}
+
+}  // namespace
+
 ClipResult clip_grad_norm(const TensorMap& grads, double max_norm) {
   // Per-tensor norms first, then the norm of those, as torch stacks them.
   double sq = 0;
@@ -56,10 +93,7 @@ ClipResult clip_grad_norm(const TensorMap& grads, double max_norm) {
     RLX_CHECK(g.dtype() == DType::F32, "clip_grad_norm: gradient '", name, "' is ", g.shape().str(),
               ", expected f32");
     const Tensor c = g.contiguous();
-    const float* p = c.data<float>();
-    double s = 0;
-    for (int64_t i = 0, n = c.numel(); i < n; ++i) s += double(p[i]) * double(p[i]);
-    const double norm = double(float(std::sqrt(s)));
+    const double norm = double(float(std::sqrt(sum_squares(c.data<float>(), c.numel()))));
     sq += norm * norm;
   }
   ClipResult r;

@@ -1,6 +1,7 @@
 // Trainer: one compiled forward+backward graph per batch shape (trained
 // params turned into inputs so no pass folds them), then clipping, the
 // optimizer and the update:: buffer copies on the host.
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -15,6 +16,7 @@ namespace rlx::train {
 struct Trainer::Compiled {
   std::shared_ptr<Executable> exe;
   std::unique_ptr<Session> session;
+  bool train = false;
 };
 
 namespace {
@@ -166,6 +168,8 @@ Trainer::Compiled& Trainer::compiled(const TensorMap& feed, bool train) {
   auto c = std::make_unique<Compiled>();
   c->exe = Executable::compile(std::move(g), model_.weights, options_.compile);
   c->session = std::make_unique<Session>(c->exe);
+  c->train = train;
+  if (train && profiling_) c->session->set_profiling(true);
   slot = std::move(c);
   return *slot;
 }
@@ -197,6 +201,28 @@ float Trainer::step(const TensorMap& batch) {
     if (!starts_with(name, kGradPrefix) && !starts_with(name, kUpdatePrefix))
       last_outputs_[name] = t.clone();  // output buffers are reused by the next run
   return loss;
+}
+
+void Trainer::set_profiling(bool on) {
+  profiling_ = on;
+  for (auto& [key, c] : cache_)
+    if (c->train) c->session->set_profiling(on);
+}
+
+Trainer::StepProfile Trainer::profile() const {
+  StepProfile best;
+  int64_t most = 0;
+  if (!profiling_) return best;
+  for (const auto& [key, c] : cache_) {
+    if (!c->train) continue;
+    int64_t runs = 0;
+    for (const NodeTime& t : c->session->profile()) runs = std::max(runs, t.runs);
+    if (runs > most) {
+      most = runs;
+      best = {&c->exe->graph(), &c->session->profile()};
+    }
+  }
+  return best;
 }
 
 TensorMap Trainer::evaluate(const TensorMap& batch) {

@@ -249,6 +249,10 @@ std::vector<Case> cases() {
       {Op::MaxPool2d,
        {f({1, 1, 7, 6})},
        {{"kernel", Ints{2, 2}}, {"dilation", Ints{2, 2}}, {"stride", Ints{1, 2}}}},
+      // Linear in dy; piecewise constant in x (no gradient).
+      {Op::MaxPool2dGrad,
+       {f({1, 2, 5, 6}), f({1, 2, 3, 3})},
+       {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}},
       {Op::AvgPool2d, {f({2, 2, 4, 4})}, {{"kernel", Ints{2, 2}}}},
       {Op::AvgPool2d,
        {f({1, 2, 5, 6})},

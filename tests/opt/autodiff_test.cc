@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "opt/autodiff/primitives.h"
 #include "rlx/autodiff.h"
 #include "rlx/rlx.h"
 #include "support/testing.h"
@@ -130,31 +131,48 @@ TEST(Autodiff, ErrorsNameTheNode) {
   Builder sb(s);
   const NodeId sx = sb.input(
       "x", Shape(std::vector<Dim>{Dim::symbol("batch"), Dim(2), Dim(4), Dim(4)}, DType::F32));
-  const NodeId pooled = sb.op(Op::MaxPool2d, {sx}, {{"kernel", std::vector<int64_t>{2, 2}}});
+  const NodeId pooled = sb.op(Op::AvgPool2d, {sx}, {{"kernel", std::vector<int64_t>{2, 2}}});
   e = error_of([&] { vjp(s, {pooled}, {sb.input("ct", s.node(pooled).shape)}, {sx}); });
-  EXPECT_NE(e.find("max_pool2d"), std::string::npos) << e;
+  EXPECT_NE(e.find("avg_pool2d"), std::string::npos) << e;
   EXPECT_NE(e.find("specialize"), std::string::npos) << e;
 }
 
-TEST(Autodiff, MaxPoolF32WithPaddingMatchesF64) {
-  // The padding is the dtype's lowest finite value, so the tap-extracting
-  // conv never multiplies -inf by 0.
-  const Tensor xv = random_tensor({1, 2, 5, 5}, DType::F64, 3),
-               cv = random_tensor({1, 2, 3, 3}, DType::F64, 4);
-  TensorMap out[2];
-  for (int i = 0; i < 2; ++i) {
-    const DType t = i ? DType::F32 : DType::F64;
-    Graph g;
-    Builder b(g);
-    const NodeId x = b.input("x", Shape(Dims{1, 2, 5, 5}, t));
-    const NodeId y = b.op(Op::MaxPool2d, {x},
-                          {{"kernel", std::vector<int64_t>{3, 3}},
-                           {"stride", std::vector<int64_t>{2, 2}},
-                           {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
-    g.add_output("dx", vjp(g, {y}, {b.input("ct", g.node(y).shape)}, {x})[0]);
-    out[i] = testing::run_graph(g, {{"x", xv.to(t)}, {"ct", cv.to(t)}});
-  }
-  EXPECT_TRUE(testing::all_close(out[1].at("dx"), out[0].at("dx").to(DType::F32), 1e-6, 1e-6));
+TEST(Autodiff, MaxPoolGradKernelMatchesItsPrimitives) {
+  // The CoreML lowering spells max_pool2d_grad with primitives: on the CPU
+  // they must agree with the kernel, ties included (padding, overlapping
+  // windows, dilation, ceil_mode, unbatched, f64).
+  using V = std::vector<int64_t>;
+  struct Geo {
+    Dims x;
+    Attrs a;
+  };
+  const std::vector<Geo> geos = {
+      {{2, 3, 8, 8}, {{"kernel", V{2, 2}}}},
+      {{1, 2, 7, 9}, {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"pads", V{1, 1, 1, 1}}}},
+      {{1, 2, 7, 6}, {{"kernel", V{2, 2}}, {"dilation", V{2, 2}}, {"stride", V{1, 2}}}},
+      {{2, 5, 5}, {{"kernel", V{2, 3}}, {"stride", V{2, 2}}, {"ceil_mode", true}}},
+  };
+  uint64_t seed = 30;
+  for (const Geo& geo : geos)
+    for (DType t : {DType::F32, DType::F64}) {
+      SCOPED_TRACE(dims_str(geo.x) + " " + geo.a.str() + " " + std::string(dtype_name(t)));
+      Graph g;
+      Builder b(g);
+      const NodeId x = b.input("x", Shape(geo.x, t));
+      const NodeId y = b.op(Op::MaxPool2d, {x}, geo.a);
+      const NodeId dy = b.input("dy", g.node(y).shape);
+      g.add_output("kernel", b.op(Op::MaxPool2dGrad, {x, dy}, geo.a));
+      opt::ad::Emit e(g);
+      g.add_output("primitives",
+                   opt::ad::max_pool_grad_primitives(
+                       e, x, dy, g.node(g.outputs()[0].node).attrs_as<MaxPoolAttrs>()));
+      Tensor xt = random_tensor(geo.x, DType::F64, seed++);
+      for (int64_t i = 0; i < xt.numel(); ++i)  // a coarse grid: ties
+        xt.data<double>()[i] = std::round(xt.data<double>()[i] * 3) / 3;
+      const Tensor dyv = random_tensor(g.node(dy).shape.concrete(), t, seed++);
+      const TensorMap out = testing::run_graph(g, {{"x", xt.to(t)}, {"dy", dyv}});
+      EXPECT_TRUE(testing::all_close(out.at("kernel"), out.at("primitives"), 1e-6, 1e-6));
+    }
 }
 
 TEST(Autodiff, GradientGraphNamesEveryTrainedLeaf) {

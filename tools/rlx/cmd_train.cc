@@ -33,7 +33,7 @@ struct TrainCliOptions {
   double gamma = 0.1;
   int64_t step_every = 1;  // step schedule: epochs between decays
   std::vector<double> betas;
-  bool nesterov = false;
+  bool nesterov = false, profile = false;
   int64_t warmup = 0, epochs = 1, batch = 32;
   uint64_t seed = 0;
   int threads = 0;
@@ -277,6 +277,7 @@ void train(const TrainCliOptions& o, const dist::World& world) {
                   world.size(), world.size(), (long long)o.batch);
     std::fflush(stdout);
   }
+  t.set_profiling(o.profile);
   const std::string label = label_input(t, data.tensors);
   const auto t0 = std::chrono::steady_clock::now();
   EpochResult last_train, last_eval;
@@ -326,6 +327,12 @@ void train(const TrainCliOptions& o, const dist::World& world) {
   if (start >= o.epochs) write_outputs(t, o, h, start, per_epoch);
   std::printf("trained %lld epoch(s), %lld steps in %.2fs\n", (long long)(o.epochs - start),
               (long long)t.step_count(), total);
+  if (const train::Trainer::StepProfile p = t.profile(); p.graph) {
+    std::printf("training step (forward + backward) ");
+    std::printf("%s", profile_report(*p.graph, *p.times, 15).c_str());
+    std::printf("a whole step (with the optimizer and batching): %.3f ms on average\n",
+                1e3 * total / double(std::max<int64_t>(1, t.step_count())));
+  }
   if (last_train.samples > 0)
     std::printf(
         "final train loss %s%s\n", num(last_train.loss).c_str(),
@@ -382,6 +389,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--clip-norm", o->clip_norm, "Clip the global gradient norm to this (0: off)")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the per-epoch shuffle")->capture_default_str();
+  cmd->add_flag("--profile", o->profile,
+                "Time every node of the training step; prints, after training, the time per "
+                "op kind and the slowest nodes per step");
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--out", o->out,

@@ -1,10 +1,12 @@
 // Backward ops composed from primitive MIL ops, with the math of the CPU kernels
-// (src/backends/cpu/grad_*.cc): rms/layer/group_norm_grad, activation_grad and
-// softmax_cross_entropy(_grad). MIL cannot raise errors at run time, so an out-of-range label
+// (src/backends/cpu/grad_*.cc): rms/layer/group_norm_grad, activation_grad,
+// softmax_cross_entropy(_grad), and max_pool2d_grad through autodiff's
+// primitives. MIL cannot raise errors at run time, so an out-of-range label
 // (checked by the CPU kernel) is not detected here; ignore_index rows are masked.
 #include <cmath>
 
 #include "lower.h"
+#include "opt/autodiff/primitives.h"
 #include "rlx/error.h"
 
 namespace rlx::coreml {
@@ -353,6 +355,29 @@ Val lower_dropout(Lowering& L, const Node& n) {
   return L.b.op("identity", {{"x", L.in(n, 0)}}, L.type_of(n), L.hint(n));
 }
 
+// max_pool2d_grad has no MIL op: autodiff's primitive spelling of it
+// (opt/autodiff/primitives.h), built as a small rlx graph on the node's
+// inputs, whose nodes lower through the table like any other.
+Val lower_max_pool_grad(Lowering& L, const Node& n) {
+  Graph sub;
+  const NodeId x = sub.input("x", L.g.node(n.inputs[0]).shape);
+  const NodeId dy = sub.input("dy", L.g.node(n.inputs[1]).shape);
+  opt::ad::Emit e(sub);
+  e.set_origin(n.origin);
+  const NodeId dx = opt::ad::max_pool_grad_primitives(e, x, dy, n.attrs_as<MaxPoolAttrs>());
+  Lowering S{sub, L.weights, L.b, L.fp16, std::vector<Val>(sub.size()), {}};
+  S.results.resize(sub.size());
+  S.vals[size_t(x)] = L.in(n, 0);
+  S.vals[size_t(dy)] = L.in(n, 1);
+  for (const Node& m : sub.nodes()) {
+    if (m.op == Op::Input) continue;
+    const LowerFn f = lower_table().one[size_t(m.op)];
+    RLX_CHECK(f, "coreml: ", L.hint(n), ": no lowering for its primitive ", op_name(m.op));
+    S.vals[size_t(m.id)] = f(S, m);
+  }
+  return finish(L, n, S.vals[size_t(dx)]);
+}
+
 }  // namespace
 
 void register_grad(LowerTable& t) {
@@ -364,6 +389,7 @@ void register_grad(LowerTable& t) {
   set(Op::SoftmaxCrossEntropy, lower_softmax_ce);
   set(Op::SoftmaxCrossEntropyGrad, lower_softmax_ce_grad);
   set(Op::Dropout, lower_dropout);
+  set(Op::MaxPool2dGrad, lower_max_pool_grad);
 }
 
 }  // namespace rlx::coreml

@@ -67,6 +67,7 @@ KernelEntry kernel_for(Op op) {
     case Op::ConvTranspose: return {conv_transpose, f32};
     case Op::MaxPool2d: return {max_pool2d, f32};
     case Op::MaxPool2dIndices: return {max_pool2d_indices, any};
+    case Op::MaxPool2dGrad: return {max_pool2d_grad, f32};
     case Op::AvgPool2d: return {avg_pool2d, f32};
     case Op::AdaptiveAvgPool2d: return {adaptive_avg_pool2d, f32};
     case Op::LayerNorm: return {layer_norm, f32};

@@ -40,6 +40,15 @@ void check_plane_dims(const KernelCall& c, const std::string& where, int64_t OH,
   Dims want = x.dims();
   want[want.size() - 2] = OH;
   want[want.size() - 1] = OW;
+  if (c.node.op == Op::MaxPool2dGrad) {  // dy has the pooled dims, dx those of x
+    const Tensor& dy = c.in[1];
+    RLX_CHECK(dy.dims() == want && dy.dtype() == x.dtype() && c.out.dims() == x.dims() &&
+                  c.out.dtype() == x.dtype(),
+              where, ": dy ", dims_str(dy.dims()), " ", dtype_name(dy.dtype()), " and dx ",
+              dims_str(c.out.dims()), ", expected ", dims_str(want), " and ", dims_str(x.dims()),
+              " ", dtype_name(x.dtype()));
+    return;
+  }
   const DType dt = c.node.op == Op::MaxPool2dIndices ? DType::I64 : x.dtype();
   RLX_CHECK(c.out.dims() == want && c.out.dtype() == dt, where, ": output ", dims_str(c.out.dims()),
             " ", dtype_name(c.out.dtype()), ", expected ", dims_str(want), " ", dtype_name(dt));
@@ -257,26 +266,121 @@ void adaptive_avg(const KernelCall& c, int64_t OH, int64_t OW, const T* x, T* y)
 // first maximum, the last NaN, the first tap inside the input when all are
 // -inf. Scalar: indices are asked for by training graphs and unpooling, not
 // by inference's hot path.
+// ir[j] for output row oh of plane xp: the index ih * W + iw of the tap its
+// window's max comes from (take_max's rule: the first maximum, a NaN winning).
+template <typename T>
+void window_argmax_row(const PoolGeom& g, const T* xp, int64_t oh, T* best, int64_t* ir) {
+  std::fill(ir, ir + g.OW, int64_t(-1));
+  for_each_tap(g, oh, [&](int64_t ih, int64_t off, int64_t lo, int64_t hi) {
+    for (int64_t j = lo; j < hi; ++j) {
+      const int64_t at = ih * g.W + j * g.s[1] + off;
+      const T v = xp[at];
+      if (ir[j] < 0 || v > best[j] || v != v) {
+        best[j] = v;
+        ir[j] = at;
+      }
+    }
+  });
+}
+
 template <typename T>
 void max_pool_indices(const PoolGeom& g, const T* x, int64_t* idx) {
   parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
     std::vector<T> best(size_t(g.OW));
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t oh = r % g.OH;
-      const T* xp = x + r / g.OH * g.H * g.W;
-      int64_t* ir = idx + r * g.OW;
-      std::fill(ir, ir + g.OW, int64_t(-1));
-      for_each_tap(g, oh, [&](int64_t ih, int64_t off, int64_t lo, int64_t hi) {
-        for (int64_t j = lo; j < hi; ++j) {
-          const int64_t at = ih * g.W + j * g.s[1] + off;
-          const T v = xp[at];
-          if (ir[j] < 0 || v > best[size_t(j)] || v != v) {  // take_max's rule
-            best[size_t(j)] = v;
-            ir[j] = at;
-          }
-        }
-      });
+    for (int64_t r = r0; r < r1; ++r)
+      window_argmax_row(g, x + r / g.OH * g.H * g.W, r % g.OH, best.data(), idx + r * g.OW);
+  });
+}
+
+// The tap (ih * W + iw) of the window at (oh, ow) that max_pool2d takes, in
+// window_argmax_row's order, so ties and NaNs pick the same one; -1 when the
+// window holds no input element.
+template <typename T>
+int64_t window_argmax(const PoolGeom& g, const T* xp, int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * g.s[0] - g.pb[0], w0 = ow * g.s[1] - g.pb[1];
+  int64_t at = -1;
+  T best{};
+  for (int64_t kh = 0; kh < g.k[0]; ++kh) {
+    const int64_t ih = h0 + kh * g.d[0];
+    if (ih < 0 || ih >= g.H) continue;
+    for (int64_t kw = 0; kw < g.k[1]; ++kw) {
+      const int64_t iw = w0 + kw * g.d[1];
+      if (iw < 0 || iw >= g.W) continue;
+      const T v = xp[ih * g.W + iw];
+      if (at < 0 || v > best || v != v) {
+        best = v;
+        at = ih * g.W + iw;
+      }
     }
+  }
+  return at;
+}
+
+// One plane of max_pool2d_grad: dx = 0, then dx[argmax of each window] += dy.
+template <typename T>
+void max_pool_grad_plane(const PoolGeom& g, const T* xp, const T* dyp, T* dp) {
+  std::fill(dp, dp + g.H * g.W, T(0));
+  for (int64_t oh = 0; oh < g.OH; ++oh)
+    for (int64_t ow = 0; ow < g.OW; ++ow)
+      if (const int64_t at = window_argmax(g, xp, oh, ow); at >= 0) dp[at] += dyp[oh * g.OW + ow];
+}
+
+// The usual CNN pool, f32 2x2 windows of stride 2 without padding or
+// dilation: four windows per step from two input rows split into their even
+// and odd columns. Compares in window order (a NaN taking over, as take_max)
+// keep the generic tap, windows do not overlap, and each dy lands on its tap
+// through a mask, so dx is written once, never accumulated.
+RLX_AVX2 void max_pool_grad_2x2_plane(const PoolGeom& g, const float* xp, const float* dyp,
+                                      float* dp) {
+  if (2 * g.OH < g.H || 2 * g.OW < g.W) std::fill(dp, dp + g.H * g.W, 0.f);  // rows no window reads
+  const __m128 one = _mm_set1_ps(1), two = _mm_set1_ps(2), three = _mm_set1_ps(3);
+  auto take = [](__m128 v, __m128 best) {
+    return _mm_or_ps(_mm_cmpgt_ps(v, best), _mm_cmpunord_ps(v, v));
+  };
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    const float *r0 = xp + 2 * oh * g.W, *r1 = r0 + g.W, *gy = dyp + oh * g.OW;
+    float *d0 = dp + 2 * oh * g.W, *d1 = d0 + g.W;
+    int64_t ow = 0;
+    for (; ow + 4 <= g.OW; ow += 4) {
+      const __m128 u0 = _mm_loadu_ps(r0 + 2 * ow), u1 = _mm_loadu_ps(r0 + 2 * ow + 4);
+      const __m128 v0 = _mm_loadu_ps(r1 + 2 * ow), v1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+      const __m128 a = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0));
+      const __m128 b = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1));
+      const __m128 c = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0));
+      const __m128 d = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1));
+      __m128 best = a, tap = _mm_setzero_ps(), t = take(b, best);
+      best = _mm_blendv_ps(best, b, t);
+      tap = _mm_blendv_ps(tap, one, t);
+      t = take(c, best);
+      best = _mm_blendv_ps(best, c, t);
+      tap = _mm_blendv_ps(tap, two, t);
+      tap = _mm_blendv_ps(tap, three, take(d, best));
+      const __m128 dy = _mm_loadu_ps(gy + ow);
+      const __m128 da = _mm_and_ps(_mm_cmpeq_ps(tap, _mm_setzero_ps()), dy);
+      const __m128 db = _mm_and_ps(_mm_cmpeq_ps(tap, one), dy);
+      const __m128 dc = _mm_and_ps(_mm_cmpeq_ps(tap, two), dy);
+      const __m128 dd = _mm_and_ps(_mm_cmpeq_ps(tap, three), dy);
+      _mm_storeu_ps(d0 + 2 * ow, _mm_unpacklo_ps(da, db));
+      _mm_storeu_ps(d0 + 2 * ow + 4, _mm_unpackhi_ps(da, db));
+      _mm_storeu_ps(d1 + 2 * ow, _mm_unpacklo_ps(dc, dd));
+      _mm_storeu_ps(d1 + 2 * ow + 4, _mm_unpackhi_ps(dc, dd));
+    }
+    for (; ow < g.OW; ++ow) {
+      const int64_t at = window_argmax(g, xp, oh, ow);
+      for (int64_t ih = 2 * oh; ih < 2 * oh + 2; ++ih)
+        for (int64_t iw = 2 * ow; iw < 2 * ow + 2; ++iw)
+          dp[ih * g.W + iw] = ih * g.W + iw == at ? gy[ow] : 0.f;
+    }
+  }
+}
+
+// Split by plane: windows of one plane may overlap, planes never do.
+template <typename T, typename Plane>
+void max_pool_grad(const PoolGeom& g, const T* x, const T* dy, T* dx, Plane plane) {
+  const int64_t plane_work = g.OH * g.OW * g.k[0] * g.k[1] + g.H * g.W;
+  parallel_for(g.planes, std::max<int64_t>(1, 16384 / plane_work), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p)
+      plane(g, x + p * g.H * g.W, dy + p * g.OH * g.OW, dx + p * g.H * g.W);
   });
 }
 
@@ -306,6 +410,22 @@ void max_pool2d_indices(const KernelCall& c) {
   for_max_pool_dtype(c, "max_pool2d_indices", [&]<typename T>(T) {
     max_pool_indices(g, c.in[0].data<T>(), c.out.data<int64_t>());
   });
+}
+
+void max_pool2d_grad(const KernelCall& c) {
+  const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d_grad");
+  const Tensor &x = c.in[0], &dy = c.in[1];
+  const bool two_by_two = g.k[0] == 2 && g.k[1] == 2 && g.s[0] == 2 && g.s[1] == 2 && g.d[0] == 1 &&
+                          g.d[1] == 1 && g.pb[0] == 0 && g.pb[1] == 0 && 2 * g.OH <= g.H &&
+                          2 * g.OW <= g.W;
+  if (x.dtype() == DType::F32)
+    return max_pool_grad(
+        g, x.data<float>(), dy.data<float>(), c.out.data<float>(),
+        two_by_two && has_avx2_fma() ? max_pool_grad_2x2_plane : max_pool_grad_plane<float>);
+  if (x.dtype() == DType::F64)
+    return max_pool_grad(g, x.data<double>(), dy.data<double>(), c.out.data<double>(),
+                         max_pool_grad_plane<double>);
+  bad_dtype(c, "max_pool2d_grad");
 }
 
 void max_pool2d(const KernelCall& c) {

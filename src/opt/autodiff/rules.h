@@ -77,7 +77,8 @@ void vjp_conv(VjpCall&);
 void vjp_conv_transpose(VjpCall&);
 
 // ---- rules_pool.cc
-void vjp_max_pool(VjpCall&);
+void vjp_max_pool(VjpCall&);       // max_pool2d_grad
+void vjp_max_pool_grad(VjpCall&);  // second order: the cotangent gathered at the argmax taps
 void vjp_avg_pool(VjpCall&);
 void vjp_adaptive_avg_pool(VjpCall&);
 void vjp_resize(VjpCall&);

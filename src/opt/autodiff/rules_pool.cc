@@ -5,6 +5,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "opt/autodiff/primitives.h"
 #include "opt/autodiff/rules.h"
 #include "rlx/error.h"
 
@@ -121,16 +122,36 @@ Tensor adaptive_matrix_t(int64_t in, int64_t out, DType t) {
 }  // namespace
 
 void vjp_max_pool(VjpCall& c) {
+  c.dx[0] = c.e.op(Op::MaxPool2dGrad, {c.in(0), c.grad()}, c.n.attrs_as<MaxPoolAttrs>());
+}
+
+void vjp_max_pool_grad(VjpCall& c) {
+  // dx = P^T dy with P the 0/1 map of each window's argmax tap, constant in x
+  // almost everywhere: x gets nothing, dy the cotangent gathered at the taps.
+  if (!c.needs(1)) return;
+  Emit& e = c.e;
+  const Dims x = e.dims(c.in(0), "max_pool2d_grad's gradient");
+  const Dims dy = e.dims(c.in(1), "max_pool2d_grad's gradient");
+  const int64_t lead = x.size() == 4 ? x[0] * x[1] : x[0];
+  const NodeId idx = e.op(Op::MaxPool2dIndices, {c.in(0)}, c.n.attrs_as<MaxPoolAttrs>());
+  const int64_t pooled = dy[dy.size() - 2] * dy[dy.size() - 1];
+  const NodeId taps = e.op(Op::GatherElements,
+                           {e.reshape(c.grad(), {Dim(lead), Dim(x[x.size() - 2] * x.back())}),
+                            e.reshape(idx, {Dim(lead), Dim(pooled)})},
+                           AxisAttrs{.axis = 1});
+  c.dx[1] = e.reshape(taps, c.in_shape(1).dims);
+}
+
+NodeId max_pool_grad_primitives(Emit& e, NodeId x_in, NodeId dy, MaxPoolAttrs a) {
   // Extract every tap of every window with a grouped one-hot conv, give the
   // gradient to the first tap equal to the maximum (PyTorch's argmax), and
   // put it back with the transposed conv. Padding is the lowest finite value,
   // which never wins: every window holds an input element.
-  Emit& e = c.e;
-  const auto& a = c.n.attrs_as<MaxPoolAttrs>();
-  const Planes x = as_nchw(e, c.in(0), "max_pool2d's gradient");
-  const PoolGeom p = pool_geom(a, list_or(a.dilation, 2, 1), e.dims(c.n.id, "max_pool2d"));
+  const Planes x = as_nchw(e, x_in, "max_pool2d_grad");
+  const NodeId y = to_nchw(e, e.op(Op::MaxPool2d, {x_in}, a));
+  const PoolGeom p = pool_geom(a, list_or(a.dilation, 2, 1), e.dims(y, "max_pool2d"));
   const int64_t taps = p.k[0] * p.k[1];
-  const DType t = e.dtype(c.in(0));
+  const DType t = e.dtype(x_in);
   // The windows' far ends may hang over the padded input (ceil_mode): pad more.
   int64_t extra[2];
   const int64_t size[2] = {x.h, x.w};
@@ -148,14 +169,13 @@ void vjp_max_pool(VjpCall& c) {
           .stride = {p.s[0], p.s[1]}, .pads = {}, .dilation = {p.d[0], p.d[1]}, .groups = x.c});
   const std::vector<Dim> split{Dim(x.n), Dim(x.c), Dim(taps), Dim(p.out[0]), Dim(p.out[1])};
   const std::vector<Dim> one{Dim(x.n), Dim(x.c), Dim(1), Dim(p.out[0]), Dim(p.out[1])};
-  const NodeId hit = e.compare(Op::Eq, e.reshape(all, split), e.reshape(c.n.id, one));
+  const NodeId hit = e.compare(Op::Eq, e.reshape(all, split), e.reshape(y, one));
   const NodeId before =
       e.op(Op::CumSum, {e.cast(hit, t)}, CumSumAttrs{.axis = 2, .exclusive = true});
   const NodeId first = e.op(Op::LogicalAnd, {hit, e.compare(Op::Eq, before, e.scalar(0, t))});
-  const NodeId g = e.mask(first, e.reshape(c.grad(), one));
+  const NodeId g = e.mask(first, e.reshape(dy, one));
   const NodeId merged = e.reshape(g, {Dim(x.n), Dim(x.c * taps), Dim(p.out[0]), Dim(p.out[1])});
-  const NodeId dx = place_windows(e, merged, w, p, x);
-  c.dx[0] = e.reshape(dx, c.in_shape(0).dims);
+  return e.reshape(place_windows(e, merged, w, p, x), e.shape(x_in).dims);
 }
 
 void vjp_avg_pool(VjpCall& c) {

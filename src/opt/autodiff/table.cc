@@ -170,6 +170,8 @@ VjpEntry vjp_entry(Op op) {
       return rule(vjp_conv_transpose);
     case Op::MaxPool2d:
       return rule(vjp_max_pool);
+    case Op::MaxPool2dGrad:
+      return rule(vjp_max_pool_grad);
     case Op::AvgPool2d:
       return rule(vjp_avg_pool);
     case Op::AdaptiveAvgPool2d:

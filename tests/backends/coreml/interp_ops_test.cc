@@ -272,6 +272,19 @@ std::vector<OpCase> cases() {
   pool("max_pool_ceil", Op::MaxPool2d, {1, 2, 6, 6},
        {{"kernel", v({3, 3})}, {"stride", v({2, 2})}, {"ceil_mode", int64_t(1)}});
   pool("max_pool_unbatched", Op::MaxPool2d, {2, 6, 6}, {{"kernel", v({2, 2})}});
+  // Through autodiff's primitives (pad, one-hot conv, cumsum, conv_transpose).
+  c.push_back({"max_pool_grad_overlapping",
+               Op::MaxPool2dGrad,
+               {f({1, 2, 7, 7}), f({1, 2, 4, 4})},
+               {{"kernel", v({3, 3})}, {"stride", v({2, 2})}, {"pads", v({1, 1, 1, 1})}},
+               1e-5,
+               4e-3});
+  c.push_back({"max_pool_grad_2x2_unbatched",
+               Op::MaxPool2dGrad,
+               {f({2, 6, 5}), f({2, 3, 2})},
+               {{"kernel", v({2, 2})}},
+               1e-5,
+               4e-3});
   pool("avg_pool", Op::AvgPool2d, {1, 2, 6, 6}, {{"kernel", v({2, 2})}});
   pool("avg_pool_pad_include", Op::AvgPool2d, {1, 2, 7, 7},
        {{"kernel", v({3, 3})}, {"stride", v({2, 2})}, {"pads", v({1, 1, 1, 1})}});

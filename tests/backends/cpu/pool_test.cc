@@ -1,8 +1,10 @@
 // max_pool2d / avg_pool2d / adaptive_avg_pool2d against scalar references and
-// PyTorch goldens over kernel/stride/padding/dilation/ceil_mode/count_include_pad grids.
+// PyTorch goldens (max_pool2d_grad against torch.autograd) over
+// kernel/stride/padding/dilation/ceil_mode/count_include_pad grids.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "support/testing.h"
@@ -305,6 +307,79 @@ TEST(Pool, MatchesTorch) {
     const double tol = want.dtype() == DType::F64 ? 1e-12 : (is_max ? 0 : kAvgTol);
     EXPECT_TRUE(all_close(run[i](), want, tol, tol)) << gc[i].name;
   }
+}
+
+// x -> PyTorch's dx of max_pool2d for the cotangent x['dy'] (torch.autograd).
+std::string torch_max_grad(const PoolCase& c) {
+  std::string code = torch_max(c);
+  code.replace(0, std::string("y = F.max_pool2d(x['x']").size(),
+               "xx = x['x'].clone().requires_grad_(True)\nF.max_pool2d(xx");
+  return code + ".backward(x['dy'])\ny = xx.grad";
+}
+
+Dims pooled_dims(const PoolCase& c) {
+  Dims d = c.x;
+  const size_t r = d.size();
+  d[r - 2] = out_size(c.x[r - 2], c.k[0], c.s[0], c.pads[0], c.pads[2], c.dil[0], c.ceil);
+  d[r - 1] = out_size(c.x[r - 1], c.k[1], c.s[1], c.pads[1], c.pads[3], c.dil[1], c.ceil);
+  return d;
+}
+
+TEST(MaxPool2dGrad, MatchesTorchAutograd) {
+  // The pooling grid, the symmetric extra cases, and 2x2 stride-2 pools (the
+  // vectorized path) with odd sizes, row tails and ties; NaN; f64.
+  std::vector<PoolCase> cases = grid(true);
+  for (const PoolCase& c : extra_cases())
+    if (c.pads[0] == c.pads[2] && c.pads[1] == c.pads[3]) cases.push_back(c);
+  const std::vector<int64_t> k2{2, 2}, none{0, 0, 0, 0}, one{1, 1};
+  cases.push_back({"2x2_odd", {1, 3, 9, 11}, k2, k2, none, one, false, true});
+  cases.push_back({"2x2_ceil", {1, 2, 5, 7}, k2, k2, none, one, true, true});
+  cases.push_back({"2x2_tails", {2, 4, 8, 14}, k2, k2, none, one, false, true});
+  cases.push_back({"2x2_wide", {1, 2, 6, 40}, k2, k2, none, one, false, true});
+  cases.push_back({"2x2_unbatched", {3, 4, 8}, k2, k2, none, one, false, true});
+  std::vector<testing::GoldenCase> gc;
+  std::vector<std::function<Tensor()>> run;
+  uint64_t seed = 2000;
+  auto add = [&](const std::string& name, const PoolCase& c, Tensor x) {
+    const Tensor dy = random_tensor(pooled_dims(c), x.dtype(), seed++);
+    gc.push_back({name, torch_max_grad(c), {{"x", x}, {"dy", dy}}});
+    run.push_back([=] { return run_op(Op::MaxPool2dGrad, {x, dy}, attrs_of(c, true)); });
+  };
+  for (const PoolCase& c : cases) {
+    add(c.name, c, random_tensor(c.x, DType::F32, seed++));
+    // Ties: values on a coarse grid, so windows hold equal maxima.
+    Tensor t = random_tensor(c.x, DType::F32, seed++);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<float>()[i] = std::round(t.data<float>()[i] * 2) / 2;
+    add(c.name + "_ties", c, t);
+  }
+  Tensor nan_x = random_tensor({1, 2, 6, 8}, DType::F32, 9);
+  for (int64_t i : {5, 17, 18, 60})
+    nan_x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  add("nan", {"nan", {1, 2, 6, 8}, k2, k2, none, one, false, true}, nan_x);
+  PoolCase d{"f64", {1, 2, 6, 7}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, false};
+  add("f64", d, random_tensor(d.x, DType::F64, 11));
+
+  auto gold = testing::torch_goldens(gc);
+  for (size_t i = 0; i < gc.size(); ++i) {
+    const Tensor& want = gold.at(gc[i].name)[0];
+    // Overlapping windows sum several dy in another order than PyTorch.
+    const double tol = want.dtype() == DType::F64 ? 1e-12 : 1e-6;
+    EXPECT_TRUE(all_close(run[i](), want, tol, tol)) << gc[i].name;
+  }
+}
+
+TEST(MaxPool2dGrad, RejectsAMismatchedGradient) {
+  const Attrs a{{"kernel", std::vector<int64_t>{2, 2}}};
+  const std::string e = testing::error_of([&] {
+    run_op(Op::MaxPool2dGrad,
+           {random_tensor({1, 2, 6, 6}, DType::F32, 1), random_tensor({1, 2, 4, 3}, DType::F32, 2)},
+           a);
+  });
+  EXPECT_NE(e.find("max_pool2d_grad: dy [1,2,4,3] f32 does not match max_pool2d's output "
+                   "[1,2,3,3] f32"),
+            std::string::npos)
+      << e;
 }
 
 TEST(MaxPool2d, IntegerDtypes) {
