@@ -169,11 +169,75 @@ RLX_AVX2 void gather_stride2_avx2(float* dst, const float* src, int64_t n) {
   for (; j < n; ++j) dst[j] = src[2 * j];
 }
 
+RLX_AVX2 void copy_run_avx2(const float* src, int64_t n, float* dst) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, _mm256_loadu_ps(src + j));
+  if (j < n) {
+    const __m256i m = vm::first_lanes(n - j);
+    _mm256_maskstore_ps(dst + j, m, _mm256_maskload_ps(src + j, m));
+  }
+}
+
+// dst[0, n) = src[0, n) for the short runs of small maps, where the memmove
+// call std::copy_n becomes costs more than the copy. `simd`: has_avx2().
+template <typename T>
+inline void copy_run(const T* src, int64_t n, T* dst, bool simd) {
+  if constexpr (std::is_same_v<T, float>)
+    if (simd) return copy_run_avx2(src, n, dst);
+  std::copy_n(src, n, dst);
+}
+
+// A 2-d geometry with stride 1 and no dilation: its windows are shifted
+// copies of a zero-padded plane.
+bool is_2d_unit_stride(const Geom& g) {
+  return g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.s[1] == 1 && g.s[2] == 1 &&
+         g.d[1] == 1 && g.d[2] == 1;
+}
+
+// A zero plane big enough for `inner` (H x W, placed at (pt, pl)) and for
+// every window of `taps` (OH x OW outputs of KH x KW taps), per thread.
+template <typename T>
+struct PaddedPlane {
+  int64_t Hp, Wp, pt, pl;
+  std::vector<T>& buf;
+  PaddedPlane(int64_t H, int64_t W, int64_t pt_, int64_t pl_, int64_t OH, int64_t OW, int64_t KH,
+              int64_t KW, std::vector<T>& b)
+      : Hp(std::max(pt_ + H, OH + KH - 1)),
+        Wp(std::max(pl_ + W, OW + KW - 1)),
+        pt(pt_),
+        pl(pl_),
+        buf(b) {
+    buf.assign(size_t(Hp * Wp), T(0));
+  }
+  T* at(int64_t r, int64_t c) { return buf.data() + r * Wp + c; }
+};
+
+// im2col of whole small stride-1 maps: each plane is copied once into a
+// zero-padded buffer, so a (kh, kw) row of col is OH runs of OW elements read
+// with no bounds checks (the general loop below spent ~25 cycles per run on
+// the 8x8 maps of the digits CNN).
+template <typename T>
+void im2col_padded(const T* x, const Geom& g, T* col, int64_t tl) {
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+  thread_local std::vector<T> buf;
+  PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], OH, OW, g.k[1], g.k[2], buf);
+  const bool simd = has_avx2();
+  T* dst = col;
+  for (int64_t c = 0; c < g.Cg; ++c) {
+    for (int64_t h = 0; h < H; ++h)
+      copy_run(x + (c * H + h) * W, W, pad.at(pad.pt + h, pad.pl), simd);
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += tl)
+        for (int64_t oh = 0; oh < OH; ++oh) copy_run(pad.at(oh + kh, kw), OW, dst + oh * OW, simd);
+  }
+}
+
 // col[Cg * k_sz, p1 - p0] (rows `ld` apart; 0: p1 - p0) for output positions
 // [p0, p1) of one image group x[Cg, in_sz].
 template <typename T>
 void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t ld = 0) {
   const int64_t tl = ld ? ld : p1 - p0, oHW = g.out[1] * g.out[2];
+  if (p0 == 0 && p1 == g.out_sz && is_2d_unit_stride(g)) return im2col_padded(x, g, col, tl);
   // Where p0 lies in the output, once: the segments below step through it
   // without a division each (a weight gradient's im2col has thousands of rows).
   const int64_t od0 = p0 / oHW, oh0 = p0 / g.out[2] % g.out[1], ow00 = p0 % g.out[2];
@@ -226,11 +290,36 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t l
   }
 }
 
+// col2im of whole small stride-1 maps, as im2col_padded: each output plane
+// is accumulated in a zero-padded buffer, (kh, kw) row by row as runs of IW
+// additions, and its interior copied back.
+template <typename T>
+void col2im_padded(const T* col, const Geom& g, int64_t o0, int64_t o1, T* out) {
+  const int64_t IH = g.in[1], IW = g.in[2], H = g.out[1], W = g.out[2], tl = g.in_sz;
+  thread_local std::vector<T> buf;
+  const bool simd = has_avx2();
+  for (int64_t o = o0; o < o1; ++o) {
+    PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], IH, IW, g.k[1], g.k[2], buf);
+    T* oc = out + o * g.out_sz;
+    for (int64_t h = 0; h < H; ++h) copy_run(oc + h * W, W, pad.at(pad.pt + h, pad.pl), simd);
+    const T* src = col + o * g.k_sz * tl;
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw, src += tl)
+        for (int64_t ih = 0; ih < IH; ++ih) {
+          T* d = pad.at(ih + kh, kw);
+          const T* s = src + ih * IW;
+          for (int64_t j = 0; j < IW; ++j) d[j] += s[j];
+        }
+    for (int64_t h = 0; h < H; ++h) copy_run(pad.at(pad.pt + h, pad.pl), W, oc + h * W, simd);
+  }
+}
+
 // Transposed conv: adds col[Og * k_sz, q1 - q0] (input positions [q0, q1)) into
 // out[Og, out_sz], for output channels [o0, o1).
 template <typename T>
 void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int64_t o1, T* out) {
   const int64_t tl = q1 - q0, iHW = g.in[1] * g.in[2];
+  if (q0 == 0 && q1 == g.in_sz && is_2d_unit_stride(g)) return col2im_padded(col, g, o0, o1, out);
   // Where q0 lies in the input, once (as im2col does for p0).
   const int64_t id0 = q0 / iHW, ih0 = q0 / g.in[2] % g.in[1], iw00 = q0 % g.in[2];
   for (int64_t o = o0; o < o1; ++o) {
@@ -554,6 +643,23 @@ bool is_3x3_s1(const Geom& g) {
 template <typename T>
 void im2row(const T* x, const Geom& g, T* colT, int64_t p0, int64_t p1) {
   const int64_t rows = g.Cg * g.k_sz, oHW = g.out[1] * g.out[2];
+  if (p0 == 0 && p1 == g.out_sz && is_2d_unit_stride(g)) {
+    // Whole stride-1 maps: plane by plane through a zero-padded copy, as im2col_padded.
+    const int64_t H = g.in[1], W = g.in[2], KH = g.k[1], KW = g.k[2];
+    thread_local std::vector<T> buf;
+    PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], g.out[1], g.out[2], KH, KW, buf);
+    const bool simd = has_avx2();
+    for (int64_t c = 0; c < g.Cg; ++c) {
+      for (int64_t h = 0; h < H; ++h)
+        copy_run(x + (c * H + h) * W, W, pad.at(pad.pt + h, pad.pl), simd);
+      for (int64_t p = 0; p < g.out_sz; ++p) {
+        T* dst = colT + p * rows + c * g.k_sz;
+        const int64_t oh = p / g.out[2], ow = p % g.out[2];
+        for (int64_t kh = 0; kh < KH; ++kh) copy_run(pad.at(oh + kh, ow), KW, dst + kh * KW, simd);
+      }
+    }
+    return;
+  }
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t od = p / oHW, oh = p / g.out[2] % g.out[1], ow = p % g.out[2];
     T* dst = colT + p * rows;
@@ -625,7 +731,7 @@ template <typename T>
 bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act,
                      const T* res, T* y) {
   const int64_t rows = g.Cg * g.k_sz;
-  if (g.out_sz >= 64 || g.pointwise()) return false;
+  if (g.out_sz > 256 || g.pointwise()) return false;
   const bool by_rows = g.k[2] > g.out[2];
   // Images per GEMM: a col buffer of about 1 MiB, and at least one per thread when possible.
   int64_t nb =
@@ -786,6 +892,15 @@ void conv_transpose_impl(const Geom& g, const T* x, const T* w, const T* bias, T
   const int64_t tile = pw ? g.in_sz : tile_cols(rows, g.in_sz);
   const int64_t pairs = g.N * g.G;
   const bool by_pair = pairs >= num_threads();
+  // Every image's product reads the same W^T: pack it once, not per image
+  // (on the digits CNN's 8x8 maps the packing cost half of each product).
+  GemmPacked packed;
+  PackedOperand wt;
+  if constexpr (std::is_same_v<T, float>)
+    if (!pw && g.G == 1 && pairs > 1 && sgemm_kernel() && gemm_uses_packed_operands(tile)) {
+      wt = pack_a_operand(true, w, rows, rows, g.Cg);
+      packed.a = &wt;
+    }
   auto pair = [&](int64_t ng, std::vector<T>& col) {
     const int64_t n = ng / g.G, gi = ng % g.G;
     const T* xg = x + (n * g.C + gi * g.Cg) * g.in_sz;
@@ -805,11 +920,19 @@ void conv_transpose_impl(const Geom& g, const T* x, const T* w, const T* bias, T
       const int64_t tl = std::min(g.in_sz, q0 + tile) - q0;
       col.resize(size_t(rows * tl));
       if (by_pair) {
-        gemm_serial(true, false, rows, tl, g.Cg, T(1), wg, rows, xg + q0, g.in_sz, T(0), col.data(),
-                    tl);
+        if constexpr (std::is_same_v<T, float>)
+          gemm_serial(true, false, rows, tl, g.Cg, 1.f, wg, rows, xg + q0, g.in_sz, 0.f, col.data(),
+                      tl, {}, packed);
+        else
+          gemm_serial(true, false, rows, tl, g.Cg, T(1), wg, rows, xg + q0, g.in_sz, T(0),
+                      col.data(), tl);
         col2im(col.data(), g, q0, q0 + tl, 0, g.Og, yg);
       } else {
-        gemm(true, false, rows, tl, g.Cg, T(1), wg, rows, xg + q0, g.in_sz, T(0), col.data(), tl);
+        if constexpr (std::is_same_v<T, float>)
+          gemm(true, false, rows, tl, g.Cg, 1.f, wg, rows, xg + q0, g.in_sz, 0.f, col.data(), tl,
+               {}, packed);
+        else
+          gemm(true, false, rows, tl, g.Cg, T(1), wg, rows, xg + q0, g.in_sz, T(0), col.data(), tl);
         const int64_t work = std::max<int64_t>(1, g.k_sz * tl);
         parallel_for(g.Og, std::max<int64_t>(1, 16384 / work), [&](int64_t o0, int64_t o1) {
           col2im(col.data(), g, q0, q0 + tl, o0, o1, yg);

@@ -248,6 +248,13 @@ std::vector<ConvCase> conv_cases() {
       {"wide_kernel_padded", {1, 2, 6, 6}, {3, 2, 5, 5}, {}, {1, 2, 1, 0}, {}, {}, 1, true});
   v.push_back(
       {"wide_kernel_dilated", {2, 2, 9, 9}, {3, 2, 5, 5}, {}, {1, 1, 1, 1}, {2, 2}, {}, 1, false});
+  // Whole small stride-1 maps through a zero-padded plane (im2col / im2row):
+  // asymmetric pads, a kernel wider than the output (a weight gradient's),
+  // rows longer than one vector.
+  v.push_back({"s1_small_asym", {3, 4, 6, 5}, {5, 4, 3, 3}, {}, {2, 0, 1, 2}, {}, {}, 1, true});
+  v.push_back(
+      {"s1_kernel_wider_than_out", {2, 3, 8, 8}, {4, 3, 8, 8}, {}, {1, 1, 1, 1}, {}, {}, 1, false});
+  v.push_back({"s1_long_rows", {2, 2, 4, 21}, {3, 2, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 1, true});
   v.push_back(
       {"f64", {2, 4, 7, 6}, {6, 2, 3, 3}, {2, 1}, {1, 1, 0, 1}, {1, 2}, {}, 2, true, DType::F64});
   v.push_back(
@@ -274,6 +281,12 @@ std::vector<ConvCase> transpose_cases() {
       }
   v.push_back({"t2d_asym", {1, 3, 4, 5}, {3, 2, 3, 3}, {2, 2}, {2, 0, 1, 2}, {}, {1, 0}, 1, true});
   v.push_back({"t2d_pointwise", {2, 5, 4, 6}, {5, 3, 1, 1}, {}, {}, {}, {}, 1, true});
+  // Stride 1 through the zero-padded plane (col2im): asymmetric pads, a
+  // kernel wider than the input, rows longer than one vector.
+  v.push_back({"t2d_s1_asym", {2, 3, 5, 4}, {3, 2, 3, 3}, {}, {2, 0, 1, 2}, {}, {}, 1, true});
+  v.push_back(
+      {"t2d_s1_wide_kernel", {3, 2, 3, 3}, {2, 2, 5, 4}, {}, {0, 1, 1, 0}, {}, {}, 1, false});
+  v.push_back({"t2d_s1_long_rows", {2, 2, 3, 19}, {2, 3, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 1, true});
   v.push_back({"t2d_big", {1, 16, 20, 20}, {16, 8, 4, 4}, {2, 2}, {1, 1, 1, 1}, {}, {}, 1, true});
   v.push_back(
       {"t2d_kernel_lt_stride", {1, 2, 3, 3}, {2, 2, 2, 2}, {3, 3}, {}, {}, {2, 1}, 1, false});
