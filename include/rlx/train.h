@@ -216,6 +216,34 @@ class Trainer {
   double last_norm_ = 0, last_lr_ = 0;
 };
 
+// ---- a training step as one graph (`rlx compile --train`, CoreML) ----------------
+
+// A whole step (forward, backward, clipping, the optimizer's update) as a pure
+// graph, for runtimes with no Trainer: every tensor the step changes is a
+// state input X (a trained param `param__<name>`, an optimizer buffer
+// `<buffer>__<name>` such as exp_avg__fc1_weight, a buffer with an update::
+// output `buffer__<name>`; names made MIL identifiers) and the graph returns
+// its next value as output next__X, to be fed back as X on the next call.
+// The other inputs are the model's data inputs, kLrInput (this step's
+// learning rate: schedules stay with the caller) and kOptimStepInput (the
+// update's number, 1 for the first, which Adam's bias corrections and SGD's
+// first momentum step read); the other outputs are the model's (loss,
+// logits, ...). The formulas are Optimizer's, op for op.
+inline constexpr const char* kNextPrefix = "next__";
+inline constexpr const char* kLrInput = "lr";                 // f32 []
+inline constexpr const char* kOptimStepInput = "optim_step";  // f32 []
+struct StepGraph {
+  Graph graph;
+  TensorMap weights;                         // params that stay constant
+  TensorMap initial;                         // every state input's first value
+  std::map<std::string, std::string> holds;  // state input -> what it is ("fc1.weight",
+                                             // "optim::exp_avg::fc1.weight")
+};
+// Throws rlx::Error when the model has no one-element float `loss`, has
+// symbolic dims (export with a fixed batch), or trains no f32 param.
+StepGraph training_step_graph(const Model& model, const OptimizerOptions& optimizer,
+                              double clip_norm = 0);
+
 // ---- training curves -------------------------------------------------------------
 
 // A named series of (x, y) points for write_curves_svg; `axis` picks the panel

@@ -160,6 +160,47 @@ TEST(TrainCli, DataParallelOverMpiEqualsOneProcess) {
       << small.output;
 }
 
+TEST(TrainCli, CompilesATrainingStepForCoreMLThatTrains) {
+  // rlx compile --train: the package and its initial state; then calls of
+  // `rlx coreml-run`, each fed the previous call's next__ outputs, lower the loss.
+  const Fixture f = make_fixture("compile_train");
+  const fs::path pkg = f.dir / "step.mlpackage", state = f.dir / "step.state.safetensors";
+  const testing::CliResult c = testing::run_cli(
+      "compile " + f.model.string() + " --target coreml --train --optimizer sgd --momentum 0.9 " +
+      "--clip-norm 5 --input-shape x=20,4 --input-shape target=20 -o " + pkg.string());
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_NE(c.output.find("one sgd step per call"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("feed each output next__S back as input S"), std::string::npos);
+  TensorMap feed = read_safetensors(state.string());
+  ASSERT_EQ(feed.size(), 4u);  // two params, two momentum buffers
+  EXPECT_TRUE(feed.count("param__fc1_weight") && feed.count("momentum_buffer__fc2_weight"));
+  for (auto& [name, t] : read_safetensors(f.data.string())) feed[name] = t;
+  std::vector<double> losses;
+  for (int step = 1; step <= 4; ++step) {
+    feed["lr"] = Tensor::from_vector<float>({}, {0.1f}, DType::F32);
+    feed["optim_step"] = Tensor::from_vector<float>({}, {float(step)}, DType::F32);
+    const fs::path in = f.dir / "in.safetensors", out = f.dir / "out.safetensors";
+    write_safetensors(in.string(), feed);
+    const testing::CliResult r = testing::run_cli("coreml-run " + pkg.string() + " --inputs " +
+                                                  in.string() + " --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const TensorMap o = read_safetensors(out.string());
+    losses.push_back(o.at("loss").item_as_double(0));
+    for (const auto& [name, t] : o)
+      if (name.rfind("next__", 0) == 0) feed[name.substr(6)] = t;
+  }
+  EXPECT_LT(losses.back(), losses.front());
+
+  const testing::CliResult sym = testing::run_cli("compile " + f.model.string() +
+                                                  " --target coreml --train -o " + pkg.string());
+  EXPECT_EQ(sym.status, 1);
+  EXPECT_NE(sym.output.find("--input-shape"), std::string::npos) << sym.output;
+  const testing::CliResult bad = testing::run_cli(
+      "compile " + f.model.string() + " --train --input-shape x=2,oops -o " + pkg.string());
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("'oops' is not a dimension"), std::string::npos) << bad.output;
+}
+
 TEST(TrainCli, ClearErrors) {
   const Fixture f = make_fixture("train_cli_err");
   const fs::path out = f.dir / "out";

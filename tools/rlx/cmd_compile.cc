@@ -1,8 +1,13 @@
 // rlx compile MODEL --target coreml -o X.mlpackage [--opset CoreML5..CoreML8] [--fp16] [-O0]
+//             [--train [--optimizer adam ...] [--clip-norm N] [--state S.safetensors]]
 // rlx coreml-check X.mlpackage
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "commands.h"
 
@@ -10,11 +15,33 @@ namespace rlx::cli {
 namespace {
 
 struct CompileCommand {
-  std::string model, target = "coreml", out, opset = "CoreML6";
-  bool fp16 = false;
+  std::string model, target = "coreml", out, opset = "CoreML6", state;
+  bool fp16 = false, train = false;
+  OptimizerFlags opt;
+  double clip_norm = 0;
+  std::vector<std::string> input_shapes;  // NAME=D0,D1,...
   int64_t seq_len = 64;
   PassFlags passes;
 };
+
+// "x=32,2" -> {"x", {32, 2}}; "s=" is a scalar.
+std::pair<std::string, Dims> parse_input_shape(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  RLX_CHECK(eq != std::string::npos && eq > 0, "--input-shape '", spec,
+            "': expected NAME=D0,D1,... (e.g. x=32,2)");
+  Dims dims;
+  std::string rest = spec.substr(eq + 1);
+  for (size_t at = 0; at < rest.size();) {
+    const size_t comma = std::min(rest.find(',', at), rest.size());
+    const std::string d = rest.substr(at, comma - at);
+    RLX_CHECK(
+        !d.empty() && d.find_first_not_of("0123456789") == std::string::npos && d.size() <= 12,
+        "--input-shape '", spec, "': '", d, "' is not a dimension");
+    dims.push_back(std::stoll(d));
+    at = comma + 1;
+  }
+  return {spec.substr(0, eq), dims};
+}
 
 }  // namespace
 
@@ -34,9 +61,39 @@ void add_compile_command(CLI::App& app) {
                   "GGUF language models: the token count the exported graph takes (CoreML "
                   "needs static lengths; default 64)")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--train", o->train,
+                "Export one training step of a model with a `loss` output: forward, backward, "
+                "clipping and the optimizer update; each state input S (params, optimizer "
+                "buffers) comes back as output next__S, to feed to the next call");
+  auto* opt = cmd->add_option_group("training step", "With --train");
+  add_optimizer_flags(opt, o->opt);
+  opt->add_option("--clip-norm", o->clip_norm, "Clip the global gradient norm to this (0: off)")
+      ->capture_default_str();
+  opt->add_option("--state", o->state,
+                  "Where the state inputs' initial values go (default: the package path with "
+                  ".state.safetensors for .mlpackage)");
+  cmd->add_option("--input-shape", o->input_shapes,
+                  "NAME=D0,D1,...: binds the symbolic dims of input NAME (repeatable; give every "
+                  "input with symbolic dims), e.g. --input-shape x=32,2 --input-shape target=32")
+      ->take_all();
   add_pass_flags(cmd, o->passes);
   cmd->callback([o] {
     Model m = load_model(o->model, {.n_tokens = o->seq_len});
+    if (!o->input_shapes.empty()) {
+      CompileOptions only_specialize;
+      only_specialize.opt_level = 0;
+      for (const std::string& spec : o->input_shapes) {
+        auto [name, dims] = parse_input_shape(spec);
+        only_specialize.input_shapes[name] = dims;
+      }
+      m.graph = optimize_unbound(std::move(m.graph), only_specialize);
+    }
+    train::StepGraph step;
+    if (o->train) {
+      step = train::training_step_graph(m, optimizer_options(o->opt), o->clip_norm);
+      m.graph = std::move(step.graph);
+      m.weights = step.weights;
+    }
     // The exporter writes the weights itself: every pass but folding runs.
     m.graph = optimize_unbound(std::move(m.graph), compile_options(o->passes, stderr));
     coreml::ExportOptions eo;
@@ -44,6 +101,20 @@ void add_compile_command(CLI::App& app) {
     eo.fp16 = o->fp16;
     coreml::export_package(m.graph, m.weights, o->out, eo);
     std::printf("wrote %s (%s%s)\n", o->out.c_str(), o->opset.c_str(), o->fp16 ? ", fp16" : "");
+    if (!o->train) return;
+    std::string state = o->state;
+    if (state.empty()) {
+      state = o->out;
+      if (state.size() > 10 && state.ends_with(".mlpackage")) state.resize(state.size() - 10);
+      state += ".state.safetensors";
+    }
+    std::map<std::string, std::string> meta = step.holds;  // what each state input holds
+    write_safetensors(state, step.initial, meta);
+    std::printf(
+        "one %s step per call: inputs %s and %s, the model's data inputs, and %zu state "
+        "tensors (initial values in %s); feed each output next__S back as input S\n",
+        o->opt.optimizer.c_str(), train::kLrInput, train::kOptimStepInput, step.initial.size(),
+        state.c_str());
   });
 
   auto path = std::make_shared<std::string>();

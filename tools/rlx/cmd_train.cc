@@ -28,12 +28,12 @@ constexpr const char* kOptimizerKey = "train::optimizer";  // OptimizerKind as i
 
 struct TrainCliOptions {
   std::string model, data, eval, out, resume;
-  std::string optimizer = "adamw", schedule = "constant";
-  double lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0, clip_norm = 0, min_lr = 0;
+  std::string schedule = "constant";
+  OptimizerFlags opt;
+  double lr = 1e-3, clip_norm = 0, min_lr = 0;
   double gamma = 0.1;
   int64_t step_every = 1;  // step schedule: epochs between decays
-  std::vector<double> betas;
-  bool nesterov = false, profile = false;
+  bool profile = false;
   int64_t warmup = 0, epochs = 1, batch = 32;
   uint64_t seed = 0;
   int threads = 0;
@@ -147,12 +147,12 @@ void write_outputs(const train::Trainer& t, const TrainCliOptions& o, const Hist
   t.save(o.out);
   TensorMap ckpt = t.state();
   ckpt[kEpochKey] = Tensor::from_vector<int64_t>({}, {epoch}, DType::I64);
-  ckpt[kOptimizerKey] =
-      Tensor::from_vector<int64_t>({}, {int64_t(train::parse_optimizer(o.optimizer))}, DType::I64);
+  ckpt[kOptimizerKey] = Tensor::from_vector<int64_t>(
+      {}, {int64_t(train::parse_optimizer(o.opt.optimizer))}, DType::I64);
   for (const auto& [name, v] : h.values)
     ckpt[kHistoryPrefix + name] = Tensor::from_vector<double>({int64_t(v.size())}, v, DType::F64);
   write_safetensors((fs::path(o.out) / kCheckpoint).string(), ckpt,
-                    {{"optimizer", o.optimizer}, {"model", o.model}});
+                    {{"optimizer", o.opt.optimizer}, {"model", o.model}});
   std::vector<train::Curve> curves;
   for (const std::string& name : h.names) {
     auto it = h.values.find(name);
@@ -170,7 +170,7 @@ void write_outputs(const train::Trainer& t, const TrainCliOptions& o, const Hist
   }
   train::write_curves_svg((fs::path(o.out) / kCurves).string(), curves,
                           "rlx train " + fs::path(o.model).filename().string() + " (" +
-                              o.optimizer + ", lr " + num_g(o.lr) + ")");
+                              o.opt.optimizer + ", lr " + num_g(o.lr) + ")");
 }
 
 void train(const TrainCliOptions& o, const dist::World& world) {
@@ -183,17 +183,7 @@ void train(const TrainCliOptions& o, const dist::World& world) {
   RLX_CHECK(o.batch >= world.size(), "--batch ", o.batch, " is smaller than the ", world.size(),
             " processes of this run: each needs at least one sample of every batch");
   train::TrainerOptions to;
-  to.optimizer.kind = train::parse_optimizer(o.optimizer);
-  to.optimizer.momentum = o.momentum;
-  to.optimizer.dampening = o.dampening;
-  to.optimizer.nesterov = o.nesterov;
-  to.optimizer.weight_decay = o.weight_decay;
-  if (to.optimizer.kind == train::OptimizerKind::lion) to.optimizer.beta2 = 0.99;
-  if (!o.betas.empty()) {
-    RLX_CHECK(o.betas.size() == 2, "--betas takes two values, got ", o.betas.size());
-    to.optimizer.beta1 = o.betas[0];
-    to.optimizer.beta2 = o.betas[1];
-  }
+  to.optimizer = optimizer_options(o.opt);
   to.schedule.kind = train::parse_schedule(o.schedule);
   to.schedule.lr = o.lr;
   to.schedule.warmup = o.warmup;
@@ -247,7 +237,7 @@ void train(const TrainCliOptions& o, const dist::World& world) {
     if (auto k = ckpt.find(kOptimizerKey); k != ckpt.end()) {
       const auto saved = train::OptimizerKind(int64_t(k->second.item_as_double(0)));
       RLX_CHECK(saved == to.optimizer.kind, path, ": the checkpoint was trained with ",
-                train::optimizer_name(saved), ", not ", o.optimizer, " (pass --optimizer ",
+                train::optimizer_name(saved), ", not ", o.opt.optimizer, " (pass --optimizer ",
                 train::optimizer_name(saved), ")");
     }
     try {
@@ -271,7 +261,7 @@ void train(const TrainCliOptions& o, const dist::World& world) {
   if (world.root()) {
     std::printf("training %s: %zu trained params, %lld samples, %lld steps/epoch, %s lr %g (%s)\n",
                 o.model.c_str(), t.trainable().size(), (long long)data.samples,
-                (long long)per_epoch, o.optimizer.c_str(), o.lr, o.schedule.c_str());
+                (long long)per_epoch, o.opt.optimizer.c_str(), o.lr, o.schedule.c_str());
     if (world.size() > 1)
       std::printf("data-parallel over %d processes: each takes 1/%d of every batch of %lld\n",
                   world.size(), world.size(), (long long)o.batch);
@@ -363,17 +353,8 @@ void add_train_command(CLI::App& app) {
                   "name, all with the same leading sample dim")
       ->required();
   cmd->add_option("--eval", o->eval, "Evaluation data, same layout; evaluated after each epoch");
-  cmd->add_option("--optimizer", o->optimizer, "sgd, adam, adamw or lion")->capture_default_str();
+  add_optimizer_flags(cmd, o->opt);
   cmd->add_option("--lr", o->lr, "Base learning rate")->capture_default_str();
-  cmd->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str();
-  cmd->add_option("--dampening", o->dampening, "SGD dampening")->capture_default_str();
-  cmd->add_flag("--nesterov", o->nesterov, "SGD with Nesterov momentum");
-  cmd->add_option("--weight-decay", o->weight_decay,
-                  "Weight decay (L2 in the gradient for sgd/adam, decoupled for adamw/lion)")
-      ->capture_default_str();
-  cmd->add_option("--betas", o->betas,
-                  "Two betas for adam/adamw/lion (default 0.9 0.999; lion 0.9 0.99)")
-      ->expected(2);
   cmd->add_option("--schedule", o->schedule, "constant, step or cosine")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Steps of linear warmup before the schedule")
       ->check(CLI::NonNegativeNumber);

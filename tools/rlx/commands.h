@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rlx/rlx.h"
+#include "rlx/train.h"
 
 namespace rlx::cli {
 
@@ -34,6 +35,17 @@ void add_pass_flags(CLI::App* cmd, PassFlags& f);
 // the environment, every pass's graph goes to `dump`. Throws for unknown pass
 // names, listing the valid ones.
 CompileOptions compile_options(const PassFlags& f, std::FILE* dump);
+
+// Optimizer flags shared by train and compile --train (optimizer_flags.cc).
+struct OptimizerFlags {
+  std::string optimizer = "adamw";
+  double momentum = 0, dampening = 0, weight_decay = 0;
+  std::vector<double> betas;
+  bool nesterov = false;
+};
+void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& f);
+// Throws rlx::Error for an unknown optimizer or a --betas of other than two values.
+train::OptimizerOptions optimizer_options(const OptimizerFlags& f);
 
 // rlx run --profile (profile.cc): time per op kind and the `top` slowest nodes
 // per run; the last profiled run as a Chrome trace JSON.
