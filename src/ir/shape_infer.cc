@@ -702,6 +702,31 @@ Shape infer_batch_norm(const Node& n, const In& in) {
   return x;
 }
 
+std::vector<Shape> infer_batch_norm_train(const Node& n, const In& in) {
+  const Shape& x = *in[0];
+  RLX_CHECK(x.rank() >= 2 && is_float(x.dtype), "batch_norm_train: x must be float [N,C,...], got ",
+            x.str());
+  check_eps(n.attrs_as<EpsAttrs>().eps, "batch_norm_train");
+  std::vector<Dim> stats(size_t(x.rank()), Dim(1));
+  stats[1] = x.dims[1];
+  return {x, Shape(stats, x.dtype), Shape(stats, x.dtype)};
+}
+
+Shape infer_batch_norm_train_grad(const Node& n, const In& in) {
+  const Shape &x = *in[0], &g = *in[1];
+  RLX_CHECK(x.rank() >= 2 && is_float(x.dtype),
+            "batch_norm_train_grad: x must be float [N,C,...], "
+            "got ",
+            x.str());
+  same_dtype(x, g);
+  bool ok = x.rank() == g.rank();
+  for (int i = 0; ok && i < x.rank(); ++i)
+    ok = dims_compatible(x.dims[size_t(i)], g.dims[size_t(i)]);
+  RLX_CHECK(ok, "batch_norm_train_grad: dxhat ", g.str(), " does not match x ", x.str());
+  check_eps(n.attrs_as<EpsAttrs>().eps, "batch_norm_train_grad");
+  return x;
+}
+
 Shape infer_layer_norm_2d(const Node& n, const In& in) {
   const Shape& x = *in[0];
   RLX_CHECK(x.rank() == 4, "layer_norm_2d: x must be [N,C,H,W], got ", x.str());

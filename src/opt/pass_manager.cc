@@ -52,6 +52,8 @@ const std::vector<std::unique_ptr<Pass>>& pass_registry() {
     // simplify next: it is structural, and folding a transpose it removes
     // (x @ w^T) would copy the weight at load time for nothing.
     v.push_back(make_simplify_pass());
+    // Before folding and CSE: it matches the decomposition's structure (and runs CSE itself).
+    v.push_back(make_batch_norm_train_pass());
     v.push_back(make_fold_pass());
     // Fusions after folding: they match constant weights and biases.
     v.push_back(make_conv_bn_pass());

@@ -38,6 +38,11 @@ Graph fold_batchnorm_into_conv(const Graph& g);
 // `activations`, an 8-bit per-tensor one on their first input. Idempotent: an operand that is
 // already a fake_quantize output is left alone.
 Graph insert_fake_quant(const Graph& g, int bits, bool activations);
+// BatchNorm's training-form decomposition (batch mean, biased variance,
+// normalize over every axis but 1) -> one batch_norm_train node, whose
+// outputs replace the mean, the variance and the normalized value. Run it
+// before autodiff, so the backward is one batch_norm_train_grad.
+Graph fuse_batch_norm_training(const Graph& g);
 // Drops nodes no output depends on. Inputs stay (they are the signature).
 Graph eliminate_dead_code(const Graph& g);
 

@@ -4,6 +4,7 @@
 #include "rlx/autodiff.h"
 #include "rlx/error.h"
 #include "rlx/train.h"
+#include "train/before_autodiff.h"
 #include "train/output_list.h"
 
 namespace rlx::train {
@@ -28,6 +29,7 @@ Gradients compute_gradients(Model m, const TensorMap& inputs, const TensorMap* c
     m.graph = optimize_unbound(std::move(m.graph), only_specialize);
   }
 
+  m.graph = before_autodiff(std::move(m.graph), options);
   const std::string outputs = output_list(m.graph);
   GradientGraphOptions go;
   go.non_trainable = m.non_trainable;

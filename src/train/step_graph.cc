@@ -11,6 +11,7 @@
 #include "rlx/builder.h"
 #include "rlx/error.h"
 #include "rlx/train.h"
+#include "train/before_autodiff.h"
 
 namespace rlx::train {
 namespace {
@@ -127,7 +128,7 @@ class StepBuilder {
 
 StepGraph training_step_graph(const Model& model, const OptimizerOptions& opt, double clip_norm) {
   Optimizer check(opt);  // the options' own checks
-  Graph g = model.graph;
+  Graph g = before_autodiff(model.graph, {});
   const std::string& src = model.source;
   NodeId loss = -1;
   for (const auto& o : g.outputs())

@@ -9,6 +9,7 @@
 #include "rlx/autodiff.h"
 #include "rlx/error.h"
 #include "rlx/train.h"
+#include "train/before_autodiff.h"
 #include "train/output_list.h"
 
 namespace rlx::train {
@@ -140,6 +141,7 @@ Trainer::Compiled& Trainer::compiled(const TensorMap& feed, bool train) {
   }
   std::set<std::string> as_inputs(trainable_.begin(), trainable_.end());
   as_inputs.insert(updated_.begin(), updated_.end());
+  g = before_autodiff(std::move(g), options_.compile);
   if (train) {
     std::vector<NodeId> wrt;
     for (const std::string& name : trainable_)

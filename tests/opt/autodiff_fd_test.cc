@@ -249,6 +249,8 @@ std::vector<Case> cases() {
       {Op::MaxPool2d,
        {f({1, 1, 7, 6})},
        {{"kernel", Ints{2, 2}}, {"dilation", Ints{2, 2}}, {"stride", Ints{1, 2}}}},
+      {Op::BatchNormTrain, {f({3, 2, 3, 2})}, {{"eps", 1e-5}}},
+      {Op::BatchNormTrain, {f({5, 3})}, {{"eps", 0.1}}},
       // Linear in dy; piecewise constant in x (no gradient).
       {Op::MaxPool2dGrad,
        {f({1, 2, 5, 6}), f({1, 2, 3, 3})},
@@ -490,6 +492,7 @@ const std::set<Op> kGaps = {Op::RmsNormGrad,
                             Op::ActivationGrad,
                             Op::SoftmaxCrossEntropyGrad,
                             Op::FakeQuantizeGrad,
+                            Op::BatchNormTrainGrad,
                             Op::Lstm,
                             Op::Gru,
                             Op::Rnn,  // backpropagation through time: not yet

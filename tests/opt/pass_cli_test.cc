@@ -75,7 +75,8 @@ TEST_F(PassCli, BadPassNamesAreClearErrors) {
   auto r = run_cli("inspect " + path("m") + " --after folding");
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.output, "unknown pass 'folding'")) << r.output;
-  EXPECT_TRUE(has(r.output, "specialize, qat, simplify, fold, conv_bn, epilogue, cse, dce"))
+  EXPECT_TRUE(
+      has(r.output, "specialize, qat, simplify, bn_train, fold, conv_bn, epilogue, cse, dce"))
       << r.output;
   r = run_cli("run " + path("m") + " -i " + path("in.safetensors") + " --disable-pass nope");
   EXPECT_NE(r.status, 0);

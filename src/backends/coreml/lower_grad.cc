@@ -1,7 +1,7 @@
 // Backward ops composed from primitive MIL ops, with the math of the CPU kernels
 // (src/backends/cpu/grad_*.cc): rms/layer/group_norm_grad, activation_grad,
-// softmax_cross_entropy(_grad), and max_pool2d_grad through autodiff's
-// primitives. MIL cannot raise errors at run time, so an out-of-range label
+// softmax_cross_entropy(_grad), and max_pool2d_grad and batch_norm_train(_grad)
+// through autodiff's primitives. MIL cannot raise errors at run time, so an out-of-range label
 // (checked by the CPU kernel) is not detected here; ignore_index rows are masked.
 #include <cmath>
 
@@ -355,27 +355,57 @@ Val lower_dropout(Lowering& L, const Node& n) {
   return L.b.op("identity", {{"x", L.in(n, 0)}}, L.type_of(n), L.hint(n));
 }
 
-// max_pool2d_grad has no MIL op: autodiff's primitive spelling of it
-// (opt/autodiff/primitives.h), built as a small rlx graph on the node's
-// inputs, whose nodes lower through the table like any other.
-Val lower_max_pool_grad(Lowering& L, const Node& n) {
+// Ops with no MIL counterpart, lowered through autodiff's primitive spelling
+// of them (opt/autodiff/primitives.h): `build` makes that spelling as a small
+// rlx graph on inputs shaped like the node's, whose nodes lower through the
+// table like any other; returns the values of build's outputs.
+template <typename Build>
+std::vector<Val> lower_via_primitives(Lowering& L, const Node& n, Build build) {
   Graph sub;
-  const NodeId x = sub.input("x", L.g.node(n.inputs[0]).shape);
-  const NodeId dy = sub.input("dy", L.g.node(n.inputs[1]).shape);
+  std::vector<NodeId> ins;
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    ins.push_back(sub.input("in" + std::to_string(i), L.g.node(n.inputs[i]).shape));
   opt::ad::Emit e(sub);
   e.set_origin(n.origin);
-  const NodeId dx = opt::ad::max_pool_grad_primitives(e, x, dy, n.attrs_as<MaxPoolAttrs>());
+  const std::vector<NodeId> outs = build(e, ins);
   Lowering S{sub, L.weights, L.b, L.fp16, std::vector<Val>(sub.size()), {}};
   S.results.resize(sub.size());
-  S.vals[size_t(x)] = L.in(n, 0);
-  S.vals[size_t(dy)] = L.in(n, 1);
+  for (size_t i = 0; i < ins.size(); ++i) S.vals[size_t(ins[i])] = L.in(n, i);
   for (const Node& m : sub.nodes()) {
     if (m.op == Op::Input) continue;
     const LowerFn f = lower_table().one[size_t(m.op)];
     RLX_CHECK(f, "coreml: ", L.hint(n), ": no lowering for its primitive ", op_name(m.op));
     S.vals[size_t(m.id)] = f(S, m);
   }
-  return finish(L, n, S.vals[size_t(dx)]);
+  std::vector<Val> r;
+  for (NodeId o : outs) r.push_back(S.vals[size_t(o)]);
+  return r;
+}
+
+Val lower_max_pool_grad(Lowering& L, const Node& n) {
+  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
+    return std::vector<NodeId>{
+        opt::ad::max_pool_grad_primitives(e, in[0], in[1], n.attrs_as<MaxPoolAttrs>())};
+  });
+  return finish(L, n, v[0]);
+}
+
+std::vector<Val> lower_batch_norm_train(Lowering& L, const Node& n) {
+  const double eps = n.attrs_as<EpsAttrs>().eps;
+  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
+    return opt::ad::batch_norm_train_primitives(e, in[0], eps);
+  });
+  std::vector<Val> r;
+  for (size_t i = 0; i < v.size(); ++i) r.push_back(finish(L, n, i, v[i]));
+  return r;
+}
+
+Val lower_batch_norm_train_grad(Lowering& L, const Node& n) {
+  const double eps = n.attrs_as<EpsAttrs>().eps;
+  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
+    return std::vector<NodeId>{opt::ad::batch_norm_train_grad_primitives(e, in[0], in[1], eps)};
+  });
+  return finish(L, n, v[0]);
 }
 
 }  // namespace
@@ -390,6 +420,8 @@ void register_grad(LowerTable& t) {
   set(Op::SoftmaxCrossEntropyGrad, lower_softmax_ce_grad);
   set(Op::Dropout, lower_dropout);
   set(Op::MaxPool2dGrad, lower_max_pool_grad);
+  set(Op::BatchNormTrainGrad, lower_batch_norm_train_grad);
+  t.many[size_t(Op::BatchNormTrain)] = lower_batch_norm_train;
 }
 
 }  // namespace rlx::coreml

@@ -74,6 +74,8 @@ KernelEntry kernel_for(Op op) {
     case Op::RmsNorm: return {rms_norm, f32};
     case Op::GroupNorm: return {group_norm, f32};
     case Op::BatchNorm: return {batch_norm, f32};
+    case Op::BatchNormTrain: return {batch_norm_train, f32};
+    case Op::BatchNormTrainGrad: return {batch_norm_train_grad, f32};
     case Op::LayerNorm2d: return {layer_norm_2d, f32};
     case Op::Attention: return {attention, f32};
     case Op::Rope: return {rope, f32};

@@ -59,6 +59,8 @@ void conv_transpose(const KernelCall& c);
 void max_pool2d(const KernelCall& c);
 void max_pool2d_indices(const KernelCall& c);
 void max_pool2d_grad(const KernelCall& c);
+void batch_norm_train(const KernelCall& c);
+void batch_norm_train_grad(const KernelCall& c);
 void avg_pool2d(const KernelCall& c);
 void adaptive_avg_pool2d(const KernelCall& c);
 

@@ -1,6 +1,8 @@
 // Backward ops spelt as primitive ops, for a backend that has no kernel of its
 // own for them (the CoreML lowering builds these on the node's inputs).
 #pragma once
+#include <vector>
+
 #include "opt/autodiff/emit.h"
 
 namespace rlx::opt::ad {
@@ -10,5 +12,11 @@ namespace rlx::opt::ad {
 // first maximum, and a conv_transpose that puts the taps back. A window whose
 // maximum is NaN passes no gradient here (the CPU kernel gives it to the NaN).
 NodeId max_pool_grad_primitives(Emit& e, NodeId x, NodeId dy, MaxPoolAttrs a);
+
+// batch_norm_train(x) as (xhat, mean, var): reduce_mean over every axis but
+// 1, the mean of squared deviations, (x - mean) * rsqrt(var + eps).
+std::vector<NodeId> batch_norm_train_primitives(Emit& e, NodeId x, double eps);
+// batch_norm_train_grad(x, dxhat): rstd * (g - mean(g) - xhat * mean(g * xhat)).
+NodeId batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId dxhat, double eps);
 
 }  // namespace rlx::opt::ad

@@ -89,6 +89,7 @@ void vjp_layer_norm(VjpCall&);
 void vjp_rms_norm(VjpCall&);
 void vjp_group_norm(VjpCall&);
 void vjp_batch_norm(VjpCall&);
+void vjp_batch_norm_train(VjpCall&);  // batch_norm_train_grad
 void vjp_layer_norm_2d(VjpCall&);
 void vjp_attention(VjpCall&);
 void vjp_rope(VjpCall&);

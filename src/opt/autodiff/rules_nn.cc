@@ -2,6 +2,7 @@
 // ops), attention (recomputed scores), rope and softmax cross-entropy.
 #include <cmath>
 
+#include "opt/autodiff/primitives.h"
 #include "opt/autodiff/rules.h"
 #include "rlx/error.h"
 
@@ -72,6 +73,61 @@ void vjp_batch_norm(VjpCall& c) {
   }
   if (c.needs(3)) c.dx[3] = e.mul(channel_sum(e.mul(dy, centered)), inv);
   if (c.needs(4)) c.dx[4] = channel_sum(dy);
+}
+
+void vjp_batch_norm_train(VjpCall& c) {
+  // xhat's cotangent through batch_norm_train_grad; the statistics' own ones
+  // (rare: they usually feed only running averages) by their definitions,
+  // d mean / dx = 1 / n and d var / dx = 2 (x - mean) / n.
+  if (!c.needs(0)) return;
+  Emit& e = c.e;
+  const NodeId x = c.in(0);
+  const Dims xd = e.dims(x, "batch_norm_train's gradient");
+  const double n = double(numel(xd) / std::max<int64_t>(1, xd[1]));
+  std::vector<Dim> full(xd.begin(), xd.end());
+  NodeId dx = -1;
+  auto acc = [&](NodeId v) { dx = dx < 0 ? v : e.add(dx, v); };
+  if (c.dy[0] >= 0) acc(e.op(Op::BatchNormTrainGrad, {x, c.dy[0]}, c.n.attrs_as<EpsAttrs>()));
+  if (c.dy[1] >= 0) acc(e.expand(e.mul(c.dy[1], 1 / n), full));
+  if (c.dy[2] >= 0) {
+    const NodeId mean = e.graph().result(c.n.id, 1);
+    acc(e.mul(e.mul(e.sub(x, mean), c.dy[2]), 2 / n));
+  }
+  c.dx[0] = dx;
+}
+
+namespace {
+std::vector<int64_t> batch_axes(int rank) {
+  std::vector<int64_t> a{0};
+  for (int i = 2; i < rank; ++i) a.push_back(i);
+  return a;
+}
+}  // namespace
+
+std::vector<NodeId> batch_norm_train_primitives(Emit& e, NodeId x, double eps) {
+  const std::vector<int64_t> axes = batch_axes(e.rank(x));
+  const DType t = e.dtype(x);
+  const NodeId mean = e.op(Op::ReduceMean, {x}, ReduceAttrs{.axes = axes, .keepdims = true});
+  const NodeId d = e.sub(x, mean);
+  const NodeId var =
+      e.op(Op::ReduceMean, {e.mul(d, d)}, ReduceAttrs{.axes = axes, .keepdims = true});
+  const NodeId xhat = e.mul(d, e.op(Op::Rsqrt, {e.add(var, e.scalar(eps, t))}));
+  return {xhat, mean, var};
+}
+
+NodeId batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId g, double eps) {
+  const std::vector<int64_t> axes = batch_axes(e.rank(x));
+  const DType t = e.dtype(x);
+  const NodeId mean = e.op(Op::ReduceMean, {x}, ReduceAttrs{.axes = axes, .keepdims = true});
+  const NodeId d = e.sub(x, mean);
+  const NodeId var =
+      e.op(Op::ReduceMean, {e.mul(d, d)}, ReduceAttrs{.axes = axes, .keepdims = true});
+  const NodeId rstd = e.op(Op::Rsqrt, {e.add(var, e.scalar(eps, t))});
+  const NodeId xhat = e.mul(d, rstd);
+  auto mean_of = [&](NodeId v) {
+    return e.op(Op::ReduceMean, {v}, ReduceAttrs{.axes = axes, .keepdims = true});
+  };
+  return e.mul(rstd, e.sub(e.sub(g, mean_of(g)), e.mul(xhat, mean_of(e.mul(g, xhat)))));
 }
 
 void vjp_attention(VjpCall& c) {

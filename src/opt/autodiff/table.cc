@@ -184,6 +184,8 @@ VjpEntry vjp_entry(Op op) {
       return rule(vjp_group_norm);
     case Op::BatchNorm:
       return rule(vjp_batch_norm);
+    case Op::BatchNormTrain:
+      return rule(vjp_batch_norm_train);
     case Op::LayerNorm2d:
       return rule(vjp_layer_norm_2d);
     case Op::Attention:
@@ -201,6 +203,7 @@ VjpEntry vjp_entry(Op op) {
     case Op::ActivationGrad:
     case Op::SoftmaxCrossEntropyGrad:
     case Op::FakeQuantizeGrad:
+    case Op::BatchNormTrainGrad:
       return gap(kSecondOrder);
     case Op::SoftmaxCrossEntropy:
       return rule(vjp_softmax_cross_entropy);

@@ -272,6 +272,14 @@ std::vector<OpCase> cases() {
   pool("max_pool_ceil", Op::MaxPool2d, {1, 2, 6, 6},
        {{"kernel", v({3, 3})}, {"stride", v({2, 2})}, {"ceil_mode", int64_t(1)}});
   pool("max_pool_unbatched", Op::MaxPool2d, {2, 6, 6}, {{"kernel", v({2, 2})}});
+  // batch_norm_train(_grad) through autodiff's primitives (reductions, rsqrt).
+  c.push_back({"batch_norm_train", Op::BatchNormTrain, {f({4, 3, 5, 2})}, {}, 1e-5, 2e-2});
+  c.push_back({"batch_norm_train_grad",
+               Op::BatchNormTrainGrad,
+               {f({4, 3, 5}), f({4, 3, 5})},
+               {{"eps", 1e-3}},
+               1e-5,
+               3e-2});
   // Through autodiff's primitives (pad, one-hot conv, cumsum, conv_transpose).
   c.push_back({"max_pool_grad_overlapping",
                Op::MaxPool2dGrad,
