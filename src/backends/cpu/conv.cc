@@ -179,12 +179,15 @@ RLX_AVX2 void copy_run_avx2(const float* src, int64_t n, float* dst) {
 }
 
 // dst[0, n) = src[0, n) for the short runs of small maps, where the memmove
-// call std::copy_n becomes costs more than the copy. `simd`: has_avx2().
-template <typename T>
-inline void copy_run(const T* src, int64_t n, T* dst, bool simd) {
-  if constexpr (std::is_same_v<T, float>)
-    if (simd) return copy_run_avx2(src, n, dst);
-  std::copy_n(src, n, dst);
+// call std::copy_n becomes costs more than the copy. The padded-plane
+// routines below that call it take Simd = true only inside an AVX2 wrapper
+// that inlines them whole (flatten), so each run is one or two vector moves.
+template <typename T, bool Simd>
+inline void copy_run(const T* src, int64_t n, T* dst) {
+  if constexpr (Simd && std::is_same_v<T, float>)
+    copy_run_avx2(src, n, dst);
+  else
+    std::copy_n(src, n, dst);
 }
 
 // A 2-d geometry with stride 1 and no dilation: its windows are shifted
@@ -216,20 +219,47 @@ struct PaddedPlane {
 // zero-padded buffer, so a (kh, kw) row of col is OH runs of OW elements read
 // with no bounds checks (the general loop below spent ~25 cycles per run on
 // the 8x8 maps of the digits CNN).
-template <typename T>
+template <typename T, bool Simd>
 void im2col_padded(const T* x, const Geom& g, T* col, int64_t tl) {
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   thread_local std::vector<T> buf;
   PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], OH, OW, g.k[1], g.k[2], buf);
-  const bool simd = has_avx2();
   T* dst = col;
   for (int64_t c = 0; c < g.Cg; ++c) {
     for (int64_t h = 0; h < H; ++h)
-      copy_run(x + (c * H + h) * W, W, pad.at(pad.pt + h, pad.pl), simd);
+      copy_run<T, Simd>(x + (c * H + h) * W, W, pad.at(pad.pt + h, pad.pl));
     for (int64_t kh = 0; kh < g.k[1]; ++kh)
       for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += tl)
-        for (int64_t oh = 0; oh < OH; ++oh) copy_run(pad.at(oh + kh, kw), OW, dst + oh * OW, simd);
+        for (int64_t oh = 0; oh < OH; ++oh)
+          copy_run<T, Simd>(pad.at(oh + kh, kw), OW, dst + oh * OW);
   }
+}
+
+// Rows of col^T[out_sz, Cg * k_sz] for whole stride-1 maps, plane by plane
+// through a zero-padded copy, as im2col_padded.
+template <typename T, bool Simd>
+void im2row_padded(const T* x, const Geom& g, T* colT) {
+  const int64_t H = g.in[1], W = g.in[2], KH = g.k[1], KW = g.k[2], rows = g.Cg * g.k_sz;
+  thread_local std::vector<T> buf;
+  PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], g.out[1], g.out[2], KH, KW, buf);
+  for (int64_t c = 0; c < g.Cg; ++c) {
+    for (int64_t h = 0; h < H; ++h)
+      copy_run<T, Simd>(x + (c * H + h) * W, W, pad.at(pad.pt + h, pad.pl));
+    for (int64_t p = 0; p < g.out_sz; ++p) {
+      T* dst = colT + p * rows + c * g.k_sz;
+      const int64_t oh = p / g.out[2], ow = p % g.out[2];
+      for (int64_t kh = 0; kh < KH; ++kh) copy_run<T, Simd>(pad.at(oh + kh, ow), KW, dst + kh * KW);
+    }
+  }
+}
+
+RLX_AVX2 __attribute__((flatten)) void im2col_padded_avx2(const float* x, const Geom& g, float* col,
+                                                          int64_t tl) {
+  im2col_padded<float, true>(x, g, col, tl);
+}
+RLX_AVX2 __attribute__((flatten)) void im2row_padded_avx2(const float* x, const Geom& g,
+                                                          float* colT) {
+  im2row_padded<float, true>(x, g, colT);
 }
 
 // col[Cg * k_sz, p1 - p0] (rows `ld` apart; 0: p1 - p0) for output positions
@@ -237,7 +267,11 @@ void im2col_padded(const T* x, const Geom& g, T* col, int64_t tl) {
 template <typename T>
 void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t ld = 0) {
   const int64_t tl = ld ? ld : p1 - p0, oHW = g.out[1] * g.out[2];
-  if (p0 == 0 && p1 == g.out_sz && is_2d_unit_stride(g)) return im2col_padded(x, g, col, tl);
+  if (p0 == 0 && p1 == g.out_sz && is_2d_unit_stride(g)) {
+    if constexpr (std::is_same_v<T, float>)
+      if (has_avx2()) return im2col_padded_avx2(x, g, col, tl);
+    return im2col_padded<T, false>(x, g, col, tl);
+  }
   // Where p0 lies in the output, once: the segments below step through it
   // without a division each (a weight gradient's im2col has thousands of rows).
   const int64_t od0 = p0 / oHW, oh0 = p0 / g.out[2] % g.out[1], ow00 = p0 % g.out[2];
@@ -293,15 +327,14 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t l
 // col2im of whole small stride-1 maps, as im2col_padded: each output plane
 // is accumulated in a zero-padded buffer, (kh, kw) row by row as runs of IW
 // additions, and its interior copied back.
-template <typename T>
+template <typename T, bool Simd>
 void col2im_padded(const T* col, const Geom& g, int64_t o0, int64_t o1, T* out) {
   const int64_t IH = g.in[1], IW = g.in[2], H = g.out[1], W = g.out[2], tl = g.in_sz;
   thread_local std::vector<T> buf;
-  const bool simd = has_avx2();
   for (int64_t o = o0; o < o1; ++o) {
     PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], IH, IW, g.k[1], g.k[2], buf);
     T* oc = out + o * g.out_sz;
-    for (int64_t h = 0; h < H; ++h) copy_run(oc + h * W, W, pad.at(pad.pt + h, pad.pl), simd);
+    for (int64_t h = 0; h < H; ++h) copy_run<T, Simd>(oc + h * W, W, pad.at(pad.pt + h, pad.pl));
     const T* src = col + o * g.k_sz * tl;
     for (int64_t kh = 0; kh < g.k[1]; ++kh)
       for (int64_t kw = 0; kw < g.k[2]; ++kw, src += tl)
@@ -310,8 +343,13 @@ void col2im_padded(const T* col, const Geom& g, int64_t o0, int64_t o1, T* out) 
           const T* s = src + ih * IW;
           for (int64_t j = 0; j < IW; ++j) d[j] += s[j];
         }
-    for (int64_t h = 0; h < H; ++h) copy_run(pad.at(pad.pt + h, pad.pl), W, oc + h * W, simd);
+    for (int64_t h = 0; h < H; ++h) copy_run<T, Simd>(pad.at(pad.pt + h, pad.pl), W, oc + h * W);
   }
+}
+
+RLX_AVX2 __attribute__((flatten)) void col2im_padded_avx2(const float* col, const Geom& g,
+                                                          int64_t o0, int64_t o1, float* out) {
+  col2im_padded<float, true>(col, g, o0, o1, out);
 }
 
 // Transposed conv: adds col[Og * k_sz, q1 - q0] (input positions [q0, q1)) into
@@ -319,7 +357,11 @@ void col2im_padded(const T* col, const Geom& g, int64_t o0, int64_t o1, T* out) 
 template <typename T>
 void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int64_t o1, T* out) {
   const int64_t tl = q1 - q0, iHW = g.in[1] * g.in[2];
-  if (q0 == 0 && q1 == g.in_sz && is_2d_unit_stride(g)) return col2im_padded(col, g, o0, o1, out);
+  if (q0 == 0 && q1 == g.in_sz && is_2d_unit_stride(g)) {
+    if constexpr (std::is_same_v<T, float>)
+      if (has_avx2()) return col2im_padded_avx2(col, g, o0, o1, out);
+    return col2im_padded<T, false>(col, g, o0, o1, out);
+  }
   // Where q0 lies in the input, once (as im2col does for p0).
   const int64_t id0 = q0 / iHW, ih0 = q0 / g.in[2] % g.in[1], iw00 = q0 % g.in[2];
   for (int64_t o = o0; o < o1; ++o) {
@@ -644,21 +686,9 @@ template <typename T>
 void im2row(const T* x, const Geom& g, T* colT, int64_t p0, int64_t p1) {
   const int64_t rows = g.Cg * g.k_sz, oHW = g.out[1] * g.out[2];
   if (p0 == 0 && p1 == g.out_sz && is_2d_unit_stride(g)) {
-    // Whole stride-1 maps: plane by plane through a zero-padded copy, as im2col_padded.
-    const int64_t H = g.in[1], W = g.in[2], KH = g.k[1], KW = g.k[2];
-    thread_local std::vector<T> buf;
-    PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], g.out[1], g.out[2], KH, KW, buf);
-    const bool simd = has_avx2();
-    for (int64_t c = 0; c < g.Cg; ++c) {
-      for (int64_t h = 0; h < H; ++h)
-        copy_run(x + (c * H + h) * W, W, pad.at(pad.pt + h, pad.pl), simd);
-      for (int64_t p = 0; p < g.out_sz; ++p) {
-        T* dst = colT + p * rows + c * g.k_sz;
-        const int64_t oh = p / g.out[2], ow = p % g.out[2];
-        for (int64_t kh = 0; kh < KH; ++kh) copy_run(pad.at(oh + kh, ow), KW, dst + kh * KW, simd);
-      }
-    }
-    return;
+    if constexpr (std::is_same_v<T, float>)
+      if (has_avx2()) return im2row_padded_avx2(x, g, colT);
+    return im2row_padded<T, false>(x, g, colT);
   }
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t od = p / oHW, oh = p / g.out[2] % g.out[1], ow = p % g.out[2];
