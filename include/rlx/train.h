@@ -169,7 +169,9 @@ class Trainer {
   // The last step's outputs other than gradients and buffer updates (loss,
   // logits, ...), owned copies.
   const TensorMap& last_outputs() const { return last_outputs_; }
-  double last_grad_norm() const { return last_norm_; }
+  // The global grad norm of the last step (before clipping). Without
+  // clipping it is computed when first asked for, from that step's gradients.
+  double last_grad_norm() const;
   double last_lr() const { return last_lr_; }
   int64_t step_count() const { return optimizer_.steps(); }
   const std::vector<std::string>& trainable() const { return trainable_; }
@@ -213,7 +215,9 @@ class Trainer {
   bool has_step_input_ = false, profiling_ = false;
   std::map<std::string, std::unique_ptr<Compiled>> cache_;  // "train|dims..." -> step
   TensorMap last_outputs_;
-  double last_norm_ = 0, last_lr_ = 0;
+  mutable double last_norm_ = 0;
+  double last_lr_ = 0;
+  mutable TensorMap unmeasured_grads_;  // the last step's, until last_grad_norm() reads them
 };
 
 // ---- a training step as one graph (`rlx compile --train`, CoreML) ----------------

@@ -185,8 +185,15 @@ float Trainer::step(const TensorMap& batch) {
   TensorMap grads;
   for (const std::string& name : trainable_) grads[name] = out.at(kGradPrefix + name);
   if (options_.on_gradients) options_.on_gradients(grads);
-  const ClipResult clip = clip_grad_norm(grads, options_.clip_norm);
-  last_norm_ = clip.norm;
+  // The norm costs a pass over every gradient: only clipping needs it now.
+  ClipResult clip;
+  unmeasured_grads_.clear();
+  if (options_.clip_norm > 0) {
+    clip = clip_grad_norm(grads, options_.clip_norm);
+    last_norm_ = clip.norm;
+  } else {
+    unmeasured_grads_ = grads;
+  }
   last_lr_ = learning_rate(options_.schedule, step_count());
   optimizer_.step(params_, grads, last_lr_, clip.scale);
   for (const std::string& name : updated_)
@@ -225,6 +232,14 @@ Trainer::StepProfile Trainer::profile() const {
     }
   }
   return best;
+}
+
+double Trainer::last_grad_norm() const {
+  if (!unmeasured_grads_.empty()) {
+    last_norm_ = clip_grad_norm(unmeasured_grads_, 0).norm;
+    unmeasured_grads_.clear();
+  }
+  return last_norm_;
 }
 
 TensorMap Trainer::evaluate(const TensorMap& batch) {

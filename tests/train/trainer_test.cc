@@ -76,6 +76,24 @@ y = [ps[k].detach() for k in ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias'
       testing::all_close(Tensor::from_vector<float>({3}, losses, DType::F32), want[4], 1e-6, 1e-5));
 }
 
+TEST(Trainer, GradNormWithoutClippingIsMeasuredWhenAsked) {
+  // Without clipping the norm is computed on demand from the step's
+  // gradients; it must equal the one clipping computes (a bound that never bites).
+  const Model m = mlp(Dim(8));
+  train::TrainerOptions lazy, eager;
+  eager.clip_norm = 1e30;
+  train::Trainer a(m, lazy), b(m, eager);
+  for (int k = 0; k < 2; ++k) {
+    a.step(batch_of(8, 20 + uint64_t(k)));
+    b.step(batch_of(8, 20 + uint64_t(k)));
+    EXPECT_GT(b.last_grad_norm(), 0);
+    EXPECT_EQ(a.last_grad_norm(), b.last_grad_norm());
+    EXPECT_EQ(a.last_grad_norm(), b.last_grad_norm());  // asked twice: the same
+  }
+  for (const auto& [name, w] : a.weights())
+    EXPECT_TRUE(testing::all_equal(w, b.weights().at(name))) << name;
+}
+
 TEST(Trainer, LossGoesDownAndEvaluateChangesNothing) {
   train::TrainerOptions o;
   o.optimizer.kind = train::OptimizerKind::adam;
