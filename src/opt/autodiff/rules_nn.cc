@@ -97,37 +97,39 @@ void vjp_batch_norm_train(VjpCall& c) {
 }
 
 namespace {
-std::vector<int64_t> batch_axes(int rank) {
-  std::vector<int64_t> a{0};
-  for (int i = 2; i < rank; ++i) a.push_back(i);
-  return a;
+
+// Batch statistics of x [N, C, ...] over every axis but 1 (kept), spelt with primitives.
+struct BatchStats {
+  NodeId mean, var, rstd, xhat;
+};
+
+NodeId batch_mean(Emit& e, NodeId v) {
+  std::vector<int64_t> axes{0};
+  for (int i = 2; i < e.rank(v); ++i) axes.push_back(i);
+  return e.op(Op::ReduceMean, {v}, ReduceAttrs{.axes = axes, .keepdims = true});
 }
+
+BatchStats batch_stats(Emit& e, NodeId x, double eps) {
+  BatchStats s;
+  s.mean = batch_mean(e, x);
+  const NodeId d = e.sub(x, s.mean);
+  s.var = batch_mean(e, e.mul(d, d));
+  s.rstd = e.op(Op::Rsqrt, {e.add(s.var, e.scalar(eps, e.dtype(x)))});
+  s.xhat = e.mul(d, s.rstd);
+  return s;
+}
+
 }  // namespace
 
 std::vector<NodeId> batch_norm_train_primitives(Emit& e, NodeId x, double eps) {
-  const std::vector<int64_t> axes = batch_axes(e.rank(x));
-  const DType t = e.dtype(x);
-  const NodeId mean = e.op(Op::ReduceMean, {x}, ReduceAttrs{.axes = axes, .keepdims = true});
-  const NodeId d = e.sub(x, mean);
-  const NodeId var =
-      e.op(Op::ReduceMean, {e.mul(d, d)}, ReduceAttrs{.axes = axes, .keepdims = true});
-  const NodeId xhat = e.mul(d, e.op(Op::Rsqrt, {e.add(var, e.scalar(eps, t))}));
-  return {xhat, mean, var};
+  const BatchStats s = batch_stats(e, x, eps);
+  return {s.xhat, s.mean, s.var};
 }
 
 NodeId batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId g, double eps) {
-  const std::vector<int64_t> axes = batch_axes(e.rank(x));
-  const DType t = e.dtype(x);
-  const NodeId mean = e.op(Op::ReduceMean, {x}, ReduceAttrs{.axes = axes, .keepdims = true});
-  const NodeId d = e.sub(x, mean);
-  const NodeId var =
-      e.op(Op::ReduceMean, {e.mul(d, d)}, ReduceAttrs{.axes = axes, .keepdims = true});
-  const NodeId rstd = e.op(Op::Rsqrt, {e.add(var, e.scalar(eps, t))});
-  const NodeId xhat = e.mul(d, rstd);
-  auto mean_of = [&](NodeId v) {
-    return e.op(Op::ReduceMean, {v}, ReduceAttrs{.axes = axes, .keepdims = true});
-  };
-  return e.mul(rstd, e.sub(e.sub(g, mean_of(g)), e.mul(xhat, mean_of(e.mul(g, xhat)))));
+  const BatchStats s = batch_stats(e, x, eps);
+  const NodeId centered = e.sub(g, batch_mean(e, g));
+  return e.mul(s.rstd, e.sub(centered, e.mul(s.xhat, batch_mean(e, e.mul(g, s.xhat)))));
 }
 
 void vjp_attention(VjpCall& c) {
