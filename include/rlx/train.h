@@ -236,6 +236,8 @@ class Trainer {
 inline constexpr const char* kNextPrefix = "next__";
 inline constexpr const char* kLrInput = "lr";                 // f32 []
 inline constexpr const char* kOptimStepInput = "optim_step";  // f32 []
+// The model's rlx::step input (seeded dropout), renamed: MIL identifiers have no "::".
+inline constexpr const char* kDropoutStepInput = "rlx_step";
 struct StepGraph {
   Graph graph;
   TensorMap weights;                         // params that stay constant

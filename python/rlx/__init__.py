@@ -42,7 +42,8 @@ from ._rlx import (  # noqa: F401
 from . import _rlx
 
 __all__ = [
-    "Error", "Model", "TensorSpec", "LLM", "load", "compile", "from_torch", "check_coreml",
+    "Error", "Model", "TensorSpec", "LLM", "load", "compile", "compile_training_step",
+    "from_torch", "check_coreml",
     "set_num_threads", "num_threads", "__version__",
 ]
 
@@ -70,6 +71,29 @@ def compile(model, target="coreml", path=None, *, opset="CoreML6", fp16=False, s
         _rlx._export_coreml(None, os.fspath(model), path, opset, fp16, seq_len, opt_level,
                             list(disable_passes))
     return path
+
+
+def compile_training_step(model, path, *, optimizer="adamw", weight_decay=0.0, momentum=0.0,
+                          dampening=0.0, nesterov=False, betas=None, eps=1e-8, clip_norm=0.0,
+                          input_shapes=None, opset="CoreML6", fp16=False):
+    """Exports one training step of a model with a 'loss' output to a CoreML package at
+    `path`, as `rlx compile --train` does; returns (state, holds).
+
+    The package computes forward, backward, clipping (clip_norm > 0) and the optimizer's
+    update (sgd | adam | adamw | lion, torch.optim's formulas). Its inputs are the model's
+    data inputs, `lr` and `optim_step` (float scalars: this step's learning rate, and 1 for
+    the first update), and every state tensor S; its outputs are the model's (loss, ...)
+    and next__S for every S, to feed back as S on the next call. `state` maps every S to
+    its initial value (np.ndarray); `holds` says what each one is ("fc1.weight",
+    "optim::exp_avg::fc1.weight"). input_shapes ({input: dims}) binds symbolic dims, which
+    the step needs static. Raises rlx.Error with rlx's message.
+    """
+    shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+    state, holds = _rlx._compile_training_step(
+        os.fspath(model), os.fspath(path), opset, fp16,
+        optimizer, weight_decay, momentum, dampening, nesterov,
+        None if betas is None else tuple(betas), eps, clip_norm, shapes)
+    return state, holds
 
 
 # torch-ir numbers its symbolic dims; the importer names them

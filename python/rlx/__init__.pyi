@@ -51,6 +51,22 @@ def compile(model: Model | str | os.PathLike[str], target: Literal["coreml"] = "
             fp16: bool = False, seq_len: int = 64, opt_level: int = 1,
             disable_passes: Sequence[str] = ()) -> str: ...
 def check_coreml(path: str) -> list[str]: ...
+def compile_training_step(
+    model: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    optimizer: str = ...,
+    weight_decay: float = ...,
+    momentum: float = ...,
+    dampening: float = ...,
+    nesterov: bool = ...,
+    betas: tuple[float, float] | None = ...,
+    eps: float = ...,
+    clip_norm: float = ...,
+    input_shapes: dict[str, Sequence[int]] | None = ...,
+    opset: str = ...,
+    fp16: bool = ...,
+) -> tuple[dict[str, np.ndarray], dict[str, str]]: ...
 def grad(model: Model | str | os.PathLike[str], inputs: Mapping[str, npt.ArrayLike], *,
          cotangents: Mapping[str, npt.ArrayLike] | None = None, opt_level: int = 1,
          disable_passes: Sequence[str] = ()) -> dict[str, np.ndarray]: ...

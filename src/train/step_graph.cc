@@ -142,6 +142,9 @@ StepGraph training_step_graph(const Model& model, const OptimizerOptions& opt, d
             ": the loss must be a float of one element, got ", g.node(loss).shape.str());
 
   StepGraph sg;
+  // rlx::step (seeded dropout) is no MIL identifier: the step takes it as kDropoutStepInput.
+  for (NodeId id : g.inputs())
+    if (g.node(id).name == kStepInput) g.node(id).name = kDropoutStepInput;
   std::set<std::string> taken;
   for (NodeId id : g.inputs()) taken.insert(g.node(id).name);
   // A state input: a node turned into (or made as) an input named `name`, fed `initial`.

@@ -3,14 +3,24 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <optional>
+#include <tuple>
 
 #include "bindings.h"
 #include "convert.h"
+#include "rlx/coreml.h"
 #include "rlx/train.h"
 
 namespace rlx::python {
 namespace {
+
+py::dict to_dict(const TensorMap& m) {
+  py::dict d;
+  for (const auto& [name, t] : m) d[py::str(name)] = to_numpy(t);
+  return d;
+}
 
 class PyTrainer {
  public:
@@ -59,18 +69,54 @@ class PyTrainer {
     return r;
   }
 
-  static py::dict to_dict(const TensorMap& m) {
-    py::dict d;
-    for (const auto& [name, t] : m) d[py::str(name)] = to_numpy(t);
-    return d;
-  }
-
   std::unique_ptr<train::Trainer> t_;
 };
 
 }  // namespace
 
 void bind_train(py::module_& m) {
+  m.def(
+      "_compile_training_step",
+      [](const py::object& model, const std::string& out, const std::string& opset, bool fp16,
+         const std::string& optimizer, double weight_decay, double momentum, double dampening,
+         bool nesterov, std::optional<std::pair<double, double>> betas, double eps,
+         double clip_norm, const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+        Model mod = load_model(fspath(model));
+        train::OptimizerOptions o;
+        o.kind = train::parse_optimizer(optimizer);
+        o.weight_decay = weight_decay;
+        o.momentum = momentum;
+        o.dampening = dampening;
+        o.nesterov = nesterov;
+        if (o.kind == train::OptimizerKind::lion) o.beta2 = 0.99;
+        if (betas) std::tie(o.beta1, o.beta2) = *betas;
+        o.eps = eps;
+        coreml::ExportOptions eo;
+        eo.opset = coreml::parse_opset(opset);
+        eo.fp16 = fp16;
+        train::StepGraph step;
+        {
+          py::gil_scoped_release nogil;
+          // As `rlx compile --train`: bind symbolic dims, build the step, run every pass but
+          // folding, export.
+          if (!input_shapes.empty()) {
+            CompileOptions bind;
+            bind.opt_level = 0;
+            for (const auto& [name, dims] : input_shapes) bind.input_shapes[name] = dims;
+            mod.graph = optimize_unbound(std::move(mod.graph), bind);
+          }
+          step = train::training_step_graph(mod, o, clip_norm);
+          step.graph = optimize_unbound(std::move(step.graph), {});
+          coreml::export_package(step.graph, step.weights, out, eo);
+        }
+        py::dict holds;
+        for (const auto& [name, what] : step.holds) holds[py::str(name)] = what;
+        return py::make_tuple(to_dict(step.initial), holds);
+      },
+      py::arg("model"), py::arg("path"), py::arg("opset"), py::arg("fp16"), py::arg("optimizer"),
+      py::arg("weight_decay"), py::arg("momentum"), py::arg("dampening"), py::arg("nesterov"),
+      py::arg("betas"), py::arg("eps"), py::arg("clip_norm"), py::arg("input_shapes"));
+
   py::class_<PyTrainer>(m, "Trainer",
                         "Trains a model whose graph has an output named 'loss' "
                         "(rlx_torch.export(train=True)), as `rlx train` does: every float param "

@@ -227,6 +227,31 @@ def test_trainer_matches_torch_optim(tmp_path):
         t.step({"nope": x.numpy()})
 
 
+def test_compile_training_step(tmp_path):
+    # The CoreML training step of a train=True export: a valid package, and the initial
+    # state of every param and optimizer buffer, named as rlx compile --train names them.
+    import rlx_torch
+    torch.manual_seed(0)
+    mod = Small()
+    x, target = torch.randn(4, 6), torch.randn(4, 5)
+    rlx_torch.export(mod, (x,), str(tmp_path / "small"), train=True,
+                     loss_fn=torch.nn.functional.mse_loss, target=target)
+    pkg = tmp_path / "step.mlpackage"
+    state, holds = rlx.compile_training_step(tmp_path / "small", pkg, optimizer="adam",
+                                             clip_norm=1.0)
+    assert rlx.check_coreml(str(pkg)) == []
+    assert sorted(holds) == sorted(state)
+    params = dict(mod.named_parameters())
+    for name, what in holds.items():
+        if name.startswith("param__"):
+            np.testing.assert_array_equal(state[name], params[what].detach().numpy())
+        else:
+            assert what.startswith("optim::exp_avg") and not state[name].any()
+    assert len(state) == 3 * len(params)  # each param, its exp_avg and exp_avg_sq
+    with pytest.raises(rlx.Error, match="unknown optimizer"):
+        rlx.compile_training_step(tmp_path / "small", tmp_path / "x.mlpackage", optimizer="nope")
+
+
 def test_ctrl_c_interrupts_a_long_run():
     import signal
     import time
