@@ -1,5 +1,6 @@
 // rlx generate MODEL.gguf -p "text" -n 64: prefill the prompt once, then
-// decode one token at a time over the KV cache, streaming pieces as they come.
+// decode one token at a time over the KV cache, streaming text as it comes, in
+// whole UTF-8 characters.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -7,6 +8,7 @@
 #include "commands.h"
 #include "rlx/llm.h"
 #include "rlx/tokenizer.h"
+#include "rlx/utf8.h"
 
 namespace rlx::cli {
 namespace {
@@ -38,8 +40,14 @@ void generate(const GenerateOptions& o) {
   llm::Session session(Executable::compile(std::move(m.graph), m.weights), c);
   llm::Sampler sampler(o.sampling);
 
-  for (int32_t id : ids) std::fputs(tok.token_to_piece(id, false).c_str(), stdout);
-  std::fflush(stdout);
+  // Whole characters only: a character split over tokens waits for its rest,
+  // and bytes that never make one are written as U+FFFD (utf8.h).
+  Utf8Stream text;
+  auto write = [](const std::string& s) {
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  };
+  for (int32_t id : ids) write(text.push(tok.token_to_piece(id, false)));
   if (o.warmup) {  // touch the mapped weights and plan the shapes once, untimed
     session.feed(ids);
     session.feed(std::span(ids).first(1));
@@ -54,12 +62,12 @@ void generate(const GenerateOptions& o) {
   for (; produced < o.n_predict; ++produced) {
     int32_t next = sampler.sample(logits, history);
     if (!o.ignore_eos && tok.is_eog(next)) break;
-    std::fputs(tok.token_to_piece(next).c_str(), stdout);
-    std::fflush(stdout);
+    write(text.push(tok.token_to_piece(next)));
     history.push_back(next);
     if (produced + 1 < o.n_predict) logits = session.feed(std::span(&next, 1));
   }
   const double decode_s = seconds_since(t0);
+  write(text.finish());
   std::printf("\n");
   std::fflush(stdout);
   std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tokens/s)\n", ids.size(), prefill_s,
