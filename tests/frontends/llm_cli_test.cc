@@ -85,6 +85,23 @@ TEST_F(LlmCli, GenerateStreamsAndReportsSpeed) {
   EXPECT_NE(r.output.find("exactly one of"), std::string::npos) << r.output;
 }
 
+TEST_F(LlmCli, BenchLlmPrintsLlamaBenchRows) {
+  auto r = run_cli("bench-llm " + path("tiny.gguf") + " -p 16 -n 4 -d 8 -r 2 -t 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("| model | size | params | threads | test | t/s |"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("| 1 | pp16 @ d8 | "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| 1 | tg4 @ d8 | "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" ± "), std::string::npos) << r.output;
+  r = run_cli("bench-llm " + path("tiny.gguf") + " -p 8 -n 0 -r 1 --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("\"prefill_tok_s\": "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("decode_tok_s"), std::string::npos) << r.output;
+  r = run_cli("bench-llm " + path("tiny.gguf") + " -p 0 -n 0");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("nothing to time"), std::string::npos) << r.output;
+}
+
 TEST_F(LlmCli, QuantizeThenRunStaysClose) {
   auto r = run_cli("quantize " + path("tiny.gguf") + " " + path("q8.gguf") + " --type Q8_0");
   ASSERT_EQ(r.status, 0) << r.output;

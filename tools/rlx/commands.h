@@ -17,6 +17,7 @@ void add_verify_command(CLI::App& app);
 void add_compile_command(CLI::App& app);     // compile + coreml-check
 void add_gguf_tool_commands(CLI::App& app);  // convert + quantize
 void add_generate_command(CLI::App& app);
+void add_bench_llm_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_coreml_run_command(CLI::App& app);
 void add_grad_command(CLI::App& app);

@@ -1,0 +1,140 @@
+// rlx bench-llm MODEL.gguf [-p 512] [-n 128] [-d 0] [-r 5]: prefill and decode
+// speed in llama-bench's terms (pp<P>: one batch of P tokens; tg<N>: N
+// single-token steps; "@ d<D>" after D cached tokens), so a comparison with
+// llama.cpp is one command on each side. Tokens are random ids drawn from a
+// seeded generator, as llama-bench's are.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+
+#include "commands.h"
+#include "rlx/llm.h"
+
+namespace rlx::cli {
+namespace {
+
+struct BenchLlmOptions {
+  std::string model;
+  int prompt = 512, gen = 128, depth = 0, reps = 5, threads = 0;
+  bool dequantize = false, json = false;
+};
+
+struct Stat {
+  double mean = 0, sd = 0;
+};
+
+Stat stat_of(const std::vector<double>& v) {
+  Stat s;
+  for (double x : v) s.mean += x;
+  s.mean /= double(v.size());
+  for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+  s.sd = v.size() > 1 ? std::sqrt(s.sd / double(v.size() - 1)) : 0;
+  return s;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (b >= 1024 && u < 3) b /= 1024, ++u;
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f %s", b, units[u]);
+  return s;
+}
+
+void bench_llm(const BenchLlmOptions& o) {
+  set_num_threads(o.threads);
+  RLX_CHECK(o.prompt > 0 || o.gen > 0, "bench-llm: nothing to time (-p 0 and -n 0)");
+  gguf::File f = gguf::read(o.model);
+  const llm::Config c = llm::Config::from_gguf(f);
+  int64_t params = 0;
+  for (const auto& t : f.tensors) params += t.numel();
+  const auto size = double(std::filesystem::file_size(o.model));
+  Model m = llm::build_model(f, c, {}, weight_mode(o.dequantize));
+  llm::Session session(Executable::compile(std::move(m.graph), m.weights), c);
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int32_t> pick(0, int32_t(c.n_vocab - 1));
+  auto tokens = [&](int n) {
+    std::vector<int32_t> v(static_cast<size_t>(n), 0);
+    for (int32_t& t : v) t = pick(rng);
+    return v;
+  };
+  // One test: reset, the depth's tokens cached (untimed), then the timed part.
+  auto run = [&](bool prefill) {
+    session.reset();
+    if (o.depth > 0) session.feed(tokens(o.depth));
+    const std::vector<int32_t> in = tokens(prefill ? o.prompt : o.gen);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (prefill) {
+      session.feed(in);
+    } else {
+      for (int32_t t : in) session.feed(std::span(&t, 1));
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return double(in.size()) / s;
+  };
+  const std::string at = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
+  struct Row {
+    std::string test;
+    Stat s;
+  };
+  std::vector<Row> rows;
+  for (bool prefill : {true, false}) {
+    if ((prefill ? o.prompt : o.gen) <= 0) continue;
+    run(prefill);  // warm-up: pages in the weights, plans the shapes
+    std::vector<double> v;
+    for (int r = 0; r < o.reps; ++r) v.push_back(run(prefill));
+    rows.push_back({(prefill ? "pp" + std::to_string(o.prompt) : "tg" + std::to_string(o.gen)) + at,
+                    stat_of(v)});
+  }
+  const std::string name = std::filesystem::path(o.model).filename().string();
+  if (o.json) {
+    std::printf("{\"model\": \"%s\", \"threads\": %d", name.c_str(), num_threads());
+    for (const Row& r : rows)
+      std::printf(", \"%s_tok_s\": %.3f, \"%s_sd\": %.3f",
+                  r.test.rfind("pp", 0) == 0 ? "prefill" : "decode", r.s.mean,
+                  r.test.rfind("pp", 0) == 0 ? "prefill" : "decode", r.s.sd);
+    std::printf("}\n");
+    return;
+  }
+  std::printf("| model | size | params | threads | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const Row& r : rows)
+    std::printf("| %s (%s) | %s | %.2f M | %d | %s | %.2f ± %.2f |\n", name.c_str(), c.arch.c_str(),
+                human_bytes(size).c_str(), double(params) / 1e6, num_threads(), r.test.c_str(),
+                r.s.mean, r.s.sd);
+}
+
+}  // namespace
+
+void add_bench_llm_command(CLI::App& app) {
+  auto o = std::make_shared<BenchLlmOptions>();
+  auto* cmd = app.add_subcommand(
+      "bench-llm",
+      "Prefill and decode speed of a GGUF language model in llama-bench's terms: pp<P> (one "
+      "batch of P tokens) and tg<N> (N single-token steps), mean ± sd tokens/s over the reps");
+  cmd->add_option("model", o->model, "GGUF model (llama, qwen2, qwen3)")->required();
+  cmd->add_option("-p,--n-prompt", o->prompt, "Prompt tokens of the prefill test (0: skip it)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("-n,--n-gen", o->gen, "Tokens of the decode test (0: skip it)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("-d,--n-depth", o->depth,
+                  "Tokens already in the KV cache before each test (untimed), as llama-bench -d")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("-r,--repetitions", o->reps, "Timed runs of each test (after one warm-up)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--dequantize", o->dequantize, "Dequantize every weight to f32 up front");
+  cmd->add_flag("--json", o->json,
+                "One JSON line (prefill_tok_s, decode_tok_s and their sd) instead of the table");
+  cmd->callback([o] { bench_llm(*o); });
+}
+
+}  // namespace rlx::cli
