@@ -199,13 +199,19 @@ def test_grad_matches_torch_autograd(tmp_path):
         rlx.grad(kept, {"nope": x.numpy()})
 
 
-def test_trainer_matches_torch_optim(tmp_path):
+def export_small_for_training(tmp_path):
+    """Small as a train=True export (mse loss) in tmp_path/small: (module, x, target)."""
     import rlx_torch
     torch.manual_seed(0)
     mod = Small()
     x, target = torch.randn(4, 6), torch.randn(4, 5)
     rlx_torch.export(mod, (x,), str(tmp_path / "small"), train=True,
                      loss_fn=torch.nn.functional.mse_loss, target=target)
+    return mod, x, target
+
+
+def test_trainer_matches_torch_optim(tmp_path):
+    mod, x, target = export_small_for_training(tmp_path)
     t = rlx.Trainer(tmp_path / "small", optimizer="sgd", lr=0.1, momentum=0.9)
     assert sorted(t.trainable) == sorted(k for k, _ in mod.named_parameters())
     opt = torch.optim.SGD(mod.parameters(), lr=0.1, momentum=0.9)
@@ -230,12 +236,7 @@ def test_trainer_matches_torch_optim(tmp_path):
 def test_compile_training_step(tmp_path):
     # The CoreML training step of a train=True export: a valid package, and the initial
     # state of every param and optimizer buffer, named as rlx compile --train names them.
-    import rlx_torch
-    torch.manual_seed(0)
-    mod = Small()
-    x, target = torch.randn(4, 6), torch.randn(4, 5)
-    rlx_torch.export(mod, (x,), str(tmp_path / "small"), train=True,
-                     loss_fn=torch.nn.functional.mse_loss, target=target)
+    mod, _, _ = export_small_for_training(tmp_path)
     pkg = tmp_path / "step.mlpackage"
     state, holds = rlx.compile_training_step(tmp_path / "small", pkg, optimizer="adam",
                                              clip_norm=1.0)
