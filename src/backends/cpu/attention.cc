@@ -19,7 +19,8 @@
 // Computation: flash-attention style. Each task takes one (b, h) and a block of queries, walks the
 // visible keys in tiles and keeps per row a running max, a running sum of exp and an unnormalized
 // output accumulator, rescaled when the max grows. Per tile, the block's scores and its P V
-// update are two small GEMMs (gemm_serial) rather than a dot and an axpy per (query, key). Memory
+// update are two small GEMMs (gemm_serial) rather than a dot and an axpy per (query, key);
+// a block of one query (decoding) takes the dots and axpys, which read the cache in place. Memory
 // is O(block) and Sq x Sk scores are never materialized; keys outside the causal/sliding band are
 // skipped tile by tile. Unbanded masks take 64-query blocks and 128-key tiles, banded ones 32 and
 // 64 (more tiles skipped). A row's max is reduce_row_max; its exp + sum runs on 8 lanes
@@ -84,6 +85,63 @@ T exp_sum(T* x, int64_t n, T m) {
   return exp_sum_scalar(x, n, m);
 }
 
+// One query row (decoding with a KV cache): the scores and the P V update as
+// direct dots and axpys over the cache's rows. Two GEMM calls for one row
+// would pack the key tile (transposed) and the value tile first, a copy of
+// the whole cache per step and head.
+RLX_AVX2 void row_scores_avx2(const float* q, const float* K, int64_t n, int64_t D, float scale,
+                              float* s) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float* kr = K + j * D;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t d = 0;
+    for (; d + 16 <= D; d += 16) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(kr + d), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), _mm256_loadu_ps(kr + d + 8), a1);
+    }
+    for (; d < D; d += 8) {
+      const __m256i mask = vm::first_lanes(D - d);
+      a0 = _mm256_fmadd_ps(_mm256_maskload_ps(q + d, mask), _mm256_maskload_ps(kr + d, mask), a0);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_add_ps(a0, a1));
+    float sum = 0;
+    for (float v : lanes) sum += v;
+    s[j] = scale * sum;
+  }
+}
+
+RLX_AVX2 void row_pv_avx2(const float* p, const float* V, int64_t n, int64_t Dv, float* acc) {
+  for (int64_t j = 0; j < n; ++j) {
+    const __m256 pj = _mm256_set1_ps(p[j]);
+    const float* vr = V + j * Dv;
+    int64_t d = 0;
+    for (; d + 8 <= Dv; d += 8)
+      _mm256_storeu_ps(acc + d,
+                       _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(acc + d)));
+    for (; d < Dv; ++d) acc[d] += p[j] * vr[d];
+  }
+}
+
+template <typename T>
+void row_scores(const T* q, const T* K, int64_t n, int64_t D, T scale, T* s) {
+  if constexpr (std::is_same_v<T, float>)
+    if (has_avx2_fma()) return row_scores_avx2(q, K, n, D, scale, s);
+  for (int64_t j = 0; j < n; ++j) {
+    T sum = 0;
+    for (int64_t d = 0; d < D; ++d) sum += q[d] * K[j * D + d];
+    s[j] = scale * sum;
+  }
+}
+
+template <typename T>
+void row_pv(const T* p, const T* V, int64_t n, int64_t Dv, T* acc) {
+  if constexpr (std::is_same_v<T, float>)
+    if (has_avx2_fma()) return row_pv_avx2(p, V, n, Dv, acc);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < Dv; ++d) acc[d] += p[j] * V[j * Dv + d];
+}
+
 struct Geometry {
   int64_t B, Hq, Hk, Sq, Sk, D, Dv;
   MaskKind mask;
@@ -135,8 +193,11 @@ void attention_t(const KernelCall& c, const Geometry& g) {
           for (int64_t j0 = jlo; j0 < jhi; j0 += kblock) {
             const int64_t j1 = std::min(jhi, j0 + kblock), tn = j1 - j0;
             // The tile's scores for every row at once: S = scale * Q K^T.
-            gemm_serial(false, true, rows, tn, g.D, scale, Q, g.D, K + j0 * g.D, g.D, T(0),
-                        s.data(), tn);
+            if (rows == 1)
+              row_scores(Q, K + j0 * g.D, tn, g.D, scale, s.data());
+            else
+              gemm_serial(false, true, rows, tn, g.D, scale, Q, g.D, K + j0 * g.D, g.D, T(0),
+                          s.data(), tn);
             for (int64_t r = 0; r < rows; ++r) {
               const int64_t i = i0 + r;
               int64_t lo = j0, hi = j1;
@@ -165,8 +226,11 @@ void attention_t(const KernelCall& c, const Geometry& g) {
               l[size_t(r)] = lsum;
               m[size_t(r)] = m_new;
             }
-            gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn, V + j0 * g.Dv, g.Dv, T(1),
-                        acc.data(), g.Dv);
+            if (rows == 1)
+              row_pv(s.data(), V + j0 * g.Dv, tn, g.Dv, acc.data());
+            else
+              gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn, V + j0 * g.Dv, g.Dv,
+                          T(1), acc.data(), g.Dv);
           }
           T* O = out + (bh * g.Sq + i0) * g.Dv;
           for (int64_t r = 0; r < rows; ++r) {
