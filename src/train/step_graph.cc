@@ -197,18 +197,18 @@ StepGraph training_step_graph(const Model& model, const OptimizerOptions& opt, d
   for (size_t i = 0; i < wrt.size(); ++i) {
     const std::string& name = trained[i];
     const Tensor& w = model.weights.at(name);
-    const std::string in = "param__" + identifier(name);
+    const std::string in = identifier("param__" + name);
     g.node(wrt[i]).op = Op::Input;
     g.node(wrt[i]).name = in;
     state_input(in, name, w.to(DType::F32).clone());
     const Update u = step.update(wrt[i], grads[i], [&](const std::string& buf) {
-      const std::string bin = buf + "__" + identifier(name);
+      const std::string bin = identifier(buf + "__" + name);
       state_input(bin, std::string(kOptimPrefix) + buf + "::" + name, Tensor(w.dims(), DType::F32));
       return b.input(bin, Shape(w.dims(), DType::F32));
     });
     outs.push_back({std::string(kNextPrefix) + in, u.param});
     for (const auto& [buf, node] : u.buffers)
-      outs.push_back({std::string(kNextPrefix) + buf + "__" + identifier(name), node});
+      outs.push_back({std::string(kNextPrefix) + identifier(buf + "__" + name), node});
   }
   // Buffers with update:: outputs (BatchNorm running statistics) carry over as state too.
   for (const auto& o : g.outputs()) {
@@ -217,7 +217,7 @@ StepGraph training_step_graph(const Model& model, const OptimizerOptions& opt, d
     auto w = model.weights.find(buf);
     RLX_CHECK(w != model.weights.end(), src, ": output '", o.name, "' updates '", buf,
               "', which is not a weight of the model");
-    const std::string in = "buffer__" + identifier(buf);
+    const std::string in = identifier("buffer__" + buf);
     for (NodeId id = 0; id < NodeId(g.size()); ++id)
       if (Node& n = g.node(id); n.op == Op::Param && n.name == buf) {
         n.op = Op::Input;
@@ -228,8 +228,8 @@ StepGraph training_step_graph(const Model& model, const OptimizerOptions& opt, d
   }
   g.outputs() = std::move(outs);
   for (const auto& [name, w] : model.weights)
-    if (!sg.holds.count("param__" + identifier(name)) &&
-        !sg.holds.count("buffer__" + identifier(name)))
+    if (!sg.holds.count(identifier("param__" + name)) &&
+        !sg.holds.count(identifier("buffer__" + name)))
       sg.weights[name] = w;
   g.verify();
   sg.graph = std::move(g);

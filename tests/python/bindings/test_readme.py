@@ -33,4 +33,5 @@ def test_readme_python_section(mlp_dir, tiny_llm, tmp_path, monkeypatch, capsys)
     assert "shape=('batch', 4)" in printed
     assert "['grad::0.bias', 'grad::0.weight', 'grad::input']" in printed
     assert "['input', 'target'] True" in printed
+    assert "[] optim::exp_avg::0.weight" in printed
     assert os.path.isdir(tmp_path / "mlp.mlpackage")
