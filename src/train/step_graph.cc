@@ -12,6 +12,7 @@
 #include "rlx/error.h"
 #include "rlx/train.h"
 #include "train/before_autodiff.h"
+#include "train/trained_set.h"
 
 namespace rlx::train {
 namespace {
@@ -23,8 +24,6 @@ std::string identifier(const std::string& s) {
   if (r.empty() || std::isdigit(uint8_t(r[0]))) r = "_" + r;
   return r;
 }
-
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 // The update of one param: its new value, and its buffers' (by torch's buffer name).
 struct Update {
@@ -128,18 +127,15 @@ class StepBuilder {
 
 StepGraph training_step_graph(const Model& model, const OptimizerOptions& opt, double clip_norm) {
   Optimizer check(opt);  // the options' own checks
-  Graph g = before_autodiff(model.graph, {});
+  Model fused = model;
+  fused.graph = before_autodiff(model.graph, {});
+  const TrainedSet ts = trained_set(fused);  // the Trainer's params and buffers
+  Graph& g = fused.graph;
   const std::string& src = model.source;
-  NodeId loss = -1;
-  for (const auto& o : g.outputs())
-    if (o.name == kLossOutput) loss = o.node;
-  RLX_CHECK(loss >= 0, src, ": the model has no output named '", kLossOutput, "' to train on");
   for (const Node& n : g.nodes())
     RLX_CHECK(n.shape.is_static(), src, ": ", n.label(), " has symbolic dims ", n.shape.str(),
               "; a training step graph needs static shapes (bind them, e.g. rlx compile "
               "--input-shape, or export with a fixed batch)");
-  RLX_CHECK(g.node(loss).shape.numel() == 1 && is_float(g.node(loss).shape.dtype), src,
-            ": the loss must be a float of one element, got ", g.node(loss).shape.str());
 
   StepGraph sg;
   // rlx::step (seeded dropout) is no MIL identifier: the step takes it as kDropoutStepInput.
@@ -155,26 +151,14 @@ StepGraph training_step_graph(const Model& model, const OptimizerOptions& opt, d
     sg.initial[name] = initial;
   };
 
+  const std::vector<std::string>& trained = ts.params;
   std::vector<NodeId> wrt;
-  std::vector<std::string> trained;
-  std::set<std::string> updated;
-  for (const auto& o : g.outputs())
-    if (starts_with(o.name, kUpdatePrefix))
-      updated.insert(o.name.substr(std::strlen(kUpdatePrefix)));
-  for (const Node& n : g.nodes()) {
-    if (n.op != Op::Param || !is_float(n.shape.dtype) || model.non_trainable.count(n.name) ||
-        updated.count(n.name))
-      continue;
-    RLX_CHECK(n.shape.dtype == DType::F32, src, ": param '", n.name, "' is ", n.shape.str(),
-              "; only f32 params are trained");
-    RLX_CHECK(model.weights.count(n.name), src, ": no weight for param '", n.name, "'");
-    wrt.push_back(n.id);
-    trained.push_back(n.name);
-  }
-  RLX_CHECK(!wrt.empty(), src, ": the model has no trainable f32 param");
+  for (const std::string& name : trained)
+    for (const Node& n : g.nodes())
+      if (n.op == Op::Param && n.name == name) wrt.push_back(n.id);
   std::vector<NodeId> grads;
   try {
-    grads = grad(g, loss, wrt);
+    grads = grad(g, ts.loss, wrt);
   } catch (const Error& e) {
     throw e.with_context(src + ": differentiating the loss");
   }
@@ -193,7 +177,7 @@ StepGraph training_step_graph(const Model& model, const OptimizerOptions& opt, d
   // Outputs: the model's own (loss, logits; not the update:: ones), then next__X per state X.
   std::vector<GraphOutput> outs;
   for (const auto& o : g.outputs())
-    if (!starts_with(o.name, kUpdatePrefix) && !starts_with(o.name, kGradPrefix)) outs.push_back(o);
+    if (!o.name.starts_with(kUpdatePrefix) && !o.name.starts_with(kGradPrefix)) outs.push_back(o);
   for (size_t i = 0; i < wrt.size(); ++i) {
     const std::string& name = trained[i];
     const Tensor& w = model.weights.at(name);
@@ -212,25 +196,22 @@ StepGraph training_step_graph(const Model& model, const OptimizerOptions& opt, d
   }
   // Buffers with update:: outputs (BatchNorm running statistics) carry over as state too.
   for (const auto& o : g.outputs()) {
-    if (!starts_with(o.name, kUpdatePrefix)) continue;
+    if (!o.name.starts_with(kUpdatePrefix)) continue;
     const std::string buf = o.name.substr(std::strlen(kUpdatePrefix));
-    auto w = model.weights.find(buf);
-    RLX_CHECK(w != model.weights.end(), src, ": output '", o.name, "' updates '", buf,
-              "', which is not a weight of the model");
     const std::string in = identifier("buffer__" + buf);
     for (NodeId id = 0; id < NodeId(g.size()); ++id)
       if (Node& n = g.node(id); n.op == Op::Param && n.name == buf) {
         n.op = Op::Input;
         n.name = in;
       }
-    state_input(in, buf, w->second.clone());
+    state_input(in, buf, model.weights.at(buf).clone());
     outs.push_back({std::string(kNextPrefix) + in, o.node});
   }
   g.outputs() = std::move(outs);
-  for (const auto& [name, w] : model.weights)
-    if (!sg.holds.count(identifier("param__" + name)) &&
-        !sg.holds.count(identifier("buffer__" + name)))
-      sg.weights[name] = w;
+  // What the step does not change stays a bound weight.
+  sg.weights = model.weights;
+  for (const std::string& name : ts.params) sg.weights.erase(name);
+  for (const std::string& name : ts.buffers) sg.weights.erase(name);
   g.verify();
   sg.graph = std::move(g);
   return sg;

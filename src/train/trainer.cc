@@ -10,7 +10,7 @@
 #include "rlx/error.h"
 #include "rlx/train.h"
 #include "train/before_autodiff.h"
-#include "train/output_list.h"
+#include "train/trained_set.h"
 
 namespace rlx::train {
 
@@ -58,47 +58,22 @@ Trainer::Trainer(Model model, TrainerOptions options)
     options_.compile.qat_bits = 0;
     options_.compile.qat_activations = false;
   }
-  const Graph& g = model_.graph;
-  const NodeId loss = output_node(g, kLossOutput);
-  RLX_CHECK(loss >= 0, model_.source, ": the model has no output named '", kLossOutput,
-            "' to train on; its outputs are ", output_list(g));
-  const Shape& ls = g.node(loss).shape;
-  RLX_CHECK(is_float(ls.dtype) && (!ls.is_static() || ls.numel() == 1), model_.source,
-            ": the loss must be a float of one element, got ", ls.str());
-
-  std::set<std::string> seen;
-  for (const Node& n : g.nodes()) {
-    if (n.op == Op::Input) {
-      if (n.name == kStepInput) {
-        RLX_CHECK(n.shape.dtype == DType::I64 && n.shape.rank() == 0, model_.source, ": input '",
-                  kStepInput, "' must be an i64 scalar, got ", n.shape.str());
-        has_step_input_ = true;
-      } else {
-        data_inputs_.push_back(n.name);
-      }
-      continue;
+  const TrainedSet ts = trained_set(model_);
+  for (const Node& n : model_.graph.nodes()) {
+    if (n.op != Op::Input) continue;
+    if (n.name == kStepInput) {
+      RLX_CHECK(n.shape.dtype == DType::I64 && n.shape.rank() == 0, model_.source, ": input '",
+                kStepInput, "' must be an i64 scalar, got ", n.shape.str());
+      has_step_input_ = true;
+    } else {
+      data_inputs_.push_back(n.name);
     }
-    if (n.op != Op::Param || !is_float(n.shape.dtype) || model_.non_trainable.count(n.name))
-      continue;
-    RLX_CHECK(seen.insert(n.name).second, model_.source, ": param '", n.name,
-              "' is bound by more than one node; the Trainer needs one node per param");
-    RLX_CHECK(n.shape.dtype == DType::F32, model_.source, ": param '", n.name, "' is ",
-              n.shape.str(), "; only f32 params are trained");
-    auto w = model_.weights.find(n.name);
-    RLX_CHECK(w != model_.weights.end(), model_.source, ": no weight for param '", n.name, "'");
-    trainable_.push_back(n.name);
-    params_[n.name] = w->second.to(DType::F32).clone();  // owned: weights may be mmapped
   }
-  RLX_CHECK(!trainable_.empty(), model_.source, ": the model has no trainable f32 param");
-  for (const auto& o : g.outputs()) {
-    if (!starts_with(o.name, kUpdatePrefix)) continue;
-    const std::string buf = o.name.substr(std::strlen(kUpdatePrefix));
-    auto w = model_.weights.find(buf);
-    RLX_CHECK(w != model_.weights.end() && !params_.count(buf), model_.source, ": output '", o.name,
-              "' updates '", buf, "', which is not a non-trainable weight of the model");
-    updated_.push_back(buf);
-    buffers_[buf] = w->second.clone();
-  }
+  trainable_ = ts.params;
+  for (const std::string& name : trainable_)  // owned: weights may be mmapped
+    params_[name] = model_.weights.at(name).to(DType::F32).clone();
+  updated_ = ts.buffers;
+  for (const std::string& name : updated_) buffers_[name] = model_.weights.at(name).clone();
 }
 
 Trainer::~Trainer() = default;
