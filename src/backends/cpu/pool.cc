@@ -261,11 +261,6 @@ void adaptive_avg(const KernelCall& c, int64_t OH, int64_t OW, const T* x, T* y)
                    dtype_name(c.in[0].dtype()));
 }
 
-// The indices PyTorch's max_pool2d returns: per output, ih * W + iw (within
-// its plane) of the tap take_max keeps, scanning the window row by row: the
-// first maximum, the last NaN, the first tap inside the input when all are
-// -inf. Scalar: indices are asked for by training graphs and unpooling, not
-// by inference's hot path.
 // ir[j] for output row oh of plane xp: the index ih * W + iw of the tap its
 // window's max comes from (take_max's rule: the first maximum, a NaN winning).
 template <typename T>
@@ -283,6 +278,11 @@ void window_argmax_row(const PoolGeom& g, const T* xp, int64_t oh, T* best, int6
   });
 }
 
+// The indices PyTorch's max_pool2d returns: per output, ih * W + iw (within
+// its plane) of the tap take_max keeps, scanning the window row by row: the
+// first maximum, the last NaN, the first tap inside the input when all are
+// -inf. Scalar: indices are asked for by training graphs and unpooling, not
+// by inference's hot path.
 template <typename T>
 void max_pool_indices(const PoolGeom& g, const T* x, int64_t* idx) {
   parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
@@ -292,37 +292,26 @@ void max_pool_indices(const PoolGeom& g, const T* x, int64_t* idx) {
   });
 }
 
-// The tap (ih * W + iw) of the window at (oh, ow) that max_pool2d takes, in
-// window_argmax_row's order, so ties and NaNs pick the same one; -1 when the
-// window holds no input element.
+// Row oh's argmax taps (window_argmax_row) in per-thread buffers of OW.
 template <typename T>
-int64_t window_argmax(const PoolGeom& g, const T* xp, int64_t oh, int64_t ow) {
-  const int64_t h0 = oh * g.s[0] - g.pb[0], w0 = ow * g.s[1] - g.pb[1];
-  int64_t at = -1;
-  T best{};
-  for (int64_t kh = 0; kh < g.k[0]; ++kh) {
-    const int64_t ih = h0 + kh * g.d[0];
-    if (ih < 0 || ih >= g.H) continue;
-    for (int64_t kw = 0; kw < g.k[1]; ++kw) {
-      const int64_t iw = w0 + kw * g.d[1];
-      if (iw < 0 || iw >= g.W) continue;
-      const T v = xp[ih * g.W + iw];
-      if (at < 0 || v > best || v != v) {
-        best = v;
-        at = ih * g.W + iw;
-      }
-    }
-  }
-  return at;
+const int64_t* argmax_row(const PoolGeom& g, const T* xp, int64_t oh) {
+  thread_local std::vector<T> best;
+  thread_local std::vector<int64_t> at;
+  best.resize(size_t(g.OW));
+  at.resize(size_t(g.OW));
+  window_argmax_row(g, xp, oh, best.data(), at.data());
+  return at.data();
 }
 
 // One plane of max_pool2d_grad: dx = 0, then dx[argmax of each window] += dy.
 template <typename T>
 void max_pool_grad_plane(const PoolGeom& g, const T* xp, const T* dyp, T* dp) {
   std::fill(dp, dp + g.H * g.W, T(0));
-  for (int64_t oh = 0; oh < g.OH; ++oh)
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    const int64_t* at = argmax_row(g, xp, oh);
     for (int64_t ow = 0; ow < g.OW; ++ow)
-      if (const int64_t at = window_argmax(g, xp, oh, ow); at >= 0) dp[at] += dyp[oh * g.OW + ow];
+      if (at[ow] >= 0) dp[at[ow]] += dyp[oh * g.OW + ow];
+  }
 }
 
 // The usual CNN pool, f32 2x2 windows of stride 2 without padding or
@@ -365,12 +354,12 @@ RLX_AVX2 void max_pool_grad_2x2_plane(const PoolGeom& g, const float* xp, const 
       _mm_storeu_ps(d1 + 2 * ow, _mm_unpacklo_ps(dc, dd));
       _mm_storeu_ps(d1 + 2 * ow + 4, _mm_unpackhi_ps(dc, dd));
     }
-    for (; ow < g.OW; ++ow) {
-      const int64_t at = window_argmax(g, xp, oh, ow);
+    if (ow == g.OW) continue;
+    const int64_t* at = argmax_row(g, xp, oh);
+    for (; ow < g.OW; ++ow)
       for (int64_t ih = 2 * oh; ih < 2 * oh + 2; ++ih)
         for (int64_t iw = 2 * ow; iw < 2 * ow + 2; ++iw)
-          dp[ih * g.W + iw] = ih * g.W + iw == at ? gy[ow] : 0.f;
-    }
+          dp[ih * g.W + iw] = ih * g.W + iw == at[ow] ? gy[ow] : 0.f;
   }
 }
 
