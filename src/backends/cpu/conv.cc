@@ -197,22 +197,33 @@ bool is_2d_unit_stride(const Geom& g) {
          g.d[1] == 1 && g.d[2] == 1;
 }
 
-// A zero plane big enough for `inner` (H x W, placed at (pt, pl)) and for
-// every window of `taps` (OH x OW outputs of KH x KW taps), per thread.
+// A zero plane big enough for an H x W plane placed at (pt, pl) and for every
+// window of OH x OW outputs of KH x KW taps, per thread.
 template <typename T>
 struct PaddedPlane {
-  int64_t Hp, Wp, pt, pl;
+  int64_t H, W, Hp, Wp, pt, pl;
   std::vector<T>& buf;
-  PaddedPlane(int64_t H, int64_t W, int64_t pt_, int64_t pl_, int64_t OH, int64_t OW, int64_t KH,
+  PaddedPlane(int64_t H_, int64_t W_, int64_t pt_, int64_t pl_, int64_t OH, int64_t OW, int64_t KH,
               int64_t KW, std::vector<T>& b)
-      : Hp(std::max(pt_ + H, OH + KH - 1)),
-        Wp(std::max(pl_ + W, OW + KW - 1)),
+      : H(H_),
+        W(W_),
+        Hp(std::max(pt_ + H_, OH + KH - 1)),
+        Wp(std::max(pl_ + W_, OW + KW - 1)),
         pt(pt_),
         pl(pl_),
         buf(b) {
     buf.assign(size_t(Hp * Wp), T(0));
   }
   T* at(int64_t r, int64_t c) { return buf.data() + r * Wp + c; }
+  // The H x W plane into its place, and back out.
+  template <bool Simd>
+  void load(const T* plane) {
+    for (int64_t h = 0; h < H; ++h) copy_run<T, Simd>(plane + h * W, W, at(pt + h, pl));
+  }
+  template <bool Simd>
+  void store(T* plane) {
+    for (int64_t h = 0; h < H; ++h) copy_run<T, Simd>(at(pt + h, pl), W, plane + h * W);
+  }
 };
 
 // im2col of whole small stride-1 maps: each plane is copied once into a
@@ -226,8 +237,7 @@ void im2col_padded(const T* x, const Geom& g, T* col, int64_t tl) {
   PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], OH, OW, g.k[1], g.k[2], buf);
   T* dst = col;
   for (int64_t c = 0; c < g.Cg; ++c) {
-    for (int64_t h = 0; h < H; ++h)
-      copy_run<T, Simd>(x + (c * H + h) * W, W, pad.at(pad.pt + h, pad.pl));
+    pad.template load<Simd>(x + c * H * W);
     for (int64_t kh = 0; kh < g.k[1]; ++kh)
       for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += tl)
         for (int64_t oh = 0; oh < OH; ++oh)
@@ -243,8 +253,7 @@ void im2row_padded(const T* x, const Geom& g, T* colT) {
   thread_local std::vector<T> buf;
   PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], g.out[1], g.out[2], KH, KW, buf);
   for (int64_t c = 0; c < g.Cg; ++c) {
-    for (int64_t h = 0; h < H; ++h)
-      copy_run<T, Simd>(x + (c * H + h) * W, W, pad.at(pad.pt + h, pad.pl));
+    pad.template load<Simd>(x + c * H * W);
     for (int64_t p = 0; p < g.out_sz; ++p) {
       T* dst = colT + p * rows + c * g.k_sz;
       const int64_t oh = p / g.out[2], ow = p % g.out[2];
@@ -334,7 +343,7 @@ void col2im_padded(const T* col, const Geom& g, int64_t o0, int64_t o1, T* out) 
   for (int64_t o = o0; o < o1; ++o) {
     PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], IH, IW, g.k[1], g.k[2], buf);
     T* oc = out + o * g.out_sz;
-    for (int64_t h = 0; h < H; ++h) copy_run<T, Simd>(oc + h * W, W, pad.at(pad.pt + h, pad.pl));
+    pad.template load<Simd>(oc);
     const T* src = col + o * g.k_sz * tl;
     for (int64_t kh = 0; kh < g.k[1]; ++kh)
       for (int64_t kw = 0; kw < g.k[2]; ++kw, src += tl)
@@ -343,7 +352,7 @@ void col2im_padded(const T* col, const Geom& g, int64_t o0, int64_t o1, T* out) 
           const T* s = src + ih * IW;
           for (int64_t j = 0; j < IW; ++j) d[j] += s[j];
         }
-    for (int64_t h = 0; h < H; ++h) copy_run<T, Simd>(pad.at(pad.pt + h, pad.pl), W, oc + h * W);
+    pad.template store<Simd>(oc);
   }
 }
 
@@ -733,19 +742,22 @@ void run_conv_tasks(int64_t tasks, const Task& task) {
   }
 }
 
-// C[M, N] = W[M, K] op(B)[K, N] of one task (`packed` is f32's only).
+// C[M, N] = op(W)[M, K] op(B)[K, N] of one task (`packed` is f32's only); W
+// is [M, K], or [K, M] when transposed (conv_transpose's W^T).
 template <typename T>
-void conv_gemm(bool serial, bool trans_b, int64_t M, int64_t N, int64_t K, const T* W, const T* B,
-               int64_t ldb, T* C, int64_t ldc, const GemmEpilogue<T>& epi, GemmPacked packed = {}) {
+void conv_gemm(bool serial, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* W,
+               const T* B, int64_t ldb, T* C, int64_t ldc, const GemmEpilogue<T>& epi = {},
+               GemmPacked packed = {}) {
+  const int64_t lda = trans_a ? M : K;
   if constexpr (std::is_same_v<T, float>) {
     if (serial)
-      gemm_serial(false, trans_b, M, N, K, 1.f, W, K, B, ldb, 0.f, C, ldc, epi, packed);
+      gemm_serial(trans_a, trans_b, M, N, K, 1.f, W, lda, B, ldb, 0.f, C, ldc, epi, packed);
     else
-      gemm(false, trans_b, M, N, K, 1.f, W, K, B, ldb, 0.f, C, ldc, epi, packed);
+      gemm(trans_a, trans_b, M, N, K, 1.f, W, lda, B, ldb, 0.f, C, ldc, epi, packed);
   } else if (serial) {
-    gemm_serial(false, trans_b, M, N, K, T(1), W, K, B, ldb, T(0), C, ldc, epi);
+    gemm_serial(trans_a, trans_b, M, N, K, T(1), W, lda, B, ldb, T(0), C, ldc, epi);
   } else {
-    gemm(false, trans_b, M, N, K, T(1), W, K, B, ldb, T(0), C, ldc, epi);
+    gemm(trans_a, trans_b, M, N, K, T(1), W, lda, B, ldb, T(0), C, ldc, epi);
   }
 }
 
@@ -790,7 +802,7 @@ bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilo
     const int64_t ldb = by_rows ? rows : cols;
     // The product's columns are several images': a residual is added once
     // the outputs are in place, before the activation, so then all of it is.
-    conv_gemm(serial, by_rows, g.Og, cols, rows, wg, col.data(), ldb, out.data(), cols,
+    conv_gemm(serial, false, by_rows, g.Og, cols, rows, wg, col.data(), ldb, out.data(), cols,
               res ? GemmEpilogue<T>{} : epi);
     for (int64_t j = 0; j < m; ++j) {
       T* yj = y + ((n0 + j) * g.O + gi * g.Og) * g.out_sz;
@@ -909,7 +921,7 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
         packed.a = pack->get(w, [&] { return pack_a_operand(false, w, rows, g.Og, rows); });
         if (packed.a && (packed.a->rows != g.Og || packed.a->cols != rows)) packed.a = nullptr;
       }
-    conv_gemm(serial, false, g.Og, tl, rows, wg, B, ldb, yg, g.out_sz, epi, packed);
+    conv_gemm(serial, false, false, g.Og, tl, rows, wg, B, ldb, yg, g.out_sz, epi, packed);
   };
   run_conv_tasks<std::vector<T>>(tasks, task);
 }
@@ -949,20 +961,11 @@ void conv_transpose_impl(const Geom& g, const T* x, const T* w, const T* bias, T
     for (int64_t q0 = 0; q0 < g.in_sz; q0 += tile) {
       const int64_t tl = std::min(g.in_sz, q0 + tile) - q0;
       col.resize(size_t(rows * tl));
+      conv_gemm(by_pair, true, false, rows, tl, g.Cg, wg, xg + q0, g.in_sz, col.data(), tl, {},
+                packed);
       if (by_pair) {
-        if constexpr (std::is_same_v<T, float>)
-          gemm_serial(true, false, rows, tl, g.Cg, 1.f, wg, rows, xg + q0, g.in_sz, 0.f, col.data(),
-                      tl, {}, packed);
-        else
-          gemm_serial(true, false, rows, tl, g.Cg, T(1), wg, rows, xg + q0, g.in_sz, T(0),
-                      col.data(), tl);
         col2im(col.data(), g, q0, q0 + tl, 0, g.Og, yg);
       } else {
-        if constexpr (std::is_same_v<T, float>)
-          gemm(true, false, rows, tl, g.Cg, 1.f, wg, rows, xg + q0, g.in_sz, 0.f, col.data(), tl,
-               {}, packed);
-        else
-          gemm(true, false, rows, tl, g.Cg, T(1), wg, rows, xg + q0, g.in_sz, T(0), col.data(), tl);
         const int64_t work = std::max<int64_t>(1, g.k_sz * tl);
         parallel_for(g.Og, std::max<int64_t>(1, 16384 / work), [&](int64_t o0, int64_t o1) {
           col2im(col.data(), g, q0, q0 + tl, o0, o1, yg);
