@@ -65,6 +65,28 @@ struct Match {
   std::vector<NodeId> xhat, sums;  // sums: every reduce_sum of d * d over the batch axes
 };
 
+// The normalization of variance v: d * rsqrt(v + eps) for a constant eps,
+// every such product into mt.xhat (with mt.var and mt.eps) at the first add
+// that has one. False when there is none.
+bool match_normalization(const Graph& g, const Users& users, NodeId v, NodeId d, Match& mt) {
+  for (NodeId a : users[size_t(v)]) {
+    const Node& an = g.node(a);
+    const NodeId e = an.op == Op::Add ? other(an, v) : -1;
+    if (e < 0 || !scalar_value(g, e)) continue;
+    for (NodeId r : users[size_t(a)]) {
+      if (g.node(r).op != Op::Rsqrt) continue;
+      for (NodeId xh : users[size_t(r)])
+        if (g.node(xh).op == Op::Mul && other(g.node(xh), r) == d) mt.xhat.push_back(xh);
+    }
+    if (!mt.xhat.empty()) {
+      mt.var = v;
+      mt.eps = *scalar_value(g, e);
+      return true;
+    }
+  }
+  return false;
+}
+
 std::optional<Match> match_at(const Graph& g, const Users& users, const Node& m) {
   if (!over_batch_axes(g, m, Op::ReduceMean, true)) return std::nullopt;
   const NodeId x = m.inputs[0];
@@ -84,27 +106,12 @@ std::optional<Match> match_at(const Graph& g, const Users& users, const Node& m)
             !over_batch_axes(g, sn, Op::ReduceSum, false))
           continue;
         mt.sums.push_back(s);
-        if (!sn.attrs_as<ReduceAttrs>().keepdims) continue;
+        if (!sn.attrs_as<ReduceAttrs>().keepdims || mt.var >= 0) continue;
         for (NodeId v : users[size_t(s)]) {
           const Node& vn = g.node(v);
-          if (vn.op != Op::Div || vn.inputs[0] != s || scalar_value(g, vn.inputs[1]) != count)
-            continue;
-          for (NodeId a : users[size_t(v)]) {
-            const Node& an = g.node(a);
-            const NodeId e = an.op == Op::Add ? other(an, v) : -1;
-            if (e < 0 || !scalar_value(g, e)) continue;
-            for (NodeId r : users[size_t(a)]) {
-              if (g.node(r).op != Op::Rsqrt) continue;
-              for (NodeId xh : users[size_t(r)])
-                if (g.node(xh).op == Op::Mul && other(g.node(xh), r) == d) mt.xhat.push_back(xh);
-              if (!mt.xhat.empty()) {
-                mt.var = v;
-                mt.eps = *scalar_value(g, e);
-              }
-            }
-            if (mt.var >= 0) break;
-          }
-          if (mt.var >= 0) break;
+          if (vn.op == Op::Div && vn.inputs[0] == s && scalar_value(g, vn.inputs[1]) == count &&
+              match_normalization(g, users, v, d, mt))
+            break;
         }
       }
       if (mt.var >= 0 && mt.eps > 0) return mt;
