@@ -77,6 +77,7 @@ void bench_llm(const BenchLlmOptions& o) {
   };
   const std::string at = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
   struct Row {
+    bool prefill;
     std::string test;
     Stat s;
   };
@@ -86,16 +87,17 @@ void bench_llm(const BenchLlmOptions& o) {
     run(prefill);  // warm-up: pages in the weights, plans the shapes
     std::vector<double> v;
     for (int r = 0; r < o.reps; ++r) v.push_back(run(prefill));
-    rows.push_back({(prefill ? "pp" + std::to_string(o.prompt) : "tg" + std::to_string(o.gen)) + at,
+    rows.push_back({prefill,
+                    (prefill ? "pp" + std::to_string(o.prompt) : "tg" + std::to_string(o.gen)) + at,
                     stat_of(v)});
   }
   const std::string name = std::filesystem::path(o.model).filename().string();
   if (o.json) {
     std::printf("{\"model\": \"%s\", \"threads\": %d", name.c_str(), num_threads());
-    for (const Row& r : rows)
-      std::printf(", \"%s_tok_s\": %.3f, \"%s_sd\": %.3f",
-                  r.test.rfind("pp", 0) == 0 ? "prefill" : "decode", r.s.mean,
-                  r.test.rfind("pp", 0) == 0 ? "prefill" : "decode", r.s.sd);
+    for (const Row& r : rows) {
+      const char* key = r.prefill ? "prefill" : "decode";
+      std::printf(", \"%s_tok_s\": %.3f, \"%s_sd\": %.3f", key, r.s.mean, key, r.s.sd);
+    }
     std::printf("}\n");
     return;
   }

@@ -3,7 +3,6 @@
 // rlx coreml-check X.mlpackage
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -108,8 +107,7 @@ void add_compile_command(CLI::App& app) {
       if (state.size() > 10 && state.ends_with(".mlpackage")) state.resize(state.size() - 10);
       state += ".state.safetensors";
     }
-    std::map<std::string, std::string> meta = step.holds;  // what each state input holds
-    write_safetensors(state, step.initial, meta);
+    write_safetensors(state, step.initial, step.holds);  // metadata: what each input holds
     std::printf(
         "one %s step per call: inputs %s and %s, the model's data inputs, and %zu state "
         "tensors (initial values in %s); feed each output next__S back as input S\n",

@@ -16,6 +16,24 @@
 namespace rlx::python {
 namespace {
 
+// Optimizer options from the keyword arguments of rlx.Trainer and
+// rlx.compile_training_step; without betas, the optimizer's defaults (lion: 0.9, 0.99).
+train::OptimizerOptions optimizer_options(const std::string& optimizer, double weight_decay,
+                                          double momentum, double dampening, bool nesterov,
+                                          std::optional<std::pair<double, double>> betas,
+                                          double eps) {
+  train::OptimizerOptions o;
+  o.kind = train::parse_optimizer(optimizer);
+  o.weight_decay = weight_decay;
+  o.momentum = momentum;
+  o.dampening = dampening;
+  o.nesterov = nesterov;
+  if (o.kind == train::OptimizerKind::lion) o.beta2 = 0.99;
+  if (betas) std::tie(o.beta1, o.beta2) = *betas;
+  o.eps = eps;
+  return o;
+}
+
 py::dict to_dict(const TensorMap& m) {
   py::dict d;
   for (const auto& [name, t] : m) d[py::str(name)] = to_numpy(t);
@@ -82,15 +100,8 @@ void bind_train(py::module_& m) {
          bool nesterov, std::optional<std::pair<double, double>> betas, double eps,
          double clip_norm, const std::map<std::string, std::vector<int64_t>>& input_shapes) {
         Model mod = load_model(fspath(model));
-        train::OptimizerOptions o;
-        o.kind = train::parse_optimizer(optimizer);
-        o.weight_decay = weight_decay;
-        o.momentum = momentum;
-        o.dampening = dampening;
-        o.nesterov = nesterov;
-        if (o.kind == train::OptimizerKind::lion) o.beta2 = 0.99;
-        if (betas) std::tie(o.beta1, o.beta2) = *betas;
-        o.eps = eps;
+        const train::OptimizerOptions o =
+            optimizer_options(optimizer, weight_decay, momentum, dampening, nesterov, betas, eps);
         coreml::ExportOptions eo;
         eo.opset = coreml::parse_opset(opset);
         eo.fp16 = fp16;
@@ -128,14 +139,8 @@ void bind_train(py::module_& m) {
                        std::pair<double, double> betas, double eps, double clip_norm) {
              Model mod = load_model(fspath(model));
              train::TrainerOptions o;
-             o.optimizer.kind = train::parse_optimizer(optimizer);
-             o.optimizer.weight_decay = weight_decay;
-             o.optimizer.momentum = momentum;
-             o.optimizer.dampening = dampening;
-             o.optimizer.nesterov = nesterov;
-             o.optimizer.beta1 = betas.first;
-             o.optimizer.beta2 = betas.second;
-             o.optimizer.eps = eps;
+             o.optimizer = optimizer_options(optimizer, weight_decay, momentum, dampening, nesterov,
+                                             betas, eps);
              o.schedule.kind = train::parse_schedule(schedule);
              o.schedule.lr = lr;
              o.schedule.warmup = warmup;
