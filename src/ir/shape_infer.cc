@@ -327,6 +327,14 @@ bool dims_compatible(const Dim& a, const Dim& b) {
   return !a.is_static() || !b.is_static() || a.value == b.value;
 }
 
+// Same rank, and every dim pair compatible (a symbolic dim matches anything).
+bool shapes_compatible(const Shape& a, const Shape& b) {
+  bool ok = a.rank() == b.rank();
+  for (int i = 0; ok && i < a.rank(); ++i)
+    ok = dims_compatible(a.dims[size_t(i)], b.dims[size_t(i)]);
+  return ok;
+}
+
 Shape infer_gather_elements(const Node& n, const In& in) {
   check_index_dtype(*in[1], "gather_elements");
   RLX_CHECK(in[0]->rank() == in[1]->rank(), "gather_elements: rank of indices ", in[1]->str(),
@@ -624,11 +632,8 @@ Shape infer_max_pool_grad(const Node& n, const In& in) {
   same_dtype(x, dy);
   RLX_CHECK(is_float(x.dtype), "max_pool2d_grad: x and dy must be float, got ", x.str());
   const Shape y = infer_pool(n, in);
-  bool ok = y.rank() == dy.rank();
-  for (int i = 0; ok && i < y.rank(); ++i)
-    ok = dims_compatible(y.dims[size_t(i)], dy.dims[size_t(i)]);
-  RLX_CHECK(ok, "max_pool2d_grad: dy ", dy.str(), " does not match max_pool2d's output ", y.str(),
-            " for x ", x.str());
+  RLX_CHECK(shapes_compatible(y, dy), "max_pool2d_grad: dy ", dy.str(),
+            " does not match max_pool2d's output ", y.str(), " for x ", x.str());
   return x;
 }
 
@@ -719,10 +724,8 @@ Shape infer_batch_norm_train_grad(const Node& n, const In& in) {
             "got ",
             x.str());
   same_dtype(x, g);
-  bool ok = x.rank() == g.rank();
-  for (int i = 0; ok && i < x.rank(); ++i)
-    ok = dims_compatible(x.dims[size_t(i)], g.dims[size_t(i)]);
-  RLX_CHECK(ok, "batch_norm_train_grad: dxhat ", g.str(), " does not match x ", x.str());
+  RLX_CHECK(shapes_compatible(x, g), "batch_norm_train_grad: dxhat ", g.str(), " does not match x ",
+            x.str());
   check_eps(n.attrs_as<EpsAttrs>().eps, "batch_norm_train_grad");
   return x;
 }
@@ -893,10 +896,8 @@ Shape infer_activation_grad(const Node& n, const In& in) {
   activation_attrs(n.attrs_as<ActivationGradAttrs>());
   const Shape &x = *in[0], &dy = *in[1];
   same_dtype(x, dy);
-  bool ok = x.rank() == dy.rank();
-  for (int i = 0; ok && i < x.rank(); ++i)
-    ok = dims_compatible(x.dims[size_t(i)], dy.dims[size_t(i)]);
-  RLX_CHECK(ok, "activation_grad: dy ", dy.str(), " does not match x ", x.str());
+  RLX_CHECK(shapes_compatible(x, dy), "activation_grad: dy ", dy.str(), " does not match x ",
+            x.str());
   return x;
 }
 
@@ -996,10 +997,8 @@ Shape infer_fake_quantize(const Node& n, const In& in) {
 std::vector<Shape> infer_fake_quantize_grad(const Node& n, const In& in) {
   const Shape &x = *in[0], &dy = *in[1];
   same_dtype(x, dy);
-  bool ok = x.rank() == dy.rank();
-  for (int i = 0; ok && i < x.rank(); ++i)
-    ok = dims_compatible(x.dims[size_t(i)], dy.dims[size_t(i)]);
-  RLX_CHECK(ok, "fake_quantize_grad: dy ", dy.str(), " does not match x ", x.str());
+  RLX_CHECK(shapes_compatible(x, dy), "fake_quantize_grad: dy ", dy.str(), " does not match x ",
+            x.str());
   return {x, check_fake_quantize(n, in, 2)};
 }
 
