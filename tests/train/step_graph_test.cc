@@ -80,17 +80,22 @@ std::vector<Config> configs() {
   return v;
 }
 
+// The inputs of update number `step` (1-based): the state, batch 99 + step, lr.
+TensorMap step_feed(const TensorMap& state, int step, double lr) {
+  TensorMap feed = state;
+  for (auto& [name, t] : batch(99 + uint64_t(step))) feed[name] = t;
+  feed[train::kLrInput] = Tensor::from_vector<float>({}, {float(lr)}, DType::F32);
+  feed[train::kOptimStepInput] = Tensor::from_vector<float>({}, {float(step)}, DType::F32);
+  return feed;
+}
+
 // k steps of the step graph on the CPU from its initial state; the state after them.
 TensorMap run_steps(const train::StepGraph& sg, int k, double lr, TensorMap* last_out = nullptr) {
   auto exe = Executable::compile(sg.graph, sg.weights);
   Session s(exe);
   TensorMap state = sg.initial;
   for (int i = 0; i < k; ++i) {
-    TensorMap feed = state;
-    for (auto& [name, t] : batch(100 + uint64_t(i))) feed[name] = t;
-    feed[train::kLrInput] = Tensor::from_vector<float>({}, {float(lr)}, DType::F32);
-    feed[train::kOptimStepInput] = Tensor::from_vector<float>({}, {float(i + 1)}, DType::F32);
-    const TensorMap out = s.run(feed);
+    const TensorMap out = s.run(step_feed(state, i + 1, lr));
     for (auto& [name, t] : state) t = out.at(train::kNextPrefix + name).clone();
     if (last_out) *last_out = out;
   }
@@ -137,10 +142,7 @@ TEST(StepGraph, RunsInTheMilInterpreterAsOnTheCpu) {
     const train::StepGraph sg = train::training_step_graph(m, c.opt, c.clip);
     // The second step: the state is no longer the initial one, and t = 2.
     const TensorMap state = run_steps(sg, 1, 0.05);
-    TensorMap feed = state;
-    for (auto& [name, t] : batch(101)) feed[name] = t;
-    feed[train::kLrInput] = Tensor::from_vector<float>({}, {0.05f}, DType::F32);
-    feed[train::kOptimStepInput] = Tensor::from_vector<float>({}, {2.f}, DType::F32);
+    const TensorMap feed = step_feed(state, 2, 0.05);
     const TensorMap cpu = testing::run_graph(sg.graph, feed, sg.weights);
     const TensorMap mil =
         coreml_test::export_and_interpret(sg.graph, sg.weights, feed, {.opset = 6, .fp16 = false});
