@@ -619,17 +619,20 @@ void depthwise_rows(const Geom& g, const float* x, const float* w, const float* 
   });
 }
 
-// The AVX-512 stride-1 path: each plane straight from the input
+// The AVX-512 path (stride 1 or 2): each plane straight from the input
 // (depthwise_avx512.h), its epilogue while it is in cache.
-void depthwise_direct_s1(const Geom& g, const float* x, const float* w, const float* bias,
-                         Epilogue act, const float* res, float* y) {
+void depthwise_direct(const Geom& g, const float* x, const float* w, const float* bias,
+                      Epilogue act, const float* res, float* y) {
+  const std::vector<float> zeros(size_t(g.in[2]), 0.f);
+  const DwPlane plane{g.in[1], g.in[2], g.k[1],   g.k[2],   g.pb[1],
+                      g.pb[2], g.s[2],  g.out[1], g.out[2], zeros.data()};
+  const std::vector<uint16_t> flat = dw_flat_masks(plane);
   const int64_t work = std::max<int64_t>(1, g.out_sz * g.k_sz);
   parallel_for(g.N * g.C, std::max<int64_t>(1, 16384 / work), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c = p % g.C;
       float* yp = y + p * g.out_sz;
-      dw_plane_s1_avx512(x + p * g.in_sz, g.in[1], g.in[2], w + c * g.k_sz, g.k[1], g.k[2], g.pb[1],
-                         g.pb[2], bias ? bias[c] : 0.0f, yp, g.out[1], g.out[2]);
+      dw_plane_avx512(plane, x + p * g.in_sz, w + c * g.k_sz, bias ? bias[c] : 0.0f, yp, flat);
       apply_epilogue(plane_epilogue(act, res, p * g.out_sz), yp, g.out_sz, 1, g.out_sz, 0, 0);
     }
   });
@@ -640,9 +643,9 @@ template <typename T>
 void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, const T* res,
                T* y) {
   if constexpr (std::is_same_v<T, float>) {
-    const bool unit = g.d[1] == 1 && g.d[2] == 1 && g.s[1] == 1 && g.s[2] == 1;
-    if (unit && g.k[2] <= 16 && cpu_isa() >= Isa::avx512)
-      return depthwise_direct_s1(g, x, w, bias, act, res, y);
+    const bool direct = g.d[1] == 1 && g.d[2] == 1 && g.s[1] == g.s[2] && g.s[2] <= 2;
+    if (direct && g.k[2] <= 16 && cpu_isa() >= Isa::avx512)
+      return depthwise_direct(g, x, w, bias, act, res, y);
     const bool fast = has_avx2() && g.d[1] == 1 && g.d[2] == 1 && g.s[2] <= 2 && g.k[1] <= 16;
     const bool flat = g.s[1] == g.s[2] && (g.s[2] == 2 || g.out[2] < 32) && g.k_sz <= 64;
     if (fast)

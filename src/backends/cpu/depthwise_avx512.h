@@ -1,16 +1,32 @@
-// The AVX-512 stride-1 depthwise plane (conv.cc threads planes over the pool
-// and runs the epilogue; the caller checks cpu_isa() >= Isa::avx512).
+// The AVX-512 depthwise planes (conv.cc threads planes over the pool and runs
+// the epilogue; the caller checks cpu_isa() >= Isa::avx512).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace rlx::cpu {
 
-// y[oh * OW + ow] = b + sum_{kh, kw} w[kh * KW + kw] * x[(oh + kh - pt) * W + ow + kw - pl]
-// for oh < OH, ow < OW, taps outside the H x W input reading as zero: a
-// stride-1, dilation-1 conv of one channel plane, read straight from the
-// input (masked loads stand in for the padding, so nothing is copied).
-void dw_plane_s1_avx512(const float* x, int64_t H, int64_t W, const float* w, int64_t KH,
-                        int64_t KW, int64_t pt, int64_t pl, float b, float* y, int64_t OH,
-                        int64_t OW);
+// One channel plane's geometry: input H x W, kernel KH x KW (KW <= 16), top
+// and left padding, stride S (1 or 2, both axes), output OH x OW; no dilation.
+// `zeros`: W zeros, read for the tap rows in the padding.
+struct DwPlane {
+  int64_t H, W, KH, KW, pt, pl, S, OH, OW;
+  const float* zeros;
+};
+
+// The lane masks of the flat form: a stride-1 plane whose output rows are as
+// wide as its input rows (OW == W) can run as one flat row of OH * OW outputs,
+// output q reading tap (kh, kw) at q + (kh - pt) * W + kw - pl, each lane's
+// mask clearing the taps that fall in the padding. Empty where the flat form
+// does not apply or would not beat one masked vector per output row (small
+// maps such as 7x7, where a row fills 7 of 16 lanes). Computed once per conv.
+std::vector<uint16_t> dw_flat_masks(const DwPlane& g);
+
+// y[oh * OW + ow] = b + sum_{kh, kw} w[kh * KW + kw] * x[(S oh + kh - pt) * W + S ow + kw - pl],
+// taps outside the H x W input reading as zero, read straight from the input
+// (masked loads stand in for the padding, so nothing is copied); `flat` is
+// dw_flat_masks(g) (the flat form when not empty).
+void dw_plane_avx512(const DwPlane& g, const float* x, const float* w, float b, float* y,
+                     const std::vector<uint16_t>& flat);
 
 }  // namespace rlx::cpu

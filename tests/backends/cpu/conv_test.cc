@@ -221,6 +221,38 @@ std::vector<ConvCase> conv_cases() {
       {"depthwise_row_150", {1, 2, 3, 150}, {2, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 2, true});
   v.push_back(
       {"depthwise_row_112", {1, 2, 4, 112}, {2, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 2, true});
+  // The AVX-512 stride-2 rows (even lanes of two loads) on mobilenet's maps, odd
+  // and even inputs, no padding, k5; and the flat form of small stride-1 maps
+  // (7x7, 6x9 with k5, one-sided pads: a plane's vectors across rows, taps masked per lane).
+  v.push_back(
+      {"depthwise_s2_14_to_7", {1, 3, 14, 14}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 3, true});
+  v.push_back(
+      {"depthwise_s2_16_to_8", {1, 2, 16, 16}, {2, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 2, true});
+  v.push_back(
+      {"depthwise_s2_few_rows", {1, 2, 5, 9}, {2, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 2, true});
+  v.push_back(
+      {"depthwise_s1_few_rows", {1, 2, 3, 21}, {2, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 2, false});
+  v.push_back(
+      {"depthwise_s2_odd_112", {1, 2, 5, 113}, {2, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 2, true});
+  v.push_back(
+      {"depthwise_s2_unpadded", {1, 2, 9, 40}, {2, 1, 3, 3}, {2, 2}, {}, {}, {}, 2, false});
+  v.push_back({"depthwise_s2_k5_asym",
+               {1, 2, 11, 35},
+               {2, 1, 5, 5},
+               {2, 2},
+               {2, 1, 1, 2},
+               {},
+               {},
+               2,
+               true});
+  v.push_back(
+      {"depthwise_flat_7x7", {2, 3, 7, 7}, {3, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 3, true});
+  v.push_back(
+      {"depthwise_flat_k5", {1, 2, 6, 9}, {2, 1, 5, 5}, {}, {2, 2, 2, 2}, {}, {}, 2, false});
+  v.push_back(
+      {"depthwise_flat_one_sided", {1, 2, 7, 7}, {2, 1, 3, 3}, {}, {0, 0, 2, 2}, {}, {}, 2, true});
+  v.push_back(
+      {"depthwise_flat_k3x5", {1, 2, 6, 5}, {2, 1, 3, 5}, {}, {1, 2, 1, 2}, {}, {}, 2, true});
   v.push_back(
       {"rect_stride", {1, 3, 10, 8}, {5, 3, 2, 4}, {3, 1}, {0, 1, 2, 0}, {1, 2}, {}, 1, true});
   v.push_back({"big_tiles", {1, 8, 40, 45}, {16, 8, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 1, true});
