@@ -38,6 +38,7 @@ Tensor random_f32(const Dims& dims, uint64_t seed, float lo = -1, float hi = 1);
 struct Case {
   Graph graph;
   TensorMap inputs;
+  TensorMap weights;  // params bound at compile, so kernels pre-pack them as a model's
 };
 
 // Registers `name`: `make` is called once, lazily (outside any timed region),

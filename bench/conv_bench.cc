@@ -1,5 +1,5 @@
 // The distinct conv shapes of ResNet-18 at batch 1 (no bias: BatchNorm follows
-// each conv), and mobilenet_v2's depthwise and widest pointwise ones. Named
+// each conv; the weight a bound param, as in a model), and mobilenet_v2's depthwise and widest pointwise ones. Named
 // conv/<Cin>x<H>x<W>-<Cout>k<k>s<stride>, with g<groups> for grouped convs.
 #include "bench_util.h"
 
@@ -45,14 +45,14 @@ void register_conv() {
           Builder b(c.graph);
           const Dims xd{1, s.cin, s.hw, s.hw}, wd{s.cout, s.cin / s.groups, s.k, s.k};
           auto x = b.input("x", Shape(xd, DType::F32));
-          auto w = b.input("w", Shape(wd, DType::F32));
+          auto w = b.param("w", Shape(wd, DType::F32));
           Attrs a{{"stride", std::vector<int64_t>{s.stride, s.stride}},
                   {"pads", std::vector<int64_t>{s.pad, s.pad, s.pad, s.pad}},
                   {"dilation", std::vector<int64_t>{1, 1}},
                   {"groups", s.groups}};
           c.graph.add_output("y", b.op(Op::Conv, {x, w}, a));
           c.inputs["x"] = random_f32(xd, 9);
-          c.inputs["w"] = random_f32(wd, 10, -0.1f, 0.1f);
+          c.weights["w"] = random_f32(wd, 10, -0.1f, 0.1f);
           return c;
         },
         flop, 0);

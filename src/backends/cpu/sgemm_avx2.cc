@@ -17,7 +17,7 @@ namespace {
 // a panel's last columns may fit in fewer vectors than it holds.
 template <int M, int V, int NR>
 RLX_AVX2 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C, int64_t ldc,
-                           int64_t n, bool accumulate) {
+                           int64_t n, bool accumulate, const TileEpilogue* epi) {
   __m256 acc[M][V];
   for (int r = 0; r < M; ++r)
     for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
@@ -45,13 +45,20 @@ RLX_AVX2 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C
     for (int v = 0; v < V; ++v) {
       float* c = C + r * ldc + 8 * v;
       __m256 x = acc[r][v];
-      if (full) {
-        if (accumulate) x = _mm256_add_ps(x, _mm256_loadu_ps(c));
-        _mm256_storeu_ps(c, x);
-      } else {
-        if (accumulate) x = _mm256_add_ps(x, _mm256_maskload_ps(c, mask[v]));
-        _mm256_maskstore_ps(c, mask[v], x);
+      if (accumulate) x = _mm256_add_ps(x, full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, mask[v]));
+      if (epi) {
+        if (epi->row_bias) x = _mm256_add_ps(x, _mm256_set1_ps(epi->row_bias[r]));
+        if (epi->col_bias) {
+          const float* b = epi->col_bias + 8 * v;
+          x = _mm256_add_ps(x, full ? _mm256_loadu_ps(b) : _mm256_maskload_ps(b, mask[v]));
+        }
+        if (epi->clamp)  // x second: NaN lanes come through (vmath.h's relu)
+          x = _mm256_min_ps(_mm256_set1_ps(epi->hi), _mm256_max_ps(_mm256_set1_ps(epi->lo), x));
       }
+      if (full)
+        _mm256_storeu_ps(c, x);
+      else
+        _mm256_maskstore_ps(c, mask[v], x);
     }
 }
 

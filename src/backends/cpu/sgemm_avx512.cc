@@ -26,7 +26,7 @@ __mmask16 lane_mask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16(
 // a panel's last columns may fit in fewer vectors than it holds.
 template <int M, int V, int NR>
 RLX_AVX512 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C, int64_t ldc,
-                             int64_t n, bool accumulate) {
+                             int64_t n, bool accumulate, const TileEpilogue* epi) {
   __m512 acc[M][V];
   for (int r = 0; r < M; ++r)
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
@@ -50,6 +50,13 @@ RLX_AVX512 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float*
     for (int v = 0; v < V; ++v) {
       __m512 x = acc[r][v];
       if (accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], c + 16 * v));
+      if (epi) {
+        if (epi->row_bias) x = _mm512_add_ps(x, _mm512_set1_ps(epi->row_bias[r]));
+        if (epi->col_bias)
+          x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], epi->col_bias + 16 * v));
+        if (epi->clamp)  // x second: NaN lanes come through (vmath.h's relu)
+          x = _mm512_min_ps(_mm512_set1_ps(epi->hi), _mm512_max_ps(_mm512_set1_ps(epi->lo), x));
+      }
       _mm512_mask_storeu_ps(c + 16 * v, mask[v], x);
     }
   }

@@ -4,7 +4,10 @@
 // the fused epilogue, and weights packed ahead.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -67,6 +70,7 @@ void check(const Case& c, const GemmEpilogue<float>& epi = {}, Pack pack = Pack:
       double want = c.alpha * sum + (c.beta == 0 ? 0.0 : c.beta * C0[size_t(i * ldc + j)]);
       if (epi.bias) want += epi.bias_per_row ? epi.bias[i] : epi.bias[j];
       if (epi.act == Epilogue::relu) want = std::max(want, 0.0);
+      if (epi.act == Epilogue::relu6) want = std::clamp(want, 0.0, 6.0);
       const double tol = 1e-6 * (std::fabs(c.alpha) * mag + std::fabs(c.beta) + 1) + 1e-7 * c.K;
       ASSERT_NEAR(C[size_t(i * ldc + j)], want, tol)
           << "at (" << i << "," << j << ") of " << c.M << "x" << c.N << "x" << c.K << " ta=" << c.ta
@@ -96,6 +100,34 @@ void check_all_cases() {
   check({200, 600, 300, false, true, 1, 0}, {Epilogue::relu, row_bias.data(), true});
   // Few rows: the epilogue runs on spans of several panels, the last one short.
   check({24, 1500, 40, false, false, 1, 0}, {Epilogue::relu, row_bias.data(), true});
+  // relu6 (scaled so that both bounds clamp), and a bias alone.
+  check({50, 70, 300, false, false, 6, 0}, {Epilogue::relu6, row_bias.data(), true});
+  check({50, 70, 30, false, true, 1, 0.5f}, {Epilogue::none, col_bias.data(), false});
+}
+
+// The epilogue the kernels fuse in registers (a bias, none / relu / relu6)
+// rounds exactly as apply_epilogue's separate pass after the product does,
+// NaN included; the ones they leave to that pass (gelu, a residual) too.
+void check_fused_epilogue_is_exact() {
+  const int64_t M = 45, N = 70, K = 300, ld = N + 1;
+  auto A = random_vec(size_t(M * K), 6), B = random_vec(size_t(K * N), 7);
+  auto bias = random_vec(size_t(std::max(M, N)), 8), res = random_vec(size_t(M * ld), 9);
+  bias[3] = std::numeric_limits<float>::quiet_NaN();
+  for (Epilogue act : {Epilogue::none, Epilogue::relu, Epilogue::relu6, Epilogue::gelu})
+    for (bool per_row : {false, true})
+      for (bool residual : {false, true}) {
+        GemmEpilogue<float> epi{act, bias.data(), per_row, residual ? res.data() : nullptr,
+                                residual ? ld : 0};
+        std::vector<float> fused(size_t(M * ld), 0.f), separate = fused;
+        gemm(false, false, M, N, K, 4.f, A.data(), K, B.data(), N, 0.f, fused.data(), ld, epi, {});
+        gemm(false, false, M, N, K, 4.f, A.data(), K, B.data(), N, 0.f, separate.data(), ld, {},
+             {});
+        apply_epilogue(epi, separate.data(), ld, M, N, 0, 0);
+        for (size_t i = 0; i < fused.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(fused[i]), std::bit_cast<uint32_t>(separate[i]))
+              << "at " << i << ", act " << int(act) << " per_row " << per_row << " residual "
+              << residual << " on " << isa_name(cpu_isa());
+      }
 }
 
 // Weights packed ahead (pack_a_operand / pack_b_operand) give the same
@@ -124,6 +156,7 @@ void check_kernel(Isa isa, const SgemmKernel& kernel) {
   ASSERT_EQ(sgemm_kernel(), &kernel);
   check_all_cases();
   check_packed_cases();
+  check_fused_epilogue_is_exact();
 }
 
 TEST(Gemm, Avx512KernelMatchesReference) {
