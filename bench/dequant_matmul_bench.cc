@@ -156,6 +156,17 @@ void register_dequant_matmul() {
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond);
     }
+  // Decode of the same model: one row through an FFN projection and its output head.
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
+    for (const auto& kn : {std::pair<int64_t, int64_t>{768, 2304}, {768, 32000}}) {
+      const int64_t K = kn.first, N = kn.second;
+      const std::string name = std::string("dequant_matmul/") + quant::traits(t).name + "/M1xK" +
+                               std::to_string(K) + "xN" + std::to_string(N);
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [=](benchmark::State& st) { run_case(st, t, 1, K, N); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+    }
 }
 
 }  // namespace rlx::bench

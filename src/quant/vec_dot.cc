@@ -56,6 +56,13 @@ float dot_float(const void* w, const void* a, int64_t n, Load load) {
 bool vec_dot_uses_avx2() { return cpu_has_avx2() && !g_force_portable.load(); }
 void force_portable_vec_dot(bool on) { g_force_portable = on; }
 
+VecDot4Fn vec_dot4(GgmlType t) {
+  if (!vec_dot_uses_avx2()) return nullptr;
+  if (t == GgmlType::Q4_0) return vec_dot4_q4_0_avx2;
+  if (t == GgmlType::Q8_0) return vec_dot4_q8_0_avx2;
+  return nullptr;
+}
+
 float vec_dot_f32(const void* w, const void* a, int64_t n) {
   if (vec_dot_uses_avx2()) return vec_dot_f32_avx2(w, a, n);
   return dot_float(w, a, n,

@@ -2,7 +2,10 @@
 // entries, and a switch that forces the portable path so tests can check it
 // on AVX2 machines too.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+
+#include "rlx/quant.h"
 
 namespace rlx::quant::detail {
 
@@ -24,5 +27,14 @@ float vec_dot_q3_K_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q4_K_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q5_K_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n);
+
+// out[r] = vec_dot(w + r * stride, a, n) for r < 4, bit for bit, in one pass
+// over the activation row (decode GEMVs: dequant_matmul's direct path).
+using VecDot4Fn = void (*)(const void* w, size_t stride, const void* a, int64_t n, float* out);
+void vec_dot4_q4_0_avx2(const void* w, size_t stride, const void* a, int64_t n, float* out);
+void vec_dot4_q8_0_avx2(const void* w, size_t stride, const void* a, int64_t n, float* out);
+// The four-row kernel of a weight type on the current path, or null (then one
+// vec_dot per row).
+VecDot4Fn vec_dot4(GgmlType t);
 
 }  // namespace rlx::quant::detail

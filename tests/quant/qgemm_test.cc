@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -263,6 +264,33 @@ TEST(DequantMatmulQgemm, PathSelection) {
     IsaLimit lim(Isa::avx2);
     EXPECT_EQ(quant::qgemm::path_for(GgmlType::Q8_0), Path::avx2);
   }
+}
+
+// The four-row decode kernels equal four one-row dots bit for bit (the direct
+// path mixes them: four rows at a time, then the rest one by one), for an even
+// and an odd number of blocks, q8_0's -128 included.
+TEST(DequantMatmulQgemm, FourRowDotsEqualOneRowDots) {
+  if (detected_isa() < Isa::avx2) GTEST_SKIP() << "no AVX2";
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
+    for (int64_t K : {int64_t(256), int64_t(96), int64_t(32)}) {
+      const auto w = random_rows(t, 4, K, 11);
+      Tensor x = testing::random_tensor({K}, DType::F32, 12, -2, 2);
+      std::vector<uint8_t> a(quant::row_size(GgmlType::Q8_0, K));
+      quant::quantize_activations(GgmlType::Q8_0, x.data<float>(), a.data(), K);
+      const size_t rb = quant::row_size(t, K);
+      const auto dot4 = quant::detail::vec_dot4(t);
+      ASSERT_NE(dot4, nullptr) << quant::traits(t).name;
+      float four[4];
+      dot4(w.data(), rb, a.data(), K, four);
+      for (int r = 0; r < 4; ++r) {
+        const float one = quant::traits(t).vec_dot(w.data() + size_t(r) * rb, a.data(), K);
+        EXPECT_EQ(std::bit_cast<uint32_t>(four[r]), std::bit_cast<uint32_t>(one))
+            << quant::traits(t).name << " K=" << K << " row " << r;
+      }
+    }
+  quant::detail::force_portable_vec_dot(true);
+  EXPECT_EQ(quant::detail::vec_dot4(GgmlType::Q8_0), nullptr);
+  quant::detail::force_portable_vec_dot(false);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "backends/cpu/kernels.h"
 #include "quant/dequant_cache.h"
 #include "quant/qgemm.h"
+#include "quant/vec_dot.h"
 #include "rlx/error.h"
 #include "rlx/quant.h"
 #include "rlx/thread_pool.h"
@@ -75,6 +76,7 @@ void direct(const Problem& p, const TypeTraits& tr) {
   const int64_t MB = ntiles >= want ? p.M : std::max<int64_t>(1, p.M * ntiles / want);
   const int64_t nmb = (p.M + MB - 1) / MB;
   const auto dot = tr.vec_dot;
+  const quant::detail::VecDot4Fn dot4 = quant::detail::vec_dot4(tr.type);
   // Each task does MB x TN dots of K: a grain of >= ~64K multiply-adds.
   const int64_t grain =
       std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, MB * TN * std::max<int64_t>(p.K, 1)));
@@ -85,10 +87,12 @@ void direct(const Problem& p, const TypeTraits& tr) {
       for (int64_t m = m0; m < m1; ++m) {
         const uint8_t* a = act + size_t(m) * ab;
         float* yr = p.y + m * p.N;
-        for (int64_t n = n0; n < n1; ++n) {
-          const float v = dot(p.w + size_t(n) * p.rb, a, p.K);
-          yr[n] = p.bias ? v + p.bias[n] : v;
-        }
+        int64_t n = n0;
+        if (dot4)
+          for (; n + 4 <= n1; n += 4) dot4(p.w + size_t(n) * p.rb, p.rb, a, p.K, yr + n);
+        for (; n < n1; ++n) yr[n] = dot(p.w + size_t(n) * p.rb, a, p.K);
+        if (p.bias)
+          for (n = n0; n < n1; ++n) yr[n] += p.bias[n];
       }
     }
   });
