@@ -1,6 +1,6 @@
 // The distinct conv shapes of ResNet-18 at batch 1 (no bias: BatchNorm follows
-// each conv; the weight a bound param, as in a model), and mobilenet_v2's depthwise and widest pointwise ones. Named
-// conv/<Cin>x<H>x<W>-<Cout>k<k>s<stride>, with g<groups> for grouped convs.
+// each conv; the weight a bound param, as in a model), and mobilenet_v2's depthwise and widest
+// pointwise ones. Named conv/<Cin>x<H>x<W>-<Cout>k<k>s<stride>, with g<groups> for grouped convs.
 #include "bench_util.h"
 
 namespace rlx::bench {
@@ -15,14 +15,14 @@ struct ConvShape {
 
 void register_conv() {
   const ConvShape shapes[] = {
-      {3, 224, 64, 7, 2, 3},    // stem
-      {64, 56, 64, 3, 1, 1},    // layer1
-      {128, 28, 128, 3, 1, 1},  // layer2
-      {256, 14, 256, 3, 1, 1},  // layer3
-      {512, 7, 512, 3, 1, 1},   // layer4
-      {64, 56, 128, 1, 2, 0},   // 1x1 downsample into layer2
-      {128, 28, 256, 1, 2, 0},  // ... layer3
-      {256, 14, 512, 1, 2, 0},  // ... layer4
+      {3, 224, 64, 7, 2, 3},         // stem
+      {64, 56, 64, 3, 1, 1},         // layer1
+      {128, 28, 128, 3, 1, 1},       // layer2
+      {256, 14, 256, 3, 1, 1},       // layer3
+      {512, 7, 512, 3, 1, 1},        // layer4
+      {64, 56, 128, 1, 2, 0},        // 1x1 downsample into layer2
+      {128, 28, 256, 1, 2, 0},       // ... layer3
+      {256, 14, 512, 1, 2, 0},       // ... layer4
       {96, 112, 96, 3, 2, 1, 96},    // mobilenet_v2: depthwise, stride 2
       {144, 56, 144, 3, 2, 1, 144},  //
       {576, 14, 576, 3, 2, 1, 576},  //
@@ -33,7 +33,8 @@ void register_conv() {
   };
   for (const ConvShape& s : shapes) {
     const int64_t ho = (s.hw + 2 * s.pad - s.k) / s.stride + 1;
-    const double flop = 2.0 * double(s.cout) * double(ho * ho) * double(s.cin / s.groups * s.k * s.k);
+    const double flop =
+        2.0 * double(s.cout) * double(ho * ho) * double(s.cin / s.groups * s.k * s.k);
     std::string name = "conv/" + std::to_string(s.cin) + "x" + std::to_string(s.hw) + "x" +
                        std::to_string(s.hw) + "-" + std::to_string(s.cout) + "k" +
                        std::to_string(s.k) + "s" + std::to_string(s.stride) +

@@ -486,11 +486,11 @@ RLX_AVX2 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n) {
 }
 
 RLX_AVX2 void vec_dot4_q4_0_avx2(const void* w, size_t stride, const void* a, int64_t n,
-                                float* out) {
+                                 float* out) {
   dot4_q8_0<true>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n, out);
 }
 RLX_AVX2 void vec_dot4_q8_0_avx2(const void* w, size_t stride, const void* a, int64_t n,
-                                float* out) {
+                                 float* out) {
   dot4_q8_0<false>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n, out);
 }
 

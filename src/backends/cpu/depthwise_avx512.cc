@@ -34,8 +34,7 @@ inline __mmask16 lanes_between(int64_t lo, int64_t hi) {
 
 // Lanes l of in[0..16) then in[16..32) kept at their even positions: in[2 l].
 RLX_AVX512 inline __m512 even_lanes(__m512 lo, __m512 hi) {
-  const __m512i idx =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   return _mm512_permutex2var_ps(lo, idx, hi);
 }
 
@@ -61,8 +60,8 @@ RLX_AVX512 void row_block(const DwPlane& g, const float* x, const float* w, floa
   __m512 acc[R][V];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_set1_ps(b);
-  // Unrolled whole for a fixed kernel: GCC otherwise keeps the accumulators on
-  // the stack across tap rows, a store and a reload in every chain.
+      // Unrolled whole for a fixed kernel: GCC otherwise keeps the accumulators on
+      // the stack across tap rows, a store and a reload in every chain.
 #pragma GCC unroll 8
   for (int64_t kh = 0; kh < KH; ++kh) {
     // Column 0 of each input row, offset by the tap: lanes before the row are masked off.
@@ -131,11 +130,13 @@ RLX_AVX512 void column_block(const DwPlane& g, const float* x, const float* w, f
   };
   if constexpr (S == 2 && V == 1) {
     if (g.OW <= 8 && g.OH >= 4)
-      return blocks(
-          4, [&](int64_t oh) { row_block<S, V, 2, KK, true>(g, x, w, b, y, j0, oh, lo, hi, store); });
+      return blocks(4, [&](int64_t oh) {
+        row_block<S, V, 2, KK, true>(g, x, w, b, y, j0, oh, lo, hi, store);
+      });
   }
   if (g.OH < R)
-    return blocks(1, [&](int64_t oh) { row_block<S, V, 1, KK>(g, x, w, b, y, j0, oh, lo, hi, store); });
+    return blocks(
+        1, [&](int64_t oh) { row_block<S, V, 1, KK>(g, x, w, b, y, j0, oh, lo, hi, store); });
   blocks(R, [&](int64_t oh) { row_block<S, V, R, KK>(g, x, w, b, y, j0, oh, lo, hi, store); });
 }
 

@@ -45,7 +45,8 @@ RLX_AVX2 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C
     for (int v = 0; v < V; ++v) {
       float* c = C + r * ldc + 8 * v;
       __m256 x = acc[r][v];
-      if (accumulate) x = _mm256_add_ps(x, full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, mask[v]));
+      if (accumulate)
+        x = _mm256_add_ps(x, full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, mask[v]));
       if (epi) {
         if (epi->row_bias) x = _mm256_add_ps(x, _mm256_set1_ps(epi->row_bias[r]));
         if (epi->col_bias) {

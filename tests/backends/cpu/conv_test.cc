@@ -224,18 +224,38 @@ std::vector<ConvCase> conv_cases() {
   // The AVX-512 stride-2 rows (even lanes of two loads) on mobilenet's maps, odd
   // and even inputs, no padding, k5; and the flat form of small stride-1 maps
   // (7x7, 6x9 with k5, one-sided pads: a plane's vectors across rows, taps masked per lane).
-  v.push_back(
-      {"depthwise_s2_14_to_7", {1, 3, 14, 14}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 3, true});
-  v.push_back(
-      {"depthwise_s2_16_to_8", {1, 2, 16, 16}, {2, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 2, true});
+  v.push_back({"depthwise_s2_14_to_7",
+               {1, 3, 14, 14},
+               {3, 1, 3, 3},
+               {2, 2},
+               {1, 1, 1, 1},
+               {},
+               {},
+               3,
+               true});
+  v.push_back({"depthwise_s2_16_to_8",
+               {1, 2, 16, 16},
+               {2, 1, 3, 3},
+               {2, 2},
+               {1, 1, 1, 1},
+               {},
+               {},
+               2,
+               true});
   v.push_back(
       {"depthwise_s2_few_rows", {1, 2, 5, 9}, {2, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 2, true});
   v.push_back(
       {"depthwise_s1_few_rows", {1, 2, 3, 21}, {2, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, {}, 2, false});
-  v.push_back(
-      {"depthwise_s2_odd_112", {1, 2, 5, 113}, {2, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 2, true});
-  v.push_back(
-      {"depthwise_s2_unpadded", {1, 2, 9, 40}, {2, 1, 3, 3}, {2, 2}, {}, {}, {}, 2, false});
+  v.push_back({"depthwise_s2_odd_112",
+               {1, 2, 5, 113},
+               {2, 1, 3, 3},
+               {2, 2},
+               {1, 1, 1, 1},
+               {},
+               {},
+               2,
+               true});
+  v.push_back({"depthwise_s2_unpadded", {1, 2, 9, 40}, {2, 1, 3, 3}, {2, 2}, {}, {}, {}, 2, false});
   v.push_back({"depthwise_s2_k5_asym",
                {1, 2, 11, 35},
                {2, 1, 5, 5},
