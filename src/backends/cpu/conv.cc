@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "backends/cpu/conv_winograd.h"
@@ -624,8 +625,13 @@ void depthwise_rows(const Geom& g, const float* x, const float* w, const float* 
 void depthwise_direct(const Geom& g, const float* x, const float* w, const float* bias,
                       Epilogue act, const float* res, float* y) {
   const std::vector<float> zeros(size_t(g.in[2]), 0.f);
-  const DwPlane plane{g.in[1], g.in[2], g.k[1],   g.k[2],   g.pb[1],
-                      g.pb[2], g.s[2],  g.out[1], g.out[2], zeros.data()};
+  DwPlane plane{g.in[1], g.in[2], g.k[1],   g.k[2],   g.pb[1],
+                g.pb[2], g.s[2],  g.out[1], g.out[2], zeros.data()};
+  // relu / relu6 without a residual in the kernel's stores; the rest after each plane.
+  const bool fuse = !res && (act == Epilogue::relu || act == Epilogue::relu6);
+  plane.clamp = fuse;
+  plane.hi = act == Epilogue::relu6 ? 6.f : std::numeric_limits<float>::infinity();
+  const Epilogue after = fuse ? Epilogue::none : act;
   const std::vector<uint16_t> flat = dw_flat_masks(plane);
   const int64_t work = std::max<int64_t>(1, g.out_sz * g.k_sz);
   parallel_for(g.N * g.C, std::max<int64_t>(1, 16384 / work), [&](int64_t p0, int64_t p1) {
@@ -633,7 +639,7 @@ void depthwise_direct(const Geom& g, const float* x, const float* w, const float
       const int64_t c = p % g.C;
       float* yp = y + p * g.out_sz;
       dw_plane_avx512(plane, x + p * g.in_sz, w + c * g.k_sz, bias ? bias[c] : 0.0f, yp, flat);
-      apply_epilogue(plane_epilogue(act, res, p * g.out_sz), yp, g.out_sz, 1, g.out_sz, 0, 0);
+      apply_epilogue(plane_epilogue(after, res, p * g.out_sz), yp, g.out_sz, 1, g.out_sz, 0, 0);
     }
   });
 }

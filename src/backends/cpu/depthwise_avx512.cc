@@ -38,6 +38,12 @@ RLX_AVX512 inline __m512 even_lanes(__m512 lo, __m512 hi) {
   return _mm512_permutex2var_ps(lo, idx, hi);
 }
 
+// The stored value: the plane's fused clamp, if any (x second: NaN lanes come through).
+RLX_AVX512 inline __m512 finish(const DwPlane& g, __m512 x) {
+  if (!g.clamp) return x;
+  return _mm512_min_ps(_mm512_set1_ps(g.hi), _mm512_max_ps(_mm512_set1_ps(g.lo), x));
+}
+
 // R output rows x columns [j0, j0 + 16 V) from row oh (the last vector masked
 // to OW); with PAIR (stride 2, OW <= 8), R pairs of rows, each pair in one
 // vector: lanes 0-7 one row, lanes 8-15 the next (the even lanes of two rows'
@@ -97,10 +103,11 @@ RLX_AVX512 void row_block(const DwPlane& g, const float* x, const float* w, floa
       if constexpr (PAIR) {
         // Lanes 8 + l go to column l of the second row: the store starts 8 before it.
         float* first = y + (oh + 2 * r) * OW + j0;
-        _mm512_mask_storeu_ps(first, store[0], acc[r][0]);
-        _mm512_mask_storeu_ps(first + OW - 8, __mmask16(store[0] << 8), acc[r][0]);
+        const __m512 out = finish(g, acc[r][0]);
+        _mm512_mask_storeu_ps(first, store[0], out);
+        _mm512_mask_storeu_ps(first + OW - 8, __mmask16(store[0] << 8), out);
       } else {
-        _mm512_mask_storeu_ps(y + (oh + r) * OW + j0 + 16 * v, store[v], acc[r][v]);
+        _mm512_mask_storeu_ps(y + (oh + r) * OW + j0 + 16 * v, store[v], finish(g, acc[r][v]));
       }
     }
 }
@@ -177,7 +184,8 @@ RLX_AVX512 void flat_block(const DwPlane& g, const float* x, const float* w, flo
         acc[v] = _mm512_fmadd_ps(wt, _mm512_maskz_loadu_ps(m[v * taps + t], tap + 16 * v), acc[v]);
     }
   for (int v = 0; v < NV; ++v)
-    _mm512_mask_storeu_ps(y + 16 * (v0 + v), lanes_between(0, n - 16 * (v0 + v)), acc[v]);
+    _mm512_mask_storeu_ps(y + 16 * (v0 + v), lanes_between(0, n - 16 * (v0 + v)),
+                          finish(g, acc[v]));
 }
 
 // The flat form: vectors of 16 consecutive outputs of the whole plane, four

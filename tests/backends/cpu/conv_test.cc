@@ -381,6 +381,39 @@ TEST(Conv, MatchesScalarReference) {
   }
 }
 
+// A fused relu / relu6 (the AVX-512 depthwise kernels clamp in their stores:
+// rows, stride 2, paired rows, the flat form) against the reference clamped;
+// inputs scaled so that both of relu6's bounds are hit.
+TEST(Conv, FusedActivationMatchesReference) {
+  const std::vector<std::string> names{"depthwise_row_112", "depthwise_s2_odd_112",
+                                       "depthwise_s2_14_to_7", "depthwise_flat_7x7",
+                                       "c2d_s1_p1_d1_g1"};
+  uint64_t seed = 7;
+  for (const ConvCase& c : conv_cases()) {
+    if (std::find(names.begin(), names.end(), c.name) == names.end()) continue;
+    for (const char* act : {"relu", "relu6"}) {
+      Inputs in = make_inputs(c, false, seed += 3);
+      float* x = in.x.data<float>();
+      for (int64_t i = 0; i < in.x.numel(); ++i) x[i] *= 8.f;
+      Attrs a = attrs_of(c, false);
+      a.set("activation", std::string(act));
+      Tensor got = run_op(Op::Conv, in.list(), a);
+      Tensor want = ref_conv(c, in.x, in.w, in.b ? &*in.b : nullptr);
+      float* w = want.data<float>();
+      bool hit_top = false;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        w[i] = std::max(w[i], 0.f);
+        if (std::string(act) == "relu6") {
+          hit_top |= w[i] > 6.f;
+          w[i] = std::min(w[i], 6.f);
+        }
+      }
+      if (std::string(act) == "relu6") EXPECT_TRUE(hit_top) << c.name;
+      EXPECT_TRUE(all_close(got, want, 1e-4, 1e-5)) << c.name << " " << act;
+    }
+  }
+}
+
 TEST(ConvTranspose, MatchesScalarReference) {
   uint64_t seed = 1000;
   for (const ConvCase& c : transpose_cases()) {
