@@ -130,43 +130,34 @@ void run_case(benchmark::State& st, GgmlType type, int64_t M, int64_t K, int64_t
   }
 }
 
+// dequant_matmul/<type>/M<M>xK<K>xN<N>.
+void add_case(GgmlType t, int64_t M, int64_t K, int64_t N) {
+  const std::string name = std::string("dequant_matmul/") + quant::traits(t).name + "/M" +
+                           std::to_string(M) + "xK" + std::to_string(K) + "xN" + std::to_string(N);
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [=](benchmark::State& st) { run_case(st, t, M, K, N); })
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
 }  // namespace
 
 void register_dequant_matmul() {
   const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K,  GgmlType::Q5_K,
                             GgmlType::Q6_K, GgmlType::F16,  GgmlType::IQ4_XS};
   for (GgmlType t : types)
-    for (int64_t M : {int64_t(1), int64_t(64)}) {
-      const std::string name = std::string("dequant_matmul/") + quant::traits(t).name + "/M" +
-                               std::to_string(M) + "xK4096xN4096";
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [=](benchmark::State& st) { run_case(st, t, M, 4096, 4096); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond);
-    }
+    for (int64_t M : {int64_t(1), int64_t(64)}) add_case(t, M, 4096, 4096);
   // Prefill of the 100M test model (scripts/make_test_llm.py --preset 100m):
   // 512 prompt rows through its FFN up / down projections (the integer GEMM).
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K})
-    for (const auto& kn : {std::pair<int64_t, int64_t>{768, 2304}, {2304, 768}}) {
-      const int64_t K = kn.first, N = kn.second;  // clang 14 cannot capture bindings
-      const std::string name = std::string("dequant_matmul/") + quant::traits(t).name + "/M512xK" +
-                               std::to_string(K) + "xN" + std::to_string(N);
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [=](benchmark::State& st) { run_case(st, t, 512, K, N); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond);
-    }
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    add_case(t, 512, 768, 2304);
+    add_case(t, 512, 2304, 768);
+  }
   // Decode of the same model: one row through an FFN projection and its output head.
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
-    for (const auto& kn : {std::pair<int64_t, int64_t>{768, 2304}, {768, 32000}}) {
-      const int64_t K = kn.first, N = kn.second;
-      const std::string name = std::string("dequant_matmul/") + quant::traits(t).name + "/M1xK" +
-                               std::to_string(K) + "xN" + std::to_string(N);
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [=](benchmark::State& st) { run_case(st, t, 1, K, N); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond);
-    }
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    add_case(t, 1, 768, 2304);
+    add_case(t, 1, 768, 32000);
+  }
 }
 
 }  // namespace rlx::bench
