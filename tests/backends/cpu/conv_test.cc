@@ -408,7 +408,9 @@ TEST(Conv, FusedActivationMatchesReference) {
           w[i] = std::min(w[i], 6.f);
         }
       }
-      if (std::string(act) == "relu6") EXPECT_TRUE(hit_top) << c.name;
+      if (std::string(act) == "relu6") {
+        EXPECT_TRUE(hit_top) << c.name;
+      }
       EXPECT_TRUE(all_close(got, want, 1e-4, 1e-5)) << c.name << " " << act;
     }
   }
