@@ -2,8 +2,6 @@
 // activation and weight-tile layouts of qgemm_impl.h, and the thread split.
 #include "quant/qgemm.h"
 
-#include <cpuid.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -21,16 +19,6 @@ namespace {
 
 using detail::group_bytes;
 using quant::detail::fp16;
-
-// cpuid leaf 7 ECX bit 11 (AVX512_VNNI); cpu_isa()'s avx512 level is only
-// F/BW/VL/DQ.
-bool cpu_has_vnni() {
-  static const bool has = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) != 0;
-  }();
-  return has;
-}
 
 void scale_min_k4(int j, const uint8_t* q, int& d, int& m) {
   if (j < 4) {
@@ -240,7 +228,7 @@ void pack_activation_row(GgmlType vdt, int G, bool offset, const float* x, int64
 
 Path path_for(GgmlType t) {
   if (format(t).group == 0 || !quant::detail::vec_dot_uses_avx2()) return Path::none;
-  if (cpu_isa() >= Isa::avx512 && cpu_has_vnni()) return Path::avx512_vnni;
+  if (cpu_isa() >= Isa::avx512 && quant::detail::cpu_has_avx512_vnni()) return Path::avx512_vnni;
   return Path::avx2;
 }
 

@@ -5,6 +5,8 @@
 // float products: slower, but obviously right, and it only runs on CPUs
 // without AVX2 (or when forced by tests).
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -56,10 +58,21 @@ float dot_float(const void* w, const void* a, int64_t n, Load load) {
 bool vec_dot_uses_avx2() { return cpu_has_avx2() && !g_force_portable.load(); }
 void force_portable_vec_dot(bool on) { g_force_portable = on; }
 
+// cpuid leaf 7 ECX bit 11 (AVX512_VNNI); cpu_isa()'s avx512 level is only
+// F/BW/VL/DQ.
+bool cpu_has_avx512_vnni() {
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) != 0;
+  }();
+  return has;
+}
+
 VecDot4Fn vec_dot4(GgmlType t) {
   if (!vec_dot_uses_avx2()) return nullptr;
-  if (t == GgmlType::Q4_0) return vec_dot4_q4_0_avx2;
-  if (t == GgmlType::Q8_0) return vec_dot4_q8_0_avx2;
+  const bool vnni = cpu_isa() >= Isa::avx512 && cpu_has_avx512_vnni();
+  if (t == GgmlType::Q4_0) return vnni ? vec_dot4_q4_0_vnni : vec_dot4_q4_0_avx2;
+  if (t == GgmlType::Q8_0) return vnni ? vec_dot4_q8_0_vnni : vec_dot4_q8_0_avx2;
   return nullptr;
 }
 

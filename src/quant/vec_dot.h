@@ -33,6 +33,10 @@ float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n);
 using VecDot4Fn = void (*)(const void* w, size_t stride, const void* a, int64_t n, float* out);
 void vec_dot4_q4_0_avx2(const void* w, size_t stride, const void* a, int64_t n, float* out);
 void vec_dot4_q8_0_avx2(const void* w, size_t stride, const void* a, int64_t n, float* out);
+// The same on AVX-512 VNNI (256-bit vpdpbusd): the same integer sums, fewer steps.
+void vec_dot4_q4_0_vnni(const void* w, size_t stride, const void* a, int64_t n, float* out);
+void vec_dot4_q8_0_vnni(const void* w, size_t stride, const void* a, int64_t n, float* out);
+bool cpu_has_avx512_vnni();
 // The four-row kernel of a weight type on the current path, or null (then one
 // vec_dot per row).
 VecDot4Fn vec_dot4(GgmlType t);

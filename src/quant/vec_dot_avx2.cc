@@ -199,15 +199,45 @@ RLX_AVX2 float vec_dot_q8_0_avx2(const void* w, const void* a, int64_t n) {
 // Q8_0 activation row, each summed exactly as the one-row kernel above (even
 // and odd blocks in two chains, added at the end): the activation block is
 // loaded once for the four rows, and the eight chains overlap where one row's
-// two left decode GEMVs at the FMA and load latency.
-template <bool kQ4>
-RLX_AVX2 inline __m256i weight_quants(const uint8_t* x) {
-  if constexpr (kQ4) return _mm256_sub_epi8(unpack_nibbles(x + 2), _mm256_set1_epi8(8));
-  return load256(x + 2);
-}
+// two left decode GEMVs at the FMA and load latency. The next four rows are
+// prefetched a whole group ahead: a GEMV streams its weights once from
+// memory, and one core's demand misses alone ran at ~12 GB/s.
+// Block sums: Block<kQ4, kVnni>::dot(x, y) is sum (q - 8 or q) * a per 4 lanes as
+// i32. AVX2 moves signs for maddubs; VNNI's vpdpbusd takes q4_0's nibbles as
+// unsigned directly, starting from -8 sum(a) (one vpdpbusd per activation block,
+// shared by the four rows): the same integers, so the same floats.
+#define RLX_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
 
+template <bool kQ4, bool kVnni>
+struct Block;
 template <bool kQ4>
-RLX_AVX2 void dot4_q8_0(const uint8_t* x, size_t stride, const uint8_t* y, int64_t n, float* out) {
+struct Block<kQ4, false> {
+  RLX_AVX2 static __m256i start(__m256i) { return _mm256_setzero_si256(); }
+  RLX_AVX2 static __m256i dot(const uint8_t* x, __m256i a, __m256i) {
+    const __m256i q =
+        kQ4 ? _mm256_sub_epi8(unpack_nibbles(x + 2), _mm256_set1_epi8(8)) : load256(x + 2);
+    return dot_i8(q, a);
+  }
+};
+template <bool kQ4>
+struct Block<kQ4, true> {
+  RLX_VNNI static __m256i start(__m256i a) {
+    if constexpr (!kQ4) return _mm256_setzero_si256();
+    const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), a);
+    return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 3));
+  }
+  RLX_VNNI static __m256i dot(const uint8_t* x, __m256i a, __m256i start) {
+    if constexpr (kQ4) return _mm256_dpbusd_epi32(start, unpack_nibbles(x + 2), a);
+    const __m256i q = load256(x + 2);
+    return _mm256_dpbusd_epi32(start, _mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
+  }
+};
+
+template <bool kQ4, bool kVnni>
+RLX_AVX2 __attribute__((always_inline)) inline void dot4_q8_0(const uint8_t* x, size_t stride,
+                                                              const uint8_t* y, int64_t n,
+                                                              float* out) {
+  using B = Block<kQ4, kVnni>;
   constexpr int64_t BW = kQ4 ? 18 : 34;  // weight block bytes
   __m256 even[4], odd[4];
   for (int r = 0; r < 4; ++r) even[r] = odd[r] = _mm256_setzero_ps();
@@ -215,24 +245,23 @@ RLX_AVX2 void dot4_q8_0(const uint8_t* x, size_t stride, const uint8_t* y, int64
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2, x += 2 * BW, y += 68) {
     const __m256i y0 = load256(y + 2), y1 = load256(y + 36);
+    const __m256i s0 = B::start(y0), s1 = B::start(y1);
     const float d0 = h2f(y), d1 = h2f(y + 34);
     for (int r = 0; r < 4; ++r) {
       const uint8_t* xr = x + size_t(r) * stride;
-      // The next four rows, a whole group ahead: a GEMV streams its weights
-      // once from memory, and one core's demand misses alone ran at ~12 GB/s.
       _mm_prefetch(reinterpret_cast<const char*>(xr + 4 * stride), _MM_HINT_T0);
-      const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(weight_quants<kQ4>(xr), y0));
-      const __m256 p1 = _mm256_cvtepi32_ps(dot_i8(weight_quants<kQ4>(xr + BW), y1));
+      const __m256 p0 = _mm256_cvtepi32_ps(B::dot(xr, y0, s0));
+      const __m256 p1 = _mm256_cvtepi32_ps(B::dot(xr + BW, y1, s1));
       even[r] = _mm256_fmadd_ps(_mm256_set1_ps(h2f(xr) * d0), p0, even[r]);
       odd[r] = _mm256_fmadd_ps(_mm256_set1_ps(h2f(xr + BW) * d1), p1, odd[r]);
     }
   }
   if (b < nb) {
-    const __m256i y0 = load256(y + 2);
+    const __m256i y0 = load256(y + 2), s0 = B::start(y0);
     const float d0 = h2f(y);
     for (int r = 0; r < 4; ++r) {
       const uint8_t* xr = x + size_t(r) * stride;
-      const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(weight_quants<kQ4>(xr), y0));
+      const __m256 p0 = _mm256_cvtepi32_ps(B::dot(xr, y0, s0));
       even[r] = _mm256_fmadd_ps(_mm256_set1_ps(h2f(xr) * d0), p0, even[r]);
     }
   }
@@ -487,11 +516,23 @@ RLX_AVX2 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n) {
 
 RLX_AVX2 void vec_dot4_q4_0_avx2(const void* w, size_t stride, const void* a, int64_t n,
                                  float* out) {
-  dot4_q8_0<true>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n, out);
+  dot4_q8_0<true, false>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n,
+                         out);
 }
 RLX_AVX2 void vec_dot4_q8_0_avx2(const void* w, size_t stride, const void* a, int64_t n,
                                  float* out) {
-  dot4_q8_0<false>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n, out);
+  dot4_q8_0<false, false>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n,
+                          out);
+}
+RLX_VNNI void vec_dot4_q4_0_vnni(const void* w, size_t stride, const void* a, int64_t n,
+                                 float* out) {
+  dot4_q8_0<true, true>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n,
+                        out);
+}
+RLX_VNNI void vec_dot4_q8_0_vnni(const void* w, size_t stride, const void* a, int64_t n,
+                                 float* out) {
+  dot4_q8_0<false, true>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n,
+                         out);
 }
 
 }  // namespace rlx::quant::detail

@@ -268,7 +268,7 @@ TEST(DequantMatmulQgemm, PathSelection) {
 
 // The four-row decode kernels equal four one-row dots bit for bit (the direct
 // path mixes them: four rows at a time, then the rest one by one), for an even
-// and an odd number of blocks, q8_0's -128 included.
+// and an odd number of blocks, q8_0's -128 included, on AVX2 and AVX-512 VNNI.
 TEST(DequantMatmulQgemm, FourRowDotsEqualOneRowDots) {
   if (!quant::detail::vec_dot_uses_avx2()) GTEST_SKIP() << "vec_dot on its portable path";
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
@@ -278,14 +278,21 @@ TEST(DequantMatmulQgemm, FourRowDotsEqualOneRowDots) {
       std::vector<uint8_t> a(quant::row_size(GgmlType::Q8_0, K));
       quant::quantize_activations(GgmlType::Q8_0, x.data<float>(), a.data(), K);
       const size_t rb = quant::row_size(t, K);
-      const auto dot4 = quant::detail::vec_dot4(t);
-      ASSERT_NE(dot4, nullptr) << quant::traits(t).name;
-      float four[4];
-      dot4(w.data(), rb, a.data(), K, four);
-      for (int r = 0; r < 4; ++r) {
-        const float one = quant::traits(t).vec_dot(w.data() + size_t(r) * rb, a.data(), K);
-        EXPECT_EQ(std::bit_cast<uint32_t>(four[r]), std::bit_cast<uint32_t>(one))
-            << quant::traits(t).name << " K=" << K << " row " << r;
+      ASSERT_NE(quant::detail::vec_dot4(t), nullptr) << quant::traits(t).name;
+      std::vector<quant::detail::VecDot4Fn> kernels{t == GgmlType::Q4_0
+                                                        ? quant::detail::vec_dot4_q4_0_avx2
+                                                        : quant::detail::vec_dot4_q8_0_avx2};
+      if (detected_isa() >= Isa::avx512 && quant::detail::cpu_has_avx512_vnni())
+        kernels.push_back(t == GgmlType::Q4_0 ? quant::detail::vec_dot4_q4_0_vnni
+                                              : quant::detail::vec_dot4_q8_0_vnni);
+      for (size_t k = 0; k < kernels.size(); ++k) {
+        float four[4];
+        kernels[k](w.data(), rb, a.data(), K, four);
+        for (int r = 0; r < 4; ++r) {
+          const float one = quant::traits(t).vec_dot(w.data() + size_t(r) * rb, a.data(), K);
+          EXPECT_EQ(std::bit_cast<uint32_t>(four[r]), std::bit_cast<uint32_t>(one))
+              << quant::traits(t).name << " K=" << K << " row " << r << (k ? " (VNNI)" : " (AVX2)");
+        }
       }
     }
   quant::detail::force_portable_vec_dot(true);
