@@ -35,6 +35,12 @@ RLX_AVX512 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float*
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) b[v] = _mm512_load_ps(Bp + 16 * v);
     _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 8), _MM_HINT_T0);
+    if constexpr (M < 4) {
+      // Few rows stream B from memory (a GEMV, M = 1): both lines of each
+      // 128-byte row of the panel, further ahead.
+      _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 32), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 32 + 16), _MM_HINT_T0);
+    }
 #pragma GCC unroll 32
     for (int r = 0; r < M; ++r) {
       const __m512 a = _mm512_set1_ps(Ap[r]);
