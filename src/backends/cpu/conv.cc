@@ -15,11 +15,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
+#include <optional>
 #include <vector>
 
 #include "backends/cpu/conv_winograd.h"
 #include "backends/cpu/depthwise_avx512.h"
+#include "backends/cpu/epilogue.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
@@ -628,10 +629,10 @@ void depthwise_direct(const Geom& g, const float* x, const float* w, const float
   DwPlane plane{g.in[1], g.in[2], g.k[1],   g.k[2],   g.pb[1],
                 g.pb[2], g.s[2],  g.out[1], g.out[2], zeros.data()};
   // relu / relu6 without a residual in the kernel's stores; the rest after each plane.
-  const bool fuse = !res && (act == Epilogue::relu || act == Epilogue::relu6);
-  plane.clamp = fuse;
-  plane.hi = act == Epilogue::relu6 ? 6.f : std::numeric_limits<float>::infinity();
-  const Epilogue after = fuse ? Epilogue::none : act;
+  const std::optional<float> top = res ? std::nullopt : clamp_top(act);
+  plane.clamp = top.has_value();
+  plane.top = top.value_or(0.f);
+  const Epilogue after = plane.clamp ? Epilogue::none : act;
   const std::vector<uint16_t> flat = dw_flat_masks(plane);
   const int64_t work = std::max<int64_t>(1, g.out_sz * g.k_sz);
   parallel_for(g.N * g.C, std::max<int64_t>(1, 16384 / work), [&](int64_t p0, int64_t p1) {

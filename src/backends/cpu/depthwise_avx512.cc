@@ -41,7 +41,7 @@ RLX_AVX512 inline __m512 even_lanes(__m512 lo, __m512 hi) {
 // The stored value: the plane's fused clamp, if any (x second: NaN lanes come through).
 RLX_AVX512 inline __m512 finish(const DwPlane& g, __m512 x) {
   if (!g.clamp) return x;
-  return _mm512_min_ps(_mm512_set1_ps(g.hi), _mm512_max_ps(_mm512_set1_ps(g.lo), x));
+  return _mm512_min_ps(_mm512_set1_ps(g.top), _mm512_max_ps(_mm512_setzero_ps(), x));
 }
 
 // R output rows x columns [j0, j0 + 16 V) from row oh (the last vector masked

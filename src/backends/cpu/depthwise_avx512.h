@@ -9,13 +9,13 @@ namespace rlx::cpu {
 // One channel plane's geometry: input H x W, kernel KH x KW (KW <= 16), top
 // and left padding, stride S (1 or 2, both axes), output OH x OW; no dilation.
 // `zeros`: W zeros, read for the tap rows in the padding. With `clamp`,
-// outputs are stored as min(hi, max(lo, y)), NaN passing (a fused relu / relu6,
-// rounded as the separate pass).
+// outputs are stored as min(top, max(0, y)): a fused relu / relu6 (clamp_top
+// in epilogue.h), rounded as the separate pass.
 struct DwPlane {
   int64_t H, W, KH, KW, pt, pl, S, OH, OW;
   const float* zeros;
   bool clamp = false;
-  float lo = 0.f, hi = 0.f;
+  float top = 0.f;
 };
 
 // The lane masks of the flat form: a stride-1 plane whose output rows are as

@@ -3,6 +3,8 @@
 // while it is still in cache, instead of two more passes over memory.
 #pragma once
 #include <cstdint>
+#include <limits>
+#include <optional>
 
 #include "rlx/op_attrs.h"
 
@@ -19,6 +21,15 @@ struct GemmEpilogue {
   int64_t residual_ld = 0;
   bool active() const { return act != Epilogue::none || bias || residual; }
 };
+
+// relu and relu6 as min(top, max(0, x)), the form the kernels apply in
+// registers as they store (x second in max / min, so NaN comes through as in
+// vmath.h's relu): the top bound, or nullopt for the other activations.
+inline std::optional<float> clamp_top(Epilogue act) {
+  if (act == Epilogue::relu) return std::numeric_limits<float>::infinity();
+  if (act == Epilogue::relu6) return 6.f;
+  return std::nullopt;
+}
 
 // C[i][j] = act(C[i][j] + bias (+ residual)) for a rows x cols block at `C`
 // (leading dim ldc) that starts at (row0, col0) of the whole output, which

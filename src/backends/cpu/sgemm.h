@@ -15,15 +15,15 @@
 
 namespace rlx::cpu {
 
-// What a micro-kernel does to its finished tile in registers: C = min(hi,
-// max(lo, C + bias)) with the bias per row (row_bias[r]) or per column
-// (col_bias[c]) and the clamp only when `clamp`; NaN passes both like the
-// separate relu / relu6 (vmath.h), so the two round alike.
+// What a micro-kernel does to its finished tile in registers: C = min(top,
+// max(0, C + bias)) with the bias per row (row_bias[r]) or per column
+// (col_bias[c]) and the clamp only when `clamp` (clamp_top in epilogue.h), so
+// it rounds as the separate relu / relu6.
 struct TileEpilogue {
   const float* row_bias = nullptr;
   const float* col_bias = nullptr;
   bool clamp = false;
-  float lo = 0.f, hi = 0.f;
+  float top = 0.f;
 };
 
 // A constant operand (a model's weight) packed once into a kernel's layout,

@@ -54,7 +54,7 @@ RLX_AVX2 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C
           x = _mm256_add_ps(x, full ? _mm256_loadu_ps(b) : _mm256_maskload_ps(b, mask[v]));
         }
         if (epi->clamp)  // x second: NaN lanes come through (vmath.h's relu)
-          x = _mm256_min_ps(_mm256_set1_ps(epi->hi), _mm256_max_ps(_mm256_set1_ps(epi->lo), x));
+          x = _mm256_min_ps(_mm256_set1_ps(epi->top), _mm256_max_ps(_mm256_setzero_ps(), x));
       }
       if (full)
         _mm256_storeu_ps(c, x);

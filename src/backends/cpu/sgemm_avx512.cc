@@ -61,7 +61,7 @@ RLX_AVX512 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float*
         if (epi->col_bias)
           x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], epi->col_bias + 16 * v));
         if (epi->clamp)  // x second: NaN lanes come through (vmath.h's relu)
-          x = _mm512_min_ps(_mm512_set1_ps(epi->hi), _mm512_max_ps(_mm512_set1_ps(epi->lo), x));
+          x = _mm512_min_ps(_mm512_set1_ps(epi->top), _mm512_max_ps(_mm512_setzero_ps(), x));
       }
       _mm512_mask_storeu_ps(c + 16 * v, mask[v], x);
     }

@@ -18,7 +18,6 @@
 #pragma once
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -44,8 +43,7 @@ using Tile = void (*)(int64_t kc, const float* Ap, const float* Bp, float* C, in
 // none, relu or relu6, without a residual. Fusing it saves a load and a store
 // of every output: mobilenet_v2's epilogue passes took 10% of its time.
 inline bool in_registers(const GemmEpilogue<float>& e) {
-  return !e.residual &&
-         (e.act == Epilogue::none || e.act == Epilogue::relu || e.act == Epilogue::relu6);
+  return !e.residual && (e.act == Epilogue::none || clamp_top(e.act));
 }
 
 // tiles[h - 1] takes an h-row sliver (a block's last sliver may be short).
@@ -72,8 +70,10 @@ struct Driver {
   static TileEpilogue tile_epilogue(const GemmEpilogue<float>& e, int64_t i, int64_t j) {
     TileEpilogue t;
     if (e.bias) (e.bias_per_row ? t.row_bias : t.col_bias) = e.bias + (e.bias_per_row ? i : j);
-    t.clamp = e.act != Epilogue::none;
-    t.hi = e.act == Epilogue::relu6 ? 6.f : std::numeric_limits<float>::infinity();
+    if (const auto top = clamp_top(e.act)) {
+      t.clamp = true;
+      t.top = *top;
+    }
     return t;
   }
 
