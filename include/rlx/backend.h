@@ -50,6 +50,9 @@ class Backend {
   virtual void run_node(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) const = 0;
 };
 
+// Runs one node on `backend` into fresh tensors of its (static) output shapes.
+std::vector<Tensor> evaluate(const Backend& backend, const Node& n, std::span<const Tensor> in);
+
 // One node `backend` cannot take and why.
 struct Unsupported {
   NodeId node;

@@ -121,6 +121,9 @@ class Graph {
   NodeId append_raw(Node n);
   // The shapes node `n`'s inputs carry (a `result` reads one of its input's results).
   std::vector<const Shape*> input_shapes(const Node& n) const;
+  // Drops the nodes from id `n` on (an importer undoing nodes it folded);
+  // none may be an output.
+  void truncate(size_t n);
 
  private:
   std::vector<Node> nodes_;

@@ -61,18 +61,40 @@ bool looks_like_onnx(const fs::path& p, std::string_view head) {
 
 }  // namespace
 
+bool is_onnx_model(const std::string& path) {
+  const fs::path p(path);
+  return fs::is_regular_file(p) && looks_like_onnx(p, sniff(p));
+}
+
 Model load_model(const std::string& path, const LoadOptions& options) {
   fs::path p(path);
   RLX_CHECK(fs::exists(p), path, ": no such file or directory");
+  const bool onnx_only = !options.input_shapes.empty() || !options.frozen_inputs.empty();
+  auto not_onnx = [&](const char* format) {
+    RLX_CHECK(!onnx_only, path, ": input shapes and frozen inputs at load apply to ONNX models; ",
+              "this is ", format, " (give input shapes at compile time: --specialize)");
+  };
   if (fs::is_directory(p)) {
-    if (fs::exists(p / kGraphFile)) return load_rlx_graph(p / kGraphFile);
-    if (fs::exists(p / "torch-ir.json")) return import_torch_export(path);
+    if (fs::exists(p / kGraphFile)) {
+      not_onnx("an rlx graph");
+      return load_rlx_graph(p / kGraphFile);
+    }
+    if (fs::exists(p / "torch-ir.json")) {
+      not_onnx("a torch export");
+      return import_torch_export(path);
+    }
     throw make_error(path, ": directory has neither ", kGraphFile, " nor torch-ir.json");
   }
   std::string head = sniff(p);
-  if (head.rfind("GGUF", 0) == 0) return load_gguf(path, options);
-  if (looks_like_onnx(p, head)) return import_onnx(path);
-  if (head.find('{') != std::string::npos) return load_rlx_graph(p);
+  if (head.rfind("GGUF", 0) == 0) {
+    not_onnx("a GGUF model");
+    return load_gguf(path, options);
+  }
+  if (looks_like_onnx(p, head)) return import_onnx(path, options);
+  if (head.find('{') != std::string::npos) {
+    not_onnx("an rlx graph");
+    return load_rlx_graph(p);
+  }
   throw make_error(
       path,
       ": unrecognized model format (expected an rlx graph JSON, a GGUF file, an ONNX model, or a "

@@ -167,6 +167,13 @@ NodeId Graph::add_typed(Op op, std::vector<NodeId> inputs, OpAttrs attrs, std::s
   return id;
 }
 
+void Graph::truncate(size_t n) {
+  if (n >= nodes_.size()) return;
+  for (const auto& o : outputs_)
+    RLX_CHECK(size_t(o.node) < n, "truncate: output '", o.name, "' is node ", o.node);
+  nodes_.resize(n);
+}
+
 NodeId Graph::result(NodeId id, int index) const {
   const Node& n = node(id);
   RLX_CHECK(has_results(n.op) && index >= 0 && size_t(index) < n.results.size(), n.label(),

@@ -50,10 +50,7 @@ std::shared_ptr<Executable> Executable::compile(Graph graph, const TensorMap& we
   check_supported(*backend, graph);
   opt::PassManager passes(options);  // validates the options before binding weights
   auto eval = [&backend](const Node& n, std::span<const Tensor> in) {
-    std::vector<Tensor> out;
-    for (const Shape& s : n.output_shapes()) out.emplace_back(s.concrete(), s.dtype);
-    backend->run_node(n, in, out);
-    return out;
+    return evaluate(*backend, n, in);
   };
   Graph g = passes.run(bind_params(graph, weights), eval);
   auto exe = std::shared_ptr<Executable>(new Executable());

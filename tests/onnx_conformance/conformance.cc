@@ -185,7 +185,7 @@ std::string run_case(const fs::path& dir) {
     }
     if (freeze) {
       try {
-        m = import_onnx(om, frozen);
+        m = import_onnx(om, LoadOptions{.frozen_inputs = frozen});
       } catch (const std::exception& ex) {
         return reason_of("import", ex.what());
       }

@@ -21,26 +21,8 @@ struct CompileCommand {
   std::vector<std::string> input_shapes;  // NAME=D0,D1,...
   int64_t seq_len = 64;
   PassFlags passes;
+  ImportFlags import;
 };
-
-// "x=32,2" -> {"x", {32, 2}}; "s=" is a scalar.
-std::pair<std::string, Dims> parse_input_shape(const std::string& spec) {
-  const size_t eq = spec.find('=');
-  RLX_CHECK(eq != std::string::npos && eq > 0, "--input-shape '", spec,
-            "': expected NAME=D0,D1,... (e.g. x=32,2)");
-  Dims dims;
-  std::string rest = spec.substr(eq + 1);
-  for (size_t at = 0; at < rest.size();) {
-    const size_t comma = std::min(rest.find(',', at), rest.size());
-    const std::string d = rest.substr(at, comma - at);
-    RLX_CHECK(
-        !d.empty() && d.find_first_not_of("0123456789") == std::string::npos && d.size() <= 12,
-        "--input-shape '", spec, "': '", d, "' is not a dimension");
-    dims.push_back(std::stoll(d));
-    at = comma + 1;
-  }
-  return {spec.substr(0, eq), dims};
-}
 
 }  // namespace
 
@@ -73,12 +55,18 @@ void add_compile_command(CLI::App& app) {
                   ".state.safetensors for .mlpackage)");
   cmd->add_option("--input-shape", o->input_shapes,
                   "NAME=D0,D1,...: binds the symbolic dims of input NAME (repeatable; give every "
-                  "input with symbolic dims), e.g. --input-shape x=32,2 --input-shape target=32")
+                  "input with symbolic dims), e.g. --input-shape x=32,2 --input-shape target=32; "
+                  "ONNX models are imported for these dims")
       ->take_all();
+  add_import_flags(cmd, o->import, false);
   add_pass_flags(cmd, o->passes);
   cmd->callback([o] {
-    Model m = load_model(o->model, {.n_tokens = o->seq_len});
-    if (!o->input_shapes.empty()) {
+    const bool onnx = is_onnx_model(o->model);
+    LoadOptions lo =
+        load_options(o->import, onnx ? o->input_shapes : std::vector<std::string>{}, nullptr);
+    lo.n_tokens = o->seq_len;
+    Model m = load_model(o->model, lo);
+    if (!onnx && !o->input_shapes.empty()) {
       CompileOptions only_specialize;
       only_specialize.opt_level = 0;
       for (const std::string& spec : o->input_shapes) {

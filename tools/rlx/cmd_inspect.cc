@@ -16,6 +16,8 @@ struct InspectOptions {
   std::string after;  // print the graph after this pass
   bool list_passes = false, optimized = false;
   PassFlags passes;
+  std::vector<std::string> input_shapes;  // NAME=D0,D1,... (ONNX import)
+  ImportFlags import;
 };
 
 struct Facts {
@@ -131,7 +133,8 @@ void add_inspect_command(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
   auto* cmd = app.add_subcommand("inspect", "Show a model's graph, op histogram and memory");
   cmd->add_option("model", o->model,
-                  "Model: a directory with model.rlx.json, a graph JSON, or a .gguf file")
+                  "Model: a directory with model.rlx.json or torch-ir.json, a graph JSON, an ONNX "
+                  "model or a .gguf file")
       ->required();
   cmd->add_option("-f,--format", o->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "dot"}));
@@ -141,10 +144,15 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--after", o->after, "Print the graph (text) after this pass has run");
   cmd->add_flag("--optimized", o->optimized, "Print the graph (text) after the whole pipeline");
   add_pass_flags(cmd, o->passes);
+  cmd->add_option("--input-shape", o->input_shapes,
+                  "ONNX: NAME=D0,D1,...: import for these dims of input NAME (repeatable)")
+      ->take_all();
+  add_import_flags(cmd, o->import, false);
   cmd->add_option("--backend", o->backend,
                   "List the nodes this backend cannot take (" + join_backend_names() + ")");
   cmd->callback([o] {
-    if (!o->backend.empty()) return print_backend_support(load_model(o->model), o->backend);
+    const LoadOptions lo = load_options(o->import, o->input_shapes, nullptr);
+    if (!o->backend.empty()) return print_backend_support(load_model(o->model, lo), o->backend);
     const bool debug =
         o->list_passes || !o->after.empty() || o->optimized || o->passes.print_after_all;
     CompileOptions options = compile_options(o->passes, stdout);
@@ -157,7 +165,7 @@ void add_inspect_command(CLI::App& app) {
       inspect_gguf(o->model, o->format);
       return;
     }
-    Model m = load_model(o->model);
+    Model m = load_model(o->model, lo);
     if (debug) return print_after(m, options, o->after, o->optimized);
     if (o->format == "dot") {
       std::printf("%s", to_dot(m.graph).c_str());

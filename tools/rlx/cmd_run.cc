@@ -23,6 +23,7 @@ struct RunOptions {
   bool specialize = false;
   bool profile = false;
   std::string trace;
+  ImportFlags import;
 };
 
 std::string signature(const Graph& g) {
@@ -44,6 +45,26 @@ TensorMap read_inputs(const std::string& path, const Graph& g) {
   return read_safetensors(path);
 }
 
+// Loads the model and reads --inputs. An ONNX model is imported for the dims
+// of the inputs (and with the --freeze ones as constants), so its shape code
+// and If conditions fold at import whatever dims it declares.
+Model load_for_inputs(const RunOptions& o, TensorMap& inputs) {
+  if (!is_onnx_model(o.model) || o.inputs.empty()) {
+    RLX_CHECK(o.import.freeze.empty(), "--freeze applies to ONNX models, with --inputs");
+    Model m = load_model(o.model);
+    if (!o.inputs.empty()) inputs = read_inputs(o.inputs, m.graph);
+    return m;
+  }
+  // An .npy file holds one unnamed tensor: the name comes from the declared inputs.
+  inputs = o.inputs.ends_with(".npy") ? read_inputs(o.inputs, load_model(o.model).graph)
+                                      : read_safetensors(o.inputs);
+  LoadOptions lo = load_options(o.import, {}, &inputs);
+  for (const auto& [name, t] : inputs)
+    if (!lo.frozen_inputs.count(name)) lo.input_shapes[name] = t.dims();
+  for (const auto& [name, t] : lo.frozen_inputs) inputs.erase(name);
+  return load_model(o.model, lo);
+}
+
 void run(const RunOptions& o) {
   set_num_threads(o.threads);
   CompileOptions copts = compile_options(o.passes, stderr);
@@ -53,9 +74,8 @@ void run(const RunOptions& o) {
     return run_gguf_tokens(o.model, o.tokens, o.out, o.dequantize, copts);
   }
   RLX_CHECK(o.tokens.empty(), "--tokens applies to GGUF language models only");
-  Model m = load_model(o.model);
   TensorMap inputs;
-  if (!o.inputs.empty()) inputs = read_inputs(o.inputs, m.graph);
+  Model m = load_for_inputs(o, inputs);
   for (NodeId id : m.graph.inputs())
     RLX_CHECK(inputs.count(m.graph.node(id).name), o.model, " takes inputs ", signature(m.graph),
               "; '", m.graph.node(id).name, "' is missing",
@@ -102,8 +122,10 @@ void run(const RunOptions& o) {
 void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a model on inputs from a safetensors file");
-  cmd->add_option("model", o->model,
-                  "Model: a directory with model.rlx.json, a graph JSON, or a GGUF language model")
+  cmd->add_option(
+         "model", o->model,
+         "Model: a directory with model.rlx.json or torch-ir.json, a graph JSON, an ONNX model "
+         "(imported for the dims of --inputs) or a GGUF language model")
       ->required();
   cmd->add_option("-i,--inputs", o->inputs,
                   "Inputs by name (safetensors), or one .npy file for a model with one input");
@@ -125,6 +147,7 @@ void add_run_command(CLI::App& app) {
                 "slowest nodes");
   cmd->add_option("--trace", o->trace,
                   "With profiling: write the last run as a Chrome trace JSON (chrome://tracing)");
+  add_import_flags(cmd, o->import, true);
   cmd->add_flag("--specialize", o->specialize,
                 "Compile for the dims of --inputs: symbolic dims become static before the other "
                 "passes run");

@@ -48,6 +48,18 @@ void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& f);
 // Throws rlx::Error for an unknown optimizer or a --betas of other than two values.
 train::OptimizerOptions optimizer_options(const OptimizerFlags& f);
 
+// --freeze for ONNX import (import_flags.cc); --input-shape is each command's own.
+struct ImportFlags {
+  std::vector<std::string> freeze;  // NAME=V0,V1,... or (rlx run) NAME: its value in --inputs
+};
+void add_import_flags(CLI::App* cmd, ImportFlags& f, bool values_from_inputs);
+// "x=32,2" -> {"x", {32, 2}}; "s=" is a scalar.
+std::pair<std::string, Dims> parse_input_shape(const std::string& spec);
+// LoadOptions::input_shapes from NAME=D0,D1,... specs and frozen_inputs from
+// the flags; `inputs` gives the values of bare --freeze NAME.
+LoadOptions load_options(const ImportFlags& f, const std::vector<std::string>& input_shapes,
+                         const TensorMap* inputs);
+
 // rlx run --profile (profile.cc): time per op kind and the `top` slowest nodes
 // per run; the last profiled run as a Chrome trace JSON.
 std::string profile_report(const Graph& g, const std::vector<NodeTime>& profile, size_t top);

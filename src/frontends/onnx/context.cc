@@ -60,6 +60,7 @@ const Registry& registry() {
     register_math(x);
     register_resize(x);
     register_recurrent(x);
+    register_control(x);
     return x;
   }();
   return r;
@@ -67,16 +68,25 @@ const Registry& registry() {
 
 Val& Ctx::val(size_t i) {
   RLX_CHECK(has(i), "input ", i, " is required");
-  auto it = s_.env.find(node.inputs[i]);
-  RLX_CHECK(it != s_.env.end(), "input ", i, " '", node.inputs[i],
+  Val* v = s_.find(node.inputs[i]);
+  RLX_CHECK(v, "input ", i, " '", node.inputs[i],
             "' is not produced by any earlier node, initializer or graph input");
-  return it->second;
+  return *v;
+}
+
+Val* ImportState::find(const std::string& name) {
+  for (ImportState* s = this; s; s = s->parent)
+    if (auto it = s->env.find(name); it != s->env.end()) return &it->second;
+  return nullptr;
 }
 
 bool Ctx::has(size_t i) const { return i < node.inputs.size() && !node.inputs[i].empty(); }
 
 NodeId Ctx::in(size_t i) {
-  Val& v = val(i);
+  return node_of(val(i), "input " + std::to_string(i) + " '" + node.inputs[i] + "'");
+}
+
+NodeId Ctx::node_of(Val& v, const std::string& what) {
   if (v.id >= 0) return v.id;
   if (!v.param.empty()) {
     v.id = g().param(v.param, v.konst.shape());
@@ -87,10 +97,10 @@ NodeId Ctx::in(size_t i) {
     try {
       v.id = g().constant(to_tensor(*v.ints));
     } catch (const Error& e) {
-      throw e.with_context("input " + std::to_string(i) + " '" + node.inputs[i] + "'");
+      throw e.with_context(what);
     }
   } else {
-    throw make_error("input ", i, " '", node.inputs[i], "' has no value");
+    throw make_error(what, " has no value");
   }
   return v.id;
 }

@@ -34,13 +34,20 @@ struct Val {
   bool absent = false;          // an omitted optional input ("")
 };
 
-// Everything the importer shares with the op files.
+// Everything the importer shares with the op files. An If branch lowers
+// into a child state whose names shadow its parent's, which stay visible
+// (ONNX subgraphs read outer values by name).
 struct ImportState {
   Builder& b;
   const Model& model;
   TensorMap& weights;
   std::map<std::string, Val>& env;
+  ImportState* parent = nullptr;
+  Val* find(const std::string& name);  // this scope, then the enclosing ones
 };
+
+// Lowers every node of `graph` (the model's, or a branch's) into `s` in order.
+void lower_nodes(ImportState& s, const Graph& graph, int64_t opset);
 
 class Ctx {
   ImportState& s_;
@@ -59,6 +66,9 @@ class Ctx {
   // constant); throws when absent.
   NodeId in(size_t i);
   NodeId in_or(size_t i, NodeId def) { return has(i) ? in(i) : def; }
+  // A value as a graph node (what in() does for an input); `what` names it in errors.
+  NodeId node_of(Val& v, const std::string& what);
+  ImportState& state() { return s_; }
   // Input i's value when known at import (nullptr otherwise).
   const Tensor* known(size_t i);
   std::optional<IntList> ints(size_t i);  // an integer input known element by element
@@ -135,6 +145,7 @@ void register_indexing(Registry& r);
 void register_math(Registry& r);
 void register_resize(Registry& r);
 void register_recurrent(Registry& r);  // LSTM, GRU, RNN (ops_recurrent.cc)
+void register_control(Registry& r);    // If (ops_control.cc)
 
 // Shared helpers.
 int64_t norm_axis(int64_t axis, int64_t rank, const char* what);
