@@ -11,7 +11,8 @@ packages=(
   libopenblas-dev libopenblas0-pthread
   protobuf-compiler libprotobuf-dev
   python3 python3-dev python3-numpy python3-torch python3-torchvision python3-sklearn
-  pybind11-dev python3-pytest
+  pybind11-dev python3-pytest python3-pil python3-scipy
+  espeak-ng sox imagemagick fonts-dejavu-core
   libonnx-testdata
   libopenmpi-dev openmpi-bin
 )

@@ -45,7 +45,9 @@ class Model:
 
 def load(path: str | os.PathLike[str], *, threads: int | None = None, opt_level: int = 1,
          cast_inputs: bool = False, dequantize: bool = False,
-         disable_passes: Sequence[str] = ()) -> Model: ...
+         disable_passes: Sequence[str] = (),
+         input_shapes: Mapping[str, Sequence[int]] = {},
+         freeze: Mapping[str, Any] = {}) -> Model: ...
 def compile(model: Model | str | os.PathLike[str], target: Literal["coreml"] = "coreml",
             path: str | os.PathLike[str] | None = None, *, opset: str = "CoreML6",
             fp16: bool = False, seq_len: int = 64, opt_level: int = 1,

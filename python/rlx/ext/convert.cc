@@ -151,6 +151,15 @@ py::tuple dims_tuple(const Shape& s) {
   return out;
 }
 
+Tensor owned_tensor(const py::handle& value, const std::string& name) {
+  py::array a = py::module_::import("numpy").attr("asarray")(value);
+  DType have;
+  if (!rlx_dtype_of(a.dtype(), have))
+    throw make_error("'", name, "' is ", numpy_name(a.dtype()), ", which rlx has no dtype for");
+  std::vector<py::object> keep;
+  return to_tensor(a, name, Shape(dims_of(a), have), false, keep).clone();
+}
+
 TensorMap named_tensors(const py::dict& arrays,
                         const std::vector<std::pair<std::string, Shape>>& named,
                         const std::string& who, const std::string& what,

@@ -29,6 +29,11 @@ Tensor to_tensor(const py::handle& value, const std::string& name, const Shape& 
 // buffer alive); bf16 is converted to float32.
 py::array to_numpy(const Tensor& t);
 
+// `value` (anything np.asarray takes) as a tensor of its own dtype and shape,
+// copied so that it outlives the array; rlx::Error names `name` when rlx has
+// no such dtype.
+Tensor owned_tensor(const py::handle& value, const std::string& name);
+
 // `arrays` ({name: array}) as tensors for the values `named` (name, declared
 // shape), each converted by to_tensor without casting. A name not in `named`
 // is an rlx::Error "<who>: '<name>' is not <what> (<the names>)". Missing

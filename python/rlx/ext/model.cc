@@ -273,24 +273,34 @@ void bind_model(py::module_& m) {
   m.def(
       "load",
       [](const py::object& path_like, std::optional<int> threads, int opt_level, bool cast_inputs,
-         bool dequantize, const std::vector<std::string>& disable_passes) {
+         bool dequantize, const std::vector<std::string>& disable_passes,
+         const std::map<std::string, Dims>& input_shapes, const py::dict& freeze) {
         const std::string path = fspath(path_like);
         if (threads) set_num_threads(*threads);
         CompileOptions copts = make_compile_options(opt_level, disable_passes);
+        LoadOptions lopts{.dequantize = dequantize, .input_shapes = input_shapes};
+        for (const auto& [name, value] : freeze) {
+          const std::string key = py::str(name);
+          lopts.frozen_inputs.emplace(key, owned_tensor(value, "freeze['" + key + "']"));
+        }
         py::gil_scoped_release nogil;
-        Model model = load_model(path, {.dequantize = dequantize});
+        Model model = load_model(path, lopts);
         return std::make_unique<PyModel>(std::move(model), copts, cast_inputs);
       },
       py::arg("path"), py::kw_only(), py::arg("threads") = py::none(), py::arg("opt_level") = 1,
       py::arg("cast_inputs") = false, py::arg("dequantize") = false,
       py::arg("disable_passes") = std::vector<std::string>{},
+      py::arg("input_shapes") = std::map<std::string, Dims>{}, py::arg("freeze") = py::dict(),
       "Loads and compiles a model for the CPU. `path`: any format rlx.load_model takes, picked "
       "from the file's content: a directory with model.rlx.json or torch-ir.json (the "
       "rlx_torch exporter's output), a graph JSON file, a GGUF language model (inputs "
       "`tokens`, `positions`; logits for every token) or an ONNX model. threads: worker "
       "threads for the process-wide pool (same as set_num_threads; None keeps the current "
       "count). opt_level: 0 verifies only, 1 runs the optimization pipeline. "
-      "disable_passes: pass names to skip. dequantize: GGUF weights to f32 up front. Raises "
+      "disable_passes: pass names to skip. dequantize: GGUF weights to f32 up front. "
+      "input_shapes ({name: dims}) and freeze ({name: value}), ONNX only: import for these "
+      "input dims, and with these inputs fixed to constants, so that shape code and If "
+      "conditions fold (a frozen input is no longer an input). Raises "
       "rlx.Error with rlx's message when the file cannot be loaded or compiled.");
 
   m.def(

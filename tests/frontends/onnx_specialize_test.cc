@@ -1,0 +1,206 @@
+// The ONNX importer's import-time specialization: If (a known condition
+// lowers only its branch; an unknown one selects with where), inputs frozen
+// to values and inputs given static dims (LoadOptions, `rlx run --freeze`),
+// and the folding of any node chain whose inputs are all known (torch's
+// pads arithmetic), on hand-written models.
+#include <gtest/gtest.h>
+
+#include <climits>
+
+#include "io/io_testing.h"
+#include "io/onnx_writer.h"
+#include "rlx/rlx.h"
+#include "support/testing.h"
+
+namespace rlx {
+namespace {
+using namespace testing::onnx_writer;
+
+constexpr int kF32 = 1, kI64 = 7;
+
+Pb graph_attr(const std::string& name, const Pb& g) {
+  Pb a;
+  a.bytes(1, name).varint(20, 5).msg(6, g);
+  return a;
+}
+
+Pb ints_attr(const std::string& name, const std::vector<int64_t>& v) {
+  Pb a;
+  a.bytes(1, name).varint(20, 7);
+  for (int64_t x : v) a.varint(8, uint64_t(x));
+  return a;
+}
+
+// y = If(sr == 16000, then: x + 1 (its own initializer), else: x * two (the
+// outer graph's initializer)); x [2] f32, sr int64 scalar. `else_concat`
+// makes the else branch give [4] (x concatenated with itself) instead.
+std::string if_model(bool else_concat = false) {
+  Pb then_g;
+  then_g.msg(1, node("Add", {"x", "one"}, {"t"})).bytes(2, "then");
+  then_g.msg(5, tensor("one", {}, kF32, floats({1.f}))).msg(12, value_info("t", kF32, {"2"}));
+  Pb else_g;
+  if (else_concat)
+    else_g.msg(1, node("Concat", {"x", "x"}, {"e"}, {int_attr("axis", 0)}));
+  else
+    else_g.msg(1, node("Mul", {"x", "two"}, {"e"}));
+  else_g.bytes(2, "else").msg(12, value_info("e", kF32, {else_concat ? "4" : "2"}));
+  Pb g;
+  g.msg(1, node("Equal", {"sr", "k16000"}, {"c"}));
+  g.msg(1, node("If", {"c"}, {"y"},
+                {graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)}));
+  g.bytes(2, "g").msg(5, tensor("k16000", {}, kI64, int64s({16000})));
+  g.msg(5, tensor("two", {}, kF32, floats({2.f})));
+  g.msg(11, value_info("x", kF32, {"2"})).msg(11, value_info("sr", kI64, {}));
+  g.msg(12, value_info("y", kF32, {"?"}));
+  return model(g);
+}
+
+Tensor i64(int64_t v) { return Tensor::from_vector<int64_t>({}, {v}, DType::I64); }
+
+std::vector<float> values(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
+}
+
+class OnnxSpecialize : public ::testing::Test {
+ protected:
+  std::string write(const std::string& name, const std::string& bytes) {
+    const std::string p = dir_.path(name);
+    testing::write_file_bytes(p, bytes);
+    return p;
+  }
+  static std::vector<float> run(const Model& m, TensorMap inputs) {
+    Session s(Executable::compile(m.graph, m.weights));
+    return values(s.run(inputs).begin()->second);
+  }
+  static size_t count(const Graph& g, Op op) {
+    size_t n = 0;
+    for (const auto& node : g.nodes()) n += node.op == op;
+    return n;
+  }
+  static std::string error_of(const std::string& path, const LoadOptions& o) {
+    try {
+      load_model(path, o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+  testing::ScratchDir dir_{"onnx_specialize"};
+  Tensor x_ = Tensor::from_vector<float>({2}, {1.f, 2.f}, DType::F32);
+};
+
+TEST_F(OnnxSpecialize, KnownConditionLowersOnlyItsBranch) {
+  const std::string p = write("if.onnx", if_model());
+  for (int64_t sr : {16000, 8000}) {
+    SCOPED_TRACE(sr);
+    Model m = load_model(p, {.frozen_inputs = {{"sr", i64(sr)}}});
+    ASSERT_EQ(m.graph.inputs().size(), 1u);  // the frozen input is gone
+    EXPECT_EQ(count(m.graph, Op::Where), 0u) << to_text(m.graph);
+    EXPECT_EQ(count(m.graph, sr == 16000 ? Op::Mul : Op::Add), 0u) << to_text(m.graph);
+    EXPECT_EQ(run(m, {{"x", x_}}),
+              (sr == 16000 ? std::vector<float>{2.f, 3.f} : std::vector<float>{2.f, 4.f}));
+  }
+}
+
+TEST_F(OnnxSpecialize, UnknownConditionSelectsAtRunTime) {
+  Model m = load_model(write("if.onnx", if_model()));
+  EXPECT_EQ(count(m.graph, Op::Where), 1u) << to_text(m.graph);
+  EXPECT_EQ(run(m, {{"x", x_}, {"sr", i64(16000)}}), (std::vector<float>{2.f, 3.f}));
+  EXPECT_EQ(run(m, {{"x", x_}, {"sr", i64(8000)}}), (std::vector<float>{2.f, 4.f}));
+}
+
+TEST_F(OnnxSpecialize, BranchesOfDifferentShapesNeedAKnownCondition) {
+  const std::string p = write("if.onnx", if_model(/*else_concat=*/true));
+  const std::string e = error_of(p, {});
+  EXPECT_NE(e.find("node 'If_node' (If)"), std::string::npos) << e;
+  EXPECT_NE(e.find("[2] f32 and [4] f32"), std::string::npos) << e;
+  EXPECT_NE(e.find("--freeze"), std::string::npos) << e;
+  Model m = load_model(p, {.frozen_inputs = {{"sr", i64(8000)}}});
+  EXPECT_EQ(run(m, {{"x", x_}}), (std::vector<float>{1.f, 2.f, 1.f, 2.f}));
+}
+
+TEST_F(OnnxSpecialize, FrozenValuesMustBeExactAndNamed) {
+  const std::string p = write("if.onnx", if_model());
+  std::string e =
+      error_of(p, {.frozen_inputs = {{"sr", Tensor::from_vector<float>({}, {0.5f}, DType::F32)}}});
+  EXPECT_NE(e.find("graph input 'sr'"), std::string::npos) << e;
+  EXPECT_NE(e.find("not exact as i64"), std::string::npos) << e;
+  e = error_of(p, {.frozen_inputs = {{"rate", i64(1)}}});
+  EXPECT_NE(e.find("cannot freeze 'rate': no such graph input (inputs: x, sr)"), std::string::npos)
+      << e;
+  // A float value that is an integer converts: the command line's "sr=16000".
+  Model m = load_model(
+      p, {.frozen_inputs = {{"sr", Tensor::from_vector<float>({}, {16000.f}, DType::F32)}}});
+  EXPECT_EQ(run(m, {{"x", x_}}), (std::vector<float>{2.f, 3.f}));
+}
+
+TEST_F(OnnxSpecialize, InputShapesReplaceSymbolicDims) {
+  // y = Reshape(x, Shape(x)[0] * 3): folds only when the batch is known.
+  Pb g;
+  g.msg(1, node("Shape", {"x"}, {"s"}));
+  g.msg(1, node("Mul", {"s", "three"}, {"n"}));
+  g.msg(1, node("Slice", {"n", "zero", "one"}, {"n0"}));
+  g.msg(1, node("Reshape", {"x", "n0"}, {"y"}));
+  g.bytes(2, "g").msg(5, tensor("three", {1}, kI64, int64s({3})));
+  g.msg(5, tensor("zero", {1}, kI64, int64s({0}))).msg(5, tensor("one", {1}, kI64, int64s({1})));
+  g.msg(11, value_info("x", kF32, {"batch", "3"})).msg(12, value_info("y", kF32, {"?"}));
+  const std::string p = write("shape.onnx", model(g));
+  Model m = load_model(p, {.input_shapes = {{"x", {4, 3}}}});
+  EXPECT_EQ(m.graph.node(m.graph.inputs().at(0)).shape.str(), "[4,3] f32");
+  EXPECT_EQ(m.graph.node(m.graph.outputs().at(0).node).shape.str(), "[12] f32");
+  EXPECT_EQ(count(m.graph, Op::Mul), 0u) << to_text(m.graph);
+  std::string e = error_of(p, {.input_shapes = {{"x", {4, 5}}}});
+  EXPECT_NE(e.find("graph input 'x': the given dims [4,5] do not fit the declared [batch,3] f32"),
+            std::string::npos)
+      << e;
+  e = error_of(p, {.input_shapes = {{"y", {4}}}});
+  EXPECT_NE(e.find("input shape for 'y': no such graph input (inputs: x)"), std::string::npos) << e;
+}
+
+TEST_F(OnnxSpecialize, KnownNodeChainsFoldAtImport) {
+  // torch.onnx's pads for F.pad(x, (2, 1)): its [left, right] pairs from the
+  // last dim reversed into ONNX's [begins..., ends...] by Concat, Reshape,
+  // a Slice with step -1, Transpose, Reshape and Cast; Pad needs the result
+  // at import.
+  Pb g;
+  g.msg(1, node("Concat", {"torch_pads", "zeros"}, {"p1"}, {int_attr("axis", 0)}));
+  g.msg(1, node("Reshape", {"p1", "pairs"}, {"p2"}));
+  g.msg(1, node("Slice", {"p2", "minus1", "int_min", "zero", "minus1"}, {"p3"}));
+  g.msg(1, node("Transpose", {"p3"}, {"p4"}, {ints_attr("perm", {1, 0})}));
+  g.msg(1, node("Reshape", {"p4", "flat"}, {"p5"}));
+  g.msg(1, node("Cast", {"p5"}, {"pads"}, {int_attr("to", kI64)}));
+  g.msg(1, node("Pad", {"x", "pads"}, {"y"}));
+  g.bytes(2, "g").msg(5, tensor("torch_pads", {2}, kI64, int64s({2, 1})));
+  g.msg(5, tensor("zeros", {2}, kI64, int64s({0, 0})));
+  g.msg(5, tensor("pairs", {2}, kI64, int64s({-1, 2})));
+  g.msg(5, tensor("flat", {1}, kI64, int64s({-1})));
+  g.msg(5, tensor("minus1", {1}, kI64, int64s({-1})));
+  g.msg(5, tensor("int_min", {1}, kI64, int64s({INT64_MIN})));
+  g.msg(5, tensor("zero", {1}, kI64, int64s({0})));
+  g.msg(11, value_info("x", kF32, {"1", "2"})).msg(12, value_info("y", kF32, {"1", "5"}));
+  Model m = load_model(write("pad.onnx", model(g)));
+  for (Op op : {Op::Concat, Op::Slice, Op::Transpose, Op::Cast})
+    EXPECT_EQ(count(m.graph, op), 0u) << to_text(m.graph);
+  EXPECT_TRUE(m.weights.empty());
+  EXPECT_EQ(run(m, {{"x", Tensor::from_vector<float>({1, 2}, {1.f, 2.f}, DType::F32)}}),
+            (std::vector<float>{0.f, 0.f, 1.f, 2.f, 0.f}));
+}
+
+TEST_F(OnnxSpecialize, CliFreezesFromTheCommandLineOrTheInputs) {
+  const std::string p = write("if.onnx", if_model());
+  const std::string in = dir_.path("in.safetensors"), out = dir_.path("out.safetensors");
+  write_safetensors(in, {{"x", x_}, {"sr", i64(8000)}});
+  auto r = testing::run_cli("run " + p + " --inputs " + in + " --out " + out + " --freeze sr");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(values(read_safetensors(out).at("y")), (std::vector<float>{2.f, 4.f}));
+  r = testing::run_cli("inspect " + p + " --freeze sr=16000");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("where"), std::string::npos) << r.output;
+  r = testing::run_cli("inspect " + p + " --freeze rate=1");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("cannot freeze 'rate'"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace rlx
