@@ -28,7 +28,13 @@ The table's min is the fastest single run of all rounds, the median is the
 median of the per-round medians and the max is the slowest per-round median;
 the per-round medians and each runtime's slowest single run are printed too.
 rlx's and ORT's outputs (first round) are compared with PyTorch eager's
-(cosine, max |err|). Peak memory: rlx's planned activation arena (from rlx
+(cosine, max |err|).
+
+--models also takes trained models that ship as ONNX (silero_vad, ppocr_det,
+ppocr_rec, ppocr_cls; scripts/install-models.sh installs them): rlx runs the
+.onnx file itself (`rlx run MODEL.onnx`, importing for the inputs' dims), there
+is no PyTorch run, and rlx's outputs are compared with ORT's (the "cosine rlx"
+column; the details give max |err|). Peak memory: rlx's planned activation arena (from rlx
 run), and each process's peak RSS (GNU /usr/bin/time: runtime + weights + arena).
 """
 import argparse
@@ -54,6 +60,24 @@ LABELS = {
     "small_cnn": "small CNN 32²",
 }
 RUNTIMES = ["rlx", "ort", "torch"]
+# Trained models that ship as ONNX (scripts/install-models.sh): no PyTorch
+# runtime, and rlx's outputs are compared with ORT's. name: (file under the
+# models directory, {input: (dims, dtype)} of the inputs fed, rlx run flags).
+ONNX_MODELS = {
+    "silero_vad": ("silero/silero_vad_v5.onnx",
+                   {"input": ((1, 576), "float32"), "state": ((2, 1, 128), "float32"),
+                    "sr": ((), "int64")}, ["--freeze", "sr"]),
+    "ppocr_det": ("ppocr/ch_PP-OCRv4_det_infer.onnx", {"x": ((1, 3, 640, 640), "float32")}, []),
+    "ppocr_rec": ("ppocr/ch_PP-OCRv4_rec_infer.onnx", {"x": ((1, 3, 48, 320), "float32")}, []),
+    "ppocr_cls": ("ppocr/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+                  {"x": ((1, 3, 48, 192), "float32")}, []),
+}
+LABELS.update({
+    "silero_vad": "Silero VAD v5, one 32 ms window",
+    "ppocr_det": "PP-OCRv4 det 640²",
+    "ppocr_rec": "PP-OCRv4 rec 48×320",
+    "ppocr_cls": "PP-OCR cls 48×192",
+})
 # Single layers, to race one kernel: conv_C_O_H_k3s1g1 is Conv2d(C, O, 3, stride 1,
 # padding 1, groups 1, no bias) + BatchNorm + ReLU on [1, C, H, H]; maxpool_C_H_k3s2 is
 # MaxPool2d(3, 2, padding 1) on [1, C, H, H].
@@ -219,6 +243,33 @@ def export_child(name, d, threads):
         json.dump(meta, f, indent=1)
 
 
+def prepare_onnx(name, d):
+    """OUT/NAME/{model.onnx (a link to the installed file), inputs.safetensors, meta.json}."""
+    import numpy as np
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import onnx_common
+    file, inputs, _ = ONNX_MODELS[name]
+    src = os.path.join(onnx_common.models_dir(), file)
+    if not os.path.exists(src):
+        return f"{src} is missing: run scripts/install-models.sh"
+    os.makedirs(d, exist_ok=True)
+    link = os.path.join(d, "model.onnx")
+    for old in (link, os.path.join(d, "rlx_out.safetensors"), os.path.join(d, "ort_out.safetensors")):
+        if os.path.lexists(old):
+            os.remove(old)
+    os.symlink(src, link)
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for k, (dims, dt) in inputs.items():
+        # Silero's sample rate; else unit-scale data, as normalized images and audio are.
+        feeds[k] = (np.array(16000, np.int64) if k == "sr"
+                    else rng.standard_normal(dims).astype(dt) * (0.1 if name == "silero_vad" else 1))
+    onnx_common.save_safetensors(feeds, os.path.join(d, "inputs.safetensors"))
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump({"errors": {}, "onnx_file": src}, f)
+    return None
+
+
 def torch_child(name, d, threads, runs, warmup):
     """Times PyTorch eager in this (fresh) process; prints one JSON line."""
     import torch
@@ -300,9 +351,11 @@ def human(b):
     return f"{b:.0f} B"
 
 
-def time_rlx(a, d, check):
-    cmd = [a.rlx, "run", os.path.join(d, "rlx"), "--inputs", os.path.join(d, "inputs.safetensors"),
-           "--bench", str(a.runs), "--threads", str(a.threads)]
+def time_rlx(a, name, d, check):
+    model, flags = ((os.path.join(d, "model.onnx"), ONNX_MODELS[name][2]) if name in ONNX_MODELS
+                    else (os.path.join(d, "rlx"), []))
+    cmd = [a.rlx, "run", model, "--inputs", os.path.join(d, "inputs.safetensors"),
+           "--bench", str(a.runs), "--threads", str(a.threads)] + flags
     if check:
         cmd += ["-o", os.path.join(d, "rlx_out.safetensors")]
     rc, out, err, rss = run_proc(cmd)
@@ -360,6 +413,26 @@ def compare(ref_path, out_path):
     cos = float(np.dot(ref, got) / (np.linalg.norm(ref) * np.linalg.norm(got) + 1e-300))
     return {"cosine": cos, "max_err": float(np.max(np.abs(ref - got))),
             "max_ref": float(np.max(np.abs(ref)))}
+
+
+def compare_outputs(ref_path, out_path):
+    """rlx's outputs against ORT's, name by name: the worst cosine and max |err|."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import numpy as np
+    import onnx_common
+    ref, got = onnx_common.load_safetensors(ref_path), onnx_common.load_safetensors(out_path)
+    if set(ref) != set(got):
+        return {"error": f"{out_path} has outputs {sorted(got)}, ORT's {sorted(ref)}"}
+    worst = {"cosine": 1.0, "max_err": 0.0, "max_ref": 0.0}
+    for k in ref:
+        r, g = ref[k].astype(np.float64).ravel(), got[k].astype(np.float64).ravel()
+        if r.shape != g.shape:
+            return {"error": f"output {k} has {g.size} elements, ORT's {r.size}"}
+        cos = float(np.dot(r, g) / (np.linalg.norm(r) * np.linalg.norm(g) + 1e-300))
+        worst = {"cosine": min(worst["cosine"], cos),
+                 "max_err": max(worst["max_err"], float(np.max(np.abs(r - g)))),
+                 "max_ref": max(worst["max_ref"], float(np.max(np.abs(r))))}
+    return worst
 
 
 def cpu_model():
@@ -424,9 +497,9 @@ def main():
 
     t_start = time.time()
     models = [m.strip() for m in a.models.split(",") if m.strip()]
-    bad = [m for m in models if m not in MODELS and not parse_layer(m)]
+    bad = [m for m in models if m not in MODELS and m not in ONNX_MODELS and not parse_layer(m)]
     if bad:
-        ap.error(f"unknown model(s) {bad}; choose from {MODELS}")
+        ap.error(f"unknown model(s) {bad}; choose from {MODELS + list(ONNX_MODELS)}")
     a.rlx = os.path.abspath(a.rlx)
     if not os.access(a.rlx, os.X_OK):
         ap.error(f"no rlx binary at {a.rlx} (build it, or pass --rlx PATH)")
@@ -444,6 +517,11 @@ def main():
     for name in models:
         d = os.path.join(a.out, name)
         meta_path = os.path.join(d, "meta.json")
+        if name in ONNX_MODELS:
+            e = prepare_onnx(name, d)
+            if e:
+                failures.append(f"{name}: {e}")
+            continue
         if os.path.exists(meta_path) and not a.reexport:
             continue
         if os.path.exists(meta_path):
@@ -480,12 +558,14 @@ def main():
             errs = metas[name]["errors"]
             line = []
             for rt in order:
+                if rt == "torch" and name in ONNX_MODELS:
+                    continue
                 if rt == "rlx" and "rlx_export" in errs:
                     continue
                 if rt == "ort" and "onnx_export" in errs:
                     continue
                 check = rnd == 0
-                r = (time_rlx(a, d, check) if rt == "rlx" else time_ort(a, d, check)
+                r = (time_rlx(a, name, d, check) if rt == "rlx" else time_ort(a, d, check)
                      if rt == "ort" else time_torch(a, name, d, check))
                 res[name][rt].append(r)
                 if "error" in r:
@@ -493,12 +573,19 @@ def main():
                     line.append(f"{rt} FAILED")
                     continue
                 line.append(f"{rt} {r['median_ms']:.3g} ms")
-                if check and rt in ("rlx", "ort"):
+                if check and rt in ("rlx", "ort") and name not in ONNX_MODELS:
                     c = compare(os.path.join(d, "reference.safetensors"),
                                 os.path.join(d, f"{rt}_out.safetensors"))
                     checks[name][rt] = c
                     if "error" in c:
                         failures.append(f"{name}: {rt} output: {c['error']}")
+            if rnd == 0 and name in ONNX_MODELS and all(
+                    os.path.exists(os.path.join(d, f"{rt}_out.safetensors")) for rt in ("rlx", "ort")):
+                c = compare_outputs(os.path.join(d, "ort_out.safetensors"),
+                                    os.path.join(d, "rlx_out.safetensors"))
+                checks[name]["rlx"] = c
+                if "error" in c:
+                    failures.append(f"{name}: rlx output: {c['error']}")
             print(f"  {name}: " + ", ".join(line), flush=True)
     load_end = os.getloadavg()[0]
 
@@ -509,7 +596,9 @@ def main():
         c = checks[name]
 
         def ms(rt):
-            return fmt3(s[rt]["min"], s[rt]["median"], s[rt]["max"]) if s[rt] else "failed"
+            if not s[rt]:
+                return "—" if rt == "torch" and name in ONNX_MODELS else "failed"
+            return fmt3(s[rt]["min"], s[rt]["median"], s[rt]["max"])
 
         def ratio(x, y):
             return f"{s[x]['median'] / s[y]['median']:.2f}" if s[x] and s[y] else "—"
@@ -529,7 +618,7 @@ def main():
             if s[rt]["run_max"] is not None:
                 extra = f"; slowest single run {s[rt]['run_max']:.3g} ms"
             if rt in c and "cosine" in c[rt]:
-                extra += (f"; vs PyTorch: cosine {c[rt]['cosine']:.7f}, max |err| "
+                extra += (f"; vs {'ORT' if name in ONNX_MODELS else 'PyTorch'}: cosine {c[rt]['cosine']:.7f}, max |err| "
                           f"{c[rt]['max_err']:.3g} (max |ref| {c[rt]['max_ref']:.3g})")
             detail.append(f"  {name} {label}: round medians "
                           f"{', '.join(f'{x:.3g}' for x in s[rt]['round_medians'])} ms; peak RSS "
