@@ -187,6 +187,43 @@ TEST_F(OnnxSpecialize, KnownNodeChainsFoldAtImport) {
             (std::vector<float>{0.f, 0.f, 1.f, 2.f, 0.f}));
 }
 
+// y = Loop(n, "", y0) with body (i, cond, y) -> (cond, y * 2, y): 2^n * y0,
+// and the scan output stacks every iteration's y.
+std::string loop_model() {
+  Pb body;
+  body.msg(1, node("Mul", {"y_in", "two"}, {"y_out"}));
+  body.msg(1, node("Identity", {"y_in"}, {"scan"}));
+  body.msg(1, node("Identity", {"cond_in"}, {"cond_out"}));
+  body.bytes(2, "body").msg(5, tensor("two", {}, kF32, floats({2.f})));
+  body.msg(11, value_info("i", kI64, {})).msg(11, value_info("cond_in", 9, {}));
+  body.msg(11, value_info("y_in", kF32, {"2"}));
+  body.msg(12, value_info("cond_out", 9, {})).msg(12, value_info("y_out", kF32, {"2"}));
+  body.msg(12, value_info("scan", kF32, {"2"}));
+  Pb g;
+  g.msg(1, node("Loop", {"n", "", "y0"}, {"y", "ys"}, {graph_attr("body", body)}));
+  g.bytes(2, "g").msg(11, value_info("n", kI64, {})).msg(11, value_info("y0", kF32, {"2"}));
+  g.msg(12, value_info("y", kF32, {"2"})).msg(12, value_info("ys", kF32, {"?", "2"}));
+  return model(g);
+}
+
+TEST_F(OnnxSpecialize, LoopsUnrollWhenTheirTripCountIsKnown) {
+  const std::string p = write("loop.onnx", loop_model());
+  Model m = load_model(p, {.frozen_inputs = {{"n", i64(3)}}});
+  Session s(Executable::compile(m.graph, m.weights));
+  TensorMap out = s.run({{"y0", x_}});
+  EXPECT_EQ(values(out.at("y")), (std::vector<float>{8.f, 16.f}));
+  EXPECT_EQ(out.at("ys").dims(), (Dims{3, 2}));
+  EXPECT_EQ(values(out.at("ys")), (std::vector<float>{1.f, 2.f, 2.f, 4.f, 4.f, 8.f}));
+  std::string e = error_of(p, {});
+  EXPECT_NE(e.find("node 'Loop_node' (Loop) at opset 17: the trip count 'n' is not known at "
+                   "import"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("--freeze"), std::string::npos) << e;
+  e = error_of(p, {.frozen_inputs = {{"n", i64(int64_t(1) << 40)}}});
+  EXPECT_NE(e.find("passes rlx's limit of 1048576 nodes"), std::string::npos) << e;
+}
+
 TEST_F(OnnxSpecialize, CliFreezesFromTheCommandLineOrTheInputs) {
   const std::string p = write("if.onnx", if_model());
   const std::string in = dir_.path("in.safetensors"), out = dir_.path("out.safetensors");

@@ -92,13 +92,17 @@ std::vector<std::string> declared_inputs(const onnx::Model& om) {
 }
 
 // Inputs that act as parameters rather than data: not the first input of any
-// node (axes, pads, shapes, scales, k, ...), or any input of Range and
-// ConstantOfShape. The retry freezes them to the data set's values.
+// node (axes, pads, shapes, scales, k, ...), any input of Range and
+// ConstantOfShape, or a Loop's trip count and condition. The retry freezes them to the data set's
+// values.
 std::set<std::string> parameter_inputs(const onnx::Model& om) {
   std::set<std::string> data, param;
   for (const auto& n : om.graph.nodes)
     for (size_t k = 0; k < n.inputs.size(); ++k)
-      (k == 0 && n.op_type != "Range" && n.op_type != "ConstantOfShape" ? data : param)
+      ((n.op_type == "Loop" ? k >= 2
+                            : k == 0 && n.op_type != "Range" && n.op_type != "ConstantOfShape")
+           ? data
+           : param)
           .insert(n.inputs[k]);
   std::set<std::string> r;
   for (const auto& p : param)

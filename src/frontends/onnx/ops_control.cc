@@ -1,9 +1,13 @@
-// Control flow: If. A condition known at import (a constant, a frozen input,
-// or shape code on static dims, which is what exporters mostly branch on:
-// "squeeze when this dim is 1") lowers only the branch taken, so its shape
-// code keeps folding. A condition computed at run time lowers both branches
-// and selects each output with `where`; that needs the branches to agree on
-// every output's shape and dtype, and costs both branches' work.
+// Control flow: If, Loop, Scan. A condition known at import (a constant, a
+// frozen input, or shape code on static dims, which is what exporters mostly
+// branch on: "squeeze when this dim is 1") lowers only the branch taken, so
+// its shape code keeps folding. A condition computed at run time lowers both
+// branches and selects each output with `where`; that needs the branches to
+// agree on every output's shape and dtype, and costs both branches' work.
+// Loop and Scan are unrolled at import, which needs their trip counts (and a
+// Loop's continue condition, every iteration) known then.
+#include <algorithm>
+
 #include "frontends/onnx/context.h"
 #include "rlx/error.h"
 
@@ -17,15 +21,18 @@ const Graph& branch(Ctx& c, const char* name) {
   return *a->g;
 }
 
-// The branch's outputs, lowered in a scope of its own that reads the
-// enclosing ones.
-std::vector<Val> lower_branch(Ctx& c, const char* name) {
-  const Graph& g = branch(c, name);
+// A subgraph's outputs, lowered in a scope of its own that reads the
+// enclosing ones, with its inputs bound to `args` (`what` names it in errors).
+std::vector<Val> lower_body(Ctx& c, const Graph& g, const std::string& what,
+                            const std::vector<Val>& args = {}) {
   std::map<std::string, Val> env;
   for (const auto& [init, t] : g.initializers) env[init] = tensor_val(t);
   ImportState scope{c.b(), c.state().model, c.state().weights, env, &c.state()};
   std::vector<Val> outs;
   try {
+    RLX_CHECK(g.inputs.size() == args.size(), "takes ", g.inputs.size(), " inputs, the node gives ",
+              args.size());
+    for (size_t k = 0; k < args.size(); ++k) env[g.inputs[k].name] = args[k];
     lower_nodes(scope, g, c.opset);
     for (const auto& o : g.outputs) {
       Val* v = scope.find(o.name);
@@ -33,9 +40,13 @@ std::vector<Val> lower_branch(Ctx& c, const char* name) {
       outs.push_back(*v);
     }
   } catch (const Error& e) {
-    throw e.with_context(std::string("in ") + name);
+    throw e.with_context("in " + what);
   }
   return outs;
+}
+
+std::vector<Val> lower_branch(Ctx& c, const char* name) {
+  return lower_body(c, branch(c, name), name);
 }
 
 std::vector<Val> lower_if(Ctx& c) {
@@ -69,8 +80,230 @@ std::vector<Val> lower_if(Ctx& c) {
   return outs;
 }
 
+// Unrolling stops here: beyond it a loop belongs in a run-time region,
+// which rlx does not have yet, and a hostile trip count must not make the
+// import build millions of nodes.
+constexpr int64_t kMaxUnrolledNodes = int64_t(1) << 20;
+
+// A value's tensor when it is known at import, else nullptr.
+const Tensor* known_val(Val& v) {
+  if (!v.konst.defined() && v.ints && v.ints->is_static()) v.konst = to_tensor(*v.ints);
+  return v.konst.defined() ? &v.konst : nullptr;
+}
+
+// x[..., i, ...] along `axis`, that axis dropped (x of static shape).
+NodeId take(Ctx& c, NodeId x, int64_t axis, int64_t i) {
+  Dims d = c.shape_of(x).concrete();
+  NodeId s = c.b().op(Op::Slice, {x}, {{"axis", axis}, {"start", i}, {"end", i + 1}, {"step", 1}});
+  d.erase(d.begin() + axis);
+  return c.b().reshape(s, d);
+}
+
+// The tensors `xs` (of one static shape) stacked along a new axis `axis`.
+NodeId stack(Ctx& c, const std::vector<NodeId>& xs, int64_t axis) {
+  std::vector<NodeId> parts;
+  for (NodeId x : xs) {
+    Dims d = c.shape_of(x).concrete();
+    d.insert(d.begin() + axis, 1);
+    parts.push_back(c.b().reshape(x, d));
+  }
+  return parts.size() == 1 ? parts[0] : c.b().concat(parts, axis);
+}
+
+NodeId static_node(Ctx& c, Val& v, const std::string& what) {
+  NodeId id = c.node_of(v, what);
+  RLX_CHECK(c.shape_of(id).is_static(), what, " is ", c.shape_of(id).str(),
+            "; rlx unrolls Loop and Scan over static shapes (give static input dims)");
+  return id;
+}
+
+// Before unrolling: `iterations` of `body` must fit the limit. While
+// unrolling (nested loops included): the nodes added since `start` must.
+void check_unroll(int64_t iterations, const Graph& body) {
+  const int64_t per = std::max<int64_t>(1, int64_t(body.nodes.size()));
+  RLX_CHECK(iterations <= kMaxUnrolledNodes / per, "unrolling ", iterations, " iterations of a ",
+            body.nodes.size(), "-node body passes rlx's limit of ", kMaxUnrolledNodes, " nodes");
+}
+void check_unrolled(Ctx& c, size_t start) {
+  RLX_CHECK(c.g().size() - start <= size_t(kMaxUnrolledNodes), "unrolling passes rlx's limit of ",
+            kMaxUnrolledNodes, " nodes");
+}
+
+// Loop(M, cond, v...): body(i, cond, v...) -> (cond, v..., scan...), unrolled.
+// Outputs: the final v..., then each scan output stacked along a new axis 0.
+std::vector<Val> lower_loop(Ctx& c) {
+  const Graph& body = branch(c, "body");
+  RLX_CHECK(c.num_inputs() >= 2, "takes M, cond and the loop-carried values; got ", c.num_inputs(),
+            " inputs");
+  const size_t n_carried = c.num_inputs() - 2;
+  RLX_CHECK(body.outputs.size() >= 1 + n_carried, "body gives ", body.outputs.size(),
+            " outputs, fewer than the condition and ", n_carried, " loop-carried values");
+  const size_t n_scan = body.outputs.size() - 1 - n_carried;
+  RLX_CHECK(c.has(0) || c.has(1), "has neither a trip count nor a condition (an endless loop)");
+  std::optional<int64_t> trips;
+  if (c.has(0)) {
+    trips = c.scalar_int(0, "trip count");
+    RLX_CHECK(trips, "the trip count '", c.node.inputs[0],
+              "' is not known at import; rlx unrolls Loop, so it must be (freeze the inputs it "
+              "depends on: rlx run --freeze NAME)");
+    RLX_CHECK(*trips >= 0, "trip count ", *trips, " is negative");
+    check_unroll(*trips, body);
+  }
+  bool go = true;
+  if (c.has(1)) {
+    const std::optional<double> cond = c.scalar(1);
+    RLX_CHECK(cond, "the condition '", c.node.inputs[1],
+              "' is not known at import; rlx unrolls Loop, so it must be (freeze the inputs it "
+              "depends on: rlx run --freeze NAME)");
+    go = *cond != 0;
+  }
+  std::vector<Val> carried;
+  for (size_t k = 0; k < n_carried; ++k) carried.push_back(c.val(2 + k));
+  std::vector<std::vector<NodeId>> scans(n_scan);
+  const size_t start = c.g().size();
+  for (int64_t i = 0; go && (!trips || i < *trips); ++i) {
+    check_unrolled(c, start);
+    const std::string what = "body, iteration " + std::to_string(i);
+    std::vector<Val> args{tensor_val(Tensor::from_vector<int64_t>({}, {i}, DType::I64)),
+                          tensor_val(Tensor::from_vector<uint8_t>({}, {1}, DType::Bool))};
+    args.insert(args.end(), carried.begin(), carried.end());
+    std::vector<Val> outs = lower_body(c, body, what, args);
+    if (c.has(1)) {
+      const Tensor* cond = known_val(outs[0]);
+      RLX_CHECK(cond && cond->numel() == 1, "the body's condition '", body.outputs[0].name,
+                "' is not known at import in iteration ", i,
+                "; rlx unrolls Loop, so it must be (a while loop on computed values is not "
+                "supported)");
+      go = cond->item_as_double(0) != 0;
+    }
+    for (size_t k = 0; k < n_carried; ++k) carried[k] = outs[1 + k];
+    for (size_t k = 0; k < n_scan; ++k)
+      scans[k].push_back(
+          static_node(c, outs[1 + n_carried + k],
+                      what + ": scan output '" + body.outputs[1 + n_carried + k].name + "'"));
+  }
+  std::vector<Val> result = carried;
+  for (size_t k = 0; k < n_scan; ++k) {
+    RLX_CHECK(!scans[k].empty(), "runs no iteration, so the shape of scan output '",
+              c.node.outputs.size() > n_carried + k ? c.node.outputs[n_carried + k] : "",
+              "' is unknown at import");
+    result.push_back(node_val(stack(c, scans[k], 0)));
+  }
+  return result;
+}
+
+struct ScanSpec {
+  std::vector<int64_t> in_axes, in_reverse, out_axes, out_reverse;
+};
+
+// One Scan over static tensors: body(states..., slices...) -> (states..., outs...)
+// for each step along the scan inputs' axes; the final states and the outputs
+// stacked along their axes.
+std::vector<NodeId> scan_once(Ctx& c, const Graph& body, std::vector<Val> states,
+                              const std::vector<NodeId>& xs, const ScanSpec& sp) {
+  const int64_t steps = c.shape_of(xs[0]).concrete()[size_t(sp.in_axes[0])];
+  for (size_t k = 0; k < xs.size(); ++k)
+    RLX_CHECK(c.shape_of(xs[k]).concrete()[size_t(sp.in_axes[k])] == steps, "scan input ", k,
+              " has ", c.shape_of(xs[k]).concrete()[size_t(sp.in_axes[k])],
+              " steps along its axis, scan input 0 has ", steps);
+  check_unroll(steps, body);
+  const size_t n_out = body.outputs.size() - states.size();
+  std::vector<std::vector<NodeId>> outs(n_out);
+  const size_t start = c.g().size();
+  for (int64_t t = 0; t < steps; ++t) {
+    check_unrolled(c, start);
+    std::vector<Val> args = states;
+    for (size_t k = 0; k < xs.size(); ++k)
+      args.push_back(node_val(take(c, xs[k], sp.in_axes[k], sp.in_reverse[k] ? steps - 1 - t : t)));
+    std::vector<Val> r = lower_body(c, body, "body, step " + std::to_string(t), args);
+    for (size_t k = 0; k < states.size(); ++k) states[k] = r[k];
+    for (size_t k = 0; k < n_out; ++k)
+      outs[k].push_back(static_node(c, r[states.size() + k], "scan output " + std::to_string(k)));
+  }
+  RLX_CHECK(steps > 0, "scans zero steps, so its outputs' shapes are unknown at import");
+  std::vector<NodeId> result;
+  for (Val& v : states) result.push_back(static_node(c, v, "a final state"));
+  for (size_t k = 0; k < n_out; ++k) {
+    if (sp.out_reverse[k]) std::reverse(outs[k].begin(), outs[k].end());
+    const int64_t rank = c.shape_of(outs[k][0]).rank() + 1;
+    result.push_back(stack(c, outs[k], norm_axis(sp.out_axes[k], rank, "scan_output_axes")));
+  }
+  return result;
+}
+
+// Scan: opset 9+ scans inputs along their scan_input_axes; opset 8 has a
+// batch axis 0 on every input and output (scanned per batch row) and an
+// optional sequence_lens, which must be absent or the full length.
+std::vector<Val> lower_scan(Ctx& c) {
+  const Graph& body = branch(c, "body");
+  const size_t first = c.opset < 9 ? 1 : 0;
+  const int64_t m = c.i("num_scan_inputs");
+  RLX_CHECK(m >= 1 && first + size_t(m) <= c.num_inputs(), "num_scan_inputs ", m, " does not fit ",
+            c.num_inputs(), " inputs");
+  const size_t n_states = c.num_inputs() - first - size_t(m);
+  RLX_CHECK(body.outputs.size() >= n_states, "body gives ", body.outputs.size(),
+            " outputs, fewer than its ", n_states, " states");
+  const size_t n_out = body.outputs.size() - n_states;
+  const int64_t batch_axis = c.opset < 9 ? 1 : 0;  // opset 8 scans axis 1, after the batch
+  auto attr = [&](const char* name, size_t n, int64_t def) {
+    std::vector<int64_t> v = c.ints_attr(name, std::vector<int64_t>(n, def));
+    RLX_CHECK(v.size() == n, name, " has ", v.size(), " values for ", n);
+    return v;
+  };
+  ScanSpec sp;
+  if (c.opset < 9) {  // no axes: every input and output scans its axis 0 per batch row
+    sp = {std::vector<int64_t>(size_t(m), 0), attr("directions", size_t(m), 0),
+          std::vector<int64_t>(n_out, 0), std::vector<int64_t>(n_out, 0)};
+  } else {
+    sp = {attr("scan_input_axes", size_t(m), 0), attr("scan_input_directions", size_t(m), 0),
+          attr("scan_output_axes", n_out, 0), attr("scan_output_directions", n_out, 0)};
+  }
+  std::vector<NodeId> xs;
+  for (size_t k = 0; k < size_t(m); ++k) {
+    Val& v = c.val(first + n_states + k);
+    xs.push_back(static_node(c, v, "scan input '" + c.node.inputs[first + n_states + k] + "'"));
+    const int64_t rank = c.shape_of(xs.back()).rank() - batch_axis;
+    sp.in_axes[k] = norm_axis(sp.in_axes[k], rank, "scan_input_axes");
+  }
+  std::vector<Val> states;
+  for (size_t k = 0; k < n_states; ++k) states.push_back(c.val(first + k));
+  if (c.opset >= 9) {
+    std::vector<NodeId> r = scan_once(c, body, states, xs, sp);
+    std::vector<Val> outs;
+    for (NodeId id : r) outs.push_back(node_val(id));
+    return outs;
+  }
+  // Opset 8: per batch row b, the scan of row b of every input.
+  const int64_t batch = c.shape_of(xs[0]).concrete()[0];
+  if (c.has(0)) {
+    const Tensor* lens = c.known(0);
+    RLX_CHECK(lens, "sequence_lens is not known at import");
+    const int64_t full = c.shape_of(xs[0]).concrete()[1];
+    for (int64_t b = 0; b < lens->numel(); ++b)
+      RLX_CHECK(lens->item_as_double(b) == double(full), "sequence_lens[", b, "] is ",
+                lens->item_as_double(b), "; rlx scans full sequences only (", full, " steps)");
+  }
+  std::vector<std::vector<NodeId>> rows(n_states + n_out);
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<Val> sb;
+    for (size_t k = 0; k < n_states; ++k)
+      sb.push_back(node_val(take(c, static_node(c, states[k], "a state"), 0, b)));
+    std::vector<NodeId> xb;
+    for (NodeId x : xs) xb.push_back(take(c, x, 0, b));
+    std::vector<NodeId> r = scan_once(c, body, sb, xb, sp);
+    for (size_t k = 0; k < r.size(); ++k) rows[k].push_back(r[k]);
+  }
+  std::vector<Val> outs;
+  for (auto& r : rows) outs.push_back(node_val(stack(c, r, 0)));
+  return outs;
+}
+
 }  // namespace
 
-void register_control(Registry& r) { r.add("If", lower_if); }
+void register_control(Registry& r) {
+  r.add("If", lower_if);
+  r.add("Loop", lower_loop);
+  r.add("Scan", lower_scan);
+}
 
 }  // namespace rlx::onnx
