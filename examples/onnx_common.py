@@ -45,7 +45,7 @@ _NP = {v: k for k, v in _ST.items()}
 def save_safetensors(tensors, path):
     header, blobs, off = {}, [], 0
     for name, a in tensors.items():
-        a = np.ascontiguousarray(a)
+        a = np.asarray(a, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
         b = a.tobytes()
         header[name] = {"dtype": _ST[a.dtype], "shape": list(a.shape),
                         "data_offsets": [off, off + len(b)]}

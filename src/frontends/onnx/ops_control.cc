@@ -58,8 +58,20 @@ std::vector<Val> lower_if(Ctx& c) {
     RLX_CHECK(cond->numel() == 1, "the condition must hold one element, got ", cond->shape().str());
     return lower_branch(c, cond->item_as_double(0) != 0 ? "then_branch" : "else_branch");
   }
-  std::vector<Val> then_v = lower_branch(c, "then_branch");
-  std::vector<Val> else_v = lower_branch(c, "else_branch");
+  // Both branches must lower for this input; the one run time would not take
+  // may not (Silero's 8 kHz branch on a 16 kHz window): say how to pick one.
+  auto both = [&](const char* name) {
+    try {
+      return lower_branch(c, name);
+    } catch (const Error& e) {
+      throw e.with_context("the condition '" + c.node.inputs[0] +
+                           "' is not known at import, so rlx lowers both branches, and " + name +
+                           " does not lower; freeze the inputs the condition depends on (rlx run "
+                           "--freeze NAME) so that only the branch taken is lowered");
+    }
+  };
+  std::vector<Val> then_v = both("then_branch");
+  std::vector<Val> else_v = both("else_branch");
   NodeId cond = c.cast(c.in(0), DType::Bool);
   RLX_CHECK(c.shape_of(cond).is_static() && c.shape_of(cond).numel() == 1,
             "the condition must hold one element, got ", c.shape_of(cond).str());
