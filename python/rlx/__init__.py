@@ -96,44 +96,22 @@ def compile_training_step(model, path, *, optimizer="adamw", weight_decay=0.0, m
     return state, holds
 
 
-# torch-ir numbers its symbolic dims; the importer names them
-# (src/frontends/torch/torch_ir.cc: symbol_name).
-_SYMBOLS = {"batch": 0, "seq": 1, "rows": 2, "past_seq": 3}
-
-
-def _symbol_number(sym):
-    if isinstance(sym, int):
-        return sym
-    if sym in _SYMBOLS:
-        return _SYMBOLS[sym]
-    if isinstance(sym, str) and sym[:1] == "s" and sym[1:].isdigit():
-        return int(sym[1:])
-    raise ValueError(f"from_torch: dynamic dim name {sym!r}: use one of "
-                     f"{', '.join(_SYMBOLS)}, s4, s5, ... (or a symbol number)")
-
-
-def _torch_ir_dynamic(dynamic):
-    if dynamic is None:
-        return None
-    return {k: {d: _symbol_number(s) for d, s in dims.items()} for k, dims in dynamic.items()}
-
-
 def from_torch(module, example_inputs, dynamic=None, *, path=None, decomposition="high",
                **load_options):
     """Exports a torch.nn.Module with rlx_torch and loads it: one call.
 
     example_inputs: a tensor, a tuple of tensors, or (args, kwargs), as
     rlx_torch.export takes them. dynamic: {input index or name: {dim: symbol}},
-    e.g. {0: {0: "batch"}}, for dims that may change between runs; symbols
-    are "batch", "seq", "rows", "past_seq", "s4", "s5", ... (or torch-ir's
-    numbers 0, 1, ...); the same symbol on two inputs means the same size. path: keep
+    e.g. {0: {0: "batch", 2: "h", 3: "w"}}, for dims that may change between
+    runs; a symbol is a name (an identifier, as torch.export's Dim names) or
+    torch-ir's number (0 batch, 1 seq, ...); the same symbol on two inputs
+    means the same size. path: keep
     the export (torch-ir.json + weights) in this directory; by default it goes
     to a temporary directory that is removed once the model is loaded.
     load_options go to rlx.load (threads=, opt_level=, cast_inputs=, ...).
     """
     import rlx_torch
 
-    dynamic = _torch_ir_dynamic(dynamic)
     if path is not None:
         rlx_torch.export(module, example_inputs, os.fspath(path), decomposition=decomposition,
                          dynamic=dynamic)

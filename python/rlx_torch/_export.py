@@ -140,9 +140,14 @@ def _dynamic_lists(dynamic, ids, tensors):
             r = tensors[idx].dim()
             if not -r <= d < r:
                 raise ValueError(f"dynamic: dim {d} out of range for input {ids[idx]} of rank {r}")
-            if int(sym) < 0:
+            if isinstance(sym, str):
+                if not sym.isidentifier() or len(sym) > 64:
+                    raise ValueError(f"dynamic: symbol name {sym!r} is not an identifier")
+            elif int(sym) < 0:
                 raise ValueError("dynamic: symbol numbers are >= 0")
-            dyn[idx][d % r] = int(sym)
+            else:
+                sym = int(sym)
+            dyn[idx][d % r] = sym
     return dyn
 
 
@@ -279,7 +284,9 @@ def export(model, example_inputs, out_dir, decomposition="high", dynamic=None, n
     """Export `model` to `out_dir` (torch-ir.json, weights/reference.safetensors).
 
     example_inputs: see split_example_inputs. dynamic: {input index or id:
-    {dim: symbol}}. Returns the json document (a dict).
+    {dim: symbol}}, a symbol being a name ("batch", "h": an identifier) or a
+    torch-ir symbol number (0 batch, 1 seq, 2 rows, 3 past_seq, k s<k>); the
+    same symbol on two dims means the same size. Returns the json document (a dict).
 
     train=True exports a training step's forward instead of inference (see
     _train.py): the model in train mode, loss_fn(output, target) as output

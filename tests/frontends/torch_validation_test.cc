@@ -127,6 +127,12 @@ TEST_F(TorchValidation, DimsAndIntsMustBeIntegers) {
   d["inputs"][0]["dynamic"] = json::parse("[0.5, -1]");
   EXPECT_TRUE(has(load_error(d), "\"dynamic\" must be an integer")) << load_error(d);
   d = view_doc(int_list({2, 3}));
+  d["inputs"][0]["dynamic"] = json::parse("[\"1x\", -1]");
+  EXPECT_TRUE(has(load_error(d), "symbol name '1x' is not an identifier")) << load_error(d);
+  d = view_doc(int_list({2, 3}));
+  d["inputs"][0]["dynamic"] = json::parse("[-2, -1]");
+  EXPECT_TRUE(has(load_error(d), "\"dynamic\" entry -2")) << load_error(d);
+  d = view_doc(int_list({2, 3}));
   d["inputs"][0]["shape"] = json::parse("[2, 9223372036854775811]");
   EXPECT_TRUE(has(load_error(d), "does not fit in int64")) << load_error(d);
 }

@@ -137,8 +137,7 @@ Model import_document(const Document& doc, TensorMap weights, const std::string&
   for (const auto& in : doc.inputs) {
     std::vector<Dim> dims;
     for (size_t i = 0; i < in.shape.size(); ++i)
-      dims.push_back(in.dynamic[i] >= 0 ? Dim::symbol(torch_ir::symbol_name(in.dynamic[i]))
-                                        : Dim(in.shape[i]));
+      dims.push_back(in.dynamic[i].empty() ? Dim(in.shape[i]) : Dim::symbol(in.dynamic[i]));
     env[in.id] = Value::tensor(g.input(in.id, Shape(dims, in.dtype)));
   }
   for (const auto& w : doc.weights) {

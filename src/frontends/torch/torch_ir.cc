@@ -24,6 +24,31 @@ std::vector<int64_t> ints_of(const json& v, const char* what) {
   return out;
 }
 
+// An input's "dynamic" list: per dim -1 (static), a symbol number k >= 0
+// (named by symbol_name) or a symbol's name (torch.export's Dim names: an
+// identifier). The same symbol on two dims means the same size.
+std::vector<std::string> dynamic_of(const json& v) {
+  RLX_CHECK(v.is_array() && v.size() <= size_t(kMaxRank),
+            "\"dynamic\" must be an array of at most ", kMaxRank, " entries");
+  std::vector<std::string> out;
+  for (const auto& e : v) {
+    if (!e.is_string()) {
+      const int64_t k = json_int(e, "\"dynamic\"");
+      RLX_CHECK(k >= -1, "\"dynamic\" entry ", k, ": -1 (static), a symbol number >= 0 or a name");
+      out.push_back(k < 0 ? std::string() : symbol_name(k));
+      continue;
+    }
+    const std::string name = e.get<std::string>();
+    bool ok =
+        !name.empty() && name.size() <= 64 && !std::isdigit(static_cast<unsigned char>(name[0]));
+    for (char ch : name) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+    RLX_CHECK(ok, "\"dynamic\" symbol name '", name.substr(0, 64),
+              "' is not an identifier (letters, digits, '_'; at most 64)");
+    out.push_back(name);
+  }
+  return out;
+}
+
 // No loaded graph has more nodes (README, "Limits"): a bound far above real
 // models that stops a document from making the importer build an absurd graph.
 constexpr size_t kMaxNodes = 10'000'000;
@@ -207,8 +232,8 @@ Document parse(const std::string& text, const std::string& source) {
       RLX_CHECK(!m.complex, "complex inputs are not supported");
       in.shape = m.shape;
       in.dtype = m.dtype;
-      in.dynamic = j.contains("dynamic") ? ints_of(j["dynamic"], "\"dynamic\"")
-                                         : std::vector<int64_t>(in.shape.size(), -1);
+      in.dynamic = j.contains("dynamic") ? dynamic_of(j["dynamic"])
+                                         : std::vector<std::string>(in.shape.size());
       RLX_CHECK(in.dynamic.size() == in.shape.size(), "\"dynamic\" has ", in.dynamic.size(),
                 " entries for a rank-", in.shape.size(), " input");
       d.inputs.push_back(std::move(in));

@@ -38,7 +38,7 @@ struct Input {
   std::string id;
   Dims shape;
   DType dtype;
-  std::vector<int64_t> dynamic;  // per dim: -1 static, k >= 0 symbol k
+  std::vector<std::string> dynamic;  // per dim: "" static, else the symbol's name
 };
 
 struct Weight {
@@ -73,7 +73,7 @@ Document parse(const std::string& json_text, const std::string& source);
 // Checks the dims (non-negative, bounded rank and element count); dtype
 // "f32" etc., c64 -> complex flag.
 TensorMeta parse_meta(const Dims& shape, const std::string& dtype);
-// Symbol names for `dynamic` entries: 0 batch, 1 seq, 2 rows, 3 past_seq, k -> s<k>.
+// Symbol names for numbered `dynamic` entries: 0 batch, 1 seq, 2 rows, 3 past_seq, k -> s<k>.
 std::string symbol_name(int64_t k);
 
 }  // namespace rlx::torch_ir

@@ -176,6 +176,19 @@ def test_from_torch_dynamic_batch(tmp_path):
     assert kept.inputs[0].shape == (2, 6)
 
 
+def test_from_torch_dynamic_symbols_by_name_or_number():
+    torch.manual_seed(0)
+    mod = Small().eval()
+    for sym, name in (("rows_a", "rows_a"), (1, "seq")):
+        m = rlx.from_torch(mod, (torch.randn(3, 6),), dynamic={0: {0: sym}})
+        assert m.inputs[0].shape == (name, 6)
+        x = torch.randn(5, 6)
+        (y,) = m.run({m.inputs[0].name: x.numpy()}).values()
+        np.testing.assert_allclose(y, mod(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="not an identifier"):
+        rlx.from_torch(mod, (torch.randn(3, 6),), dynamic={0: {0: "2x"}})
+
+
 def test_grad_matches_torch_autograd(tmp_path):
     torch.manual_seed(0)
     mod = Small().eval()
