@@ -32,6 +32,8 @@ Epilogue epilogue_of(const Node& n) {
       return Epilogue::sigmoid;
     case Op::Tanh:
       return Epilogue::tanh;
+    case Op::HardSwish:
+      return Epilogue::hard_swish;
     default:
       return Epilogue::none;
   }
@@ -159,55 +161,102 @@ class EpiloguePass final : public Pass {
   std::string_view name() const override { return "epilogue"; }
   std::string_view description() const override {
     return "fuse a bias add, a conv's residual add and an activation (relu, relu6, gelu, silu, "
-           "sigmoid, tanh) into the conv/matmul before them";
+           "sigmoid, tanh, hard_swish) into the conv/matmul before them";
   }
   Graph run(const Graph& g, const PassContext&) const override { return fuse_epilogues(g); }
 };
 
-// conv(x, w[, b]) -> batch_norm(., mean, var, gamma, beta), all constants:
-// w' = w * s and b' = (b - mean) * s + beta per output channel, s = gamma / sqrt(var + eps).
+// A constant that scales or shifts a conv's output [N, O, ...] by one value
+// per output channel (a scalar, or [O, 1, ...] / [1, O, 1, ...] right-aligned),
+// as doubles; empty when it is not one.
+std::vector<double> per_channel(const Tensor& t, const Shape& out) {
+  const int r = out.rank();
+  if (t.dtype() != DType::F32 || t.rank() > r || r < 2 || !out.dims[1].is_static()) return {};
+  const int64_t O = out.dims[1].value;
+  const Tensor c = t.contiguous();
+  if (c.numel() == 1) return std::vector<double>(size_t(O), double(c.data<float>()[0]));
+  for (int d = 0; d < c.rank(); ++d) {
+    const int axis = r - c.rank() + d;  // the output dim this one broadcasts over
+    if (c.dims()[size_t(d)] != (axis == 1 ? O : 1)) return {};
+  }
+  return std::vector<double>(c.data<float>(), c.data<float>() + O);
+}
+
+// Folds into the conv before it, whose weights are constants and which
+// nothing else reads: an inference batch_norm (mean, var, gamma, beta) as
+// w' = w * s, b' = (b - mean) * s + beta per output channel, s = gamma / sqrt(var + eps);
+// and a per-channel constant multiply (w' = w * s, b' = b * s) or add
+// (b' = b + t), the learnable affine that PP-LCNet-style exports put after
+// every conv. Convs are looked up in the rewritten graph, so a chain
+// conv -> mul -> add -> batch_norm folds in one walk.
 Graph fold_conv_batchnorm(const Graph& g) {
   const std::vector<int> uses = use_counts(g);
   Rewriter rw(g);
-  auto constant = [&](NodeId id) -> const Tensor* {
-    const Node& c = g.node(id);
+  auto constant = [&](NodeId id) -> const Tensor* {  // id in the rewritten graph
+    const Node& c = rw.out().node(id);
     return c.op == Op::Constant ? &c.value : nullptr;
   };
+  // The rewritten conv that node n's input k is, when it can absorb n.
+  auto open_conv = [&](const Node& n, size_t k) -> const Node* {
+    if (uses[size_t(n.inputs[k])] != 1) return nullptr;
+    const Node& conv = rw.out().node(rw.mapped(n.inputs[k]));
+    const bool ok = conv.op == Op::Conv && conv.shape.dtype == DType::F32 &&
+                    conv.attrs_as<ConvAttrs>().activation == Epilogue::none &&
+                    !conv.attrs_as<ConvAttrs>().residual && constant(conv.inputs[1]) &&
+                    (conv.inputs.size() == 2 || constant(conv.inputs[2])) && conv.shape == n.shape;
+    return ok ? &conv : nullptr;
+  };
   for (const Node& n : g.nodes()) {
-    const Node* conv = n.op == Op::BatchNorm ? &g.node(n.inputs[0]) : nullptr;
-    bool ok = conv && conv->op == Op::Conv && uses[size_t(conv->id)] == 1 &&
-              conv->shape.dtype == DType::F32 &&
-              conv->attrs_as<ConvAttrs>().activation == Epilogue::none &&
-              !conv->attrs_as<ConvAttrs>().residual && constant(conv->inputs[1]) &&
-              (conv->inputs.size() == 2 || constant(conv->inputs[2]));
-    for (size_t k = 1; ok && k < 5; ++k) {
-      const Tensor* t = constant(n.inputs[k]);
-      ok = t && t->dtype() == DType::F32;
+    const Node* conv = nullptr;
+    std::vector<double> scale, shift;  // per output channel: y' = y * scale + shift
+    if (n.op == Op::BatchNorm && (conv = open_conv(n, 0))) {
+      std::vector<const float*> p;  // mean, var, gamma, beta
+      for (size_t k = 1; k < 5; ++k) {
+        const Tensor* t = constant(rw.mapped(n.inputs[k]));
+        if (!t || t->dtype() != DType::F32) break;
+        p.push_back(t->data<float>());
+      }
+      if (p.size() == 4) {
+        const double eps = n.attrs_as<EpsAttrs>().eps;
+        for (int64_t o = 0; o < conv->shape.dims[1].value; ++o) {
+          scale.push_back(double(p[2][o]) / std::sqrt(double(p[1][o]) + eps));
+          shift.push_back(double(p[3][o]) - double(p[0][o]) * scale.back());
+        }
+      }
+    } else if (n.op == Op::Mul || n.op == Op::Add) {
+      for (size_t k = 0; k < 2 && scale.empty(); ++k) {
+        const Tensor* t = constant(rw.mapped(n.inputs[1 - k]));
+        if (!t || !(conv = open_conv(n, k))) continue;
+        std::vector<double> v = per_channel(*t, conv->shape);
+        if (v.empty()) continue;
+        const bool mul = n.op == Op::Mul;
+        scale = mul ? v : std::vector<double>(v.size(), 1.0);
+        shift = mul ? std::vector<double>(v.size(), 0.0) : v;
+      }
     }
-    if (!ok) {
+    if (scale.empty()) {
       rw.copy(n.id);
       continue;
     }
     const Tensor& w = *constant(conv->inputs[1]);
     const Tensor* b = conv->inputs.size() == 3 ? constant(conv->inputs[2]) : nullptr;
-    const float *mean = constant(n.inputs[1])->data<float>(),
-                *var = constant(n.inputs[2])->data<float>(),
-                *gamma = constant(n.inputs[3])->data<float>(),
-                *beta = constant(n.inputs[4])->data<float>();
-    const double eps = n.attrs_as<EpsAttrs>().eps;
     const int64_t O = w.dims()[0], per = O ? w.numel() / O : 0;
     Tensor w2(w.dims(), DType::F32), b2(Dims{O}, DType::F32);
     for (int64_t o = 0; o < O; ++o) {
-      const double s = double(gamma[o]) / std::sqrt(double(var[o]) + eps);
+      const double s = scale[size_t(o)];
       for (int64_t i = 0; i < per; ++i)
         w2.data<float>()[o * per + i] = float(double(w.data<float>()[o * per + i]) * s);
       const double bias = b ? double(b->data<float>()[o]) : 0.0;
-      b2.data<float>()[o] = float((bias - double(mean[o])) * s + double(beta[o]));
+      b2.data<float>()[o] = float(bias * s + shift[size_t(o)]);
     }
-    NodeId wn = rw.out().constant(w2, g.node(conv->inputs[1]).name);
+    // Taken before adding nodes, which may move the rewritten graph's nodes.
+    const NodeId x = conv->inputs[0];
+    const OpAttrs attrs = conv->attrs;
+    const std::string origin = join_origins(conv->origin, n.origin);
+    const std::string w_name = rw.out().node(conv->inputs[1]).name;
+    NodeId wn = rw.out().constant(w2, w_name);
     NodeId bn = rw.out().constant(b2);
-    rw.map(n.id, rw.out().add_typed(Op::Conv, {rw.mapped(conv->inputs[0]), wn, bn}, conv->attrs,
-                                    n.name, join_origins(conv->origin, n.origin)));
+    rw.map(n.id, rw.out().add_typed(Op::Conv, {x, wn, bn}, attrs, n.name, origin));
   }
   return rw.finish();
 }
@@ -216,7 +265,8 @@ class ConvBnPass final : public Pass {
  public:
   std::string_view name() const override { return "conv_bn"; }
   std::string_view description() const override {
-    return "fold an inference batch_norm into the conv before it (new weights and bias)";
+    return "fold an inference batch_norm, and constant per-channel multiplies and adds, into the "
+           "conv before them (new weights and bias)";
   }
   unsigned needs() const override { return kParamsBound; }
   Graph run(const Graph& g, const PassContext&) const override { return fold_conv_batchnorm(g); }

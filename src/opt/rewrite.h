@@ -38,12 +38,20 @@ inline std::string join_origins(const std::string& a, const std::string& b) {
   return b.empty() ? a : a + " + " + b;
 }
 
-// How many times each node is read: by other nodes' inputs and as a graph
-// output (a fusion may only absorb a node nobody else reads).
+// How many times each node is read: by the inputs of nodes some output
+// depends on, and as a graph output (a fusion may only absorb a node nobody
+// else reads). Dead readers do not count: a rewrite earlier in the pipeline
+// (simplify's hard_swish) leaves them for dce, and they must not block a fusion.
 inline std::vector<int> use_counts(const Graph& g) {
+  std::vector<bool> live(g.size(), false);
+  for (const auto& o : g.outputs()) live[size_t(o.node)] = true;
+  for (size_t i = g.size(); i-- > 0;)
+    if (live[i])
+      for (NodeId in : g.node(NodeId(i)).inputs) live[size_t(in)] = true;
   std::vector<int> uses(g.size(), 0);
   for (const Node& n : g.nodes())
-    for (NodeId in : n.inputs) ++uses[size_t(in)];
+    if (live[size_t(n.id)])
+      for (NodeId in : n.inputs) ++uses[size_t(in)];
   for (const auto& o : g.outputs()) ++uses[size_t(o.node)];
   return uses;
 }

@@ -1,4 +1,4 @@
-// Algebraic simplification: identities that drop a node or merge two. One
+// Algebraic simplification: identities that drop a node or merge a few. One
 // linear walk in topological order over the rewritten graph, so chains
 // (transpose of transpose of transpose) collapse completely.
 #include <climits>
@@ -113,9 +113,10 @@ class Simplifier {
       case Op::Sub:
         return is_splat(in(n, 1), 0) && forward(n, in(n, 0));
       case Op::Div:  // x / 1 is x unless it also rounds a float (floor(x / 1) != x)
-        return (n.attrs_as<DivAttrs>().rounding == DivRounding::none ||
-                is_integer(n.shape.dtype)) &&
-               is_splat(in(n, 1), 1) && forward(n, in(n, 0));
+        return ((n.attrs_as<DivAttrs>().rounding == DivRounding::none ||
+                 is_integer(n.shape.dtype)) &&
+                is_splat(in(n, 1), 1) && forward(n, in(n, 0))) ||
+               simplify_hard_swish(n);
       case Op::Transpose:
         return simplify_transpose(n);
       case Op::MatMul:
@@ -135,6 +136,29 @@ class Simplifier {
       default:
         return false;
     }
+  }
+
+  // x * clamp(x + 3, 0, 6) / 6, how Paddle and older torch.onnx exports
+  // write hardswish, is one hard_swish node, which computes it in this order.
+  bool simplify_hard_swish(const Node& div) {
+    if (!is_float(div.shape.dtype) || div.attrs_as<DivAttrs>().rounding != DivRounding::none ||
+        !is_splat(in(div, 1), 6))
+      return false;
+    const Node& mul = in(div, 0);
+    if (mul.op != Op::Mul) return false;
+    for (size_t k = 0; k < 2; ++k) {
+      const Node& x = arg(mul, k);
+      const Node& clamp = arg(mul, 1 - k);
+      if (clamp.op != Op::Clamp || clamp.attrs_as<ClampAttrs>().min != 0 ||
+          clamp.attrs_as<ClampAttrs>().max != 6)
+        continue;
+      const Node& add = arg(clamp, 0);
+      if (add.op != Op::Add) continue;
+      const bool plus3 = (arg(add, 0).id == x.id && is_splat(arg(add, 1), 3)) ||
+                         (arg(add, 1).id == x.id && is_splat(arg(add, 0), 3));
+      if (plus3 && replace(div, Op::HardSwish, x, OpAttrs{})) return true;
+    }
+    return false;
   }
 
   bool simplify_transpose(const Node& n) {

@@ -1,8 +1,8 @@
 // The fusion passes: epilogue (conv/matmul + bias + activation, a conv's
 // residual add) and conv_bn
-// (inference BatchNorm folded into the conv). Graph before/after, and outputs
-// with and without each pass: bit-identical for the epilogue (the fused kernel
-// rounds like the separate ops), within float rounding for conv_bn (new weights).
+// (inference BatchNorm and per-channel constant affines folded into the conv). Graph before/after,
+// and outputs with and without each pass: bit-identical for the epilogue (the fused kernel rounds
+// like the separate ops), within float rounding for conv_bn (new weights).
 #include <gtest/gtest.h>
 
 #include "opt/pass_test_util.h"
@@ -189,6 +189,73 @@ TEST(Fusion, ConvResidualNeedsAConvReadOnlyByTheAdd) {
   EXPECT_EQ(count_op(fused, Op::Conv), 2);
   g.add_output("c1", c1);  // now both convs are read twice: nothing fuses
   EXPECT_EQ(count_op(opt::eliminate_dead_code(opt::fuse_epilogues(g)), Op::Add), 1);
+}
+
+// PP-LCNet's block as Paddle exports it: conv -> * a -> + b (a learnable
+// affine, scalars) -> x * clamp(x + 3, 0, 6) / 6 (hardswish) -> * c -> + d
+// -> 1x1 conv. The affine folds into the conv, the hardswish becomes one
+// hard_swish node and then the conv's epilogue; the second affine stays.
+Model lcnet_block() {
+  Model m;
+  Builder b(m.g);
+  NodeId x = b.input("x", S({1, 4, 10, 10}));
+  auto scalar = [&](float v) {
+    return b.constant(Tensor::from_vector<float>({1}, {v}, DType::F32));
+  };
+  NodeId c = b.op(Op::Conv, {x, b.param("w", S({8, 4, 3, 3})), b.param("b", S({8}))},
+                  {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  NodeId y = b.add(b.mul(scalar(1.25f), c), scalar(-0.5f));
+  NodeId hs = b.op(Op::Clamp, {b.add(y, scalar(3))}, {{"min", 0.0}, {"max", 6.0}});
+  hs = b.div(b.mul(y, hs), scalar(6));
+  NodeId z = b.add(b.mul(scalar(0.75f), hs), scalar(0.1f));
+  // A per-channel [1, 8, 1, 1] scale after the pointwise conv folds too.
+  NodeId pw = b.op(Op::Conv, {z, b.param("pw", S({8, 8, 1, 1}))});
+  m.g.add_output("y", b.mul(pw, b.param("s", S({1, 8, 1, 1}))));
+  m.weights = {{"w", random_tensor({8, 4, 3, 3}, DType::F32, 1)},
+               {"b", random_tensor({8}, DType::F32, 2)},
+               {"pw", random_tensor({8, 8, 1, 1}, DType::F32, 3)},
+               {"s", random_tensor({1, 8, 1, 1}, DType::F32, 4)}};
+  m.inputs = {{"x", random_tensor({1, 4, 10, 10}, DType::F32, 5, -3, 3)}};
+  return m;
+}
+
+TEST(Fusion, ConvAffineAndHardSwishFoldIntoTheConv) {
+  const Model m = lcnet_block();
+  const Graph g = testing::compiled_graph(m.g, m.weights);
+  EXPECT_EQ(count_op(g, Op::Clamp), 0) << to_text(g);
+  EXPECT_EQ(count_op(g, Op::HardSwish), 0) << to_text(g);
+  EXPECT_EQ(count_op(g, Op::Div), 0) << to_text(g);
+  EXPECT_EQ(count_op(g, Op::Mul), 1) << to_text(g);  // the affine after hardswish
+  EXPECT_EQ(count_op(g, Op::Add), 1) << to_text(g);
+  int hard_swish = 0;
+  for (const Node& n : g.nodes())
+    hard_swish += n.op == Op::Conv && n.attrs_as<ConvAttrs>().activation == Epilogue::hard_swish;
+  EXPECT_EQ(hard_swish, 1) << to_text(g);
+  // The fused hard_swish rounds as the separate node and as the unfused ops.
+  EXPECT_TRUE(testing::same_with_and_without(m.g, m.inputs, m.weights, "epilogue"));
+  EXPECT_TRUE(testing::same_with_and_without(m.g, m.inputs, m.weights, "simplify"));
+  const TensorMap folded = testing::run_without(m.g, m.inputs, m.weights, {});
+  const TensorMap plain = testing::run_without(m.g, m.inputs, m.weights, {"conv_bn"});
+  EXPECT_TRUE(testing::all_close(folded.at("y"), plain.at("y"), 1e-5, 1e-5));
+}
+
+TEST(Fusion, ConvAffineNeedsAPerChannelConstantAndASoleReader) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({1, 2, 4, 4}));
+  NodeId c = b.op(Op::Conv, {x, b.param("w", S({3, 2, 1, 1}))});
+  // [4] broadcasts over the width, not the channels: it must stay a mul.
+  NodeId y = b.mul(c, b.param("per_w", S({4})));
+  NodeId c2 = b.op(Op::Conv, {x, b.param("w2", S({3, 2, 1, 1}))});
+  g.add_output("y", b.add(y, b.add(c2, b.param("t", S({3, 1, 1})))));
+  g.add_output("c2", c2);  // read twice: its add stays
+  const TensorMap w{{"w", random_tensor({3, 2, 1, 1}, DType::F32, 1)},
+                    {"per_w", random_tensor({4}, DType::F32, 2)},
+                    {"w2", random_tensor({3, 2, 1, 1}, DType::F32, 3)},
+                    {"t", random_tensor({3, 1, 1}, DType::F32, 4)}};
+  const Graph after = testing::compiled_graph(g, w);
+  EXPECT_EQ(count_op(after, Op::Mul), 1) << to_text(after);
+  EXPECT_EQ(count_op(after, Op::Add), 2) << to_text(after);
 }
 
 }  // namespace

@@ -261,5 +261,33 @@ TEST(Simplify, SymbolicDimsAreOnlyEqualByName) {
   EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
 }
 
+TEST(Simplify, HardSwishWrittenOutBecomesOneNode) {
+  for (bool swapped : {false, true}) {
+    Graph g;
+    Builder b(g);
+    NodeId x = b.input("x", S({2, 8}));
+    NodeId three = b.constant(splat({}, 3)), six = b.constant(splat({1}, 6));
+    NodeId clamp = b.op(Op::Clamp, {swapped ? b.add(three, x) : b.add(x, three)},
+                        {{"min", 0.0}, {"max", 6.0}});
+    g.add_output("y", b.div(swapped ? b.mul(clamp, x) : b.mul(x, clamp), six));
+    Graph s = simplified(g);
+    EXPECT_EQ(count_op(s, Op::HardSwish), 1) << to_text(s);
+    EXPECT_EQ(count_op(s, Op::Clamp) + count_op(s, Op::Div) + count_op(s, Op::Add), 0)
+        << to_text(s);
+    const TensorMap in{{"x", random_tensor({2, 8}, DType::F32, 1, -5, 5)}};
+    EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+  }
+  // clamp(x + 3, 0, 5) or a division by 7 is not hardswish.
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({4}));
+  NodeId clamp =
+      b.op(Op::Clamp, {b.add(x, b.constant(splat({}, 3)))}, {{"min", 0.0}, {"max", 5.0}});
+  g.add_output("y", b.div(b.mul(x, clamp), b.constant(splat({}, 6))));
+  NodeId c6 = b.op(Op::Clamp, {b.add(x, b.constant(splat({}, 3)))}, {{"min", 0.0}, {"max", 6.0}});
+  g.add_output("z", b.div(b.mul(x, c6), b.constant(splat({}, 7))));
+  EXPECT_EQ(count_op(simplified(g), Op::HardSwish), 0);
+}
+
 }  // namespace
 }  // namespace rlx

@@ -156,6 +156,14 @@ Val Lowering::activation(Epilogue act, const Val& x, const std::string& h) {
       return unary("sigmoid", x, h);
     case Epilogue::tanh:
       return unary("tanh", x, h);
+    case Epilogue::hard_swish: {  // x * sigmoid_hard(x, 1/6, 1/2), as the hard_swish op lowers
+      Val s = b.op("sigmoid_hard",
+                   {{"x", x},
+                    {"alpha", scalar_like(1.0 / 6, x, h + "_alpha")},
+                    {"beta", scalar_like(0.5, x, h + "_beta")}},
+                   x.type, h + "_hs");
+      return b.op("mul", {{"x", x}, {"y", s}}, x.type, h);
+    }
   }
   throw make_error("coreml: bad epilogue");
 }

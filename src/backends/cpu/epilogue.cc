@@ -27,6 +27,8 @@ T activate(Epilogue act, T x) {
       return sigmoid_ref(x);
     case Epilogue::tanh:
       return std::tanh(x);
+    case Epilogue::hard_swish:  // as the hard_swish kernel: the same rounding
+      return x * clamp_nan(x + T(3), T(0), T(6)) / T(6);
   }
   return x;
 }
@@ -47,6 +49,10 @@ RLX_AVX2_INLINE __m256 relu6(__m256 x) {
   return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(_mm256_setzero_ps(), x));
 }
 RLX_AVX2_INLINE __m256 identity(__m256 x) { return x; }
+RLX_AVX2_INLINE __m256 hard_swish(__m256 x) {
+  const __m256 c = relu6(_mm256_add_ps(x, _mm256_set1_ps(3.0f)));
+  return _mm256_div_ps(_mm256_mul_ps(x, c), _mm256_set1_ps(6.0f));
+}
 
 // Where a row's bias comes from: nowhere (no add, so -0.0 stays -0.0 as in
 // the separate activation), one value per row, or one per column.
@@ -106,6 +112,8 @@ RowFn avx2_row(Epilogue act, Bias b) {
       return with_bias<vm::sigmoid>(b);
     case Epilogue::tanh:
       return with_bias<vm::tanh>(b);
+    case Epilogue::hard_swish:
+      return with_bias<hard_swish>(b);
   }
   return with_bias<identity>(b);
 }
