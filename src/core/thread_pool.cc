@@ -42,7 +42,9 @@ class Pool {
     size_ = n;
     // Workers start from the current wake count, so a job published before a
     // new thread first runs is still seen by it.
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this, w = wake_.load()] { worker_loop(w); });
+    shares_ = std::vector<Share>(size_t(n));
+    for (int i = 1; i < n; ++i)
+      workers_.emplace_back([this, i, w = wake_.load()] { worker_loop(i, w); });
   }
 
   int size() const { return size_; }
@@ -58,12 +60,17 @@ class Pool {
     // Close the last job's claim word first: a worker still holding that
     // word cannot claim from it after job_ and chunks_ change.
     const uint64_t job = ++job_id_;
-    claim_.store(word(job, kClosed));
+    for (auto& s : shares_) s.claim.store(word(job, kClosed));
     job_.store(&chunk_fn, std::memory_order_relaxed);
     chunks_.store(chunks, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     error_ = nullptr;
-    claim_.store(word(job, 0), std::memory_order_release);
+    const int64_t n = size_;
+    for (int64_t t = 0; t < n; ++t) {
+      shares_[size_t(t)].end.store((t + 1) * chunks / n, std::memory_order_relaxed);
+      shares_[size_t(t)].claim.store(word(job, uint64_t(t * chunks / n)),
+                                     std::memory_order_release);
+    }
     // No lock unless a worker sleeps: a sleeper counts itself before it
     // checks wake_ (both seq_cst), so it sees this bump or is seen here.
     wake_.fetch_add(1);
@@ -71,7 +78,7 @@ class Pool {
       std::lock_guard lk(mu_);
       cv_.notify_all();
     }
-    work();
+    work(0);
     if (!spin_until([&] { return done_.load(std::memory_order_acquire) == chunks; })) {
       std::unique_lock lk(mu_);
       caller_waits_.store(true);  // before the predicate reads done_: see work()
@@ -98,37 +105,61 @@ class Pool {
     return done();
   }
 
-  // Claims and runs chunks of the current job until none is left. A claim is
-  // a compare-exchange on the word it read, so it fails once the caller has
-  // closed that job; chunks_ and job_ read after an acquire of the word are
-  // that job's (the caller changes them only after closing it).
-  // A claim takes a share of what is left (guided scheduling): a few claims
-  // per job rather than one per chunk, since every claim and every done_
-  // update moves a cache line between cores.
-  void work() {
-    for (uint64_t v = claim_.load(std::memory_order_acquire);;) {
-      const int64_t c = int64_t(v & kClosed), chunks = chunks_.load(std::memory_order_relaxed);
-      if (c >= chunks) return;
-      const int64_t take = std::max<int64_t>(1, (chunks - c) / (2 * int64_t(size_)));
-      if (!claim_.compare_exchange_weak(v, v + uint64_t(take), std::memory_order_acq_rel)) continue;
-      const auto& fn = *job_.load(std::memory_order_relaxed);
-      for (int64_t i = c; i < c + take; ++i) {
-        try {
-          fn(i);
-        } catch (...) {
-          std::lock_guard lk(err_mu_);
-          if (!error_) error_ = std::current_exception();
+  // One thread's share of the current job: chunks [claimed, end), on its own
+  // cache line (its owner claims from it chunk by chunk).
+  struct alignas(64) Share {
+    std::atomic<uint64_t> claim{word(0, kClosed)};
+    std::atomic<int64_t> end{0};
+  };
+
+  // Runs chunks of the current job: thread `self`'s own share in order, then
+  // what is left of the others' shares. A claim is a compare-exchange on the
+  // word it read, so it fails once the caller has closed that job; job_,
+  // chunks_ and the share's end read after an acquire of the word are that
+  // job's or a later one's (the caller changes them only after closing it,
+  // and a later job's word fails the exchange). A thief takes half of what is
+  // left of a share, its owner one chunk at a time.
+  void work(int self) {
+    const int n = size_;
+    for (int i = 0; i < n; ++i) {
+      Share& s = shares_[size_t((self + i) % n)];
+      int64_t ran = 0;
+      for (uint64_t v = s.claim.load(std::memory_order_acquire);;) {
+        const int64_t c = int64_t(v & kClosed), end = s.end.load(std::memory_order_relaxed);
+        if (c >= end) break;
+        const int64_t take = i == 0 ? 1 : std::max<int64_t>(1, (end - c) / 2);
+        if (!s.claim.compare_exchange_weak(v, v + uint64_t(take), std::memory_order_acq_rel))
+          continue;
+        const auto& fn = *job_.load(std::memory_order_relaxed);
+        for (int64_t k = c; k < c + take; ++k) {
+          try {
+            fn(k);
+          } catch (...) {
+            std::lock_guard lk(err_mu_);
+            if (!error_) error_ = std::current_exception();
+          }
         }
+        ran += take;
+        v = s.claim.load(std::memory_order_acquire);
       }
-      if (done_.fetch_add(take) + take == chunks && caller_waits_.load()) {
-        std::lock_guard lk(mu_);  // the caller may be about to sleep on done_cv_
-        done_cv_.notify_one();
-      }
-      v = claim_.load(std::memory_order_acquire);
+      // Counted once per share: every done_ update moves a cache line between
+      // cores. A job is not over before these are counted, so done_ is still
+      // the job's whose chunks ran.
+      if (ran > 0 && finish(ran)) return;
     }
   }
 
-  void worker_loop(uint64_t seen) {
+  // Counts `ran` finished chunks; true when they were the job's last.
+  bool finish(int64_t ran) {
+    if (done_.fetch_add(ran) + ran != chunks_.load(std::memory_order_relaxed)) return false;
+    if (caller_waits_.load()) {
+      std::lock_guard lk(mu_);  // the caller may be about to sleep on done_cv_
+      done_cv_.notify_one();
+    }
+    return true;
+  }
+
+  void worker_loop(int self, uint64_t seen) {
     t_inside = true;
     for (;;) {
       if (!spin_until([&] { return wake_.load() != seen; })) {
@@ -139,7 +170,7 @@ class Pool {
       }
       seen = wake_.load();
       if (stop_.load()) return;
-      work();
+      work(self);
     }
   }
 
@@ -148,6 +179,7 @@ class Pool {
   static constexpr int kSpins = 4000;
   std::vector<std::thread> workers_;
   int size_ = 1;
+  std::vector<Share> shares_ = std::vector<Share>(1);
   std::mutex mu_, job_mu_, err_mu_;
   std::condition_variable cv_, done_cv_;
   // Each word both threads write gets its own cache line: a spinning worker
@@ -155,7 +187,6 @@ class Pool {
   // every chunk (about 250 ns per move between this VM's cores; it made every
   // node of a small CNN slower at 2 threads than at 1).
   alignas(64) std::atomic<uint64_t> wake_{0};
-  alignas(64) std::atomic<uint64_t> claim_{word(0, kClosed)};
   alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<int64_t> chunks_{0};
   std::atomic<const std::function<void(int64_t)>*> job_{nullptr};

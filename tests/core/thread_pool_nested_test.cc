@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -40,6 +41,22 @@ TEST(ThreadPool, BackToBackJobsRunEachChunkOnce) {
     for (auto& h : hits) bad += h.load(std::memory_order_relaxed) != 1;
   }
   EXPECT_EQ(bad, 0);
+  set_num_threads(0);
+}
+
+// The caller owns the first share of every job and claims it before stealing,
+// so a kernel's first part runs where the previous kernel's first part ran
+// (its L2). Each chunk sleeps, so no thief can finish its own share first.
+TEST(ThreadPool, TheCallerRunsTheFirstShareOfEveryJob) {
+  set_num_threads(2);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int64_t> elsewhere{0};
+  for (int job = 0; job < 20; ++job)
+    parallel_for(4, 1, [&](int64_t b, int64_t e) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (b < 2 && std::this_thread::get_id() != caller) elsewhere += e - b;
+    });
+  EXPECT_EQ(elsewhere.load(), 0);
   set_num_threads(0);
 }
 
