@@ -24,6 +24,14 @@ thread_local bool t_inside = false;
 // sleep). Workers and the waiting caller spin briefly before blocking:
 // decoding runs hundreds of small jobs per token, and a futex sleep/wake per
 // job costs more than the job (ggml's threads spin for the same reason).
+//
+// Each thread owns a contiguous share of every job's chunks (the caller the
+// first, worker i the (i+1)-th), claims from it first and steals from the
+// others only when it is done: consecutive kernels split the same way then run
+// the same part on the same core and read what that core wrote from its own
+// cache. On the Zen 5 VM a core reads the other core's fresh data at half the
+// speed of its own (32 vs 70 GB/s), and with first-come claims which thread
+// took which part was a coin flip per node.
 class Pool {
  public:
   ~Pool() { resize(1); }
@@ -57,8 +65,8 @@ class Pool {
     }
     std::lock_guard job_lock(job_mu_);
     inside = true;
-    // Close the last job's claim word first: a worker still holding that
-    // word cannot claim from it after job_ and chunks_ change.
+    // Close the last job's claim words first: a worker still holding one
+    // cannot claim from it after job_, chunks_ and the shares' ends change.
     const uint64_t job = ++job_id_;
     for (auto& s : shares_) s.claim.store(word(job, kClosed));
     job_.store(&chunk_fn, std::memory_order_relaxed);
