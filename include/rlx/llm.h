@@ -59,14 +59,19 @@ class Session {
   Session(std::shared_ptr<const Executable> exe, Config c);
   // Runs `tokens` at positions n_past()..; returns logits of the last one.
   std::vector<float> feed(std::span<const int32_t> tokens);
-  int64_t n_past() const { return n_past_; }
+  int64_t n_past() const { return int64_t(tokens_.size()); }
+  // The tokens the cache holds, in order.
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  // Keeps the cache of the first n tokens only (n <= n_past()), so a prompt
+  // that shares a prefix with the previous one is fed from where they part.
+  void truncate(int64_t n);
   void reset();
 
  private:
   Config c_;
   rlx::Session session_;
   TensorMap cache_;
-  int64_t n_past_ = 0;
+  std::vector<int32_t> tokens_;
 };
 
 struct SamplerOptions {

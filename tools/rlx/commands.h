@@ -23,6 +23,10 @@ void add_coreml_run_command(CLI::App& app);
 void add_grad_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 
+// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
+// --seed (sampling_flags.cc), for generate and the commands to come.
+void add_sampling_flags(CLI::App* cmd, llm::SamplerOptions& s);
+
 // Optimization-pipeline flags shared by run and inspect (pass_flags.cc).
 struct PassFlags {
   int opt_level = 1;
