@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format git
   clang-14 libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libopenblas-dev libopenblas0-pthread
   protobuf-compiler libprotobuf-dev
   python3 python3-dev python3-numpy python3-torch python3-torchvision python3-sklearn

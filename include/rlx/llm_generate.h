@@ -97,6 +97,8 @@ class Generation {
   // Samples and streams one token; returns false once finished (then the
   // last text has gone to the sink and result() is complete).
   bool step(const TextSink& sink = {});
+  // Ends the generation now, as Finish::Cancelled; nothing more is sent.
+  void cancel();
   bool finished() const { return finished_; }
   const GenerateResult& result() const { return res_; }
 

@@ -12,6 +12,7 @@
 #include "rlx/io.h"
 #include "rlx/llm.h"
 #include "rlx/llm_generate.h"
+#include "rlx/llm_scheduler.h"
 #include "rlx/model.h"
 #include "rlx/runtime.h"
 #include "rlx/shape.h"

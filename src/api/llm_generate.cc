@@ -175,6 +175,12 @@ bool Generation::step(const TextSink& sink) {
   return true;
 }
 
+void Generation::cancel() {
+  if (finished_) return;
+  open_ = false;
+  finish(Finish::Cancelled, {});
+}
+
 GenerateResult generate(Session& session, const Tokenizer& tok, const GenerateRequest& r,
                         const TextSink& sink) {
   Generation g(session, tok, r);

@@ -85,6 +85,29 @@ TEST_F(LlmCli, GenerateStreamsAndReportsSpeed) {
   EXPECT_NE(r.output.find("exactly one of"), std::string::npos) << r.output;
 }
 
+TEST_F(LlmCli, ChatRepliesResetsAndReusesTheConversationsCache) {
+  const std::string chat =
+      std::string(RLX_CLI_PATH) + " chat " + path("tiny.gguf") + " --temp 0 -n 4 -v -s 'ba'";
+  auto r = testing::run_command("printf 'ab\\n/reset\\nab\\nba ab\\n/exit\\nignored\\n' | " + chat);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // The same message after /reset gets the same greedy reply, from scratch;
+  // the next turn feeds only what the cache does not hold.
+  size_t first = r.output.find("[prompt "), second = r.output.find("[prompt ", first + 1),
+         third = r.output.find("[prompt ", second + 1);
+  ASSERT_NE(third, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[prompt ", third + 1), std::string::npos) << "/exit did not stop it";
+  // The line up to its speed.
+  auto line = [&](size_t at) { return r.output.substr(at, r.output.find("length", at) - at); };
+  EXPECT_NE(line(first).find(" 0 cached; reply 4 tokens, "), std::string::npos) << line(first);
+  EXPECT_EQ(line(first), line(second));
+  EXPECT_NE(r.output.find("(the conversation starts over)"), std::string::npos) << r.output;
+  EXPECT_EQ(line(third).find(" 0 cached"), std::string::npos) << line(third);
+  r = run_cli("chat " + path("tiny.gguf") + " --chat-template " + path("missing.jinja"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("missing.jinja: cannot open the chat template"), std::string::npos)
+      << r.output;
+}
+
 TEST_F(LlmCli, BenchLlmPrintsLlamaBenchRows) {
   auto r = run_cli("bench-llm " + path("tiny.gguf") + " -p 16 -n 4 -d 8 -r 2 -t 1");
   ASSERT_EQ(r.status, 0) << r.output;

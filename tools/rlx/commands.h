@@ -23,9 +23,18 @@ void add_coreml_run_command(CLI::App& app);
 void add_grad_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 
+void add_chat_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
+
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
-// --seed (sampling_flags.cc), for generate and the commands to come.
+// --seed (llm_flags.cc), for generate and chat.
 void add_sampling_flags(CLI::App* cmd, llm::SamplerOptions& s);
+// The model compiled, with the template in template_file (if given) replacing
+// its own; throws rlx::Error naming the file.
+llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
+                               const std::string& template_file);
+// The requested context, or by default the model's training context up to 4096.
+int64_t context_size(const llm::Config& c, int64_t requested);
 
 // Optimization-pipeline flags shared by run and inspect (pass_flags.cc).
 struct PassFlags {

@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   rlx::cli::add_gguf_tool_commands(app);
   rlx::cli::add_tokenize_command(app);
   rlx::cli::add_generate_command(app);
+  rlx::cli::add_chat_command(app);
+  rlx::cli::add_serve_command(app);
   rlx::cli::add_bench_llm_command(app);
   rlx::cli::add_coreml_run_command(app);
   rlx::cli::add_grad_command(app);

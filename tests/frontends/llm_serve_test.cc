@@ -1,0 +1,241 @@
+// `rlx serve` over HTTP on a loopback port: concurrent streaming and
+// non-streaming clients get the greedy text of `rlx generate --temp 0`, the
+// OpenAI error objects for bad requests, and a client that goes away mid-stream
+// frees its slot.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "rlx/llm_generate.h"
+#include "support/testing.h"
+#include "support/tiny_llm.h"
+
+namespace rlx {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class LlmServe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = testing::process_temp_dir("rlx_llm_serve_test");
+    std::ofstream(model_path(), std::ios::binary) << testing::TinyLlm{}.gguf_bytes();
+    const std::string cmd = std::string("exec ") + RLX_CLI_PATH + " serve " + model_path() +
+                            " --port 0 --parallel 2 --queue 4 --max-body 4096 --ctx 100000 -t 1"
+                            " 2>" +
+                            (dir_ / "serve.err").string();
+    server_ = popen(cmd.c_str(), "r");
+    ASSERT_NE(server_, nullptr);
+    char line[256] = {};
+    ASSERT_NE(std::fgets(line, sizeof line, server_), nullptr) << "rlx serve printed nothing";
+    ASSERT_EQ(
+        std::sscanf(line, "rlx serve: listening on http://127.0.0.1:%d (pid %d)", &port_, &pid_), 2)
+        << line;
+  }
+  static void TearDownTestSuite() {
+    if (server_) {
+      if (pid_ > 0) kill(pid_, SIGTERM);
+      const int status = pclose(server_);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "rlx serve did not stop cleanly";
+    }
+    fs::remove_all(dir_);
+  }
+  static std::string model_path() { return (dir_ / "tiny.gguf").string(); }
+  static httplib::Client client() {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(30s);
+    return c;
+  }
+  static json post(const std::string& path, const json& body, int* status = nullptr) {
+    auto res = client().Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(res) << path;
+    if (!res) return {};
+    if (status) *status = res->status;
+    return json::parse(res->body);
+  }
+  // The body goes to `receive` as it comes; receive returning false hangs up.
+  static httplib::Result post_streaming(const json& body,
+                                        std::function<bool(const char*, size_t)> receive) {
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = body.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [receive](const char* data, size_t n, uint64_t, uint64_t) {
+      return receive(data, n);
+    };
+    return client().send(req);
+  }
+  // The text of a streamed completion and its finish reason; the HTTP status
+  // and no text when it is refused.
+  struct Streamed {
+    int status = 0;
+    std::string text, finish;
+  };
+  static Streamed stream(const json& body) {
+    std::string raw;
+    auto res = post_streaming(body, [&](const char* data, size_t n) {
+      raw.append(data, n);
+      return true;
+    });
+    EXPECT_TRUE(res);
+    if (!res || res->status != 200) return {res ? res->status : -1, "", ""};
+    std::string text, finish;
+    bool done = false;
+    for (size_t at = 0; (at = raw.find("data: ", at)) != std::string::npos;) {
+      const size_t end = raw.find("\n\n", at);
+      const std::string payload = raw.substr(at + 6, end - at - 6);
+      at = end;
+      if (payload == "[DONE]") {
+        done = true;
+        continue;
+      }
+      const json chunk = json::parse(payload);
+      text += chunk["choices"][0]["text"].get<std::string>();
+      if (!chunk["choices"][0]["finish_reason"].is_null())
+        finish = chunk["choices"][0]["finish_reason"];
+    }
+    EXPECT_TRUE(done) << raw;
+    return {200, text, finish};
+  }
+  static inline fs::path dir_;
+  static inline FILE* server_ = nullptr;
+  static inline int port_ = 0, pid_ = 0;
+};
+
+json greedy_completion(const std::string& prompt, int max_tokens, bool stream) {
+  return json{{"prompt", prompt},
+              {"max_tokens", max_tokens},
+              {"temperature", 0},
+              {"ignore_eos", true},
+              {"stream", stream}};
+}
+
+TEST_F(LlmServe, ConcurrentClientsGetTheGreedyTextOfGenerate) {
+  const std::vector<std::string> prompts{"ab ba", "ba ab", "a a b", "b", "ab", "bab a"};
+  llm::ChatModel m = llm::ChatModel::load(model_path(), llm::Weights::F32);
+  std::vector<std::string> want;
+  for (const auto& p : prompts) {
+    llm::Session fresh(m.exe, m.config);
+    llm::GenerateRequest r;
+    r.prompt = m.text_prompt(p);
+    r.max_tokens = 6;
+    r.sampling.temperature = 0;
+    r.ignore_eos = true;
+    want.push_back(llm::generate(fresh, m.tokenizer, r).text);
+  }
+  // What the server and the library give is what `rlx generate` prints.
+  auto cli =
+      testing::run_cli("generate " + model_path() + " -p 'ab ba' -n 6 --temp 0 --ignore-eos");
+  ASSERT_EQ(cli.status, 0) << cli.output;
+  EXPECT_NE(cli.output.find(want[0] + "\n"), std::string::npos) << cli.output << " / " << want[0];
+
+  // Twice as many clients as slots and queue places: each is served right or
+  // turned away with 503, never anything else.
+  std::vector<std::string> got(prompts.size() * 2);
+  std::vector<int> status(got.size(), 0);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < got.size(); ++i)
+    clients.emplace_back([&, i] {
+      const std::string& p = prompts[i % prompts.size()];
+      if (i % 2 == 0) {
+        Streamed r = stream(greedy_completion(p, 6, true));
+        got[i] = r.text;
+        status[i] = r.status;
+        if (r.status == 200) EXPECT_EQ(r.finish, "length");
+      } else {
+        json r = post("/v1/completions", greedy_completion(p, 6, false), &status[i]);
+        if (status[i] == 200) {
+          got[i] = r["choices"][0]["text"];
+          EXPECT_EQ(r["usage"]["completion_tokens"], 6);
+          EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+        } else {
+          EXPECT_EQ(r["error"]["code"], "server_busy") << r.dump();
+        }
+      }
+    });
+  for (auto& t : clients) t.join();
+  int served = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(status[i] == 200 || status[i] == 503) << "client " << i << ": " << status[i];
+    if (status[i] != 200) continue;
+    ++served;
+    EXPECT_EQ(got[i], want[i % prompts.size()]) << "client " << i;
+  }
+  EXPECT_GE(served, 6);
+}
+
+TEST_F(LlmServe, ChatModelsHealthAndOpenAiErrors) {
+  int status = 0;
+  json chat = post("/v1/chat/completions",
+                   {{"messages", {{{"role", "user"}, {"content", "ab"}}}},
+                    {"max_tokens", 3},
+                    {"temperature", 0},
+                    {"model", "tiny"}},
+                   &status);
+  EXPECT_EQ(status, 200) << chat.dump();
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
+  EXPECT_GT(chat["usage"]["prompt_tokens"].get<int>(), 1);
+
+  auto health = client().Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(json::parse(health->body)["status"], "ok");
+  auto models = client().Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "tiny");
+
+  auto bad_json = client().Post("/v1/completions", "{\"prompt\":", "application/json");
+  ASSERT_TRUE(bad_json);
+  EXPECT_EQ(bad_json->status, 400);
+  EXPECT_NE(bad_json->body.find("not valid JSON"), std::string::npos) << bad_json->body;
+  json e = post("/v1/completions", {{"prompt", "ab"}, {"model", "gpt-4"}}, &status);
+  EXPECT_EQ(status, 404);
+  EXPECT_EQ(e["error"]["code"], "model_not_found");
+  e = post("/v1/completions", {{"prompt", "ab"}, {"temperature", "hot"}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(e["error"]["param"], "temperature");
+  e = post("/v1/completions", {{"prompt", "ab"}, {"n", 2}}, &status);
+  EXPECT_EQ(status, 400);
+  e = post("/v1/chat/completions", {{"messages", json::array()}}, &status);
+  EXPECT_EQ(status, 400);
+  auto big = client().Post("/v1/completions", std::string(5000, ' '), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_EQ(json::parse(big->body)["error"]["type"], "invalid_request_error");
+  auto nowhere = client().Get("/v2/nothing");
+  ASSERT_TRUE(nowhere);
+  EXPECT_EQ(nowhere->status, 404);
+}
+
+TEST_F(LlmServe, AClientGoneMidStreamFreesItsSlot) {
+  // Far more tokens than it could make before the test gives up on it.
+  json body = greedy_completion("ab", 90000, true);
+  size_t chunks = 0;
+  std::string first;
+  post_streaming(body, [&](const char* data, size_t n) {
+    if (chunks == 0) first.assign(data, n);
+    return ++chunks < 3;
+  });
+  EXPECT_GE(chunks, 3u);
+  EXPECT_TRUE(first.starts_with("data: {")) << first;
+  bool freed = false;
+  for (int i = 0; i < 100 && !freed; ++i) {
+    auto h = client().Get("/health");
+    freed = h && json::parse(h->body)["requests_in_flight"] == 0;
+    if (!freed) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(freed) << "the abandoned stream still runs";
+}
+
+}  // namespace
+}  // namespace rlx

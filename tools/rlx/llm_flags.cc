@@ -1,0 +1,43 @@
+// What rlx generate, chat and serve share: the sampling flags and loading a
+// model with its chat template.
+#include <fstream>
+#include <sstream>
+
+#include "commands.h"
+
+namespace rlx::cli {
+
+void add_sampling_flags(CLI::App* cmd, llm::SamplerOptions& s) {
+  cmd->add_option("--temp", s.temperature, "Temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass (1: off)")->capture_default_str();
+  cmd->add_option("--min-p", s.min_p, "Drop tokens below min-p x the best probability")
+      ->capture_default_str();
+  cmd->add_option("--repeat-penalty", s.repeat_penalty, "Penalty for repeated tokens (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--repeat-last-n", s.repeat_last_n, "Window of the repetition penalty")
+      ->capture_default_str();
+  cmd->add_option("--seed", s.seed, "Random seed")->capture_default_str();
+}
+
+llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
+                               const std::string& template_file) {
+  std::string source;
+  if (!template_file.empty()) {
+    std::ifstream in(template_file, std::ios::binary);
+    RLX_CHECK(in, template_file, ": cannot open the chat template");
+    std::ostringstream text;
+    text << in.rdbuf();
+    source = text.str();
+    RLX_CHECK(!source.empty(), template_file, ": the chat template is empty");
+  }
+  return llm::ChatModel::load(path, weight_mode(dequantize), source);
+}
+
+int64_t context_size(const llm::Config& c, int64_t requested) {
+  if (requested > 0) return requested;
+  return c.n_ctx_train > 0 ? std::min<int64_t>(c.n_ctx_train, 4096) : 4096;
+}
+
+}  // namespace rlx::cli
