@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "rlx/llm_generate.h"
+#include "support/greedy_request.h"
 #include "support/tiny_llm.h"
 
 namespace rlx {
@@ -40,12 +41,7 @@ struct TinyModel {
 };
 
 llm::GenerateRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
-  llm::GenerateRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  return r;
+  return testing::greedy_request(std::move(prompt), max_tokens);
 }
 
 TEST(LlmGenerate, ReusedPrefixGivesTheSameTokensAsAFreshSession) {

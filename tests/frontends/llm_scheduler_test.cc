@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "rlx/llm_scheduler.h"
+#include "support/greedy_request.h"
 #include "support/testing.h"
 #include "support/tiny_llm.h"
 
@@ -25,12 +26,7 @@ const llm::ChatModel& tiny_model() {
 }
 
 llm::GenerateRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
-  llm::GenerateRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  return r;
+  return testing::greedy_request(std::move(prompt), max_tokens);
 }
 
 TEST(LlmScheduler, RequestsServedTogetherGiveWhatEachGivesAlone) {

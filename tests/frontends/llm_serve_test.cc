@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "rlx/llm_generate.h"
+#include "support/greedy_request.h"
 #include "support/testing.h"
 #include "support/tiny_llm.h"
 
@@ -126,12 +127,8 @@ TEST_F(LlmServe, ConcurrentClientsGetTheGreedyTextOfGenerate) {
   std::vector<std::string> want;
   for (const auto& p : prompts) {
     llm::Session fresh(m.exe, m.config);
-    llm::GenerateRequest r;
-    r.prompt = m.text_prompt(p);
-    r.max_tokens = 6;
-    r.sampling.temperature = 0;
-    r.ignore_eos = true;
-    want.push_back(llm::generate(fresh, m.tokenizer, r).text);
+    want.push_back(
+        llm::generate(fresh, m.tokenizer, testing::greedy_request(m.text_prompt(p), 6)).text);
   }
   // What the server and the library give is what `rlx generate` prints.
   auto cli =
