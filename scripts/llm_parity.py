@@ -10,7 +10,7 @@ says so and the script still runs end to end.
   cmake -S bench/llama_peer -B build-peer -G Ninja && ninja -C build-peer
   scripts/llm_parity.py --rlx build/rlx --peer build-peer/llama_peer
 
-For each model (tiny llama / qwen2 / qwen3 x f32, f16, q8_0, q4_0, and
+For each model (tiny llama / qwen2 / qwen3 / phi3 / gemma2 / gemma3 x f32, f16, q8_0, q4_0, and
 q4_K / q5_K / q6_K quantized by `rlx quantize` from a wider f32 model): tokenize
 the prompt with llama_peer, let llama.cpp generate --n-gen greedy tokens, then
 run both engines once on prompt + continuation (teacher forcing) and compare
@@ -37,6 +37,14 @@ MODELS = {
     "llama": ("llama", "llama-spm", ["--kv-heads", "2"]),
     "qwen2": ("qwen2", "qwen2", ["--kv-heads", "2"]),
     "qwen3": ("qwen3", "qwen2", ["--kv-heads", "2"]),
+    "phi3": ("phi3", "phi-3", ["--kv-heads", "2"]),
+    # Windows of 8 keys over the ~32 positions compared; caps small enough
+    # that tanh bends the scores and the logits; gemma3's layer 1 is global
+    # (pattern 2), on its own rope base with linear scaling.
+    "gemma2": ("gemma2", "llama-spm", ["--kv-heads", "2", "--swa", "8", "--attn-softcap", "1.5",
+                                       "--final-softcap", "10"]),
+    "gemma3": ("gemma3", "llama-spm", ["--kv-heads", "2", "--swa", "8", "--swa-pattern", "2",
+                                       "--rope-scale", "4"]),
 }
 # Tolerances on logits of std ~2. f32: both sides f32 (KV cache f32 in the
 # peer); f16: ggml rounds activations to f16 for f16 matmuls, rlx keeps f32.

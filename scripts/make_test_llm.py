@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Write a random-weight llama-family GGUF model (llama / qwen2 / qwen3) for
-rlx's GGUF LLM parity tests and benchmarks.
+"""Write a random-weight llama-family GGUF model (llama / qwen2 / qwen3 / phi3 /
+gemma2 / gemma3) for rlx's GGUF LLM parity tests and benchmarks.
 
 Needs: numpy and llama.cpp's gguf-py (for its q8_0/q4_0 quantizers; from the
 source checkout $RLX_LLAMA_SRC, default ~/.cache/rlx-peers/llama.cpp, put on
@@ -11,6 +11,8 @@ sys.path here). Run with
       --heads 4 --kv-heads 2 --ff 128 --dtype f32 -o /tmp/tiny-llama.gguf
   scripts/make_test_llm.py --preset 100m --dtype q8_0 -o /tmp/llama-100m-q8_0.gguf
   scripts/make_test_llm.py --preset 1b  --dtype f16  -o /tmp/llama-1b-f16.gguf
+  scripts/make_test_llm.py --arch gemma2 --swa 8 --attn-softcap 1.5 --final-softcap 10 \
+      --kv-heads 2 -o /tmp/tiny-gemma2.gguf
 
 --vocab is a name (ggml-vocab-<name>.gguf under $RLX_LLAMA_SRC/models) or a
 path; every tokenizer.* key and the vocab size are copied from it. --dtype
@@ -24,7 +26,18 @@ rounding): embeddings N(0,1) (tied: N(0, logit_scale^2/dim)); projections N(0, 1
 output head N(0, (logit_scale^2)/dim) so logits have std ~logit_scale (2).
 Tied models (--tied) tend to repeat the last input token under greedy
 decoding (each token's own embedding dominates its logit): use untied models
-for greedy-continuation parity. --dry-run prints the size of a preset (the 1b
+for greedy-continuation parity.
+
+Architectures, as llama.cpp's converters write them: phi3 has one attn_qkv
+(q, k, v rows) and an ffn_up of 2*ff rows (gate, then up), vocab phi-3 by
+default; gemma2 / gemma3 (vocab llama-spm: SentencePiece, as gemma's own) have
+post-attention / post-ffn norms, GELU-tanh gated FFNs and query/key head size
+keys; gemma2 is always tied (llama.cpp ignores output.weight) and writes
+attn_logit_softcapping / final_logit_softcapping (--attn-softcap,
+--final-softcap; llama.cpp defaults 50 / 30 when absent); gemma3 has q/k norms.
+--swa N writes attention.sliding_window (--swa-pattern P: layer l slides when
+l % P < P - 1; llama.cpp's defaults 2 for gemma2, 6 for gemma3), --rope-scale
+F a linear rope.scaling.factor (gemma3: global layers only). --dry-run prints the size of a preset (the 1b
 f32 file is ~4.2 GB) without writing it.
 """
 import argparse
@@ -55,7 +68,12 @@ ARCH_DEFAULTS = {  # rope base, rms eps
     "llama": (10000.0, 1e-5),
     "qwen2": (1000000.0, 1e-6),
     "qwen3": (1000000.0, 1e-6),
+    "phi3": (10000.0, 1e-5),
+    "gemma2": (10000.0, 1e-6),
+    "gemma3": (1000000.0, 1e-6),
 }
+DEFAULT_VOCAB = {"llama": "llama-spm", "phi3": "phi-3", "gemma2": "llama-spm", "gemma3": "llama-spm"}
+GEMMA = ("gemma2", "gemma3")
 
 
 def vocab_path(v):
@@ -128,27 +146,40 @@ def tensor_specs(a, n_vocab):
     hd = a.head_dim
     q_out, kv_out = a.heads * hd, a.kv_heads * hd
     bias = a.arch == "qwen2" or a.bias
+    gemma = a.arch in GEMMA
     s = [("token_embd.weight", (n_vocab, a.dim), "w", 1.0)]
     if a.rope_freqs:
         s.append(("rope_freqs.weight", (hd // 2,), "rope", 0))
     for i in range(a.layers):
         b = f"blk.{i}."
         s.append((b + "attn_norm.weight", (a.dim,), "norm", 0))
-        s.append((b + "attn_q.weight", (q_out, a.dim), "w", a.dim**-0.5))
-        s.append((b + "attn_k.weight", (kv_out, a.dim), "w", a.dim**-0.5))
-        s.append((b + "attn_v.weight", (kv_out, a.dim), "w", a.dim**-0.5))
-        if bias:
+        if a.arch == "phi3":  # q, k, v rows in one tensor
+            s.append((b + "attn_qkv.weight", (q_out + 2 * kv_out, a.dim), "w", a.dim**-0.5))
+        else:
+            s.append((b + "attn_q.weight", (q_out, a.dim), "w", a.dim**-0.5))
+            s.append((b + "attn_k.weight", (kv_out, a.dim), "w", a.dim**-0.5))
+            s.append((b + "attn_v.weight", (kv_out, a.dim), "w", a.dim**-0.5))
+        if bias and a.arch == "phi3":
+            s.append((b + "attn_qkv.bias", (q_out + 2 * kv_out,), "bias", 0.1))
+        elif bias:
             s.append((b + "attn_q.bias", (q_out,), "bias", 0.1))
             s.append((b + "attn_k.bias", (kv_out,), "bias", 0.1))
             s.append((b + "attn_v.bias", (kv_out,), "bias", 0.1))
-        if a.arch == "qwen3":
+        if a.arch in ("qwen3", "gemma3"):
             s.append((b + "attn_q_norm.weight", (hd,), "norm", 0))
             s.append((b + "attn_k_norm.weight", (hd,), "norm", 0))
         s.append((b + "attn_output.weight", (a.dim, q_out), "w", 0.5 * q_out**-0.5))
+        if gemma:
+            s.append((b + "post_attention_norm.weight", (a.dim,), "norm", a.post_norm))
         s.append((b + "ffn_norm.weight", (a.dim,), "norm", 0))
-        s.append((b + "ffn_gate.weight", (a.ff, a.dim), "w", a.dim**-0.5))
-        s.append((b + "ffn_up.weight", (a.ff, a.dim), "w", a.dim**-0.5))
+        if a.arch == "phi3":  # gate rows, then up rows
+            s.append((b + "ffn_up.weight", (2 * a.ff, a.dim), "w", a.dim**-0.5))
+        else:
+            s.append((b + "ffn_gate.weight", (a.ff, a.dim), "w", a.dim**-0.5))
+            s.append((b + "ffn_up.weight", (a.ff, a.dim), "w", a.dim**-0.5))
         s.append((b + "ffn_down.weight", (a.dim, a.ff), "w", 0.5 * a.ff**-0.5))
+        if gemma:
+            s.append((b + "post_ffw_norm.weight", (a.dim,), "norm", a.post_norm))
     s.append(("output_norm.weight", (a.dim,), "norm", 0))
     if not a.tied:
         s.append(("output.weight", (n_vocab, a.dim), "w", a.logit_scale * a.dim**-0.5))
@@ -158,8 +189,8 @@ def tensor_specs(a, n_vocab):
 def make_tensor(spec, idx, a):
     name, shape, kind, std = spec
     rng = np.random.default_rng([a.seed, idx])
-    if kind == "norm":
-        return (1.0 + 0.1 * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
+    if kind == "norm":  # std: a mean other than 1 (gemma's post norms)
+        return ((std or 1.0) + 0.1 * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
     if kind == "bias":
         return (std * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
     if kind == "rope":  # llama3-style per-frequency divisors: 1 for high freqs, up to 8 for low
@@ -210,6 +241,14 @@ def main():
     p.add_argument("--rope-base", type=float)
     p.add_argument("--eps", type=float)
     p.add_argument("--ctx", type=int, default=4096, help="context_length")
+    p.add_argument("--swa", type=int, help="attention.sliding_window (gemma2 / gemma3)")
+    p.add_argument("--swa-pattern", type=int, help="attention.sliding_window_pattern (gemma2 / gemma3)")
+    p.add_argument("--attn-softcap", type=float, help="attn_logit_softcapping (gemma2)")
+    p.add_argument("--final-softcap", type=float, help="final_logit_softcapping (gemma2 / gemma3)")
+    p.add_argument("--rope-scale", type=float, help="linear rope.scaling.factor")
+    p.add_argument("--post-norm", type=float, default=5.0,
+                   help="mean of gemma's post-attention / post-ffn norm weights: > 1 lets the blocks, not "
+                        "the (tied) input embedding, decide the next token")
     p.add_argument("--logit-scale", type=float, default=2.0)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="f32")
     p.add_argument("--seed", type=int, default=0)
@@ -228,7 +267,9 @@ def main():
         if getattr(a, k) is None:
             setattr(a, k, v)
     if a.vocab is None:
-        a.vocab = {"llama": "llama-spm"}.get(a.arch, "qwen2")
+        a.vocab = DEFAULT_VOCAB.get(a.arch, "qwen2")
+    if a.arch == "gemma2":
+        a.tied = True  # llama.cpp's gemma2 always reads the head from token_embd
     if a.kv_heads is None:
         a.kv_heads = a.heads
     if a.head_dim is None:
@@ -237,8 +278,10 @@ def main():
         a.head_dim = a.dim // a.heads
     if a.heads % a.kv_heads or a.head_dim % 2:
         sys.exit("make_test_llm: heads must be a multiple of kv-heads and head_dim even")
-    if a.arch != "qwen3" and a.head_dim * a.heads != a.dim:
-        sys.exit("make_test_llm: --head-dim != dim/heads is only supported for qwen3")
+    if a.arch not in ("qwen3",) + GEMMA and a.head_dim * a.heads != a.dim:
+        sys.exit("make_test_llm: --head-dim != dim/heads is only supported for qwen3 and gemma")
+    if a.arch not in GEMMA and (a.swa or a.swa_pattern or a.attn_softcap or a.final_softcap):
+        sys.exit("make_test_llm: --swa, --swa-pattern and the soft-caps are for gemma2 / gemma3")
     base, eps = ARCH_DEFAULTS[a.arch]
     a.rope_base = a.rope_base if a.rope_base is not None else base
     a.eps = a.eps if a.eps is not None else eps
@@ -266,7 +309,12 @@ def main():
             (f"{arch}.attention.layer_norm_rms_epsilon", kv_f32(a.eps)),
             (f"{arch}.rope.freq_base", kv_f32(a.rope_base)),
             (f"{arch}.rope.dimension_count", kv_u32(a.head_dim))]
-    if arch == "qwen3" or a.head_dim * a.heads != a.dim:
+    opt = [("attention.sliding_window", a.swa, kv_u32), ("attention.sliding_window_pattern", a.swa_pattern, kv_u32),
+           ("attn_logit_softcapping", a.attn_softcap, kv_f32), ("final_logit_softcapping", a.final_softcap, kv_f32)]
+    kvs += [(f"{arch}.{k}", enc(v)) for k, v, enc in opt if v is not None]
+    if a.rope_scale is not None:
+        kvs += [(f"{arch}.rope.scaling.type", kv_str("linear")), (f"{arch}.rope.scaling.factor", kv_f32(a.rope_scale))]
+    if arch in ("qwen3",) + GEMMA or a.head_dim * a.heads != a.dim:
         kvs += [(f"{arch}.attention.key_length", kv_u32(a.head_dim)),
                 (f"{arch}.attention.value_length", kv_u32(a.head_dim))]
 

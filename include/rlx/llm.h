@@ -16,14 +16,41 @@
 namespace rlx::llm {
 
 // Architectures with a builder: llama (GQA, rope_freqs, tied output), qwen2
-// (q/k/v biases, neox rope), qwen3 (q/k rms-norm, neox rope).
+// (q/k/v biases, neox rope), qwen3 (q/k rms-norm, neox rope), phi3 (fused
+// attn_qkv, ffn_up holding gate and up, neox rope), gemma2 (embeddings times
+// sqrt(d), post-attention / post-ffn norms, GELU-tanh gated FFN, attention
+// and final logit soft-capping, sliding-window attention on alternating
+// layers), gemma3 (gemma2 without soft-capping, plus q/k rms-norm, a sliding
+// window on 5 of every 6 layers and their own rope base).
 struct Config {
   std::string arch;
   int64_t n_layer = 0, n_embd = 0, n_ff = 0, n_vocab = 0, n_ctx_train = 0;
   int64_t n_head = 0, n_head_kv = 0, head_dim = 0, n_rot = 0;
   double rope_base = 10000, rms_eps = 1e-5;
-  std::string rope_style;  // "interleaved" (llama) or "neox" (qwen)
+  std::string rope_style;  // "interleaved" (llama) or "neox" (the others)
   bool qkv_bias = false, qk_norm = false, rope_freqs = false, tied_output = false;
+  // phi3: one attn_qkv.weight [q + 2 kv, d] instead of attn_q / attn_k / attn_v,
+  // and ffn_up.weight [2 ff, d] holding the gate rows then the up rows.
+  bool fused_qkv = false, fused_gate_up = false;
+  std::string ffn_act = "silu";  // the gate's activation: "silu" or "gelu_tanh" (gemma)
+  // gemma: post_attention_norm / post_ffw_norm on each block's output before its
+  // residual add.
+  bool post_norms = false;
+  double embd_scale = 1;     // token embeddings are multiplied by this (gemma: sqrt(n_embd))
+  double attn_scale = 0;     // the scores' scale (q.k times this); 1/sqrt(head_dim) by default
+  double attn_softcap = 0;   // > 0: scores become cap * tanh(scores / cap) (gemma2)
+  double final_softcap = 0;  // > 0: the same on the logits
+  // Sliding-window attention: layer l sees the last n_swa keys when
+  // is_swa(l): l % swa_pattern < swa_pattern - 1, every layer when
+  // swa_pattern is 0 (llama.cpp's rule).
+  int64_t n_swa = 0, swa_pattern = 0;
+  // Rope frequencies are divided by rope_scale (linear scaling: positions
+  // times 1 / factor); sliding layers use rope_base_swa and rope_scale_swa.
+  double rope_scale = 1, rope_base_swa = 10000, rope_scale_swa = 1;
+
+  bool is_swa(int64_t layer) const {
+    return n_swa > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);
+  }
 
   // Reads `<arch>.*` keys and checks them against the tensors present; throws
   // rlx::Error naming the file and key on anything missing or inconsistent.

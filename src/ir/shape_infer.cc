@@ -778,6 +778,8 @@ Shape infer_attention(const Node& n, const In& in) {
     RLX_CHECK(a.window >= 1, "attention: sliding window must be >= 1, got ", a.window);
   RLX_CHECK(!a.scale || std::isfinite(*a.scale), "attention: scale must be finite, got ",
             a.scale.value_or(0));
+  RLX_CHECK(a.softcap >= 0 && std::isfinite(a.softcap),
+            "attention: softcap must be finite and >= 0 (0: off), got ", a.softcap);
   auto differ = [](const Dim& a, const Dim& b) {
     return a.is_static() && b.is_static() && a.value != b.value;
   };

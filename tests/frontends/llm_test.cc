@@ -83,13 +83,127 @@ TinyLlm arch(std::string a, bool tied = false, bool freqs = false) {
   return m;
 }
 
+// gemma2: a window of 4 keys on layer 0 (pattern 2) over 9 tokens, so the
+// mask cuts; caps small enough that tanh bends the scores and logits.
+TinyLlm gemma2() {
+  TinyLlm m = arch("gemma2");
+  m.n_swa = 4;
+  m.swa_pattern = 2;
+  m.attn_softcap = 1.5;
+  m.final_softcap = 2.0;
+  return m;
+}
+
+// gemma3: 3 layers, pattern 3 (layers 0 and 1 slide), the sliding layers on
+// their own rope base, linear rope scaling on the global one.
+TinyLlm gemma3() {
+  TinyLlm m = arch("gemma3");
+  m.n_layer = 3;
+  m.n_swa = 3;
+  m.swa_pattern = 3;
+  m.rope_base = 1e6;
+  m.rope_base_swa = 100;
+  m.rope_scale = 4;
+  return m;
+}
+
+std::string arch_name(const TinyLlm& m) {
+  return m.arch + (m.tied ? "_tied" : "") + (m.rope_freqs ? "_freqs" : "") +
+         (m.n_swa > 0 ? "_swa" : "") + (m.final_softcap > 0 ? "_softcap" : "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, LlmArch,
                          ::testing::Values(arch("llama"), arch("llama", true, true), arch("qwen2"),
-                                           arch("qwen3", true)),
-                         [](const auto& info) {
-                           return info.param.arch + (info.param.tied ? "_tied" : "") +
-                                  (info.param.rope_freqs ? "_freqs" : "");
-                         });
+                                           arch("qwen3", true), arch("phi3"), arch("gemma2"),
+                                           gemma2(), arch("gemma3"), gemma3()),
+                         [](const auto& info) { return arch_name(info.param); });
+
+TEST(LlmConfig, NewArchitecturesReadTheirKeys) {
+  Loaded phi = load(arch("phi3"));
+  EXPECT_TRUE(phi.config.fused_qkv && phi.config.fused_gate_up);
+  EXPECT_EQ(phi.config.rope_style, "neox");
+  EXPECT_EQ(phi.config.n_swa, 0);
+
+  Loaded g2 = load(gemma2());
+  const llm::Config& c2 = g2.config;
+  EXPECT_TRUE(c2.tied_output && c2.post_norms);
+  EXPECT_EQ(c2.ffn_act, "gelu_tanh");
+  EXPECT_DOUBLE_EQ(c2.embd_scale, std::sqrt(32.0));
+  EXPECT_DOUBLE_EQ(c2.attn_softcap, 1.5);
+  EXPECT_DOUBLE_EQ(c2.final_softcap, 2.0);
+  EXPECT_TRUE(c2.is_swa(0));
+  EXPECT_FALSE(c2.is_swa(1));
+  EXPECT_NE(c2.summary().find("sliding window 4 (1 of 2 layers"), std::string::npos)
+      << c2.summary();
+  // Without the keys: llama.cpp's gemma2 defaults (window 4096, caps 50 / 30).
+  Loaded d2 = load(arch("gemma2"));
+  EXPECT_EQ(d2.config.n_swa, 4096);
+  EXPECT_DOUBLE_EQ(d2.config.attn_softcap, 50);
+  EXPECT_DOUBLE_EQ(d2.config.final_softcap, 30);
+
+  Loaded g3 = load(gemma3());
+  const llm::Config& c3 = g3.config;
+  EXPECT_TRUE(c3.qk_norm && c3.post_norms);
+  EXPECT_EQ(c3.attn_softcap, 0);
+  EXPECT_EQ(c3.final_softcap, 0);
+  EXPECT_TRUE(c3.is_swa(0) && c3.is_swa(1));
+  EXPECT_FALSE(c3.is_swa(2));
+  EXPECT_DOUBLE_EQ(c3.rope_base_swa, 100);
+  EXPECT_DOUBLE_EQ(c3.rope_scale, 4);
+  EXPECT_DOUBLE_EQ(c3.rope_scale_swa, 1);
+  // No sliding_window key: every gemma3 layer is global.
+  Loaded d3 = load(arch("gemma3"));
+  EXPECT_FALSE(d3.config.is_swa(0));
+  // A per-layer array for the pattern is ignored as llama.cpp does: default 6.
+  for (auto& [k, v] : g3.file.metadata)
+    if (k == "gemma3.attention.sliding_window_pattern")
+      v = gguf::Value::of_array(gguf::ValueType::BOOL, {gguf::Value::of_bool(true)});
+  EXPECT_EQ(llm::Config::from_gguf(g3.file).swa_pattern, 6);
+}
+
+// Final soft-capping bounds every logit by the cap: the logits are exactly
+// cap * tanh(z / cap) of the same model's logits z under a cap so large that
+// it is the identity (gemma2 always caps), and those go beyond the cap.
+TEST(LlmGemma2, SoftCappingBoundsTheLogits) {
+  TinyLlm m = gemma2();
+  Tensor capped = all_logits(load(m), kTokens, llm::Weights::F32);
+  m.final_softcap = 1000;  // effectively uncapped
+  Tensor wide = all_logits(load(m), kTokens, llm::Weights::F32);
+  float max_capped = 0, max_wide = 0;
+  for (int64_t i = 0; i < capped.numel(); ++i) {
+    max_capped = std::max(max_capped, std::abs(capped.data<float>()[i]));
+    max_wide = std::max(max_wide, std::abs(wide.data<float>()[i]));
+    // cap * tanh(z / cap) of the (nearly) uncapped logit z.
+    EXPECT_NEAR(capped.data<float>()[i], 2.0 * std::tanh(wide.data<float>()[i] / 2.0), 1e-4);
+  }
+  EXPECT_LE(max_capped, 2.0f);
+  EXPECT_GT(max_wide, 2.0f);
+}
+
+// The window is applied where the file leaves the pattern to llama.cpp's
+// default (2: layer 0 slides): at the last of 9 tokens a 4-key window cuts,
+// the windowed reference differs from an unwindowed one, and rlx follows the
+// windowed one.
+TEST(LlmGemma2, SlidingWindowIsApplied) {
+  TinyLlm m = gemma2();
+  m.swa_pattern = 0;  // not written: the default pattern 2 (layer 0 slides)
+  Loaded l = load(m);
+  EXPECT_TRUE(l.config.is_swa(0));
+  EXPECT_FALSE(l.config.is_swa(1));
+  TinyLlm wide = m;
+  wide.n_swa = 100;
+  auto want = m.reference_logits(kTokens), unwindowed = wide.reference_logits(kTokens);
+  Tensor got = all_logits(l, kTokens, llm::Weights::F32);
+  const size_t last = kTokens.size() - 1;
+  double diff = 0, err = 0;
+  for (int64_t v = 0; v < m.n_vocab; ++v) {
+    diff = std::max(diff, std::abs(want[last][size_t(v)] - unwindowed[last][size_t(v)]));
+    err = std::max(
+        err, std::abs(double(got.data<float>()[last * m.n_vocab + v]) - want[last][size_t(v)]));
+  }
+  EXPECT_GT(diff, 1e-2);
+  EXPECT_LT(err, 2e-4);
+}
 
 TEST(LlmConfig, RejectsUnsupportedArchAndMissingTensors) {
   TinyLlm m;
@@ -114,6 +228,37 @@ TEST(LlmConfig, RejectsUnsupportedArchAndMissingTensors) {
     EXPECT_NE(std::string(e.what()).find("'blk.1.ffn_up.weight' is missing"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(LlmConfig, NewArchitecturesNameMissingTensorsAndBadKeys) {
+  auto error_of = [](const TinyLlm& m, const std::string& drop,
+                     const std::string& key = "") -> std::string {
+    std::string bytes = m.gguf_bytes();
+    gguf::File f = gguf::read_bytes(bytes.data(), bytes.size(), "z.gguf");
+    std::erase_if(f.tensors, [&](const gguf::TensorInfo& t) { return t.name == drop; });
+    if (!key.empty())
+      for (auto& [k, v] : f.metadata)
+        if (k == key) v = gguf::Value::of_string("yarn");
+    try {
+      llm::Config::from_gguf(f);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of(arch("phi3"), "blk.1.attn_qkv.weight")
+                .find("z.gguf: tensor 'blk.1.attn_qkv.weight' is missing"),
+            std::string::npos);
+  EXPECT_NE(error_of(gemma2(), "blk.0.post_ffw_norm.weight")
+                .find("'blk.0.post_ffw_norm.weight' is missing"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(gemma3(), "blk.2.attn_k_norm.weight").find("'blk.2.attn_k_norm.weight' is missing"),
+      std::string::npos);
+  const std::string e = error_of(gemma3(), "", "gemma3.rope.scaling.type");
+  EXPECT_NE(e.find("z.gguf: metadata key 'gemma3.rope.scaling.type': 'yarn' is not supported"),
+            std::string::npos)
+      << e;
 }
 
 TEST(LlmSampler, GreedyTopKAndSeededDraws) {

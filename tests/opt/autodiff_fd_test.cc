@@ -295,6 +295,12 @@ std::vector<Case> cases() {
       {Op::Attention,
        {f({1, 2, 3, 4}), f({1, 2, 4, 4}), f({1, 2, 4, 4}), boolean({3, 4})},
        {{"mask", std::string("bias")}}},
+      {Op::Attention,  // soft-capped scores, a bias added after the cap
+       {f({1, 2, 3, 4}, -2, 2), f({1, 1, 4, 4}, -2, 2), f({1, 1, 4, 4}), f({3, 4})},
+       {{"mask", std::string("bias")}, {"softcap", 1.5}}},
+      {Op::Attention,
+       {f({1, 2, 4, 2}, -2, 2), f({1, 2, 4, 2}, -2, 2), f({1, 2, 4, 3})},
+       {{"mask", std::string("sliding")}, {"window", 2}, {"softcap", 0.8}}},
       {Op::Rope, {f({1, 2, 3, 4}), idx({3}, 0, 9)}, {}},
       {Op::Rope, {f({1, 2, 3, 4}), idx({3}, -3, 9), f({2}, 0.5, 2)}, {{"theta", 500.0}}},
       {Op::Rope,

@@ -29,30 +29,45 @@ Weights make_weights(const TinyLlm& m) {
   std::mt19937_64 rng(m.seed);
   Weights w;
   const int64_t q = m.n_head * m.head_dim, kv = m.n_head_kv * m.head_dim;
-  w.add("token_embd.weight", {m.n_vocab, m.n_embd}, rng, 0, 1.0f);
+  const bool gemma = m.arch == "gemma2" || m.arch == "gemma3";
+  // gemma scales embeddings by sqrt(d): keep its inputs of unit size.
+  w.add("token_embd.weight", {m.n_vocab, m.n_embd}, rng, 0,
+        gemma ? float(1 / std::sqrt(double(m.n_embd))) : 1.0f);
   for (int64_t l = 0; l < m.n_layer; ++l) {
     std::string b = "blk." + std::to_string(l) + ".";
     w.add(b + "attn_norm.weight", {m.n_embd}, rng, 1, 0.1f);
-    w.add(b + "attn_q.weight", {q, m.n_embd}, rng, 0, 0.2f);
-    w.add(b + "attn_k.weight", {kv, m.n_embd}, rng, 0, 0.2f);
-    w.add(b + "attn_v.weight", {kv, m.n_embd}, rng, 0, 0.2f);
+    if (m.arch == "phi3") {
+      w.add(b + "attn_qkv.weight", {q + 2 * kv, m.n_embd}, rng, 0, 0.2f);
+    } else {
+      w.add(b + "attn_q.weight", {q, m.n_embd}, rng, 0, 0.2f);
+      w.add(b + "attn_k.weight", {kv, m.n_embd}, rng, 0, 0.2f);
+      w.add(b + "attn_v.weight", {kv, m.n_embd}, rng, 0, 0.2f);
+    }
     w.add(b + "attn_output.weight", {m.n_embd, q}, rng, 0, 0.2f);
+    if (gemma) {
+      w.add(b + "post_attention_norm.weight", {m.n_embd}, rng, 1, 0.1f);
+      w.add(b + "post_ffw_norm.weight", {m.n_embd}, rng, 1, 0.1f);
+    }
     if (m.arch == "qwen2") {
       w.add(b + "attn_q.bias", {q}, rng, 0, 0.1f);
       w.add(b + "attn_k.bias", {kv}, rng, 0, 0.1f);
       w.add(b + "attn_v.bias", {kv}, rng, 0, 0.1f);
     }
-    if (m.arch == "qwen3") {
+    if (m.arch == "qwen3" || m.arch == "gemma3") {
       w.add(b + "attn_q_norm.weight", {m.head_dim}, rng, 1, 0.1f);
       w.add(b + "attn_k_norm.weight", {m.head_dim}, rng, 1, 0.1f);
     }
     w.add(b + "ffn_norm.weight", {m.n_embd}, rng, 1, 0.1f);
-    w.add(b + "ffn_gate.weight", {m.n_ff, m.n_embd}, rng, 0, 0.2f);
-    w.add(b + "ffn_up.weight", {m.n_ff, m.n_embd}, rng, 0, 0.2f);
+    if (m.arch == "phi3") {  // gate rows, then up rows
+      w.add(b + "ffn_up.weight", {2 * m.n_ff, m.n_embd}, rng, 0, 0.2f);
+    } else {
+      w.add(b + "ffn_gate.weight", {m.n_ff, m.n_embd}, rng, 0, 0.2f);
+      w.add(b + "ffn_up.weight", {m.n_ff, m.n_embd}, rng, 0, 0.2f);
+    }
     w.add(b + "ffn_down.weight", {m.n_embd, m.n_ff}, rng, 0, 0.2f);
   }
   w.add("output_norm.weight", {m.n_embd}, rng, 1, 0.1f);
-  if (!m.tied) w.add("output.weight", {m.n_vocab, m.n_embd}, rng, 0, 0.2f);
+  if (!m.tied && m.arch != "gemma2") w.add("output.weight", {m.n_vocab, m.n_embd}, rng, 0, 0.2f);
   if (m.rope_freqs) w.add("rope_freqs.weight", {m.n_rot / 2}, rng, 1.5f, 0.3f);
   return w;
 }
@@ -74,10 +89,23 @@ Vec matvec(const std::vector<float>& w, const Vec& x) {
   return y;
 }
 
-void rope(double* v, int64_t pos, const TinyLlm& m, const Weights& w) {
+// llama.cpp's rule: layer l slides when l % pattern < pattern - 1; the
+// pattern defaults to 2 (gemma2) or 6 (gemma3) when the file has none.
+bool is_swa(const TinyLlm& m, int64_t l) {
+  const int64_t p = m.swa_pattern > 0 ? m.swa_pattern : m.arch == "gemma2" ? 2 : 6;
+  return m.n_swa > 0 && l % p < p - 1;
+}
+
+void rope(double* v, int64_t pos, const TinyLlm& m, const Weights& w, bool swa) {
   const bool neox = m.arch != "llama";
+  // gemma3's sliding layers: their own base (10000 by default), no scaling.
+  const double base = swa ? (m.rope_base_swa > 0  ? m.rope_base_swa
+                             : m.arch == "gemma3" ? 10000.0
+                                                  : m.rope_base)
+                          : m.rope_base;
+  const double scale = m.rope_scale > 0 && !(swa && m.arch == "gemma3") ? m.rope_scale : 1.0;
   for (int64_t i = 0; i < m.n_rot / 2; ++i) {
-    double theta = double(pos) * std::pow(m.rope_base, -2.0 * double(i) / double(m.n_rot));
+    double theta = double(pos) * std::pow(base, -2.0 * double(i) / double(m.n_rot)) / scale;
     if (m.rope_freqs) theta /= double(w.at("rope_freqs.weight")[size_t(i)]);
     int64_t a = neox ? i : 2 * i, b = neox ? i + m.n_rot / 2 : 2 * i + 1;
     double x0 = v[a], x1 = v[b];
@@ -108,6 +136,21 @@ std::string TinyLlm::gguf_bytes() const {
       {"tokenizer.ggml.bos_token_id", Value::of_u32(1)},
       {"tokenizer.ggml.eos_token_id", Value::of_u32(2)},
   };
+  if (n_swa > 0)
+    meta.emplace_back(arch + ".attention.sliding_window", Value::of_u32(uint32_t(n_swa)));
+  if (swa_pattern > 0)
+    meta.emplace_back(arch + ".attention.sliding_window_pattern",
+                      Value::of_u32(uint32_t(swa_pattern)));
+  if (attn_softcap > 0)
+    meta.emplace_back(arch + ".attn_logit_softcapping", Value::of_f32(float(attn_softcap)));
+  if (final_softcap > 0)
+    meta.emplace_back(arch + ".final_logit_softcapping", Value::of_f32(float(final_softcap)));
+  if (rope_base_swa > 0)
+    meta.emplace_back(arch + ".rope.freq_base_swa", Value::of_f32(float(rope_base_swa)));
+  if (rope_scale > 0) {
+    meta.emplace_back(arch + ".rope.scaling.type", Value::of_string("linear"));
+    meta.emplace_back(arch + ".rope.scaling.factor", Value::of_f32(float(rope_scale)));
+  }
   // A SentencePiece vocabulary: <unk>, <s>, </s>, then "▁a", "▁b", ... and
   // "a", "b", ... so that any lowercase text encodes.
   std::vector<Value> text, scores, types;
@@ -131,23 +174,47 @@ std::string TinyLlm::gguf_bytes() const {
   return gguf::serialize(meta, tensors);
 }
 
+static double gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+static double cap(double x, double c) { return c > 0 ? c * std::tanh(x / c) : x; }
+
 std::vector<Vec> TinyLlm::reference_logits(const std::vector<int32_t>& tokens) const {
   Weights w = make_weights(*this);
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
   const size_t T = tokens.size();
   std::vector<Vec> x(T);
   for (size_t t = 0; t < T; ++t) {
     const float* e = w.at("token_embd.weight").data() + tokens[t] * n_embd;
     x[t].assign(e, e + n_embd);
+    if (gemma)
+      for (double& v : x[t]) v *= std::sqrt(double(n_embd));
   }
-  const int64_t group = n_head / n_head_kv;
+  const int64_t group = n_head / n_head_kv, qn = n_head * head_dim, kvn = n_head_kv * head_dim;
+  // gemma2 caps attention scores at 50 unless the file says otherwise.
+  const double acap = arch == "gemma2" ? (attn_softcap > 0 ? attn_softcap : 50.0) : 0.0;
+  const double fcap = arch == "gemma2" ? (final_softcap > 0 ? final_softcap : 30.0) : final_softcap;
+  auto add_norm = [&](Vec& acc, const Vec& y, const std::string& post) {
+    const Vec z = gemma ? rms_norm(y, w.at(post).data(), eps) : y;
+    for (int64_t i = 0; i < n_embd; ++i) acc[size_t(i)] += z[size_t(i)];
+  };
   for (int64_t l = 0; l < n_layer; ++l) {
     std::string b = "blk." + std::to_string(l) + ".";
+    const bool swa = is_swa(*this, l);
     std::vector<Vec> q(T), k(T), v(T);
     for (size_t t = 0; t < T; ++t) {
       Vec n1 = rms_norm(x[t], w.at(b + "attn_norm.weight").data(), eps);
-      q[t] = matvec(w.at(b + "attn_q.weight"), n1);
-      k[t] = matvec(w.at(b + "attn_k.weight"), n1);
-      v[t] = matvec(w.at(b + "attn_v.weight"), n1);
+      if (arch == "phi3") {
+        Vec qkv = matvec(w.at(b + "attn_qkv.weight"), n1);
+        q[t].assign(qkv.begin(), qkv.begin() + qn);
+        k[t].assign(qkv.begin() + qn, qkv.begin() + qn + kvn);
+        v[t].assign(qkv.begin() + qn + kvn, qkv.end());
+      } else {
+        q[t] = matvec(w.at(b + "attn_q.weight"), n1);
+        k[t] = matvec(w.at(b + "attn_k.weight"), n1);
+        v[t] = matvec(w.at(b + "attn_v.weight"), n1);
+      }
       if (arch == "qwen2")
         for (auto [vec, nm] : {std::pair{&q[t], "attn_q"}, {&k[t], "attn_k"}, {&v[t], "attn_v"}})
           for (size_t i = 0; i < vec->size(); ++i) (*vec)[i] += w.at(b + nm + ".bias")[i];
@@ -155,45 +222,57 @@ std::vector<Vec> TinyLlm::reference_logits(const std::vector<int32_t>& tokens) c
                                     std::tuple{&k[t], n_head_kv, "attn_k_norm"}}) {
         for (int64_t h = 0; h < heads; ++h) {
           double* hv = vec->data() + h * head_dim;
-          if (arch == "qwen3") {
+          if (arch == "qwen3" || arch == "gemma3") {
             Vec n = rms_norm(Vec(hv, hv + head_dim), w.at(b + nm + ".weight").data(), eps);
             std::copy(n.begin(), n.end(), hv);
           }
-          rope(hv, int64_t(t), *this, w);
+          rope(hv, int64_t(t), *this, w, swa);
         }
       }
     }
     for (size_t t = 0; t < T; ++t) {
-      Vec att(size_t(n_head * head_dim), 0.0);
+      // Keys j in (t - n_swa, t] on sliding layers, [0, t] otherwise.
+      const size_t j0 = swa && int64_t(t) >= n_swa ? t - size_t(n_swa) + 1 : 0;
+      Vec att(size_t(qn), 0.0);
       for (int64_t h = 0; h < n_head; ++h) {
         const int64_t kh = h / group;
         Vec s(t + 1);
         double mx = -1e300, sum = 0;
-        for (size_t j = 0; j <= t; ++j) {
+        for (size_t j = j0; j <= t; ++j) {
           double d = 0;
           for (int64_t i = 0; i < head_dim; ++i)
             d += q[t][h * head_dim + i] * k[j][kh * head_dim + i];
-          s[j] = d / std::sqrt(double(head_dim));
+          s[j] = cap(d / std::sqrt(double(head_dim)), acap);
           mx = std::max(mx, s[j]);
         }
-        for (double& sj : s) sum += sj = std::exp(sj - mx);
-        for (size_t j = 0; j <= t; ++j)
+        for (size_t j = j0; j <= t; ++j) sum += s[j] = std::exp(s[j] - mx);
+        for (size_t j = j0; j <= t; ++j)
           for (int64_t i = 0; i < head_dim; ++i)
             att[size_t(h * head_dim + i)] += s[j] / sum * v[j][kh * head_dim + i];
       }
-      Vec o = matvec(w.at(b + "attn_output.weight"), att);
-      for (int64_t i = 0; i < n_embd; ++i) x[t][i] += o[i];
+      add_norm(x[t], matvec(w.at(b + "attn_output.weight"), att), b + "post_attention_norm.weight");
       Vec n2 = rms_norm(x[t], w.at(b + "ffn_norm.weight").data(), eps);
-      Vec g = matvec(w.at(b + "ffn_gate.weight"), n2), u = matvec(w.at(b + "ffn_up.weight"), n2);
-      for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-      Vec d = matvec(w.at(b + "ffn_down.weight"), g);
-      for (int64_t i = 0; i < n_embd; ++i) x[t][i] += d[i];
+      Vec g, u;
+      if (arch == "phi3") {
+        Vec gu = matvec(w.at(b + "ffn_up.weight"), n2);
+        g.assign(gu.begin(), gu.begin() + n_ff);
+        u.assign(gu.begin() + n_ff, gu.end());
+      } else {
+        g = matvec(w.at(b + "ffn_gate.weight"), n2);
+        u = matvec(w.at(b + "ffn_up.weight"), n2);
+      }
+      for (size_t i = 0; i < g.size(); ++i)
+        g[i] = (gemma ? gelu_tanh(g[i]) : g[i] / (1 + std::exp(-g[i]))) * u[i];
+      add_norm(x[t], matvec(w.at(b + "ffn_down.weight"), g), b + "post_ffw_norm.weight");
     }
   }
+  const bool head_is_embd = tied || arch == "gemma2";
   std::vector<Vec> logits(T);
-  for (size_t t = 0; t < T; ++t)
-    logits[t] = matvec(w.at(tied ? "token_embd.weight" : "output.weight"),
+  for (size_t t = 0; t < T; ++t) {
+    logits[t] = matvec(w.at(head_is_embd ? "token_embd.weight" : "output.weight"),
                        rms_norm(x[t], w.at("output_norm.weight").data(), eps));
+    for (double& z : logits[t]) z = cap(z, fcap);
+  }
   return logits;
 }
 

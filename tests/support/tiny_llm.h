@@ -10,11 +10,16 @@
 namespace rlx::testing {
 
 struct TinyLlm {
-  std::string arch = "llama";  // llama | qwen2 | qwen3
+  std::string arch = "llama";  // llama | qwen2 | qwen3 | phi3 | gemma2 | gemma3
   int64_t n_layer = 2, n_embd = 32, n_ff = 48, n_head = 4, n_head_kv = 2, head_dim = 8;
   int64_t n_vocab = 50, n_rot = 8;
   double rope_base = 10000, eps = 1e-5;
-  bool tied = false, rope_freqs = false;
+  bool tied = false, rope_freqs = false;  // gemma2 is always tied
+  // gemma2 / gemma3: written as <arch>.attention.sliding_window(_pattern),
+  // <arch>.attn_logit_softcapping, <arch>.final_logit_softcapping,
+  // <arch>.rope.freq_base_swa and <arch>.rope.scaling.factor when > 0.
+  int64_t n_swa = 0, swa_pattern = 0;
+  double attn_softcap = 0, final_softcap = 0, rope_base_swa = 0, rope_scale = 0;
   uint64_t seed = 1;
 
   // Writes the model (f32 tensors) as GGUF bytes.

@@ -244,7 +244,8 @@ Val lower_attention(Lowering& L, const Node& n) {
             "coreml: causal/sliding attention needs static lengths");
   const double scale = a.scale.value_or(1.0 / std::sqrt(double(d)));
   // CoreML8's fused op scales by 1/sqrt(D) itself and takes an additive or bool mask.
-  if (L.opset() >= 8 && std::abs(scale - 1.0 / std::sqrt(double(d))) < 1e-12 * scale) {
+  if (L.opset() >= 8 && a.softcap == 0 &&
+      std::abs(scale - 1.0 / std::sqrt(double(d))) < 1e-12 * scale) {
     std::vector<std::pair<std::string, Arg>> in{{"query", q}, {"key", k}, {"value", v}};
     if (banded) in.push_back({"attn_mask", mask_bias(L, n, sq, sk, q.type.dt)});
     if (mask == MaskKind::bias) in.push_back({"attn_mask", L.in(n, 3)});
@@ -259,6 +260,11 @@ Val lower_attention(Lowering& L, const Node& n) {
                   {"transpose_y", L.b.boolean(true, h + "_ty")}},
                  st, h + "_scores");
   s = L.binary("mul", s, L.scalar_like(scale, q, h + "_scale"), h + "_scaled");
+  if (a.softcap > 0) {  // softcap * tanh(s / softcap), as the CPU kernel
+    s = L.binary("mul", s, L.scalar_like(1.0 / a.softcap, q, h + "_inv_cap"), h + "_uncapped");
+    s = L.binary("mul", L.unary("tanh", s, h + "_tanh"), L.scalar_like(a.softcap, q, h + "_cap"),
+                 h + "_capped");
+  }
   if (banded) s = L.binary("add", s, mask_bias(L, n, sq, sk, q.type.dt), h + "_masked");
   if (mask == MaskKind::bias) {
     Val bias = L.in(n, 3);

@@ -34,4 +34,10 @@ T gelu_tanh_ref(T x) {
   return T(0.5) * x * (T(1) + std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
 }
 
+// GELU-tanh as ggml's CPU backend computes it (GGML_GELU_FP16): x rounded to
+// f16 and looked up in a table of f16 results, exact x for x >= 10 and 0 for
+// x <= -10. Used under CpuOptions::ggml_numerics so gemma's FFN rounds like
+// llama.cpp's (the table alone moves its logits by ~3e-3).
+float gelu_tanh_ggml(float x);
+
 }  // namespace rlx::cpu

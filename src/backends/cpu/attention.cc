@@ -5,6 +5,8 @@
 //
 // - GQA / MQA: Hq must be a multiple of Hk; query head h reads key/value head g = h / (Hq / Hk).
 // - scale: default 1 / sqrt(D).
+// - softcap > 0: each scaled score s becomes softcap * tanh(s / softcap) (gemma2's logit
+//   soft-capping), before the bias is added; 0 leaves scores as they are.
 // - mask (visibility of key j from query i; off = Sk - Sq aligns the LAST query with the LAST key,
 //   which is what decoding with a KV cache needs: Sq = 1 sees every key):
 //     none:    all keys
@@ -147,6 +149,7 @@ struct Geometry {
   MaskKind mask;
   int64_t window;
   double scale;
+  double softcap;
   // Bias element strides for [B,Hq,Sq,Sk] (0 on broadcast dims).
   int64_t bs[4] = {0, 0, 0, 0};
 };
@@ -167,6 +170,7 @@ void attention_t(const KernelCall& c, const Geometry& g) {
   const int64_t group = g.Hq / g.Hk;
   const int64_t off = g.Sk - g.Sq;
   const T scale = T(g.scale);
+  const T cap = T(g.softcap), inv_cap = g.softcap > 0 ? T(1) / cap : T(0);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t work = qblock * g.Sk * (g.D + g.Dv);
   parallel_for(
@@ -204,6 +208,9 @@ void attention_t(const KernelCall& c, const Geometry& g) {
               if (banded) hi = std::min(hi, i + off + 1);
               if (g.mask == MaskKind::sliding) lo = std::max(lo, i + off - g.window + 1);
               T* sr = s.data() + r * tn;
+              if (g.softcap > 0)  // as ggml: scale by 1/cap, tanh, scale by cap
+                for (int64_t j = lo; j < hi; ++j)
+                  sr[j - j0] = cap * std::tanh(sr[j - j0] * inv_cap);
               const int64_t brow = b * g.bs[0] + h * g.bs[1] + i * g.bs[2];
               if (bias)
                 for (int64_t j = lo; j < hi; ++j) sr[j - j0] += bias[brow + j * g.bs[3]];
@@ -256,8 +263,8 @@ void attention(const KernelCall& c) {
   RLX_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), who,
             ": q, k, v dtypes differ: ", q.shape().str(), ", ", k.shape().str(), ", ",
             v.shape().str());
-  Geometry g{q.dim(0), q.dim(1), k.dim(1),       q.dim(2), k.dim(2),
-             q.dim(3), v.dim(3), MaskKind::none, 0,        0.0};
+  Geometry g{q.dim(0), q.dim(1),       k.dim(1), q.dim(2), k.dim(2), q.dim(3),
+             v.dim(3), MaskKind::none, 0,        0.0,      0.0};
   RLX_CHECK(
       k.dim(0) == g.B && v.dim(0) == g.B && v.dim(1) == g.Hk && v.dim(2) == g.Sk && k.dim(3) == g.D,
       who, ": shapes do not match: q ", q.shape().str(), ", k ", k.shape().str(), ", v ",
@@ -287,6 +294,9 @@ void attention(const KernelCall& c) {
     RLX_CHECK(ok, who, ": bias ", bias.shape().str(), " does not broadcast to ", dims_str(full));
   }
   g.scale = a.scale.value_or(g.D > 0 ? 1.0 / std::sqrt(double(g.D)) : 1.0);
+  g.softcap = a.softcap;
+  RLX_CHECK(g.softcap >= 0 && std::isfinite(g.softcap), who, ": softcap must be >= 0, got ",
+            g.softcap);
   if (c.out.numel() == 0) return;
   if (q.dtype() == DType::F32)
     attention_t<float>(c, g);

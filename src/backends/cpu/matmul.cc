@@ -4,8 +4,10 @@
 // arithmetic like PyTorch.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
+#include "backends/cpu/activation.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/weight_pack.h"
@@ -160,8 +162,20 @@ void matmul(const KernelCall& c) {
             ": matmul bias ", bias ? bias->shape().str() : "", " is not [", p.N, "]");
   const Epilogue act = c.node.attrs_as<MatMulAttrs>().activation;
   auto floats = [&]<typename T>() {
-    matmul_float(p, a.data<T>(), b.data<T>(), c.out.data<T>(),
-                 GemmEpilogue<T>{act, bias ? bias->data<T>() : nullptr, false}, c.pack);
+    // ggml's GELU-tanh goes through an f16 table: applied after the product.
+    const bool ggml_gelu =
+        std::is_same_v<T, float> && c.ctx.ggml_numerics && act == Epilogue::gelu_tanh;
+    matmul_float(
+        p, a.data<T>(), b.data<T>(), c.out.data<T>(),
+        GemmEpilogue<T>{ggml_gelu ? Epilogue::none : act, bias ? bias->data<T>() : nullptr, false},
+        c.pack);
+    if constexpr (std::is_same_v<T, float>)
+      if (ggml_gelu) {
+        float* y = c.out.data<float>();
+        parallel_for(c.out.numel(), 4096, [&](int64_t b0, int64_t e) {
+          for (int64_t i = b0; i < e; ++i) y[i] = gelu_tanh_ggml(y[i]);
+        });
+      }
   };
   auto ints = [&]<typename T>() {
     RLX_CHECK(act == Epilogue::none, c.node.label(), ": a fused activation needs floats");

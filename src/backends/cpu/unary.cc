@@ -5,11 +5,13 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/ew_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
+#include "rlx/dtype.h"
 
 namespace rlx::cpu {
 namespace {
@@ -39,6 +41,27 @@ RLX_AVX2 __m256 silu8(__m256 x) { return vm::silu(x); }
 RLX_AVX2 __m256 gelu8(__m256 x) { return vm::gelu(x); }
 RLX_AVX2 __m256 gelu_tanh8(__m256 x) { return vm::gelu_tanh(x); }
 
+}  // namespace
+
+float gelu_tanh_ggml(float x) {
+  // ggml_table_gelu_f16: every f16 input, through ggml_gelu_f32's float math.
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (size_t i = 0; i < t.size(); ++i) {
+      const float v = f16_to_f32(uint16_t(i));
+      t[i] = f32_to_f16(
+          0.5f * v *
+          (1.0f + std::tanh(0.79788456080286535587989211986876f * v * (1.0f + 0.044715f * v * v))));
+    }
+    return t;
+  }();
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  return f16_to_f32(table[f32_to_f16(x)]);
+}
+
+namespace {
+
 template <typename T>
 void unary_float(const KernelCall& c) {
   const Node& n = c.node;
@@ -52,6 +75,8 @@ void unary_float(const KernelCall& c) {
       if (avx) return map_f32_avx2<gelu8>(c, heavy);
       return map<T>(c, heavy, [](T x) { return gelu_ref(x); });
     case UnaryOp::GeluTanh:
+      if constexpr (std::is_same_v<T, float>)
+        if (c.ctx.ggml_numerics) return map<T>(c, heavy, gelu_tanh_ggml);
       if (avx) return map_f32_avx2<gelu_tanh8>(c, heavy);
       return map<T>(c, heavy, [](T x) { return gelu_tanh_ref(x); });
     case UnaryOp::Silu:

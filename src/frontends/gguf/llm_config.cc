@@ -1,4 +1,7 @@
 // Hyper-parameters of a llama-family GGUF model, checked against its tensors.
+// Key names, defaults and per-architecture rules follow llama.cpp's loader
+// (src/llama-model.cpp, src/models/<arch>.cpp) so a file means the same thing
+// to both.
 #include <cmath>
 #include <sstream>
 
@@ -25,6 +28,19 @@ struct Meta {
   }
   int64_t integer(const std::string& key, int64_t fallback) const {
     return find(key) ? integer(key) : fallback;
+  }
+  std::string string(const std::string& key, const std::string& fallback) const {
+    const gguf::Value* v = find(key);
+    if (!v) return fallback;
+    RLX_CHECK(v->type == gguf::ValueType::STRING, f.source, ": metadata key '", arch, ".", key,
+              "' is not a string");
+    return v->as_string();
+  }
+  // llama.cpp's get_key_or_arr into a scalar: an array value (per-layer
+  // patterns some converters write) is ignored and the default kept.
+  int64_t scalar_or_default(const std::string& key, int64_t fallback) const {
+    const gguf::Value* v = find(key);
+    return v && v->type == gguf::ValueType::ARRAY ? fallback : integer(key, fallback);
   }
   double real(const std::string& key, double fallback) const {
     const gguf::Value* v = find(key);
@@ -59,9 +75,12 @@ Config Config::from_gguf(const gguf::File& f) {
             ": no general.architecture string; not a model file");
   Config c;
   c.arch = a->as_string();
-  RLX_CHECK(c.arch == "llama" || c.arch == "qwen2" || c.arch == "qwen3", f.source,
-            ": architecture '", c.arch, "' is not supported (llama, qwen2, qwen3)");
-  Meta m{f, c.arch};
+  const std::string& arch = c.arch;
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
+  RLX_CHECK(arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "phi3" || gemma,
+            f.source, ": architecture '", arch,
+            "' is not supported (llama, qwen2, qwen3, phi3, gemma2, gemma3)");
+  Meta m{f, arch};
   c.n_layer = m.integer("block_count");
   c.n_embd = m.integer("embedding_length");
   c.n_ff = m.integer("feed_forward_length");
@@ -84,22 +103,77 @@ Config Config::from_gguf(const gguf::File& f) {
   c.rms_eps = m.real("attention.layer_norm_rms_epsilon", 1e-5);
   RLX_CHECK(c.rope_base > 0 && std::isfinite(c.rope_base) && c.rms_eps >= 0, f.source,
             ": bad rope.freq_base ", c.rope_base, " or rms epsilon ", c.rms_eps);
-  if (const gguf::Value* s = m.find("rope.scaling.type"); s && s->type == gguf::ValueType::STRING)
-    RLX_CHECK(s->as_string() == "none" || s->as_string() == "", f.source, ": rope scaling '",
-              s->as_string(), "' is not supported");
-  c.rope_style = c.arch == "llama" ? "interleaved" : "neox";
+  // llama.cpp: the scaling type defaults to linear and the factor applies
+  // whenever given (rope.scaling.factor, or the older rope.scale_linear).
+  const std::string scaling = m.string("rope.scaling.type", "linear");
+  RLX_CHECK(scaling == "linear" || scaling == "none" || scaling.empty(), f.source,
+            ": metadata key '", arch, ".rope.scaling.type': '", scaling,
+            "' is not supported (linear, none)");
+  const double factor = m.real("rope.scaling.factor", m.real("rope.scale_linear", 0.0));
+  RLX_CHECK(factor >= 0 && std::isfinite(factor), f.source, ": metadata key '", arch,
+            ".rope.scaling.factor' is ", factor);
+  c.rope_scale = factor == 0 ? 1.0 : factor;
+  c.rope_style = arch == "llama" ? "interleaved" : "neox";
+  c.rope_base_swa = c.rope_base;
+  c.rope_scale_swa = c.rope_scale;
+  c.attn_scale = 1.0 / std::sqrt(double(c.head_dim));
+
+  if (gemma) {
+    c.ffn_act = "gelu_tanh";
+    c.post_norms = true;
+    c.embd_scale = std::sqrt(double(c.n_embd));
+    // The GGUF holds no query_pre_attn_scalar: llama.cpp scales queries by
+    // 1/sqrt(n_embd / n_head) for the 27B models (told apart by their layer
+    // count: gemma2 46, gemma3 62) and by 1/sqrt(head_dim) otherwise, which is
+    // what each model's config says.
+    if (c.n_layer == (arch == "gemma2" ? 46 : 62))
+      c.attn_scale = 1.0 / std::sqrt(double(c.n_embd / c.n_head));
+  }
+  if (arch == "gemma2") {
+    c.n_swa = m.integer("attention.sliding_window", 4096);
+    c.swa_pattern = m.scalar_or_default("attention.sliding_window_pattern", 2);
+    c.attn_softcap = m.real("attn_logit_softcapping", 50.0);
+    c.final_softcap = m.real("final_logit_softcapping", 30.0);
+    c.rope_base_swa = m.real("rope.freq_base_swa", c.rope_base);
+  } else if (arch == "gemma3") {
+    // No sliding_window key (or 0): every layer is global.
+    c.n_swa = m.integer("attention.sliding_window", 0);
+    c.swa_pattern = m.scalar_or_default("attention.sliding_window_pattern", 6);
+    c.final_softcap = m.real("final_logit_softcapping", 0.0);
+    // Sliding layers keep llama.cpp's defaults: base 10000, no scaling.
+    c.rope_base_swa = m.real("rope.freq_base_swa", 10000.0);
+    c.rope_scale_swa = 1;
+  }
+  // phi3's sliding_window key is ignored as llama.cpp does (its SWA is
+  // disabled there: the converters do not write a usable pattern).
+  RLX_CHECK(c.n_swa >= 0 && c.swa_pattern >= 0, f.source, ": bad sliding window ", c.n_swa,
+            " or pattern ", c.swa_pattern);
+  RLX_CHECK(c.attn_softcap >= 0 && std::isfinite(c.attn_softcap) && c.final_softcap >= 0 &&
+                std::isfinite(c.final_softcap),
+            f.source, ": bad soft-capping: attention ", c.attn_softcap, ", final ",
+            c.final_softcap);
+  RLX_CHECK(c.rope_base_swa > 0 && std::isfinite(c.rope_base_swa), f.source,
+            ": bad rope.freq_base_swa ", c.rope_base_swa);
 
   const gguf::TensorInfo* emb = f.find_tensor("token_embd.weight");
   RLX_CHECK(emb && emb->ne.size() == 2, f.source, ": tensor 'token_embd.weight' is missing");
   c.n_vocab = emb->ne[1];
   expect_tensor(f, "token_embd.weight", {c.n_vocab, c.n_embd});
-  c.tied_output = f.find_tensor("output.weight") == nullptr;
+  // gemma2's head is always the embedding (llama.cpp ignores output.weight).
+  c.tied_output = arch == "gemma2" || f.find_tensor("output.weight") == nullptr;
   if (!c.tied_output) expect_tensor(f, "output.weight", {c.n_vocab, c.n_embd});
   expect_tensor(f, "output_norm.weight", {c.n_embd});
   c.rope_freqs = f.find_tensor("rope_freqs.weight") != nullptr;
   if (c.rope_freqs) expect_tensor(f, "rope_freqs.weight", {c.n_rot / 2});
-  c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  // phi3's long-context factors come with an attention factor rlx does not apply.
+  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    RLX_CHECK(!f.find_tensor(t), f.source, ": tensor '", t,
+              "' (long-context rope scaling) is not supported");
+  c.fused_qkv = f.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+  c.fused_gate_up = arch == "phi3";
+  c.qkv_bias = f.find_tensor(c.fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
+  // gemma3 always has q/k norms: a missing one is reported below.
+  c.qk_norm = arch == "gemma3" || f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
 
   // Checked: head counts and sizes are untrusted metadata.
   const int64_t q = checked_mul(c.n_head, c.head_dim, f.source + ": q size"),
@@ -107,18 +181,31 @@ Config Config::from_gguf(const gguf::File& f) {
   for (int64_t l = 0; l < c.n_layer; ++l) {
     std::string b = "blk." + std::to_string(l) + ".";
     expect_tensor(f, b + "attn_norm.weight", {c.n_embd});
-    expect_tensor(f, b + "attn_q.weight", {q, c.n_embd});
-    expect_tensor(f, b + "attn_k.weight", {kv, c.n_embd});
-    expect_tensor(f, b + "attn_v.weight", {kv, c.n_embd});
+    if (c.fused_qkv) {
+      expect_tensor(f, b + "attn_qkv.weight", {q + 2 * kv, c.n_embd});
+      if (c.qkv_bias) expect_tensor(f, b + "attn_qkv.bias", {q + 2 * kv});
+    } else {
+      expect_tensor(f, b + "attn_q.weight", {q, c.n_embd});
+      expect_tensor(f, b + "attn_k.weight", {kv, c.n_embd});
+      expect_tensor(f, b + "attn_v.weight", {kv, c.n_embd});
+      if (c.qkv_bias) {
+        expect_tensor(f, b + "attn_q.bias", {q});
+        expect_tensor(f, b + "attn_k.bias", {kv});
+        expect_tensor(f, b + "attn_v.bias", {kv});
+      }
+    }
     expect_tensor(f, b + "attn_output.weight", {c.n_embd, q});
     expect_tensor(f, b + "ffn_norm.weight", {c.n_embd});
-    expect_tensor(f, b + "ffn_gate.weight", {c.n_ff, c.n_embd});
-    expect_tensor(f, b + "ffn_up.weight", {c.n_ff, c.n_embd});
+    if (c.fused_gate_up) {
+      expect_tensor(f, b + "ffn_up.weight", {2 * c.n_ff, c.n_embd});
+    } else {
+      expect_tensor(f, b + "ffn_gate.weight", {c.n_ff, c.n_embd});
+      expect_tensor(f, b + "ffn_up.weight", {c.n_ff, c.n_embd});
+    }
     expect_tensor(f, b + "ffn_down.weight", {c.n_embd, c.n_ff});
-    if (c.qkv_bias) {
-      expect_tensor(f, b + "attn_q.bias", {q});
-      expect_tensor(f, b + "attn_k.bias", {kv});
-      expect_tensor(f, b + "attn_v.bias", {kv});
+    if (c.post_norms) {
+      expect_tensor(f, b + "post_attention_norm.weight", {c.n_embd});
+      expect_tensor(f, b + "post_ffw_norm.weight", {c.n_embd});
     }
     if (c.qk_norm) {
       expect_tensor(f, b + "attn_q_norm.weight", {c.head_dim});
@@ -132,8 +219,22 @@ std::string Config::summary() const {
   std::ostringstream s;
   s << arch << ": " << n_layer << " layers, d=" << n_embd << ", " << n_head << "/" << n_head_kv
     << " heads x " << head_dim << ", ff " << n_ff << ", vocab " << n_vocab << ", rope "
-    << rope_style << " base " << rope_base << (tied_output ? ", tied output" : "")
-    << (qkv_bias ? ", qkv bias" : "") << (qk_norm ? ", q/k norm" : "");
+    << rope_style << " base " << rope_base << (rope_scale != 1 ? " linear x" : "");
+  if (rope_scale != 1) s << rope_scale;
+  s << (tied_output ? ", tied output" : "") << (qkv_bias ? ", qkv bias" : "")
+    << (qk_norm ? ", q/k norm" : "") << (fused_qkv ? ", fused qkv" : "")
+    << (fused_gate_up ? ", fused gate/up" : "") << (ffn_act != "silu" ? ", " + ffn_act : "")
+    << (post_norms ? ", post norms" : "");
+  if (n_swa > 0) {
+    s << ", sliding window " << n_swa << " (";
+    if (swa_pattern == 0)
+      s << "every layer";
+    else
+      s << swa_pattern - 1 << " of " << swa_pattern << " layers";
+    s << ", rope base " << rope_base_swa << ")";
+  }
+  if (attn_softcap > 0) s << ", attention softcap " << attn_softcap;
+  if (final_softcap > 0) s << ", final softcap " << final_softcap;
   return s.str();
 }
 

@@ -22,11 +22,13 @@ class LlmBuilder {
     if (c_.rope_freqs) freq_factors_ = weights_.dense(b_, "rope_freqs.weight");
     b_.set_origin("token_embd");
     NodeId x = weights_.embedding(b_, "token_embd.weight", tokens);
+    if (c_.embd_scale != 1) x = scale(x, c_.embd_scale);
     for (int64_t l = 0; l < c_.n_layer; ++l) x = layer(x, l, o.kv_cache);
     b_.set_origin("output");
     x = norm(x, "output_norm.weight");
     if (!o.all_logits) x = b_.op(Op::Slice, {x}, {{"axis", int64_t(0)}, {"start", int64_t(-1)}});
     NodeId logits = weights_.linear(b_, x, c_.tied_output ? "token_embd.weight" : "output.weight");
+    if (c_.final_softcap > 0) logits = softcap(logits, c_.final_softcap);
     b_.graph().add_output("logits", logits);
   }
 
@@ -35,30 +37,55 @@ class LlmBuilder {
   Builder b_;
   WeightBinder weights_;
   NodeId positions_ = -1, freq_factors_ = -1;
+  // Rope frequency divisors per kind of layer (global, sliding): rope_freqs
+  // times the linear scaling factor; -1 when neither applies.
+  NodeId divisors_[2] = {-2, -2};
+
+  NodeId scale(NodeId x, double s) { return b_.mul(x, b_.scalar(float(s))); }
+
+  // cap * tanh(x / cap), in ggml's order.
+  NodeId softcap(NodeId x, double cap) {
+    return scale(b_.unary(Op::Tanh, scale(x, 1.0 / cap)), cap);
+  }
 
   NodeId norm(NodeId x, const std::string& gamma) {
     return b_.op(Op::RmsNorm, {x, weights_.dense(b_, gamma)},
                  {{"naxes", int64_t(1)}, {"eps", c_.rms_eps}});
   }
 
-  // [T, H*hd] -> [1, H, T, hd], with the optional per-head rms-norm (qwen3)
-  // and rope applied.
-  NodeId heads(NodeId x, int64_t h, const std::string& qk_norm, bool rope) {
+  NodeId rope_divisors(bool swa) {
+    NodeId& d = divisors_[swa];
+    if (d != -2) return d;
+    const double factor = swa ? c_.rope_scale_swa : c_.rope_scale;
+    if (factor == 1) return d = freq_factors_;
+    if (freq_factors_ >= 0) return d = scale(freq_factors_, factor);
+    return d = b_.full({c_.n_rot / 2}, factor);
+  }
+
+  // [T, H*hd] -> [1, H, T, hd], with the optional per-head rms-norm (qwen3,
+  // gemma3) and rope applied (the sliding layers' base when swa).
+  NodeId heads(NodeId x, int64_t h, const std::string& qk_norm, bool rope, bool swa) {
     x = b_.reshape(x, {1, -1, h, c_.head_dim});
     if (!qk_norm.empty()) x = norm(x, qk_norm);
     x = b_.transpose(x, {0, 2, 1, 3});
     if (!rope) return x;
     std::vector<NodeId> in{x, positions_};
-    if (freq_factors_ >= 0) in.push_back(freq_factors_);
+    if (NodeId d = rope_divisors(swa); d >= 0) in.push_back(d);
     return b_.op(Op::Rope, in,
-                 {{"theta", c_.rope_base}, {"style", c_.rope_style}, {"rotary_dims", c_.n_rot}});
+                 {{"theta", swa ? c_.rope_base_swa : c_.rope_base},
+                  {"style", c_.rope_style},
+                  {"rotary_dims", c_.n_rot}});
   }
 
   NodeId project(NodeId x, const std::string& blk, const std::string& what) {
     NodeId y = weights_.linear(b_, x, blk + what + ".weight");
-    if (c_.qkv_bias && (what == "attn_q" || what == "attn_k" || what == "attn_v"))
-      y = b_.add(y, weights_.dense(b_, blk + what + ".bias"));
+    if (c_.qkv_bias) y = b_.add(y, weights_.dense(b_, blk + what + ".bias"));
     return y;
+  }
+
+  // Columns [start, start + n) of x [T, N].
+  NodeId columns(NodeId x, int64_t start, int64_t n) {
+    return b_.op(Op::Slice, {x}, {{"axis", int64_t(1)}, {"start", start}, {"end", start + n}});
   }
 
   NodeId cached(NodeId fresh, const std::string& name, bool kv_cache) {
@@ -69,26 +96,56 @@ class LlmBuilder {
     return all;
   }
 
+  NodeId attention(NodeId n1, int64_t l, const std::string& blk, bool kv_cache) {
+    const int64_t qn = c_.n_head * c_.head_dim, kvn = c_.n_head_kv * c_.head_dim;
+    NodeId q, k, v;
+    if (c_.fused_qkv) {  // phi3: rows q, then k, then v
+      NodeId qkv = project(n1, blk, "attn_qkv");
+      q = columns(qkv, 0, qn);
+      k = columns(qkv, qn, kvn);
+      v = columns(qkv, qn + kvn, kvn);
+    } else {
+      q = project(n1, blk, "attn_q");
+      k = project(n1, blk, "attn_k");
+      v = project(n1, blk, "attn_v");
+    }
+    const bool swa = c_.is_swa(l);
+    q = heads(q, c_.n_head, c_.qk_norm ? blk + "attn_q_norm.weight" : "", true, swa);
+    k = heads(k, c_.n_head_kv, c_.qk_norm ? blk + "attn_k_norm.weight" : "", true, swa);
+    v = heads(v, c_.n_head_kv, "", false, swa);
+    k = cached(k, "cache_k." + std::to_string(l), kv_cache);
+    v = cached(v, "cache_v." + std::to_string(l), kv_cache);
+    Attrs a{{"mask", std::string(swa ? "sliding" : "causal")}, {"scale", c_.attn_scale}};
+    if (swa) a.set("window", c_.n_swa);
+    if (c_.attn_softcap > 0) a.set("softcap", c_.attn_softcap);
+    NodeId o = b_.op(Op::Attention, {q, k, v}, a);
+    o = b_.reshape(b_.transpose(o, {0, 2, 1, 3}), {-1, qn});
+    return weights_.linear(b_, o, blk + "attn_output.weight");
+  }
+
+  NodeId ffn(NodeId n2, const std::string& blk) {
+    NodeId gate, up;
+    if (c_.fused_gate_up) {  // phi3: rows gate, then up
+      NodeId gu = weights_.linear(b_, n2, blk + "ffn_up.weight");
+      gate = columns(gu, 0, c_.n_ff);
+      up = columns(gu, c_.n_ff, c_.n_ff);
+    } else {
+      gate = weights_.linear(b_, n2, blk + "ffn_gate.weight");
+      up = weights_.linear(b_, n2, blk + "ffn_up.weight");
+    }
+    gate = b_.unary(c_.ffn_act == "gelu_tanh" ? Op::GeluTanh : Op::Silu, gate);
+    return weights_.linear(b_, b_.mul(gate, up), blk + "ffn_down.weight");
+  }
+
   NodeId layer(NodeId x, int64_t l, bool kv_cache) {
     const std::string blk = "blk." + std::to_string(l) + ".";
     b_.set_origin(blk.substr(0, blk.size() - 1));
-    NodeId n1 = norm(x, blk + "attn_norm.weight");
-    NodeId q = heads(project(n1, blk, "attn_q"), c_.n_head,
-                     c_.qk_norm ? blk + "attn_q_norm.weight" : "", true);
-    NodeId k = heads(project(n1, blk, "attn_k"), c_.n_head_kv,
-                     c_.qk_norm ? blk + "attn_k_norm.weight" : "", true);
-    NodeId v = heads(project(n1, blk, "attn_v"), c_.n_head_kv, "", false);
-    k = cached(k, "cache_k." + std::to_string(l), kv_cache);
-    v = cached(v, "cache_v." + std::to_string(l), kv_cache);
-    NodeId a =
-        b_.op(Op::Attention, {q, k, v},
-              {{"mask", std::string("causal")}, {"scale", 1.0 / std::sqrt(double(c_.head_dim))}});
-    a = b_.reshape(b_.transpose(a, {0, 2, 1, 3}), {-1, c_.n_head * c_.head_dim});
-    x = b_.add(x, weights_.linear(b_, a, blk + "attn_output.weight"));
-    NodeId n2 = norm(x, blk + "ffn_norm.weight");
-    NodeId gate = b_.unary(Op::Silu, weights_.linear(b_, n2, blk + "ffn_gate.weight"));
-    NodeId up = weights_.linear(b_, n2, blk + "ffn_up.weight");
-    return b_.add(x, weights_.linear(b_, b_.mul(gate, up), blk + "ffn_down.weight"));
+    NodeId a = attention(norm(x, blk + "attn_norm.weight"), l, blk, kv_cache);
+    if (c_.post_norms) a = norm(a, blk + "post_attention_norm.weight");
+    x = b_.add(x, a);
+    NodeId f = ffn(norm(x, blk + "ffn_norm.weight"), blk);
+    if (c_.post_norms) f = norm(f, blk + "post_ffw_norm.weight");
+    return b_.add(x, f);
   }
 };
 

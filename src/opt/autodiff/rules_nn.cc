@@ -154,6 +154,12 @@ void vjp_attention(VjpCall& c) {
   const NodeId q = five(c.in(0), G, Sq, D), k = five(c.in(1), 1, Sk, D),
                v = five(c.in(2), 1, Sk, Dv);
   NodeId s = e.mul(e.matmul(q, k, false, true), scale);  // [B, Hk, G, Sq, Sk]
+  // Soft-capping s = cap * tanh(raw / cap): d s / d raw = 1 - tanh^2.
+  NodeId capped_tanh = -1;
+  if (a.softcap > 0) {
+    capped_tanh = e.op(Op::Tanh, {e.mul(s, 1.0 / a.softcap)});
+    s = e.mul(capped_tanh, a.softcap);
+  }
   const std::vector<Dim> scores{Dim(B), Dim(Hk), Dim(G), Dim(Sq), Dim(Sk)};
   const std::vector<Dim> scores4{Dim(B), Dim(Hq), Dim(Sq), Dim(Sk)};
   Tensor ninf_t({}, t);
@@ -185,10 +191,12 @@ void vjp_attention(VjpCall& c) {
   if (c.needs(2)) c.dx[2] = e.sum(e.matmul(p, dout, true, false), {2}, false);
   if (!c.needs(0) && !c.needs(1) && !c.needs(3)) return;
   const NodeId dp = e.matmul(dout, v, false, true);
-  const NodeId ds = e.mul(p, e.sub(dp, e.sum(e.mul(dp, p), {-1}, true)));
+  NodeId ds = e.mul(p, e.sub(dp, e.sum(e.mul(dp, p), {-1}, true)));
+  // The bias is added after the cap, so it takes ds as it is; q and k take it through the cap.
+  if (c.needs(3)) c.dx[3] = e.sum_to(e.reshape(ds, scores4), c.in_shape(3));
+  if (capped_tanh >= 0) ds = e.mul(ds, e.sub(e.scalar(1, t), e.mul(capped_tanh, capped_tanh)));
   if (c.needs(0)) c.dx[0] = e.reshape(e.mul(e.matmul(ds, k), scale), c.in_shape(0).dims);
   if (c.needs(1)) c.dx[1] = e.sum(e.mul(e.matmul(ds, q, true, false), scale), {2}, false);
-  if (c.needs(3)) c.dx[3] = e.sum_to(e.reshape(ds, scores4), c.in_shape(3));
 }
 
 void vjp_rope(VjpCall& c) {

@@ -369,6 +369,15 @@ std::vector<OpCase> cases() {
                1e-2,
                nullptr,
                8});
+  // Soft-capping takes the unfused path at every opset.
+  c.push_back({"attention_softcap",
+               Op::Attention,
+               {f(q), f(q), f(q)},
+               {{"mask", std::string("sliding")}, {"window", int64_t(3)}, {"softcap", 0.5}},
+               1e-5,
+               1e-2,
+               nullptr,
+               8});
   c.push_back({"attention_bool_bias",
                Op::Attention,
                {f(q), f(q), f(q), f({5, 5}), f({5, 5})},

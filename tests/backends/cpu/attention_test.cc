@@ -26,6 +26,7 @@ struct Spec {
   std::string mask = "none";
   int64_t window = 0;
   double scale = 0;  // 0: default 1/sqrt(D)
+  double softcap = 0;
 };
 
 // Naive reference. bias (optional) is broadcast to [B,Hq,Sq,Sk] by right-aligned dims.
@@ -65,6 +66,7 @@ Tensor ref_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Sp
           for (int64_t t = 0; t < D; ++t)
             d += qd[((b * Hq + h) * Sq + i) * D + t] * kd[((b * Hk + g) * Sk + j) * D + t];
           d *= scale;
+          if (s.softcap > 0) d = s.softcap * std::tanh(d / s.softcap);
           if (bias) d += bias_at(b, h, i, j);
           sc[size_t(j)] = d;
           mx = std::max(mx, d);
@@ -89,6 +91,7 @@ Attrs attrs_of(const Spec& s) {
   Attrs a{{"mask", s.mask}};
   if (s.mask == "sliding") a.set("window", s.window);
   if (s.scale != 0) a.set("scale", s.scale);
+  if (s.softcap != 0) a.set("softcap", s.softcap);
   return a;
 }
 
@@ -136,6 +139,28 @@ TEST(Attention, MasksGqaDecodeAndShapes) {
     SCOPED_TRACE("case " + std::to_string(n) + " mask=" + c.s.mask);
     check(make(c.B, c.Hq, c.Hk, c.Sq, c.Sk, c.D, c.Dv, 100 + 3 * n), c.s);
   }
+}
+
+// Soft-capping (gemma2): scores cap * tanh(s / cap) under every mask, with a bias added after the
+// cap, on the GEMM path (many queries) and the one-query decode path. Scores of ~N(0, 4) with a cap
+// of 1.2 put most of them in tanh's bent part, so a missing or misplaced cap is far off.
+TEST(Attention, SoftCapping) {
+  const Qkv t = make(1, 4, 2, 40, 40, 16, 16, 31);
+  for (const Spec& s : std::vector<Spec>{{"none", 0, 2.0, 1.2},
+                                         {"causal", 0, 2.0, 1.2},
+                                         {"sliding", 8, 2.0, 1.2},
+                                         {"causal", 0, 0, 50}}) {
+    SCOPED_TRACE(s.mask + " cap " + std::to_string(s.softcap));
+    check(t, s);
+    check(make(2, 4, 2, 1, 37, 32, 32, 32), s);  // decode
+  }
+  Tensor bias = random_tensor({40, 40}, DType::F32, 33, -2, 2);
+  check(t, {"bias", 0, 2.0, 1.2}, &bias);
+  // The cap changes the result (against the same call without it).
+  Tensor capped = run_op(Op::Attention, {t.q, t.k, t.v}, attrs_of({"causal", 0, 2.0, 1.2}));
+  Tensor plain = run_op(Op::Attention, {t.q, t.k, t.v}, attrs_of({"causal", 0, 2.0}));
+  EXPECT_FALSE(all_close(capped, plain, 1e-2, 0));
+  EXPECT_THROW(run_op(Op::Attention, {t.q, t.k, t.v}, {{"softcap", -1.0}}), Error);
 }
 
 TEST(Attention, LongSequencesCrossBlockBoundaries) {

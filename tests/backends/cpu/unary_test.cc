@@ -344,5 +344,48 @@ TEST_F(UnaryOps, RejectsUnsupportedDtypes) {
   EXPECT_THROW(run_op(Op::Clamp, {i}, {{"min", std::nan("")}}), Error);
 }
 
+// Under CpuOptions::ggml_numerics GELU-tanh rounds as ggml's CPU backend does
+// (its input to f16, an f16 table of results), as the separate op and as a
+// matmul's fused activation; by default both keep the f32 formula.
+TEST(GgmlNumerics, GeluTanhGoesThroughAnF16Table) {
+  auto ggml = [](float x) -> double {
+    if (x <= -10.0f) return 0;
+    if (x >= 10.0f) return x;
+    const float v = f16_to_f32(f32_to_f16(x));
+    return f16_to_f32(
+        f32_to_f16(0.5f * v * (1.0f + std::tanh(0.7978845608f * v * (1.0f + 0.044715f * v * v)))));
+  };
+  const Tensor x = random_tensor({3, 16}, DType::F32, 7, -4, 4),
+               w = random_tensor({16, 40}, DType::F32, 8, -1, 1);
+  Graph g;
+  NodeId xi = g.input("x", x.shape()), wi = g.input("w", w.shape());
+  g.add_output("act", g.add(Op::GeluTanh, {xi}));
+  g.add_output("mm", g.add(Op::MatMul, {xi, wi}, Attrs{{"activation", std::string("gelu_tanh")}}));
+  g.add_output("pre", g.add(Op::MatMul, {xi, wi}));
+  auto run = [&](bool numerics) {
+    CompileOptions o;
+    o.backend = make_cpu_backend({.ggml_numerics = numerics});
+    Session s(Executable::compile(g, {}, o));
+    return s.run({{"x", x}, {"w", w}});
+  };
+  for (bool numerics : {false, true}) {
+    SCOPED_TRACE(numerics ? "ggml numerics" : "default");
+    auto out = run(numerics);
+    const Tensor& pre = out.at("pre");
+    double off_table = 0;
+    for (auto [in, y] : {std::pair{&x, &out.at("act")}, {&pre, &out.at("mm")}})
+      for (int64_t i = 0; i < in->numel(); ++i) {
+        const float v = in->data<float>()[i], got = y->data<float>()[i];
+        if (numerics)
+          EXPECT_EQ(got, float(ggml(v))) << v;
+        else
+          EXPECT_NEAR(got, 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v))),
+                      1e-5 + 2e-6 * std::abs(v));
+        off_table = std::max(off_table, std::abs(got - ggml(v)));
+      }
+    if (!numerics) EXPECT_GT(off_table, 1e-4);  // the table's rounding is visible
+  }
+}
+
 }  // namespace
 }  // namespace rlx
