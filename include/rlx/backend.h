@@ -83,8 +83,9 @@ struct CpuOptions {
   // integer kernel are dequantized once to f32 and reused); 0 disables it.
   // The CLI reads RLX_DEQUANT_CACHE_BYTES into this.
   size_t dequant_cache_bytes = size_t(512) << 20;
-  // Quantize activations at every batch size, as ggml does, so logits can be
-  // compared with llama.cpp rounding for rounding (CLI: RLX_GGML_NUMERICS=1).
+  // Round as ggml's CPU backend does, so logits can be compared with
+  // llama.cpp rounding for rounding (CLI: RLX_GGML_NUMERICS=1): activations
+  // quantized at every batch size, and GELU-tanh through ggml's f16 table.
   bool ggml_numerics = false;
 };
 // Each CPU backend owns its caches: two backends never share a budget.
