@@ -120,6 +120,10 @@ class Generation {
   std::chrono::steady_clock::time_point decode_start_;
 };
 
+// How many leading tokens a and b have in common: what a session holding a can
+// keep of its cache for a prompt b.
+size_t shared_prefix(std::span<const int32_t> a, std::span<const int32_t> b);
+
 // A whole completion: Generation stepped until it finishes.
 GenerateResult generate(Session& session, const Tokenizer& tok, const GenerateRequest& r,
                         const TextSink& sink = {});

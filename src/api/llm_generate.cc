@@ -125,9 +125,7 @@ Generation::Generation(Session& session, const Tokenizer& tok, GenerateRequest r
   res_.prompt_tokens = int64_t(prompt.size());
   // The last prompt token always runs, for its logits.
   const std::vector<int32_t>& held = session.tokens();
-  size_t common = 0;
-  while (common < held.size() && common + 1 < prompt.size() && held[common] == prompt[common])
-    ++common;
+  const size_t common = std::min(shared_prefix(held, prompt), prompt.size() - 1);
   session.truncate(int64_t(common));
   res_.cached_tokens = int64_t(common);
   auto t0 = std::chrono::steady_clock::now();
@@ -173,6 +171,11 @@ bool Generation::step(const TextSink& sink) {
     return false;
   }
   return true;
+}
+
+size_t shared_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
+  const size_t n = std::min(a.size(), b.size());
+  return size_t(std::mismatch(a.begin(), a.begin() + ptrdiff_t(n), b.begin()).first - a.begin());
 }
 
 void Generation::cancel() {

@@ -75,12 +75,7 @@ Scheduler::Slot* Scheduler::slot_for(const std::vector<int32_t>& prompt) {
   size_t best_common = 0;
   for (Slot& s : slots_) {
     if (s.job) continue;
-    const std::vector<int32_t>& held = s.session->tokens();
-    const size_t common =
-        size_t(std::mismatch(held.begin(), held.begin() + std::min(held.size(), prompt.size()),
-                             prompt.begin())
-                   .first -
-               held.begin());
+    const size_t common = shared_prefix(s.session->tokens(), prompt);
     if (!best || common > best_common) best = &s, best_common = common;
   }
   return best;

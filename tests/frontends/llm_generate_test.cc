@@ -40,25 +40,23 @@ struct TinyModel {
   }();
 };
 
-llm::GenerateRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
-  return testing::greedy_request(std::move(prompt), max_tokens);
-}
+using testing::greedy_request;
 
 TEST(LlmGenerate, ReusedPrefixGivesTheSameTokensAsAFreshSession) {
   TinyModel m;
   const std::vector<int32_t> a{1, 5, 7, 9, 11, 3}, b{1, 5, 7, 20, 21};
   llm::Session fresh(m.exe, m.config), reused(m.exe, m.config);
   // The reused session has seen `a` and its completion; `b` parts at index 3.
-  llm::GenerateResult first = llm::generate(reused, m.tok, greedy(a, 4));
+  llm::GenerateResult first = llm::generate(reused, m.tok, greedy_request(a, 4));
   EXPECT_EQ(first.cached_tokens, 0);
   EXPECT_EQ(reused.n_past(), int64_t(a.size() + 3));  // the last sampled token is not fed
-  llm::GenerateResult want = llm::generate(fresh, m.tok, greedy(b, 6));
-  llm::GenerateResult got = llm::generate(reused, m.tok, greedy(b, 6));
+  llm::GenerateResult want = llm::generate(fresh, m.tok, greedy_request(b, 6));
+  llm::GenerateResult got = llm::generate(reused, m.tok, greedy_request(b, 6));
   EXPECT_EQ(got.cached_tokens, 3);
   EXPECT_EQ(got.tokens, want.tokens);
   EXPECT_EQ(got.text, want.text);
   // The same prompt again: everything but its last token comes from the cache.
-  got = llm::generate(reused, m.tok, greedy(b, 6));
+  got = llm::generate(reused, m.tok, greedy_request(b, 6));
   EXPECT_EQ(got.cached_tokens, int64_t(b.size() - 1));
   EXPECT_EQ(got.tokens, want.tokens);
 
@@ -70,22 +68,22 @@ TEST(LlmGenerate, ReusedPrefixGivesTheSameTokensAsAFreshSession) {
 TEST(LlmGenerate, StopsAtTheBudgetTheContextAndACancellingSink) {
   TinyModel m;
   llm::Session s(m.exe, m.config);
-  llm::GenerateResult r = llm::generate(s, m.tok, greedy({1, 5, 7}, 5));
+  llm::GenerateResult r = llm::generate(s, m.tok, greedy_request({1, 5, 7}, 5));
   EXPECT_EQ(r.tokens.size(), 5u);
   EXPECT_EQ(r.finish, llm::Finish::Length);
   EXPECT_EQ(r.prompt_tokens, 3);
 
-  llm::GenerateRequest ctx = greedy({1, 5, 7}, 100);
+  llm::GenerateRequest ctx = greedy_request({1, 5, 7}, 100);
   ctx.n_ctx = 6;  // room for 3 completion tokens at positions 3, 4, 5
   r = llm::generate(s, m.tok, ctx);
   EXPECT_EQ(r.tokens.size(), 3u);
   EXPECT_EQ(r.finish, llm::Finish::Length);
   ctx.prompt = {1, 2, 3, 4, 5, 6};
   EXPECT_THROW(llm::generate(s, m.tok, ctx), Error);
-  EXPECT_THROW(llm::generate(s, m.tok, greedy({}, 1)), Error);
+  EXPECT_THROW(llm::generate(s, m.tok, greedy_request({}, 1)), Error);
 
   int pieces = 0;
-  r = llm::generate(s, m.tok, greedy({1, 5, 7}, 50),
+  r = llm::generate(s, m.tok, greedy_request({1, 5, 7}, 50),
                     [&](std::string_view) { return ++pieces < 2; });
   EXPECT_EQ(r.finish, llm::Finish::Cancelled);
   EXPECT_EQ(pieces, 2);

@@ -25,9 +25,7 @@ const llm::ChatModel& tiny_model() {
   return m;
 }
 
-llm::GenerateRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
-  return testing::greedy_request(std::move(prompt), max_tokens);
-}
+using testing::greedy_request;
 
 TEST(LlmScheduler, RequestsServedTogetherGiveWhatEachGivesAlone) {
   const llm::ChatModel& m = tiny_model();
@@ -36,12 +34,12 @@ TEST(LlmScheduler, RequestsServedTogetherGiveWhatEachGivesAlone) {
   std::vector<llm::GenerateResult> alone;
   for (size_t i = 0; i < prompts.size(); ++i) {
     llm::Session fresh(m.exe, m.config);
-    alone.push_back(llm::generate(fresh, m.tokenizer, greedy(prompts[i], 6 + int64_t(i))));
+    alone.push_back(llm::generate(fresh, m.tokenizer, greedy_request(prompts[i], 6 + int64_t(i))));
   }
   llm::Scheduler s(m, 2, 8);
   std::vector<std::shared_ptr<llm::Ticket>> tickets;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    tickets.push_back(s.submit(greedy(prompts[i], 6 + int64_t(i))));
+    tickets.push_back(s.submit(greedy_request(prompts[i], 6 + int64_t(i))));
     ASSERT_NE(tickets.back(), nullptr);
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -59,7 +57,7 @@ TEST(LlmScheduler, RequestsServedTogetherGiveWhatEachGivesAlone) {
   std::vector<int32_t> extended{1, 5};
   extended.insert(extended.end(), alone[4].tokens.begin(), alone[4].tokens.begin() + 4);
   extended.push_back(12);
-  auto again = s.submit(greedy(extended, 2));
+  auto again = s.submit(greedy_request(extended, 2));
   again->wait();
   EXPECT_EQ(again->result().cached_tokens, 6);
   EXPECT_EQ(s.in_flight(), 0u);
@@ -69,16 +67,16 @@ TEST(LlmScheduler, AFullQueueRefusesAndCancellingFreesTheSlot) {
   const llm::ChatModel& m = tiny_model();
   llm::Scheduler s(m, 1, 0);
   // Long enough that it is still running when the next one comes.
-  auto running = s.submit(greedy({1, 5, 7}, 3000));
+  auto running = s.submit(greedy_request({1, 5, 7}, 3000));
   ASSERT_NE(running, nullptr);
-  EXPECT_EQ(s.submit(greedy({1, 5}, 2)), nullptr);
+  EXPECT_EQ(s.submit(greedy_request({1, 5}, 2)), nullptr);
   std::string piece;
   ASSERT_TRUE(running->next(piece, 5000ms));
   running->cancel();
   running->wait();
   EXPECT_EQ(running->result().finish, llm::Finish::Cancelled);
   EXPECT_LT(running->result().tokens.size(), 3000u);
-  auto next = s.submit(greedy({1, 5}, 2));
+  auto next = s.submit(greedy_request({1, 5}, 2));
   ASSERT_NE(next, nullptr);
   next->wait();
   EXPECT_EQ(next->result().tokens.size(), 2u);
@@ -87,19 +85,19 @@ TEST(LlmScheduler, AFullQueueRefusesAndCancellingFreesTheSlot) {
 TEST(LlmScheduler, ABadPromptFailsOnlyItsRequest) {
   const llm::ChatModel& m = tiny_model();
   llm::Scheduler s(m, 2, 4);
-  auto bad = s.submit(greedy({1, 999}, 2));
-  auto good = s.submit(greedy({1, 5}, 3));
+  auto bad = s.submit(greedy_request({1, 999}, 2));
+  auto good = s.submit(greedy_request({1, 5}, 3));
   bad->wait();
   good->wait();
   EXPECT_NE(bad->error().find("999"), std::string::npos) << bad->error();
   EXPECT_EQ(good->error(), "");
   EXPECT_EQ(good->result().tokens.size(), 3u);
   // Stopping with requests in flight ends them as cancelled.
-  auto left = s.submit(greedy({1, 5}, 3000));
+  auto left = s.submit(greedy_request({1, 5}, 3000));
   s.stop();
   left->wait();
   EXPECT_EQ(left->result().finish, llm::Finish::Cancelled);
-  EXPECT_EQ(s.submit(greedy({1, 5}, 2)), nullptr);
+  EXPECT_EQ(s.submit(greedy_request({1, 5}, 2)), nullptr);
 }
 
 }  // namespace

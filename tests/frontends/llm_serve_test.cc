@@ -148,7 +148,9 @@ TEST_F(LlmServe, ConcurrentClientsGetTheGreedyTextOfGenerate) {
         Streamed r = stream(greedy_completion(p, 6, true));
         got[i] = r.text;
         status[i] = r.status;
-        if (r.status == 200) EXPECT_EQ(r.finish, "length");
+        if (r.status == 200) {
+          EXPECT_EQ(r.finish, "length");
+        }
       } else {
         json r = post("/v1/completions", greedy_completion(p, 6, false), &status[i]);
         if (status[i] == 200) {

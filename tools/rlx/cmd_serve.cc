@@ -102,6 +102,8 @@ class Server {
     return bound;
   }
 
+  const std::string& model_id() const { return model_id_; }
+
   // Serves until stop() (from the signal watcher).
   void listen() { http_.listen_after_bind(); }
   void stop() {
@@ -202,8 +204,7 @@ void run_server(const ServeOptions& given) {
   std::printf("rlx serve: listening on http://%s:%d (pid %d)\n", o.host.c_str(), port,
               int(getpid()));
   std::printf("  model %s, %d slot(s), context %lld tokens per slot, %d threads\n",
-              o.alias.empty() ? std::filesystem::path(o.model).stem().c_str() : o.alias.c_str(),
-              o.parallel, (long long)o.ctx, num_threads());
+              server.model_id().c_str(), o.parallel, (long long)o.ctx, num_threads());
   std::fflush(stdout);
   server.listen();
   g_stop = true;

@@ -383,7 +383,9 @@ TEST(GgmlNumerics, GeluTanhGoesThroughAnF16Table) {
                       1e-5 + 2e-6 * std::abs(v));
         off_table = std::max(off_table, std::abs(got - ggml(v)));
       }
-    if (!numerics) EXPECT_GT(off_table, 1e-4);  // the table's rounding is visible
+    if (!numerics) {
+      EXPECT_GT(off_table, 1e-4);  // the table's rounding is visible
+    }
   }
 }
 
