@@ -45,12 +45,15 @@ KernelEntry checked_kernel(const Node& n) {
   return k;
 }
 
-// A matmul's B or a conv's weight that is a param or constant (bound once,
-// never changes between runs) and f32: worth packing once for rlx's sgemm.
+// A weight that is a param or constant (bound once, never changes between
+// runs): a matmul's B or a conv's weight in f32, packed once for rlx's sgemm;
+// a dequant_matmul's rows, regrouped once for the decode GEMV (q4_0 / q8_0).
 bool has_packable_weight(const Graph& g, const Node& n) {
-  if ((n.op != Op::MatMul && n.op != Op::Conv) || n.inputs.size() < 2) return false;
+  if (n.inputs.size() < 2) return false;
   const Node& w = g.node(n.inputs[1]);
-  return (w.op == Op::Param || w.op == Op::Constant) && w.shape.dtype == DType::F32;
+  if (w.op != Op::Param && w.op != Op::Constant) return false;
+  if (n.op == Op::MatMul || n.op == Op::Conv) return w.shape.dtype == DType::F32;
+  return n.op == Op::DequantMatmul;
 }
 
 class CpuGraph final : public CompiledGraph {

@@ -1,7 +1,11 @@
 // dequant_matmul(x[..., K] f32, w u8[N, row_bytes][, bias f32[N]]) scheme, k:
 // y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]), W = the ggml rows of w.
 //
-// Three paths:
+// Four paths:
+//  * grouped (src/quant/row_groups.h), for M < kGemmMinRows (decode) of a
+//    constant q4_0 / q8_0 weight on AVX2 / AVX-512 VNNI: the rows regrouped 16
+//    at a time on first use (kept with the compiled graph), so one vpdpbusd
+//    advances 16 rows and a group streams from memory sequentially.
 //  * qgemm (src/quant/qgemm.h), for M >= kGemmMinRows of the types it covers
 //    (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) on AVX2 / AVX-512 VNNI:
 //    activations quantized once to the vec_dot_type, weight tiles repacked
@@ -26,8 +30,10 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/weight_pack.h"
 #include "quant/dequant_cache.h"
 #include "quant/qgemm.h"
+#include "quant/row_groups.h"
 #include "quant/vec_dot.h"
 #include "rlx/error.h"
 #include "rlx/quant.h"
@@ -102,6 +108,34 @@ void direct(const Problem& p, const TypeTraits& tr) {
       }
     }
   });
+}
+
+// Decode GEMV on regrouped q4_0 / q8_0 rows (quant/row_groups.h): each
+// activation row quantized to Q8_0 once, groups of 16 weight rows split over
+// the pool, every activation row run against a group while it is in cache.
+void grouped(const Problem& p, const quant::RowGroups& rg, quant::GroupKernel kernel) {
+  const int64_t nb = p.K / 32;
+  const size_t ab = quant::row_size(GgmlType::Q8_0, p.K);
+  std::vector<uint8_t> qa(size_t(p.M) * ab);
+  std::vector<float> d(size_t(p.M * nb));
+  std::vector<int32_t> sums(size_t(p.M * nb));
+  std::vector<quant::GroupActivation> acts(size_t(p.M));
+  for (int64_t m = 0; m < p.M; ++m) {
+    uint8_t* q = qa.data() + size_t(m) * ab;
+    quant::quantize_activations(GgmlType::Q8_0, p.x + m * p.K, q, p.K);
+    quant::prepare_group_activation(q, p.K, d.data() + m * nb, sums.data() + m * nb);
+    acts[size_t(m)] = {q, d.data() + m * nb, sums.data() + m * nb};
+  }
+  // A task of >= ~64K multiply-adds.
+  const int64_t grain =
+      std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, quant::kGroupRows * p.K * p.M));
+  parallel_for(rg.groups(), grain, [&](int64_t b, int64_t e) {
+    for (int64_t m = 0; m < p.M; ++m)
+      quant::gemv_row_groups(kernel, rg, acts[size_t(m)], b, e, p.y + m * p.N);
+  });
+  if (p.bias)
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t n = 0; n < p.N; ++n) p.y[m * p.N + n] += p.bias[n];
 }
 
 void add_bias(const Problem& p) {
@@ -193,6 +227,15 @@ void dequant_matmul(const KernelCall& c) {
     return;
   }
   const Problem p{x.data<float>(), static_cast<const uint8_t*>(w.raw()), bias, y, M, N, K, rb};
+  // Decode on a constant q4_0 / q8_0 weight: its rows regrouped on first use.
+  if (M < kGemmMinRows && c.pack) {
+    const quant::GroupKernel kernel = quant::group_kernel(type);
+    if (kernel != quant::GroupKernel::none) {
+      const quant::RowGroups* rg =
+          c.pack->row_groups(p.w, [&] { return quant::make_row_groups(type, p.w, rb, N, K); });
+      if (rg && rg->rows == N && rg->k == K) return grouped(p, *rg, kernel);
+    }
+  }
   // Many rows of a type with an integer GEMM: activations quantized once
   // (as the direct path and ggml do), integer products on the blocks.
   if (M >= kGemmMinRows && quant::qgemm::path_for(type) != quant::qgemm::Path::none) {

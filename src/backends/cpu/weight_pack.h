@@ -1,6 +1,8 @@
-// A node's constant GEMM operand (a matmul's or conv's weight), packed for
-// rlx's sgemm on first use and kept with the compiled graph: loading and
-// compiling stay as fast as before, and every later run skips the packing.
+// A node's constant weight in a kernel's own layout, made on first use and
+// kept with the compiled graph: loading and compiling stay as fast as before,
+// and every later run skips the packing. A matmul's or conv's f32 weight is
+// packed for rlx's sgemm; a dequant_matmul's q4_0 / q8_0 rows are regrouped
+// for the decode GEMV (quant/row_groups.h).
 #pragma once
 #include <atomic>
 #include <functional>
@@ -8,32 +10,49 @@
 #include <optional>
 
 #include "backends/cpu/sgemm.h"
+#include "quant/row_groups.h"
 
 namespace rlx::cpu {
 
-class WeightPack {
+// One packed form of T (which names its `source`), made once, thread safe.
+template <class T>
+class PackSlot {
  public:
-  // The operand packed from `source` by `pack` (called once, thread safe);
-  // null when this slot already holds another source's packing (the weight
-  // was rebound), so the caller packs per call as usual.
-  const PackedOperand* get(const float* source, const std::function<PackedOperand()>& pack) {
+  // The form made from `source` by `make`; null when this slot already holds
+  // another source's (the weight was rebound), so the caller packs per call.
+  const T* get(const void* source, const std::function<T()>& make) {
     // Every run after the first takes only the atomic load (kernels ask once per tile).
-    const PackedOperand* done = ready_.load(std::memory_order_acquire);
+    const T* done = ready_.load(std::memory_order_acquire);
     if (!done) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!packed_) {
-        packed_ = pack();
-        ready_.store(&*packed_, std::memory_order_release);
+      if (!made_) {
+        made_ = make();
+        ready_.store(&*made_, std::memory_order_release);
       }
-      done = &*packed_;
+      done = &*made_;
     }
-    return done->source == source ? done : nullptr;
+    return static_cast<const void*>(done->source) == source ? done : nullptr;
   }
 
  private:
   std::mutex mu_;
-  std::optional<PackedOperand> packed_;
-  std::atomic<const PackedOperand*> ready_{nullptr};
+  std::optional<T> made_;
+  std::atomic<const T*> ready_{nullptr};
+};
+
+class WeightPack {
+ public:
+  const PackedOperand* get(const float* source, const std::function<PackedOperand()>& pack) {
+    return sgemm_.get(source, pack);
+  }
+  const quant::RowGroups* row_groups(const uint8_t* source,
+                                     const std::function<quant::RowGroups()>& make) {
+    return groups_.get(source, make);
+  }
+
+ private:
+  PackSlot<PackedOperand> sgemm_;
+  PackSlot<quant::RowGroups> groups_;
 };
 
 }  // namespace rlx::cpu

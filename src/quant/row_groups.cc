@@ -1,0 +1,161 @@
+// Regrouping of q4_0 / q8_0 rows for decode GEMVs, the per-call activation
+// data, the portable group kernel (the reference the SIMD ones equal bit for
+// bit) and the choice of kernel. See row_groups.h for the layout.
+#include "quant/row_groups.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/vec_dot.h"
+#include "rlx/cpu_isa.h"
+#include "rlx/dtype.h"
+#include "rlx/error.h"
+
+namespace rlx::quant {
+namespace {
+
+constexpr int64_t kBlock = 32;
+
+// Quant vectors per block: q4_0's 16 nibble bytes or q8_0's 32 bytes, as
+// 4-byte pieces of 16 rows.
+int64_t vectors_per_block(GgmlType t) { return t == GgmlType::Q4_0 ? 4 : 8; }
+
+uint16_t u16at(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// One row's block b: the integer sum of q * a over its 32 elements, with q
+// as the file stores it (q4_0: the nibble minus 8).
+int32_t block_sum(GgmlType t, const uint8_t* qs, const int8_t* a) {
+  int32_t s = 0;
+  if (t == GgmlType::Q4_0) {
+    for (int i = 0; i < 16; ++i) {
+      s += (int32_t(qs[i] & 0x0F) - 8) * a[i];
+      s += (int32_t(qs[i] >> 4) - 8) * a[i + 16];
+    }
+  } else {
+    for (int i = 0; i < 32; ++i) s += int32_t(int8_t(qs[i])) * a[i];
+  }
+  return s;
+}
+
+// The portable kernel: the quants read back out of the group layout.
+void group_dot_portable(GgmlType t, const uint8_t* g, size_t scale_bytes, int64_t nb,
+                        const GroupActivation& a, float* out) {
+  const int64_t V = vectors_per_block(t);
+  const uint8_t* quants = g + scale_bytes;
+  for (int64_t r = 0; r < kGroupRows; ++r) {
+    float acc = 0.f;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t qs[32];
+      for (int64_t j = 0; j < V; ++j)
+        std::memcpy(qs + 4 * j, quants + ((b * V + j) * kGroupRows + r) * 4, 4);
+      const int8_t* ab = reinterpret_cast<const int8_t*>(a.q8 + b * 34 + 2);
+      const float dw = f16_to_f32(u16at(g + (b * kGroupRows + r) * 2));
+      acc = std::fma(float(block_sum(t, qs, ab)), dw * a.d[b], acc);
+    }
+    out[r] = acc;
+  }
+}
+
+}  // namespace
+
+GroupKernel group_kernel(GgmlType t) {
+  if (t != GgmlType::Q4_0 && t != GgmlType::Q8_0) return GroupKernel::none;
+  if (!detail::vec_dot_uses_avx2()) return GroupKernel::none;
+  if (cpu_isa() >= Isa::avx512 && detail::cpu_has_avx512_vnni()) return GroupKernel::avx512_vnni;
+  return GroupKernel::avx2;
+}
+
+const char* group_kernel_name(GroupKernel k) {
+  switch (k) {
+    case GroupKernel::none:
+      return "none";
+    case GroupKernel::portable:
+      return "portable";
+    case GroupKernel::avx2:
+      return "avx2";
+    case GroupKernel::avx512_vnni:
+      return "avx512_vnni";
+  }
+  return "?";
+}
+
+RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_t N, int64_t K) {
+  RLX_CHECK(t == GgmlType::Q4_0 || t == GgmlType::Q8_0, "row groups: ", traits(t).name,
+            " has no regrouped GEMV");
+  RLX_CHECK(K % kBlock == 0 && row_bytes == row_size(t, K), "row groups: rows of ", row_bytes,
+            " bytes do not hold k = ", K, " ", traits(t).name);
+  RowGroups rg;
+  rg.type = t;
+  rg.rows = N;
+  rg.k = K;
+  rg.source = w;
+  const int64_t nb = K / kBlock, V = vectors_per_block(t);
+  const size_t bb = traits(t).type_size;  // file bytes per block: d, then quants
+  rg.scale_bytes = (size_t(nb * kGroupRows) * 2 + 63) / 64 * 64;
+  rg.group_bytes = rg.scale_bytes + size_t(nb * V) * 64;
+  const size_t total = size_t(rg.groups()) * rg.group_bytes;
+  rg.storage.reset(new uint8_t[total + 64]());  // zeros: the padding rows
+  rg.data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(rg.storage.get()) + 63) &
+                                       ~uintptr_t(63));
+  for (int64_t n = 0; n < N; ++n) {
+    uint8_t* g = rg.data + size_t(n / kGroupRows) * rg.group_bytes;
+    const int64_t r = n % kGroupRows;
+    const uint8_t* row = w + size_t(n) * row_bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = row + size_t(b) * bb;
+      std::memcpy(g + (b * kGroupRows + r) * 2, blk, 2);
+      for (int64_t j = 0; j < V; ++j)
+        std::memcpy(g + rg.scale_bytes + size_t((b * V + j) * kGroupRows + r) * 4, blk + 2 + 4 * j,
+                    4);
+    }
+  }
+  return rg;
+}
+
+void prepare_group_activation(const uint8_t* q8, int64_t K, float* d, int32_t* sum) {
+  for (int64_t b = 0; b < K / kBlock; ++b) {
+    const uint8_t* blk = q8 + b * 34;
+    d[b] = f16_to_f32(u16at(blk));
+    int32_t s = 0;
+    for (int i = 0; i < 32; ++i) s += int8_t(blk[2 + i]);
+    sum[b] = s;
+  }
+}
+
+void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a, int64_t g0,
+                     int64_t g1, float* y) {
+  using Fn = void (*)(const uint8_t*, size_t, int64_t, const GroupActivation&, float*);
+  const bool q4 = w.type == GgmlType::Q4_0;
+  Fn fn = nullptr;
+  switch (k) {
+    case GroupKernel::avx2:
+      fn = q4 ? detail::group_dot_q4_0_avx2 : detail::group_dot_q8_0_avx2;
+      break;
+    case GroupKernel::avx512_vnni:
+      fn = q4 ? detail::group_dot_q4_0_vnni : detail::group_dot_q8_0_vnni;
+      break;
+    case GroupKernel::portable:
+    case GroupKernel::none:
+      break;
+  }
+  RLX_CHECK(k != GroupKernel::none, "row groups: no kernel");
+  const int64_t nb = w.k / kBlock;
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* grp = w.data + size_t(g) * w.group_bytes;
+    const int64_t n0 = g * kGroupRows, live = std::min(kGroupRows, w.rows - n0);
+    float tail[kGroupRows];
+    float* out = live == kGroupRows ? y + n0 : tail;
+    if (fn)
+      fn(grp, w.scale_bytes, nb, a, out);
+    else
+      group_dot_portable(w.type, grp, w.scale_bytes, nb, a, out);
+    if (out == tail) std::copy_n(tail, live, y + n0);
+  }
+}
+
+}  // namespace rlx::quant

@@ -1,0 +1,77 @@
+// Decode GEMVs (dequant_matmul with a few activation rows) on q4_0 / q8_0
+// weights regrouped 16 rows at a time, as llama.cpp's CPU backend repacks them.
+//
+// In the file's layout each weight row is a run of blocks, so a GEMV holds one
+// row's partial sums per register and pays, per row and block, a scale
+// conversion, a broadcast and a horizontal reduction: the four-row vec_dot
+// kernels ran q4_0 at ~21 GB/s on one Zen 5 core, compute-bound. Regrouped,
+// one 512-bit vpdpbusd advances 16 rows by 4 elements each (lane r = row r),
+// the 16 rows' scales convert as one vector, and a group is one sequential
+// stream. A group of `kGroupRows` rows holds:
+//   scales  nb x 16 f16 (block b, row r at [b * 16 + r]), padded to 64 bytes
+//   quants  nb x V vectors of 64 bytes; vector (b, j) has in dword r the bytes
+//           4j..4j+3 of row r's block b quants (q4_0: V = 4, 16 nibble bytes:
+//           low nibbles elements 4j.., high nibbles 16+4j..; q8_0: V = 8)
+// Rows past N pad the last group with zeros. The sums are exact integers per
+// block; each block adds float(sum) * (d_w * d_a) to the row's total, so every
+// kernel (portable, AVX2, AVX-512 VNNI) gives the same bits.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "rlx/quant.h"
+
+namespace rlx::quant {
+
+constexpr int64_t kGroupRows = 16;
+
+struct RowGroups {
+  GgmlType type = GgmlType::F32;
+  int64_t rows = 0, k = 0;       // N weight rows of K elements
+  const void* source = nullptr;  // the rows it was made from
+  size_t scale_bytes = 0;        // per group, padded to 64
+  size_t group_bytes = 0;        // scales + quants
+  std::unique_ptr<uint8_t[]> storage;
+  uint8_t* data = nullptr;  // 64-byte aligned
+  int64_t groups() const { return (rows + kGroupRows - 1) / kGroupRows; }
+};
+
+enum class GroupKernel { none, portable, avx2, avx512_vnni };
+
+// The kernel that runs regrouped `t` on this CPU under the current ISA limit;
+// none for other types and on the portable path (which keeps the file layout).
+GroupKernel group_kernel(GgmlType t);
+const char* group_kernel_name(GroupKernel k);
+
+// N rows of `row_bytes` each (K elements of q4_0 or q8_0) regrouped.
+RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_t N, int64_t K);
+
+// One Q8_0 activation row (as quantize_activations writes it) with what every
+// group reads per block: the scale as f32 and the sum of the quants.
+struct GroupActivation {
+  const uint8_t* q8 = nullptr;
+  const float* d = nullptr;
+  const int32_t* sum = nullptr;
+};
+// Fills d and sum (nb = K / 32 entries each) for the Q8_0 row q8.
+void prepare_group_activation(const uint8_t* q8, int64_t K, float* d, int32_t* sum);
+
+// y[n] = row n . activation for the rows of groups [g0, g1) (rows >= N are not
+// written), on kernel k (not none).
+void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a, int64_t g0,
+                     int64_t g1, float* y);
+
+namespace detail {
+// One group: out[16] = its rows . a (nb blocks). In row_groups_simd.cc.
+void group_dot_q4_0_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+void group_dot_q8_0_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+void group_dot_q4_0_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+void group_dot_q8_0_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+}  // namespace detail
+
+}  // namespace rlx::quant

@@ -1,0 +1,232 @@
+// The regrouped decode GEMV (quant/row_groups.h): the layout against the
+// file's rows, every kernel bit for bit against the portable one, all of them
+// against a double-precision dot of the same quants, extremes that would
+// saturate 16-bit pair sums, and dequant_matmul on a constant weight (the
+// path decoding takes) on every ISA path against the file-layout kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/row_groups.h"
+#include "quant/vec_dot.h"
+#include "rlx/cpu_isa.h"
+#include "rlx/graph.h"
+#include "rlx/quant.h"
+#include "rlx/runtime.h"
+#include "support/testing.h"
+
+namespace rlx {
+namespace {
+
+using quant::GgmlType;
+using quant::GroupKernel;
+
+struct IsaLimit {
+  explicit IsaLimit(Isa isa) : saved(isa_limit()) { set_isa_limit(isa); }
+  ~IsaLimit() { set_isa_limit(saved); }
+  Isa saved;
+};
+
+std::vector<uint8_t> random_rows(GgmlType t, int64_t N, int64_t K, uint32_t seed) {
+  const size_t rb = quant::row_size(t, K);
+  std::vector<uint8_t> w(size_t(N) * rb);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    for (float& v : row) v = d(rng) * (0.5f + float(n % 3));
+    quant::quantize(t, row.data(), w.data() + size_t(n) * rb, K);
+  }
+  return w;
+}
+
+// A quantized activation row and its per-block data.
+struct Act {
+  std::vector<uint8_t> q8;
+  std::vector<float> d;
+  std::vector<int32_t> sum;
+  quant::GroupActivation view() const { return {q8.data(), d.data(), sum.data()}; }
+};
+
+Act activation(const std::vector<float>& x) {
+  const int64_t K = int64_t(x.size());
+  Act a;
+  a.q8.resize(quant::row_size(GgmlType::Q8_0, K));
+  a.d.resize(size_t(K / 32));
+  a.sum.resize(size_t(K / 32));
+  quant::quantize_activations(GgmlType::Q8_0, x.data(), a.q8.data(), K);
+  quant::prepare_group_activation(a.q8.data(), K, a.d.data(), a.sum.data());
+  return a;
+}
+
+Act random_activation(int64_t K, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  std::vector<float> x(static_cast<size_t>(K));
+  for (float& v : x) v = u(rng);
+  return activation(x);
+}
+
+// Row n . a in double from the dequantized quants (the same 8-bit activations).
+double exact_dot(GgmlType t, const uint8_t* row, const Act& a, int64_t K, double* mag) {
+  std::vector<float> w(static_cast<size_t>(K)), x(static_cast<size_t>(K));
+  quant::dequantize(t, row, w.data(), K);
+  quant::dequantize(GgmlType::Q8_0, a.q8.data(), x.data(), K);
+  double s = 0;
+  *mag = 0;
+  for (int64_t k = 0; k < K; ++k) {
+    s += double(w[size_t(k)]) * double(x[size_t(k)]);
+    *mag += std::fabs(double(w[size_t(k)]) * double(x[size_t(k)]));
+  }
+  return s;
+}
+
+std::vector<GroupKernel> simd_kernels() {
+  std::vector<GroupKernel> ks;
+  for (Isa isa : {Isa::avx512, Isa::avx2}) {
+    IsaLimit lim(isa);
+    const GroupKernel k = quant::group_kernel(GgmlType::Q4_0);
+    if (k != GroupKernel::none && (ks.empty() || ks.back() != k)) ks.push_back(k);
+  }
+  return ks;
+}
+
+TEST(RowGroups, LayoutHoldsEveryRowsScalesAndQuants) {
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    const int64_t N = 19, K = 96, nb = K / 32, V = t == GgmlType::Q4_0 ? 4 : 8;
+    const size_t rb = quant::row_size(t, K), bb = quant::traits(t).type_size;
+    const auto w = random_rows(t, N, K, 3);
+    const quant::RowGroups rg = quant::make_row_groups(t, w.data(), rb, N, K);
+    ASSERT_EQ(rg.groups(), 2);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(rg.data) % 64, 0u);
+    EXPECT_EQ(rg.scale_bytes % 64, 0u);
+    for (int64_t n = 0; n < 2 * quant::kGroupRows; ++n) {
+      const uint8_t* g = rg.data + size_t(n / quant::kGroupRows) * rg.group_bytes;
+      const int64_t r = n % quant::kGroupRows;
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t got[34] = {}, want[34] = {};  // d, then quants; padding rows are zeros
+        if (n < N) std::memcpy(want, w.data() + size_t(n) * rb + size_t(b) * bb, bb);
+        std::memcpy(got, g + (b * quant::kGroupRows + r) * 2, 2);
+        for (int64_t j = 0; j < V; ++j)
+          std::memcpy(got + 2 + 4 * j,
+                      g + rg.scale_bytes + size_t((b * V + j) * quant::kGroupRows + r) * 4, 4);
+        EXPECT_EQ(std::memcmp(got, want, bb), 0) << quant::traits(t).name << " row " << n;
+      }
+    }
+  }
+}
+
+// Every SIMD kernel equals the portable one bit for bit, and all are within
+// f32 rounding of the double dot of the same quants.
+TEST(RowGroups, KernelsEqualThePortableOneAndTheExactDot) {
+  const auto kernels = simd_kernels();
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
+    for (const auto& [N, K] :
+         {std::pair<int64_t, int64_t>{1, 32}, {15, 64}, {16, 768}, {17, 4096}, {45, 2304}}) {
+      const size_t rb = quant::row_size(t, K);
+      const auto w = random_rows(t, N, K, uint32_t(N + K));
+      const quant::RowGroups rg = quant::make_row_groups(t, w.data(), rb, N, K);
+      const Act a = random_activation(K, uint32_t(K));
+      std::vector<float> ref(static_cast<size_t>(N));
+      quant::gemv_row_groups(GroupKernel::portable, rg, a.view(), 0, rg.groups(), ref.data());
+      for (int64_t n = 0; n < N; ++n) {
+        double mag = 0;
+        const double exact = exact_dot(t, w.data() + size_t(n) * rb, a, K, &mag);
+        EXPECT_NEAR(ref[size_t(n)], exact, 1e-6 * mag + 1e-30)
+            << quant::traits(t).name << " N=" << N << " K=" << K << " row " << n;
+      }
+      for (GroupKernel k : kernels) {
+        std::vector<float> got(static_cast<size_t>(N), -1.f);
+        quant::gemv_row_groups(k, rg, a.view(), 0, rg.groups(), got.data());
+        EXPECT_EQ(std::memcmp(got.data(), ref.data(), size_t(N) * 4), 0)
+            << quant::traits(t).name << " " << quant::group_kernel_name(k) << " N=" << N
+            << " K=" << K;
+      }
+    }
+}
+
+// q8_0 weights of -128 and 127 against activations of +-127, q4_0 nibbles of
+// 0 and 15: the products whose pair sums overflow 16 bits if a kernel took
+// them signed-by-signed; every kernel must keep the exact integer sums.
+TEST(RowGroups, ExtremeQuantsDoNotSaturate) {
+  const auto kernels = simd_kernels();
+  const int64_t N = 16, K = 256;
+  std::vector<float> x(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k) x[size_t(k)] = (k % 3 == 0) ? -1.f : 1.f;
+  const Act a = activation(x);
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    const size_t rb = quant::row_size(t, K), bb = quant::traits(t).type_size;
+    std::vector<uint8_t> w(size_t(N) * rb);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t b = 0; b < K / 32; ++b) {
+        uint8_t* blk = w.data() + size_t(n) * rb + size_t(b) * bb;
+        const uint16_t one = 0x3C00;  // 1.0 in f16
+        std::memcpy(blk, &one, 2);
+        for (size_t i = 2; i < bb; ++i)
+          blk[i] = t == GgmlType::Q8_0 ? uint8_t((n + int64_t(i)) % 2 ? 0x80 : 0x7F)
+                                       : uint8_t((n + int64_t(i)) % 2 ? 0xFF : 0x00);
+      }
+    const quant::RowGroups rg = quant::make_row_groups(t, w.data(), rb, N, K);
+    std::vector<float> ref(static_cast<size_t>(N));
+    quant::gemv_row_groups(GroupKernel::portable, rg, a.view(), 0, 1, ref.data());
+    for (int64_t n = 0; n < N; ++n) {
+      double mag = 0;
+      EXPECT_NEAR(ref[size_t(n)], exact_dot(t, w.data() + size_t(n) * rb, a, K, &mag), 1e-6 * mag);
+    }
+    for (GroupKernel k : kernels) {
+      std::vector<float> got(static_cast<size_t>(N));
+      quant::gemv_row_groups(k, rg, a.view(), 0, 1, got.data());
+      EXPECT_EQ(std::memcmp(got.data(), ref.data(), size_t(N) * 4), 0)
+          << quant::traits(t).name << " " << quant::group_kernel_name(k);
+    }
+  }
+}
+
+TEST(RowGroups, OnlyQ4_0AndQ8_0AndNotOnThePortablePath) {
+  EXPECT_EQ(quant::group_kernel(GgmlType::Q4_K), GroupKernel::none);
+  EXPECT_EQ(quant::group_kernel(GgmlType::F16), GroupKernel::none);
+  IsaLimit lim(Isa::portable);
+  EXPECT_EQ(quant::group_kernel(GgmlType::Q4_0), GroupKernel::none);
+  EXPECT_THROW(quant::make_row_groups(GgmlType::Q4_K, nullptr, 144, 1, 256), Error);
+  EXPECT_THROW(quant::make_row_groups(GgmlType::Q4_0, nullptr, 17, 1, 32), Error);
+}
+
+// dequant_matmul with the weight a graph param (packable, as in a GGUF model)
+// at decode sizes: regrouped on the first run, and equal within f32 rounding
+// to the same op with the weight as an input (the file-layout kernels), on
+// every ISA path; bias and a row count that is not a multiple of 16 included.
+TEST(RowGroups, DequantMatmulOnAConstantWeightMatchesTheFileLayout) {
+  for (Isa isa : {Isa::avx512, Isa::avx2, Isa::portable}) {
+    if (isa > detected_isa()) continue;
+    IsaLimit lim(isa);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
+      for (int64_t M : {1, 3}) {
+        const int64_t N = 70, K = 512;
+        const auto& tr = quant::traits(t);
+        const auto wb = random_rows(t, N, K, 5);
+        Tensor w(Dims{N, int64_t(quant::row_size(t, K))}, DType::U8);
+        std::memcpy(w.data<uint8_t>(), wb.data(), wb.size());
+        const Tensor x = testing::random_tensor({M, K}, DType::F32, 6);
+        const Tensor bias = testing::random_tensor({N}, DType::F32, 7);
+        const Attrs attrs{{"scheme", std::string(tr.name)}, {"k", int64_t(K)}};
+        const Tensor want = testing::run_op(Op::DequantMatmul, {x, w, bias}, attrs);
+        Graph g;
+        const NodeId xi = g.input("x", x.shape());
+        const NodeId y = g.add(Op::DequantMatmul,
+                               {xi, g.param("w", w.shape()), g.param("b", bias.shape())}, attrs);
+        g.add_output("y", y);
+        Session s(Executable::compile(g, {{"w", w}, {"b", bias}}, {}));
+        for (int run = 0; run < 2; ++run) {  // the first run regroups, the second reuses
+          const Tensor got = s.run({{"x", x}}).at("y");
+          EXPECT_TRUE(testing::all_close(got, want, 2e-4, 1e-5))
+              << tr.name << " M=" << M << " isa " << isa_name(isa) << " run " << run;
+        }
+      }
+  }
+}
+
+}  // namespace
+}  // namespace rlx
