@@ -15,16 +15,6 @@ constexpr float kGroupMaxEps = 1e-15f;
 const uint8_t* B(const void* p) { return static_cast<const uint8_t*>(p); }
 uint8_t* B(void* p) { return static_cast<uint8_t*>(p); }
 
-void scale_min_k4(int j, const uint8_t* q, uint8_t& d, uint8_t& m) {
-  if (j < 4) {
-    d = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    d = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 // Symmetric signed quants with a scale search (ggml make_qx_quants, rmse_type 1, no weights).
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
   float max = 0, amax = 0;

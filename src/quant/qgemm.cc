@@ -19,16 +19,7 @@ namespace {
 
 using detail::group_bytes;
 using quant::detail::fp16;
-
-void scale_min_k4(int j, const uint8_t* q, int& d, int& m) {
-  if (j < 4) {
-    d = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
+using quant::detail::scale_min_k4;
 
 float f32at(const uint8_t* p) {
   float f;
@@ -70,7 +61,7 @@ void decode_q45_K(const uint8_t* x, int64_t nb, int8_t* v, float* s, float* o) {
     for (int c = 0; c < 4; ++c, ql += 32) {
       for (int h = 0; h < 2; ++h) {
         const int j = 2 * c + h;
-        int scale, min;
+        uint8_t scale, min;
         scale_min_k4(j, sc, scale, min);
         s[j] = d * float(scale);
         o[j] = -(dmin * float(min));

@@ -36,6 +36,17 @@ inline int nearest_int(float fval) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
+// Q4_K / Q5_K's 6-bit scale and min of sub-block j (< 8) from the 12 packed bytes q.
+inline void scale_min_k4(int j, const uint8_t* q, uint8_t& d, uint8_t& m) {
+  if (j < 4) {
+    d = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    d = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
 #define RLX_QUANT_DECL(name)                                          \
   void dequantize_row_##name(const void* src, float* dst, int64_t n); \
   void quantize_row_##name(const float* src, void* dst, int64_t n);

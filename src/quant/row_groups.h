@@ -1,5 +1,6 @@
-// Decode GEMVs (dequant_matmul with a few activation rows) on q4_0 / q8_0
-// weights regrouped 16 rows at a time, as llama.cpp's CPU backend repacks them.
+// Decode GEMVs (dequant_matmul with a few activation rows) on q4_0 / q8_0 /
+// q4_K weights regrouped 16 rows at a time, as llama.cpp's CPU backend
+// repacks them.
 //
 // In the file's layout each weight row is a run of blocks, so a GEMV holds one
 // row's partial sums per register and pays, per row and block, a scale
@@ -7,13 +8,21 @@
 // kernels ran q4_0 at ~21 GB/s on one Zen 5 core, compute-bound. Regrouped,
 // one 512-bit vpdpbusd advances 16 rows by 4 elements each (lane r = row r),
 // the 16 rows' scales convert as one vector, and a group is one sequential
-// stream. A group of `kGroupRows` rows holds:
+// stream. A group of `kGroupRows` rows holds, for q4_0 / q8_0 (32-element
+// blocks, Q8_0 activations):
 //   scales  nb x 16 f16 (block b, row r at [b * 16 + r]), padded to 64 bytes
 //   quants  nb x V vectors of 64 bytes; vector (b, j) has in dword r the bytes
 //           4j..4j+3 of row r's block b quants (q4_0: V = 4, 16 nibble bytes:
 //           low nibbles elements 4j.., high nibbles 16+4j..; q8_0: V = 8)
+// and for q4_K (256-element super-blocks of 8 sub-blocks, Q8_K activations),
+// per super-block, `kQ4KGroupBytes` in all:
+//   d, dmin   16 f16 each
+//   sc, m     the 6-bit scales and mins unpacked: 8 sub-blocks x 16 rows of u8 each
+//   quants    32 vectors; vector (p, j) has in dword r the bytes 32p+4j..+3 of
+//             row r's qs (low nibbles: sub-block 2p, high: 2p+1, elements 4j..)
 // Rows past N pad the last group with zeros. The sums are exact integers per
-// block; each block adds float(sum) * (d_w * d_a) to the row's total, so every
+// block (q4_K: sum_j sc_j s_j and sum_j m_j bsum_j per super-block); each adds
+// float(sum) times the product of the scales to the row's total, so every
 // kernel (portable, AVX2, AVX-512 VNNI) gives the same bits.
 #pragma once
 #include <cstddef>
@@ -25,6 +34,7 @@
 namespace rlx::quant {
 
 constexpr int64_t kGroupRows = 16;
+constexpr size_t kQ4KGroupBytes = 64 + 256 + 32 * 64;
 
 struct RowGroups {
   GgmlType type = GgmlType::F32;
@@ -47,15 +57,18 @@ const char* group_kernel_name(GroupKernel k);
 // N rows of `row_bytes` each (K elements of q4_0 or q8_0) regrouped.
 RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_t N, int64_t K);
 
-// One Q8_0 activation row (as quantize_activations writes it) with what every
-// group reads per block: the scale as f32 and the sum of the quants.
+// One activation row in the weight type's vec_dot_type (Q8_0 / Q8_K, as
+// quantize_activations writes it) with what every group reads: each block's
+// scale as f32 and each 32 elements' sum of quants.
 struct GroupActivation {
   const uint8_t* q8 = nullptr;
   const float* d = nullptr;
   const int32_t* sum = nullptr;
 };
-// Fills d and sum (nb = K / 32 entries each) for the Q8_0 row q8.
-void prepare_group_activation(const uint8_t* q8, int64_t K, float* d, int32_t* sum);
+// Fills d and sum (K / 32 entries each at most) for the row q8 of `weight`'s
+// vec_dot_type.
+void prepare_group_activation(GgmlType weight, const uint8_t* q8, int64_t K, float* d,
+                              int32_t* sum);
 
 // y[n] = row n . activation for the rows of groups [g0, g1) (rows >= N are not
 // written), on kernel k (not none).
@@ -71,6 +84,11 @@ void group_dot_q8_0_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const
 void group_dot_q4_0_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
                          float* out);
 void group_dot_q8_0_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+// q4_K: nb super-blocks.
+void group_dot_q4_K_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+void group_dot_q4_K_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
                          float* out);
 }  // namespace detail
 

@@ -1,5 +1,5 @@
-// The regrouped decode GEMV (quant/row_groups.h): the layout against the
-// file's rows, every kernel bit for bit against the portable one, all of them
+// The regrouped decode GEMV (quant/row_groups.h): the q4_0 / q8_0 layout
+// against the file's rows, every kernel bit for bit against the portable one, all of them
 // against a double-precision dot of the same quants, extremes that would
 // saturate 16-bit pair sums, and dequant_matmul on a constant weight (the
 // path decoding takes) on every ISA path against the file-layout kernels.
@@ -51,30 +51,32 @@ struct Act {
   quant::GroupActivation view() const { return {q8.data(), d.data(), sum.data()}; }
 };
 
-Act activation(const std::vector<float>& x) {
+// x quantized to the vec_dot_type of weight type t (Q8_0 or Q8_K).
+Act activation(GgmlType t, const std::vector<float>& x) {
   const int64_t K = int64_t(x.size());
+  const GgmlType at = quant::traits(t).vec_dot_type;
   Act a;
-  a.q8.resize(quant::row_size(GgmlType::Q8_0, K));
+  a.q8.resize(quant::row_size(at, K));
   a.d.resize(size_t(K / 32));
   a.sum.resize(size_t(K / 32));
-  quant::quantize_activations(GgmlType::Q8_0, x.data(), a.q8.data(), K);
-  quant::prepare_group_activation(a.q8.data(), K, a.d.data(), a.sum.data());
+  quant::quantize_activations(at, x.data(), a.q8.data(), K);
+  quant::prepare_group_activation(t, a.q8.data(), K, a.d.data(), a.sum.data());
   return a;
 }
 
-Act random_activation(int64_t K, uint32_t seed) {
+Act random_activation(GgmlType t, int64_t K, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-2.f, 2.f);
   std::vector<float> x(static_cast<size_t>(K));
   for (float& v : x) v = u(rng);
-  return activation(x);
+  return activation(t, x);
 }
 
 // Row n . a in double from the dequantized quants (the same 8-bit activations).
 double exact_dot(GgmlType t, const uint8_t* row, const Act& a, int64_t K, double* mag) {
   std::vector<float> w(static_cast<size_t>(K)), x(static_cast<size_t>(K));
   quant::dequantize(t, row, w.data(), K);
-  quant::dequantize(GgmlType::Q8_0, a.q8.data(), x.data(), K);
+  quant::dequantize(quant::traits(t).vec_dot_type, a.q8.data(), x.data(), K);
   double s = 0;
   *mag = 0;
   for (int64_t k = 0; k < K; ++k) {
@@ -119,17 +121,21 @@ TEST(RowGroups, LayoutHoldsEveryRowsScalesAndQuants) {
   }
 }
 
+constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K};
+
 // Every SIMD kernel equals the portable one bit for bit, and all are within
 // f32 rounding of the double dot of the same quants.
 TEST(RowGroups, KernelsEqualThePortableOneAndTheExactDot) {
   const auto kernels = simd_kernels();
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
-    for (const auto& [N, K] :
-         {std::pair<int64_t, int64_t>{1, 32}, {15, 64}, {16, 768}, {17, 4096}, {45, 2304}}) {
+  for (GgmlType t : kTypes)
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {15, 64}, {16, 768}, {17, 4096},
+                        {45, 2304}}) {
+      K = (K + quant::traits(t).block_size - 1) / quant::traits(t).block_size *
+          quant::traits(t).block_size;
       const size_t rb = quant::row_size(t, K);
       const auto w = random_rows(t, N, K, uint32_t(N + K));
       const quant::RowGroups rg = quant::make_row_groups(t, w.data(), rb, N, K);
-      const Act a = random_activation(K, uint32_t(K));
+      const Act a = random_activation(t, K, uint32_t(K));
       std::vector<float> ref(static_cast<size_t>(N));
       quant::gemv_row_groups(GroupKernel::portable, rg, a.view(), 0, rg.groups(), ref.data());
       for (int64_t n = 0; n < N; ++n) {
@@ -148,33 +154,37 @@ TEST(RowGroups, KernelsEqualThePortableOneAndTheExactDot) {
     }
 }
 
-// q8_0 weights of -128 and 127 against activations of +-127, q4_0 nibbles of
-// 0 and 15: the products whose pair sums overflow 16 bits if a kernel took
-// them signed-by-signed; every kernel must keep the exact integer sums.
+// q8_0 weights of -128 and 127 against activations of +-127, q4_0 / q4_K
+// nibbles of 0 and 15 (q4_K with every 6-bit scale and min at 63): the
+// products whose pair sums overflow 16 bits if a kernel took them
+// signed-by-signed; every kernel must keep the exact integer sums.
 TEST(RowGroups, ExtremeQuantsDoNotSaturate) {
   const auto kernels = simd_kernels();
   const int64_t N = 16, K = 256;
   std::vector<float> x(static_cast<size_t>(K));
   for (int64_t k = 0; k < K; ++k) x[size_t(k)] = (k % 3 == 0) ? -1.f : 1.f;
-  const Act a = activation(x);
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+  for (GgmlType t : kTypes) {
+    const Act a = activation(t, x);
     const size_t rb = quant::row_size(t, K), bb = quant::traits(t).type_size;
+    const size_t head = t == GgmlType::Q4_K ? 4 : 2;  // f16 d (and dmin) first
     std::vector<uint8_t> w(size_t(N) * rb);
     for (int64_t n = 0; n < N; ++n)
-      for (int64_t b = 0; b < K / 32; ++b) {
-        uint8_t* blk = w.data() + size_t(n) * rb + size_t(b) * bb;
+      for (size_t b = 0; b < rb / bb; ++b) {
+        uint8_t* blk = w.data() + size_t(n) * rb + b * bb;
         const uint16_t one = 0x3C00;  // 1.0 in f16
-        std::memcpy(blk, &one, 2);
-        for (size_t i = 2; i < bb; ++i)
+        for (size_t i = 0; i < head; i += 2) std::memcpy(blk + i, &one, 2);
+        for (size_t i = head; i < bb; ++i)
           blk[i] = t == GgmlType::Q8_0 ? uint8_t((n + int64_t(i)) % 2 ? 0x80 : 0x7F)
                                        : uint8_t((n + int64_t(i)) % 2 ? 0xFF : 0x00);
+        if (t == GgmlType::Q4_K) std::memset(blk + 4, 0xFF, 12);  // scales and mins 63
       }
     const quant::RowGroups rg = quant::make_row_groups(t, w.data(), rb, N, K);
     std::vector<float> ref(static_cast<size_t>(N));
     quant::gemv_row_groups(GroupKernel::portable, rg, a.view(), 0, 1, ref.data());
     for (int64_t n = 0; n < N; ++n) {
       double mag = 0;
-      EXPECT_NEAR(ref[size_t(n)], exact_dot(t, w.data() + size_t(n) * rb, a, K, &mag), 1e-6 * mag);
+      EXPECT_NEAR(ref[size_t(n)], exact_dot(t, w.data() + size_t(n) * rb, a, K, &mag), 1e-6 * mag)
+          << quant::traits(t).name;
     }
     for (GroupKernel k : kernels) {
       std::vector<float> got(static_cast<size_t>(N));
@@ -185,12 +195,12 @@ TEST(RowGroups, ExtremeQuantsDoNotSaturate) {
   }
 }
 
-TEST(RowGroups, OnlyQ4_0AndQ8_0AndNotOnThePortablePath) {
-  EXPECT_EQ(quant::group_kernel(GgmlType::Q4_K), GroupKernel::none);
+TEST(RowGroups, OnlyItsTypesAndNotOnThePortablePath) {
+  EXPECT_EQ(quant::group_kernel(GgmlType::Q5_K), GroupKernel::none);
   EXPECT_EQ(quant::group_kernel(GgmlType::F16), GroupKernel::none);
   IsaLimit lim(Isa::portable);
   EXPECT_EQ(quant::group_kernel(GgmlType::Q4_0), GroupKernel::none);
-  EXPECT_THROW(quant::make_row_groups(GgmlType::Q4_K, nullptr, 144, 1, 256), Error);
+  EXPECT_THROW(quant::make_row_groups(GgmlType::Q5_K, nullptr, 176, 1, 256), Error);
   EXPECT_THROW(quant::make_row_groups(GgmlType::Q4_0, nullptr, 17, 1, 32), Error);
 }
 
@@ -202,7 +212,7 @@ TEST(RowGroups, DequantMatmulOnAConstantWeightMatchesTheFileLayout) {
   for (Isa isa : {Isa::avx512, Isa::avx2, Isa::portable}) {
     if (isa > detected_isa()) continue;
     IsaLimit lim(isa);
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
+    for (GgmlType t : kTypes)
       for (int64_t M : {1, 3}) {
         const int64_t N = 70, K = 512;
         const auto& tr = quant::traits(t);

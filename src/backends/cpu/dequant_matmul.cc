@@ -3,7 +3,7 @@
 //
 // Four paths:
 //  * grouped (src/quant/row_groups.h), for M < kGemmMinRows (decode) of a
-//    constant q4_0 / q8_0 weight on AVX2 / AVX-512 VNNI: the rows regrouped 16
+//    constant q4_0 / q8_0 / q4_K weight on AVX2 / AVX-512 VNNI: the rows regrouped 16
 //    at a time on first use (kept with the compiled graph), so one vpdpbusd
 //    advances 16 rows and a group streams from memory sequentially.
 //  * qgemm (src/quant/qgemm.h), for M >= kGemmMinRows of the types it covers
@@ -110,21 +110,25 @@ void direct(const Problem& p, const TypeTraits& tr) {
   });
 }
 
-// Decode GEMV on regrouped q4_0 / q8_0 rows (quant/row_groups.h): each
-// activation row quantized to Q8_0 once, groups of 16 weight rows split over
-// the pool, every activation row run against a group while it is in cache.
-void grouped(const Problem& p, const quant::RowGroups& rg, quant::GroupKernel kernel) {
-  const int64_t nb = p.K / 32;
-  const size_t ab = quant::row_size(GgmlType::Q8_0, p.K);
+// Decode GEMV on regrouped q4_0 / q8_0 / q4_K rows (quant/row_groups.h): each
+// activation row quantized to the type's vec_dot_type once, groups of 16
+// weight rows split over the pool, every activation row run against a group
+// while it is in cache.
+void grouped(const Problem& p, const TypeTraits& tr, const quant::RowGroups& rg,
+             quant::GroupKernel kernel) {
+  const int64_t nsum = p.K / 32;  // entries of d and sum per row, at most
+  const size_t ab = quant::row_size(tr.vec_dot_type, p.K);
   std::vector<uint8_t> qa(size_t(p.M) * ab);
-  std::vector<float> d(size_t(p.M * nb));
-  std::vector<int32_t> sums(size_t(p.M * nb));
+  std::vector<float> d(size_t(p.M * nsum));
+  std::vector<int32_t> sums(size_t(p.M * nsum));
   std::vector<quant::GroupActivation> acts(size_t(p.M));
   for (int64_t m = 0; m < p.M; ++m) {
     uint8_t* q = qa.data() + size_t(m) * ab;
-    quant::quantize_activations(GgmlType::Q8_0, p.x + m * p.K, q, p.K);
-    quant::prepare_group_activation(q, p.K, d.data() + m * nb, sums.data() + m * nb);
-    acts[size_t(m)] = {q, d.data() + m * nb, sums.data() + m * nb};
+    float* dm = d.data() + m * nsum;
+    int32_t* sm = sums.data() + m * nsum;
+    quant::quantize_activations(tr.vec_dot_type, p.x + m * p.K, q, p.K);
+    quant::prepare_group_activation(tr.type, q, p.K, dm, sm);
+    acts[size_t(m)] = {q, dm, sm};
   }
   // A task of >= ~64K multiply-adds.
   const int64_t grain =
@@ -227,13 +231,13 @@ void dequant_matmul(const KernelCall& c) {
     return;
   }
   const Problem p{x.data<float>(), static_cast<const uint8_t*>(w.raw()), bias, y, M, N, K, rb};
-  // Decode on a constant q4_0 / q8_0 weight: its rows regrouped on first use.
+  // Decode on a constant q4_0 / q8_0 / q4_K weight: its rows regrouped on first use.
   if (M < kGemmMinRows && c.pack) {
     const quant::GroupKernel kernel = quant::group_kernel(type);
     if (kernel != quant::GroupKernel::none) {
       const quant::RowGroups* rg =
           c.pack->row_groups(p.w, [&] { return quant::make_row_groups(type, p.w, rb, N, K); });
-      if (rg && rg->rows == N && rg->k == K) return grouped(p, *rg, kernel);
+      if (rg && rg->rows == N && rg->k == K) return grouped(p, tr, *rg, kernel);
     }
   }
   // Many rows of a type with an integer GEMM: activations quantized once
