@@ -87,6 +87,11 @@ struct CpuOptions {
   // llama.cpp rounding for rounding (CLI: RLX_GGML_NUMERICS=1): activations
   // quantized at every batch size, and GELU-tanh through ggml's f16 table.
   bool ggml_numerics = false;
+  // Regroup q4_0 / q8_0 / q4_K / q5_K / q6_K weights 16 rows at a time on
+  // their first decode step, for the decode GEMV (a second copy of those
+  // weights; CLI: RLX_REGROUP_WEIGHTS=0 turns it off and decodes from the
+  // file's layout).
+  bool regroup_weights = true;
 };
 // Each CPU backend owns its caches: two backends never share a budget.
 std::shared_ptr<const Backend> make_cpu_backend(const CpuOptions& options = {});

@@ -1,5 +1,5 @@
-// Regrouping of q4_0 / q8_0 / q4_K rows for decode GEMVs, the per-call activation
-// data, the portable group kernel (the reference the SIMD ones equal bit for
+// Regrouping of rows for decode GEMVs, the per-call activation data, the
+// portable q4_0 / q8_0 group kernel (the reference the SIMD ones equal bit for
 // bit) and the choice of kernel. See row_groups.h for the layout.
 #include "quant/row_groups.h"
 
@@ -20,6 +20,11 @@ namespace rlx::quant {
 namespace {
 
 constexpr int64_t kBlock = 32;
+
+bool regrouped(GgmlType t) {
+  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+         t == GgmlType::Q6_K;
+}
 
 // Quant vectors per block: q4_0's 16 nibble bytes or q8_0's 32 bytes, as
 // 4-byte pieces of 16 rows.
@@ -65,53 +70,10 @@ void group_dot_portable(GgmlType t, const uint8_t* g, size_t scale_bytes, int64_
   }
 }
 
-// q4_K: the same sums as the SIMD kernels, one row at a time.
-void group_dot_q4_K_portable(const uint8_t* g, int64_t nsb, const GroupActivation& a, float* out) {
-  for (int64_t r = 0; r < kGroupRows; ++r) {
-    float acc = 0.f;
-    for (int64_t s = 0; s < nsb; ++s) {
-      const uint8_t* sb = g + size_t(s) * kQ4KGroupBytes;
-      const int8_t* aq = reinterpret_cast<const int8_t*>(a.q8 + s * 292 + 4);
-      int32_t isum = 0, msum = 0;
-      for (int64_t p = 0; p < 4; ++p) {
-        uint8_t qs[32];
-        for (int64_t j = 0; j < 8; ++j)
-          std::memcpy(qs + 4 * j, sb + 320 + ((p * 8 + j) * kGroupRows + r) * 4, 4);
-        int32_t lo = 0, hi = 0;
-        for (int i = 0; i < 32; ++i) {
-          lo += int32_t(qs[i] & 0x0F) * aq[64 * p + i];
-          hi += int32_t(qs[i] >> 4) * aq[64 * p + 32 + i];
-        }
-        isum += sb[64 + (2 * p) * kGroupRows + r] * lo + sb[64 + (2 * p + 1) * kGroupRows + r] * hi;
-      }
-      for (int64_t j = 0; j < 8; ++j) msum += sb[192 + j * kGroupRows + r] * a.sum[s * 8 + j];
-      const float dw = f16_to_f32(u16at(sb + r * 2)), dmin = f16_to_f32(u16at(sb + 32 + r * 2));
-      acc = std::fma(float(isum), dw * a.d[s], acc);
-      acc = std::fma(float(msum), -(dmin * a.d[s]), acc);
-    }
-    out[r] = acc;
-  }
-}
-
-// Row r's super-blocks of a q4_K row into the group at g.
-void regroup_q4_K_row(const uint8_t* row, int64_t nsb, int64_t r, uint8_t* g) {
-  for (int64_t s = 0; s < nsb; ++s) {
-    const uint8_t* blk = row + size_t(s) * 144;  // d, dmin, scales[12], qs[128]
-    uint8_t* sb = g + size_t(s) * kQ4KGroupBytes;
-    std::memcpy(sb + r * 2, blk, 2);
-    std::memcpy(sb + 32 + r * 2, blk + 2, 2);
-    for (int j = 0; j < 8; ++j)
-      detail::scale_min_k4(j, blk + 4, sb[64 + j * kGroupRows + r], sb[192 + j * kGroupRows + r]);
-    for (int64_t p = 0; p < 4; ++p)
-      for (int64_t j = 0; j < 8; ++j)
-        std::memcpy(sb + 320 + ((p * 8 + j) * kGroupRows + r) * 4, blk + 16 + 32 * p + 4 * j, 4);
-  }
-}
-
 }  // namespace
 
 GroupKernel group_kernel(GgmlType t) {
-  if (t != GgmlType::Q4_0 && t != GgmlType::Q8_0 && t != GgmlType::Q4_K) return GroupKernel::none;
+  if (!regrouped(t)) return GroupKernel::none;
   if (!detail::vec_dot_uses_avx2()) return GroupKernel::none;
   if (cpu_isa() >= Isa::avx512 && detail::cpu_has_avx512_vnni()) return GroupKernel::avx512_vnni;
   return GroupKernel::avx2;
@@ -132,9 +94,8 @@ const char* group_kernel_name(GroupKernel k) {
 }
 
 RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_t N, int64_t K) {
-  const bool k_quant = t == GgmlType::Q4_K;
-  RLX_CHECK(t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || k_quant, "row groups: ", traits(t).name,
-            " has no regrouped GEMV");
+  RLX_CHECK(regrouped(t), "row groups: ", traits(t).name, " has no regrouped GEMV");
+  const bool k_quant = traits(t).block_size == 256;
   const int64_t bs = traits(t).block_size;
   RLX_CHECK(K % bs == 0 && row_bytes == row_size(t, K), "row groups: rows of ", row_bytes,
             " bytes do not hold k = ", K, " ", traits(t).name);
@@ -145,7 +106,7 @@ RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_
   rg.source = w;
   const int64_t nb = K / bs, V = k_quant ? 0 : vectors_per_block(t);
   if (k_quant) {
-    rg.group_bytes = size_t(nb) * kQ4KGroupBytes;
+    rg.group_bytes = size_t(nb) * detail::k_group_bytes(t);
   } else {
     rg.scale_bytes = (size_t(nb * kGroupRows) * 2 + 63) / 64 * 64;
     rg.group_bytes = rg.scale_bytes + size_t(nb * V) * 64;
@@ -175,7 +136,7 @@ RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_
                    const int64_t r = n % kGroupRows;
                    const uint8_t* row = w + size_t(n) * row_bytes;
                    if (k_quant) {
-                     regroup_q4_K_row(row, nb, r, g);
+                     detail::regroup_k_row(t, row, nb, r, g);
                      continue;
                    }
                    for (int64_t b = 0; b < nb; ++b) {
@@ -192,19 +153,20 @@ RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_
 
 void prepare_group_activation(GgmlType weight, const uint8_t* q8, int64_t K, float* d,
                               int32_t* sum) {
-  // Q8_0 {f16 d; i8 qs[32]} or Q8_K {f32 d; i8 qs[256]; i16 bsums[16]}.
+  // Q8_0 {f16 d; i8 qs[32]}, sums per 32; Q8_K {f32 d; i8 qs[256]; i16 bsums[16]}, per 16.
   const bool k_quant = traits(weight).vec_dot_type == GgmlType::Q8_K;
   const int64_t bs = k_quant ? 256 : 32, bytes = k_quant ? 292 : 34, head = k_quant ? 4 : 2;
+  const int64_t per = k_quant ? 16 : 32;
   for (int64_t b = 0; b < K / bs; ++b) {
     const uint8_t* blk = q8 + b * bytes;
     if (k_quant)
       std::memcpy(&d[b], blk, 4);
     else
       d[b] = f16_to_f32(u16at(blk));
-    for (int64_t j = 0; j < bs / kBlock; ++j) {
+    for (int64_t j = 0; j < bs / per; ++j) {
       int32_t s = 0;
-      for (int64_t i = 0; i < kBlock; ++i) s += int8_t(blk[head + j * kBlock + i]);
-      sum[b * (bs / kBlock) + j] = s;
+      for (int64_t i = 0; i < per; ++i) s += int8_t(blk[head + j * per + i]);
+      sum[b * (bs / per) + j] = s;
     }
   }
 }
@@ -215,14 +177,23 @@ void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a
   RLX_CHECK(k != GroupKernel::none, "row groups: no kernel");
   Fn fn = nullptr;  // null: portable
   const GgmlType t = w.type;
-  if (k == GroupKernel::avx2)
-    fn = t == GgmlType::Q4_0   ? detail::group_dot_q4_0_avx2
-         : t == GgmlType::Q8_0 ? detail::group_dot_q8_0_avx2
-                               : detail::group_dot_q4_K_avx2;
-  if (k == GroupKernel::avx512_vnni)
-    fn = t == GgmlType::Q4_0   ? detail::group_dot_q4_0_vnni
-         : t == GgmlType::Q8_0 ? detail::group_dot_q8_0_vnni
-                               : detail::group_dot_q4_K_vnni;
+  const bool avx2 = k == GroupKernel::avx2;
+  if (avx2 || k == GroupKernel::avx512_vnni) switch (t) {
+      case GgmlType::Q4_0:
+        fn = avx2 ? detail::group_dot_q4_0_avx2 : detail::group_dot_q4_0_vnni;
+        break;
+      case GgmlType::Q8_0:
+        fn = avx2 ? detail::group_dot_q8_0_avx2 : detail::group_dot_q8_0_vnni;
+        break;
+      case GgmlType::Q4_K:
+        fn = avx2 ? detail::group_dot_q4_K_avx2 : detail::group_dot_q4_K_vnni;
+        break;
+      case GgmlType::Q5_K:
+        fn = avx2 ? detail::group_dot_q5_K_avx2 : detail::group_dot_q5_K_vnni;
+        break;
+      default:
+        fn = avx2 ? detail::group_dot_q6_K_avx2 : detail::group_dot_q6_K_vnni;
+    }
   const int64_t nb = w.k / traits(t).block_size;
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* grp = w.data + size_t(g) * w.group_bytes;
@@ -231,8 +202,8 @@ void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a
     float* out = live == kGroupRows ? y + n0 : tail;
     if (fn)
       fn(grp, w.scale_bytes, nb, a, out);
-    else if (t == GgmlType::Q4_K)
-      group_dot_q4_K_portable(grp, nb, a, out);
+    else if (traits(t).block_size == 256)
+      detail::group_dot_k_portable(t, grp, nb, a, out);
     else
       group_dot_portable(t, grp, w.scale_bytes, nb, a, out);
     if (out == tail) std::copy_n(tail, live, y + n0);

@@ -1,6 +1,6 @@
 // Decode GEMVs (dequant_matmul with a few activation rows) on q4_0 / q8_0 /
-// q4_K weights regrouped 16 rows at a time, as llama.cpp's CPU backend
-// repacks them.
+// q4_K / q5_K / q6_K weights regrouped 16 rows at a time, as llama.cpp's CPU
+// backend repacks them.
 //
 // In the file's layout each weight row is a run of blocks, so a GEMV holds one
 // row's partial sums per register and pays, per row and block, a scale
@@ -8,22 +8,27 @@
 // kernels ran q4_0 at ~21 GB/s on one Zen 5 core, compute-bound. Regrouped,
 // one 512-bit vpdpbusd advances 16 rows by 4 elements each (lane r = row r),
 // the 16 rows' scales convert as one vector, and a group is one sequential
-// stream. A group of `kGroupRows` rows holds, for q4_0 / q8_0 (32-element
-// blocks, Q8_0 activations):
+// stream. A "vector" below is 64 bytes whose dword r holds 4 bytes of row r.
+// A group of `kGroupRows` rows holds, for q4_0 / q8_0 (32-element blocks,
+// Q8_0 activations):
 //   scales  nb x 16 f16 (block b, row r at [b * 16 + r]), padded to 64 bytes
-//   quants  nb x V vectors of 64 bytes; vector (b, j) has in dword r the bytes
-//           4j..4j+3 of row r's block b quants (q4_0: V = 4, 16 nibble bytes:
-//           low nibbles elements 4j.., high nibbles 16+4j..; q8_0: V = 8)
-// and for q4_K (256-element super-blocks of 8 sub-blocks, Q8_K activations),
-// per super-block, `kQ4KGroupBytes` in all:
-//   d, dmin   16 f16 each
-//   sc, m     the 6-bit scales and mins unpacked: 8 sub-blocks x 16 rows of u8 each
-//   quants    32 vectors; vector (p, j) has in dword r the bytes 32p+4j..+3 of
-//             row r's qs (low nibbles: sub-block 2p, high: 2p+1, elements 4j..)
+//   quants  nb x V vectors; vector (b, j) holds bytes 4j..4j+3 of block b's
+//           quants (q4_0: V = 4, 16 nibble bytes: low nibbles elements 4j..,
+//           high nibbles 16+4j..; q8_0: V = 8)
+// and for the K-quants (256-element super-blocks, Q8_K activations), per
+// super-block, k_group_bytes(type) in all:
+//   q4_K, q5_K  d, dmin (16 f16 each); the 6-bit scales and mins unpacked
+//               (8 sub-blocks x 16 rows of u8 each); 32 vectors of qs (vector v:
+//               bytes 4v.., low nibbles sub-block 2p, high 2p+1 for v = 8p + j);
+//               q5_K then 8 vectors of qh (bytes 4j..: bit 2p / 2p+1 is the
+//               fifth bit of sub-block 2p / 2p+1)
+//   q6_K        d (16 f16, padded to 64); the 16 signed scales (16 sub-blocks of
+//               16 x 16 rows of i8); 32 vectors of ql (bytes 4v..), 16 of qh
+//               (bytes 4v.. of qh), as ggml's block orders them
 // Rows past N pad the last group with zeros. The sums are exact integers per
-// block (q4_K: sum_j sc_j s_j and sum_j m_j bsum_j per super-block); each adds
-// float(sum) times the product of the scales to the row's total, so every
-// kernel (portable, AVX2, AVX-512 VNNI) gives the same bits.
+// block (K-quants: per super-block, the sub-block sums times their integer
+// scales); each adds float(sum) times the product of the float scales to the
+// row's total, so every kernel (portable, AVX2, AVX-512 VNNI) gives the same bits.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +41,9 @@ namespace rlx::quant {
 
 constexpr int64_t kGroupRows = 16;
 constexpr size_t kQ4KGroupBytes = 64 + 256 + 32 * 64;
+constexpr size_t kQ5KGroupBytes = kQ4KGroupBytes + 8 * 64;
+constexpr size_t kQ6KQhAt = 64 + 256 + 32 * 64;  // where a q6_K super-block's qh vectors start
+constexpr size_t kQ6KGroupBytes = kQ6KQhAt + 16 * 64;
 
 struct RowGroups {
   GgmlType type = GgmlType::F32;
@@ -60,14 +68,16 @@ RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_
 
 // One activation row in the weight type's vec_dot_type (Q8_0 / Q8_K, as
 // quantize_activations writes it) with what every group reads: each block's
-// scale as f32 and each 32 elements' sum of quants.
+// scale as f32 and the sums of its quants, per 32 elements (Q8_0) or per 16
+// (Q8_K, as its bsums).
 struct GroupActivation {
   const uint8_t* q8 = nullptr;
   const float* d = nullptr;
   const int32_t* sum = nullptr;
 };
-// Fills d and sum (K / 32 entries each at most) for the row q8 of `weight`'s
-// vec_dot_type.
+// Entries d and sum need for K elements (at most).
+inline int64_t group_activation_entries(int64_t K) { return K / 16; }
+// Fills d and sum for the row q8 of `weight`'s vec_dot_type.
 void prepare_group_activation(GgmlType weight, const uint8_t* q8, int64_t K, float* d,
                               int32_t* sum);
 
@@ -86,11 +96,25 @@ void group_dot_q4_0_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const
                          float* out);
 void group_dot_q8_0_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
                          float* out);
-// q4_K: nb super-blocks.
+// q4_K / q5_K / q6_K: nb super-blocks.
 void group_dot_q4_K_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
                          float* out);
 void group_dot_q4_K_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
                          float* out);
+void group_dot_q5_K_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+void group_dot_q5_K_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+void group_dot_q6_K_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+void group_dot_q6_K_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
+                         float* out);
+// The K-quants' layout and portable kernel (row_groups_kquants.cc).
+size_t k_group_bytes(GgmlType t);
+// Row r (< 16) of a group at g: its nsb super-blocks from the file's row.
+void regroup_k_row(GgmlType t, const uint8_t* row, int64_t nsb, int64_t r, uint8_t* g);
+void group_dot_k_portable(GgmlType t, const uint8_t* g, int64_t nsb, const GroupActivation& a,
+                          float* out);
 }  // namespace detail
 
 }  // namespace rlx::quant

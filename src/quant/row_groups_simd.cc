@@ -1,9 +1,10 @@
-// The group kernels of row_groups.h (q4_0, q8_0, q4_K): AVX2 (two halves of 8
+// The group kernels of row_groups.h (q4_0, q8_0, q4_K, q5_K, q6_K): AVX2 (two halves of 8
 // rows, maddubs) and AVX-512 VNNI (16 rows per vpdpbusd). Each block's integer sum is exact and
 // is added as fma(float(sum), d_w * d_a, total), as the portable kernel does,
 // so all three give the same bits.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "quant/row_groups.h"
@@ -29,6 +30,15 @@ template <int64_t V>
 inline void prefetch_ahead(const uint8_t* q) {
   for (int64_t j = 0; j < V; ++j)
     _mm_prefetch(reinterpret_cast<const char*>(q + kAhead + j * 64), _MM_HINT_T0);
+}
+// A K-quant super-block of `stride` bytes is read in 4 steps; step i
+// prefetches the i-th quarter of the bytes kAhead past the super-block, so
+// its scales and high bits are fetched ahead too, not only its nibbles (the
+// q5_K / q6_K kernels waited on those: slower than the file layout until then).
+inline void prefetch_quarter(const uint8_t* sb, size_t stride, int64_t i) {
+  const size_t quarter = (stride / 4 + 63) / 64 * 64;
+  for (size_t o = size_t(i) * quarter; o < std::min(stride, size_t(i + 1) * quarter); o += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(sb + kAhead + o), _MM_HINT_T0);
 }
 
 inline int32_t u32at(const uint8_t* p) {
@@ -125,22 +135,30 @@ RLX_VNNI512 void group_dot_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb
   _mm512_storeu_ps(out, acc);
 }
 
-// q4_K, per super-block: for each sub-block pair p the nibble sums of both
-// sub-blocks (s_lo, s_hi), times their scales, summed as integers; the mins
-// times the activation's sub-block sums likewise.
-inline const uint8_t* q4k_quants(const uint8_t* sb, int64_t p) { return sb + 320 + p * 8 * 64; }
+// q4_K / q5_K, per super-block: for each sub-block pair p the sums of both
+// sub-blocks (lo, hi), times their scales, summed as integers; the mins times
+// the activation's sub-block sums likewise. q5_K's fifth bits: bit 2p / 2p+1
+// of each qh byte, moved to bit 4 with 16-bit shifts (the bits never cross a
+// byte, since they are taken from bit 7 down).
+inline const uint8_t* qs_vectors(const uint8_t* sb, int64_t p) { return sb + 320 + p * 8 * 64; }
+inline int32_t sub_block_sum(const GroupActivation& a, int64_t s, int64_t j) {
+  return a.sum[s * 16 + 2 * j] + a.sum[s * 16 + 2 * j + 1];  // two bsums of 16
+}
 
-RLX_AVX2 void group_dot_q4_K_avx2_impl(const uint8_t* g, int64_t nsb, const GroupActivation& a,
-                                       float* out) {
-  const __m256i low = _mm256_set1_epi8(0x0F);
+template <bool kFive>
+RLX_AVX2 void group_dot_q45_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a,
+                                   float* out) {
+  const __m256i low = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+  constexpr size_t stride = kFive ? kQ5KGroupBytes : kQ4KGroupBytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t s = 0; s < nsb; ++s) {
-    const uint8_t* sb = g + size_t(s) * kQ4KGroupBytes;
+    const uint8_t* sb = g + size_t(s) * stride;
     const uint8_t* aq = a.q8 + s * 292 + 4;
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int64_t p = 0; p < 4; ++p) {
-      const uint8_t* q = q4k_quants(sb, p);
-      prefetch_ahead<8>(q);
+      const uint8_t* q = qs_vectors(sb, p);
+      prefetch_quarter(sb, stride, p);
+      const __m128i shift = _mm_cvtsi32_si128(int(2 * p));
       __m256i lo[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
       __m256i hi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
       for (int64_t j = 0; j < 8; ++j) {
@@ -149,9 +167,18 @@ RLX_AVX2 void group_dot_q4_K_avx2_impl(const uint8_t* g, int64_t nsb, const Grou
         for (int h = 0; h < 2; ++h) {
           const __m256i v =
               _mm256_load_si256(reinterpret_cast<const __m256i*>(q + j * 64 + h * 32));
-          lo[h] = _mm256_add_epi32(lo[h], dot_avx2<true>(_mm256_and_si256(v, low), lo_act));
-          hi[h] = _mm256_add_epi32(
-              hi[h], dot_avx2<true>(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), hi_act));
+          __m256i ql = _mm256_and_si256(v, low),
+                  qh = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+          if constexpr (kFive) {
+            const __m256i bits = _mm256_srl_epi16(
+                _mm256_load_si256(
+                    reinterpret_cast<const __m256i*>(sb + kQ4KGroupBytes + j * 64 + h * 32)),
+                shift);
+            ql = _mm256_or_si256(ql, _mm256_and_si256(_mm256_slli_epi16(bits, 4), bit4));
+            qh = _mm256_or_si256(qh, _mm256_and_si256(_mm256_slli_epi16(bits, 3), bit4));
+          }
+          lo[h] = _mm256_add_epi32(lo[h], dot_avx2<true>(ql, lo_act));
+          hi[h] = _mm256_add_epi32(hi[h], dot_avx2<true>(qh, hi_act));
         }
       }
       for (int h = 0; h < 2; ++h) {
@@ -169,7 +196,8 @@ RLX_AVX2 void group_dot_q4_K_avx2_impl(const uint8_t* g, int64_t nsb, const Grou
       for (int64_t j = 0; j < 8; ++j) {
         const __m256i m = _mm256_cvtepu8_epi32(
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 192 + j * 16 + h * 8)));
-        msum = _mm256_add_epi32(msum, _mm256_mullo_epi32(m, _mm256_set1_epi32(a.sum[s * 8 + j])));
+        msum = _mm256_add_epi32(msum,
+                                _mm256_mullo_epi32(m, _mm256_set1_epi32(sub_block_sum(a, s, j))));
       }
       const __m256 dw =
           _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + h * 16)));
@@ -183,24 +211,32 @@ RLX_AVX2 void group_dot_q4_K_avx2_impl(const uint8_t* g, int64_t nsb, const Grou
   _mm256_storeu_ps(out + 8, acc[1]);
 }
 
-RLX_VNNI512 void group_dot_q4_K_vnni_impl(const uint8_t* g, int64_t nsb, const GroupActivation& a,
-                                          float* out) {
-  const __m512i low = _mm512_set1_epi8(0x0F);
+template <bool kFive>
+RLX_VNNI512 void group_dot_q45_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation& a,
+                                      float* out) {
+  const __m512i low = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+  constexpr size_t stride = kFive ? kQ5KGroupBytes : kQ4KGroupBytes;
   __m512 acc = _mm512_setzero_ps();
   for (int64_t s = 0; s < nsb; ++s) {
-    const uint8_t* sb = g + size_t(s) * kQ4KGroupBytes;
+    const uint8_t* sb = g + size_t(s) * stride;
     const uint8_t* aq = a.q8 + s * 292 + 4;
     __m512i isum = _mm512_setzero_si512();
     for (int64_t p = 0; p < 4; ++p) {
-      const uint8_t* q = q4k_quants(sb, p);
-      prefetch_ahead<8>(q);
+      const uint8_t* q = qs_vectors(sb, p);
+      prefetch_quarter(sb, stride, p);
+      const __m128i shift = _mm_cvtsi32_si128(int(2 * p));
       __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
       for (int64_t j = 0; j < 8; ++j) {
         const __m512i v = _mm512_load_si512(q + j * 64);
-        lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(v, low),
-                                 _mm512_set1_epi32(u32at(aq + 64 * p + 4 * j)));
-        hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(v, 4), low),
-                                 _mm512_set1_epi32(u32at(aq + 64 * p + 32 + 4 * j)));
+        __m512i ql = _mm512_and_si512(v, low), qh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        if constexpr (kFive) {
+          const __m512i bits =
+              _mm512_srl_epi16(_mm512_load_si512(sb + kQ4KGroupBytes + j * 64), shift);
+          ql = _mm512_or_si512(ql, _mm512_and_si512(_mm512_slli_epi16(bits, 4), bit4));
+          qh = _mm512_or_si512(qh, _mm512_and_si512(_mm512_slli_epi16(bits, 3), bit4));
+        }
+        lo = _mm512_dpbusd_epi32(lo, ql, _mm512_set1_epi32(u32at(aq + 64 * p + 4 * j)));
+        hi = _mm512_dpbusd_epi32(hi, qh, _mm512_set1_epi32(u32at(aq + 64 * p + 32 + 4 * j)));
       }
       const __m512i sc_lo = _mm512_cvtepu8_epi32(
           _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + 2 * p * 16)));
@@ -213,7 +249,8 @@ RLX_VNNI512 void group_dot_q4_K_vnni_impl(const uint8_t* g, int64_t nsb, const G
     for (int64_t j = 0; j < 8; ++j) {
       const __m512i m =
           _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + 192 + j * 16)));
-      msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(m, _mm512_set1_epi32(a.sum[s * 8 + j])));
+      msum =
+          _mm512_add_epi32(msum, _mm512_mullo_epi32(m, _mm512_set1_epi32(sub_block_sum(a, s, j))));
     }
     const __m512 da = _mm512_set1_ps(a.d[s]);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb)));
@@ -224,15 +261,149 @@ RLX_VNNI512 void group_dot_q4_K_vnni_impl(const uint8_t* g, int64_t nsb, const G
   _mm512_storeu_ps(out, acc);
 }
 
+// q6_K, per super-block: for each half h and ql column c, the ql vector's
+// low nibbles are quarter e = c, its high nibbles quarter e = c + 2 (32
+// elements each, two sub-blocks of 16), topped with qh's bits 2e..2e+1 at
+// bits 4-5. Each sub-block's sum starts at -32 sum(a) (the quants are q + 32)
+// and is multiplied by its signed scale.
+inline const uint8_t* ql_vectors(const uint8_t* sb, int64_t h, int64_t c) {
+  return sb + 320 + (h * 2 + c) * 8 * 64;
+}
+inline const uint8_t* qh_vectors(const uint8_t* sb, int64_t h) {
+  return sb + kQ6KQhAt + h * 8 * 64;
+}
+
+RLX_AVX2 void group_dot_q6_K_avx2_impl(const uint8_t* g, int64_t nsb, const GroupActivation& a,
+                                       float* out) {
+  const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t s = 0; s < nsb; ++s) {
+    const uint8_t* sb = g + size_t(s) * kQ6KGroupBytes;
+    const uint8_t* aq = a.q8 + s * 292 + 4;
+    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t c = 0; c < 2; ++c) {
+        const uint8_t* ql = ql_vectors(sb, h, c);
+        const uint8_t* qhv = qh_vectors(sb, h);
+        prefetch_quarter(sb, kQ6KGroupBytes, 2 * h + c);
+        const __m128i up = _mm_cvtsi32_si128(int(4 - 2 * c)), down = _mm_cvtsi32_si128(int(2 * c));
+        // Sub-blocks 8h + 2e + k of quarter e = c (lo) and e = c + 2 (hi).
+        const int64_t slo = s * 16 + 8 * h + 2 * c, shi = slo + 4;
+        __m256i lo[2][2], hi[2][2];
+        for (int r = 0; r < 2; ++r)
+          for (int k = 0; k < 2; ++k) {
+            lo[r][k] = _mm256_set1_epi32(-32 * a.sum[slo + k]);
+            hi[r][k] = _mm256_set1_epi32(-32 * a.sum[shi + k]);
+          }
+        for (int64_t j = 0; j < 8; ++j) {
+          const __m256i lo_act = _mm256_set1_epi32(u32at(aq + 128 * h + 32 * c + 4 * j));
+          const __m256i hi_act = _mm256_set1_epi32(u32at(aq + 128 * h + 64 + 32 * c + 4 * j));
+          for (int r = 0; r < 2; ++r) {
+            const __m256i v =
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(ql + j * 64 + r * 32));
+            const __m256i b =
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(qhv + j * 64 + r * 32));
+            const __m256i qlo = _mm256_or_si256(_mm256_and_si256(v, low),
+                                                _mm256_and_si256(_mm256_sll_epi16(b, up), top));
+            const __m256i qhi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low),
+                                                _mm256_and_si256(_mm256_srl_epi16(b, down), top));
+            lo[r][j / 4] = _mm256_add_epi32(lo[r][j / 4], dot_avx2<true>(qlo, lo_act));
+            hi[r][j / 4] = _mm256_add_epi32(hi[r][j / 4], dot_avx2<true>(qhi, hi_act));
+          }
+        }
+        for (int r = 0; r < 2; ++r)
+          for (int k = 0; k < 2; ++k) {
+            const int64_t at_lo = (8 * h + 2 * c + k) * 16 + r * 8, at_hi = at_lo + 4 * 16;
+            const __m256i sc_lo = _mm256_cvtepi8_epi32(
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 64 + at_lo)));
+            const __m256i sc_hi = _mm256_cvtepi8_epi32(
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 64 + at_hi)));
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(lo[r][k], sc_lo));
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(hi[r][k], sc_hi));
+          }
+      }
+    const __m256 da = _mm256_set1_ps(a.d[s]);
+    for (int r = 0; r < 2; ++r) {
+      const __m256 dw =
+          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + r * 16)));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(dw, da), acc[r]);
+    }
+  }
+  _mm256_storeu_ps(out, acc[0]);
+  _mm256_storeu_ps(out + 8, acc[1]);
+}
+
+RLX_VNNI512 void group_dot_q6_K_vnni_impl(const uint8_t* g, int64_t nsb, const GroupActivation& a,
+                                          float* out) {
+  const __m512i low = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    const uint8_t* sb = g + size_t(s) * kQ6KGroupBytes;
+    const uint8_t* aq = a.q8 + s * 292 + 4;
+    __m512i isum = _mm512_setzero_si512();
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t c = 0; c < 2; ++c) {
+        const uint8_t* ql = ql_vectors(sb, h, c);
+        const uint8_t* qhv = qh_vectors(sb, h);
+        prefetch_quarter(sb, kQ6KGroupBytes, 2 * h + c);
+        const __m128i up = _mm_cvtsi32_si128(int(4 - 2 * c)), down = _mm_cvtsi32_si128(int(2 * c));
+        const int64_t slo = s * 16 + 8 * h + 2 * c, shi = slo + 4;
+        __m512i lo[2] = {_mm512_set1_epi32(-32 * a.sum[slo]),
+                         _mm512_set1_epi32(-32 * a.sum[slo + 1])};
+        __m512i hi[2] = {_mm512_set1_epi32(-32 * a.sum[shi]),
+                         _mm512_set1_epi32(-32 * a.sum[shi + 1])};
+        for (int64_t j = 0; j < 8; ++j) {
+          const __m512i v = _mm512_load_si512(ql + j * 64), b = _mm512_load_si512(qhv + j * 64);
+          const __m512i qlo = _mm512_or_si512(_mm512_and_si512(v, low),
+                                              _mm512_and_si512(_mm512_sll_epi16(b, up), top));
+          const __m512i qhi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low),
+                                              _mm512_and_si512(_mm512_srl_epi16(b, down), top));
+          lo[j / 4] = _mm512_dpbusd_epi32(lo[j / 4], qlo,
+                                          _mm512_set1_epi32(u32at(aq + 128 * h + 32 * c + 4 * j)));
+          hi[j / 4] = _mm512_dpbusd_epi32(
+              hi[j / 4], qhi, _mm512_set1_epi32(u32at(aq + 128 * h + 64 + 32 * c + 4 * j)));
+        }
+        for (int k = 0; k < 2; ++k) {
+          const int64_t at_lo = (8 * h + 2 * c + k) * 16, at_hi = at_lo + 4 * 16;
+          const __m512i sc_lo = _mm512_cvtepi8_epi32(
+              _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + at_lo)));
+          const __m512i sc_hi = _mm512_cvtepi8_epi32(
+              _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + at_hi)));
+          isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(lo[k], sc_lo));
+          isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(hi[k], sc_hi));
+        }
+      }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb)));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(a.d[s])), acc);
+  }
+  _mm512_storeu_ps(out, acc);
+}
+
 }  // namespace
 
 void group_dot_q4_K_avx2(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
                          float* out) {
-  group_dot_q4_K_avx2_impl(g, nb, a, out);
+  group_dot_q45_K_avx2<false>(g, nb, a, out);
 }
 void group_dot_q4_K_vnni(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
                          float* out) {
-  group_dot_q4_K_vnni_impl(g, nb, a, out);
+  group_dot_q45_K_vnni<false>(g, nb, a, out);
+}
+void group_dot_q5_K_avx2(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
+                         float* out) {
+  group_dot_q45_K_avx2<true>(g, nb, a, out);
+}
+void group_dot_q5_K_vnni(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
+                         float* out) {
+  group_dot_q45_K_vnni<true>(g, nb, a, out);
+}
+void group_dot_q6_K_avx2(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
+                         float* out) {
+  group_dot_q6_K_avx2_impl(g, nb, a, out);
+}
+void group_dot_q6_K_vnni(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
+                         float* out) {
+  group_dot_q6_K_vnni_impl(g, nb, a, out);
 }
 
 void group_dot_q4_0_avx2(const uint8_t* g, size_t sb, int64_t nb, const GroupActivation& a,

@@ -12,6 +12,7 @@
 
 #include "quant/row_groups.h"
 #include "quant/vec_dot.h"
+#include "rlx/backend.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/graph.h"
 #include "rlx/quant.h"
@@ -57,8 +58,8 @@ Act activation(GgmlType t, const std::vector<float>& x) {
   const GgmlType at = quant::traits(t).vec_dot_type;
   Act a;
   a.q8.resize(quant::row_size(at, K));
-  a.d.resize(size_t(K / 32));
-  a.sum.resize(size_t(K / 32));
+  a.d.resize(size_t(quant::group_activation_entries(K)));
+  a.sum.resize(size_t(quant::group_activation_entries(K)));
   quant::quantize_activations(at, x.data(), a.q8.data(), K);
   quant::prepare_group_activation(t, a.q8.data(), K, a.d.data(), a.sum.data());
   return a;
@@ -121,15 +122,16 @@ TEST(RowGroups, LayoutHoldsEveryRowsScalesAndQuants) {
   }
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K};
+constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
+                               GgmlType::Q6_K};
 
 // Every SIMD kernel equals the portable one bit for bit, and all are within
 // f32 rounding of the double dot of the same quants.
 TEST(RowGroups, KernelsEqualThePortableOneAndTheExactDot) {
   const auto kernels = simd_kernels();
   for (GgmlType t : kTypes)
-    for (auto [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {15, 64}, {16, 768}, {17, 4096},
-                        {45, 2304}}) {
+    for (auto [N, K] :
+         {std::pair<int64_t, int64_t>{1, 32}, {15, 64}, {16, 768}, {17, 4096}, {45, 2304}}) {
       K = (K + quant::traits(t).block_size - 1) / quant::traits(t).block_size *
           quant::traits(t).block_size;
       const size_t rb = quant::row_size(t, K);
@@ -154,10 +156,32 @@ TEST(RowGroups, KernelsEqualThePortableOneAndTheExactDot) {
     }
 }
 
-// q8_0 weights of -128 and 127 against activations of +-127, q4_0 / q4_K
-// nibbles of 0 and 15 (q4_K with every 6-bit scale and min at 63): the
+// A block of extreme quants: every quant at its largest or smallest (by the
+// parity of the byte's place plus n), every K-quant scale and min at its
+// extremes, float scales 1.
+void extreme_block(GgmlType t, int64_t n, uint8_t* blk) {
+  const size_t bb = quant::traits(t).type_size;
+  const uint16_t one = 0x3C00;  // 1.0 in f16
+  for (size_t i = 0; i < bb; ++i) {
+    const bool odd = (n + int64_t(i)) % 2;
+    blk[i] = t == GgmlType::Q8_0 ? uint8_t(odd ? 0x80 : 0x7F) : uint8_t(odd ? 0xFF : 0x00);
+  }
+  if (t == GgmlType::Q6_K) {
+    for (size_t i = 192; i < 208; ++i) blk[i] = (n + int64_t(i)) % 2 ? 0x80 : 0x7F;  // -128, 127
+    std::memcpy(blk + 208, &one, 2);
+    return;
+  }
+  std::memcpy(blk, &one, 2);
+  if (t == GgmlType::Q4_K || t == GgmlType::Q5_K) {
+    std::memcpy(blk + 2, &one, 2);
+    std::memset(blk + 4, 0xFF, 12);  // every 6-bit scale and min 63
+  }
+}
+
+// Quants and scales at their extremes against activations of +-127: the
 // products whose pair sums overflow 16 bits if a kernel took them
-// signed-by-signed; every kernel must keep the exact integer sums.
+// signed-by-signed, and the largest integer sums per block; every kernel must
+// keep them exact.
 TEST(RowGroups, ExtremeQuantsDoNotSaturate) {
   const auto kernels = simd_kernels();
   const int64_t N = 16, K = 256;
@@ -166,18 +190,9 @@ TEST(RowGroups, ExtremeQuantsDoNotSaturate) {
   for (GgmlType t : kTypes) {
     const Act a = activation(t, x);
     const size_t rb = quant::row_size(t, K), bb = quant::traits(t).type_size;
-    const size_t head = t == GgmlType::Q4_K ? 4 : 2;  // f16 d (and dmin) first
     std::vector<uint8_t> w(size_t(N) * rb);
     for (int64_t n = 0; n < N; ++n)
-      for (size_t b = 0; b < rb / bb; ++b) {
-        uint8_t* blk = w.data() + size_t(n) * rb + b * bb;
-        const uint16_t one = 0x3C00;  // 1.0 in f16
-        for (size_t i = 0; i < head; i += 2) std::memcpy(blk + i, &one, 2);
-        for (size_t i = head; i < bb; ++i)
-          blk[i] = t == GgmlType::Q8_0 ? uint8_t((n + int64_t(i)) % 2 ? 0x80 : 0x7F)
-                                       : uint8_t((n + int64_t(i)) % 2 ? 0xFF : 0x00);
-        if (t == GgmlType::Q4_K) std::memset(blk + 4, 0xFF, 12);  // scales and mins 63
-      }
+      for (size_t b = 0; b < rb / bb; ++b) extreme_block(t, n, w.data() + size_t(n) * rb + b * bb);
     const quant::RowGroups rg = quant::make_row_groups(t, w.data(), rb, N, K);
     std::vector<float> ref(static_cast<size_t>(N));
     quant::gemv_row_groups(GroupKernel::portable, rg, a.view(), 0, 1, ref.data());
@@ -196,11 +211,11 @@ TEST(RowGroups, ExtremeQuantsDoNotSaturate) {
 }
 
 TEST(RowGroups, OnlyItsTypesAndNotOnThePortablePath) {
-  EXPECT_EQ(quant::group_kernel(GgmlType::Q5_K), GroupKernel::none);
+  EXPECT_EQ(quant::group_kernel(GgmlType::Q3_K), GroupKernel::none);
   EXPECT_EQ(quant::group_kernel(GgmlType::F16), GroupKernel::none);
   IsaLimit lim(Isa::portable);
   EXPECT_EQ(quant::group_kernel(GgmlType::Q4_0), GroupKernel::none);
-  EXPECT_THROW(quant::make_row_groups(GgmlType::Q5_K, nullptr, 176, 1, 256), Error);
+  EXPECT_THROW(quant::make_row_groups(GgmlType::Q3_K, nullptr, 110, 1, 256), Error);
   EXPECT_THROW(quant::make_row_groups(GgmlType::Q4_0, nullptr, 17, 1, 32), Error);
 }
 
@@ -234,6 +249,12 @@ TEST(RowGroups, DequantMatmulOnAConstantWeightMatchesTheFileLayout) {
           EXPECT_TRUE(testing::all_close(got, want, 2e-4, 1e-5))
               << tr.name << " M=" << M << " isa " << isa_name(isa) << " run " << run;
         }
+        // CpuOptions::regroup_weights off: the file-layout kernels, bit for bit.
+        CompileOptions off;
+        off.backend = make_cpu_backend({.regroup_weights = false});
+        Session plain(Executable::compile(g, {{"w", w}, {"b", bias}}, off));
+        const Tensor same = plain.run({{"x", x}}).at("y");
+        EXPECT_EQ(std::memcmp(same.raw(), want.raw(), size_t(want.numel()) * 4), 0) << tr.name;
       }
   }
 }

@@ -10,8 +10,8 @@
 namespace {
 
 // The environment is read here, at the CLI edge, and nowhere in the library:
-// RLX_DEQUANT_CACHE_BYTES (bytes; 0 disables) and RLX_GGML_NUMERICS=1 become
-// the default CPU backend's options.
+// RLX_DEQUANT_CACHE_BYTES (bytes; 0 disables), RLX_GGML_NUMERICS=1 and
+// RLX_REGROUP_WEIGHTS=0 become the default CPU backend's options.
 rlx::CpuOptions cpu_options_from_env() {
   rlx::CpuOptions o;
   if (const char* env = std::getenv("RLX_DEQUANT_CACHE_BYTES"); env && *env) {
@@ -21,6 +21,8 @@ rlx::CpuOptions cpu_options_from_env() {
   }
   const char* v = std::getenv("RLX_GGML_NUMERICS");
   o.ggml_numerics = v && *v && std::strcmp(v, "0") != 0;
+  const char* r = std::getenv("RLX_REGROUP_WEIGHTS");
+  o.regroup_weights = !(r && std::strcmp(r, "0") == 0);
   return o;
 }
 

@@ -48,12 +48,12 @@ KernelEntry checked_kernel(const Node& n) {
 // A weight that is a param or constant (bound once, never changes between
 // runs): a matmul's B or a conv's weight in f32, packed once for rlx's sgemm;
 // a dequant_matmul's rows, regrouped once for the decode GEMV (q4_0 / q8_0).
-bool has_packable_weight(const Graph& g, const Node& n) {
+bool has_packable_weight(const Graph& g, const Node& n, const Context& ctx) {
   if (n.inputs.size() < 2) return false;
   const Node& w = g.node(n.inputs[1]);
   if (w.op != Op::Param && w.op != Op::Constant) return false;
   if (n.op == Op::MatMul || n.op == Op::Conv) return w.shape.dtype == DType::F32;
-  return n.op == Op::DequantMatmul;
+  return n.op == Op::DequantMatmul && ctx.regroup_weights;
 }
 
 class CpuGraph final : public CompiledGraph {
@@ -65,7 +65,7 @@ class CpuGraph final : public CompiledGraph {
     for (const Node& n : g.nodes()) {
       if (n.op != Op::Input && n.op != Op::Param && n.op != Op::Constant && n.op != Op::Result)
         table_[size_t(n.id)] = checked_kernel(n);
-      if (packing && has_packable_weight(g, n))
+      if (packing && has_packable_weight(g, n, ctx))
         packs_[size_t(n.id)] = std::make_unique<WeightPack>();
     }
   }
@@ -84,7 +84,7 @@ class CpuGraph final : public CompiledGraph {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuOptions& o)
-      : cache_(o.dequant_cache_bytes), ctx_{&cache_, o.ggml_numerics} {}
+      : cache_(o.dequant_cache_bytes), ctx_{&cache_, o.ggml_numerics, o.regroup_weights} {}
   std::string name() const override { return "cpu"; }
   Support supports(const Node& n) const override {
     if (is_leaf(n.op) || n.op == Op::Result || kernel_for(n.op).fn) return Support::yes();

@@ -3,7 +3,7 @@
 //
 // Four paths:
 //  * grouped (src/quant/row_groups.h), for M < kGemmMinRows (decode) of a
-//    constant q4_0 / q8_0 / q4_K weight on AVX2 / AVX-512 VNNI: the rows regrouped 16
+//    constant q4_0 / q8_0 / q4_K / q5_K / q6_K weight on AVX2 / AVX-512 VNNI: the rows regrouped 16
 //    at a time on first use (kept with the compiled graph), so one vpdpbusd
 //    advances 16 rows and a group streams from memory sequentially.
 //  * qgemm (src/quant/qgemm.h), for M >= kGemmMinRows of the types it covers
@@ -110,13 +110,13 @@ void direct(const Problem& p, const TypeTraits& tr) {
   });
 }
 
-// Decode GEMV on regrouped q4_0 / q8_0 / q4_K rows (quant/row_groups.h): each
+// Decode GEMV on regrouped q4_0 / q8_0 / q4_K / q5_K / q6_K rows (quant/row_groups.h): each
 // activation row quantized to the type's vec_dot_type once, groups of 16
 // weight rows split over the pool, every activation row run against a group
 // while it is in cache.
 void grouped(const Problem& p, const TypeTraits& tr, const quant::RowGroups& rg,
              quant::GroupKernel kernel) {
-  const int64_t nsum = p.K / 32;  // entries of d and sum per row, at most
+  const int64_t nsum = quant::group_activation_entries(p.K);
   const size_t ab = quant::row_size(tr.vec_dot_type, p.K);
   std::vector<uint8_t> qa(size_t(p.M) * ab);
   std::vector<float> d(size_t(p.M * nsum));
@@ -231,7 +231,7 @@ void dequant_matmul(const KernelCall& c) {
     return;
   }
   const Problem p{x.data<float>(), static_cast<const uint8_t*>(w.raw()), bias, y, M, N, K, rb};
-  // Decode on a constant q4_0 / q8_0 / q4_K weight: its rows regrouped on first use.
+  // Decode on a constant weight of a regrouped type: its rows regrouped on first use.
   if (M < kGemmMinRows && c.pack) {
     const quant::GroupKernel kernel = quant::group_kernel(type);
     if (kernel != quant::GroupKernel::none) {

@@ -20,6 +20,7 @@ class WeightPack;
 struct Context {
   quant::DequantCache* dequant_cache = nullptr;  // null: no caching
   bool ggml_numerics = false;                    // CpuOptions::ggml_numerics
+  bool regroup_weights = true;                   // CpuOptions::regroup_weights
 };
 
 struct KernelCall {
