@@ -28,11 +28,7 @@ using quant::qgemm::Path;
 const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                            GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
-struct IsaLimit {
-  explicit IsaLimit(Isa isa) : saved(isa_limit()) { set_isa_limit(isa); }
-  ~IsaLimit() { set_isa_limit(saved); }
-  Isa saved;
-};
+using testing::IsaLimit;
 
 // The paths this machine can run, each with the ISA limit that selects it.
 std::vector<std::pair<Path, Isa>> paths() {
@@ -45,30 +41,12 @@ std::vector<std::pair<Path, Isa>> paths() {
   return v;
 }
 
-std::vector<uint8_t> random_rows(GgmlType t, int64_t N, int64_t K, uint32_t seed) {
-  const size_t rb = quant::row_size(t, K);
-  std::vector<uint8_t> w(size_t(N) * rb);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> row(static_cast<size_t>(K));
-  for (int64_t n = 0; n < N; ++n) {
-    const float scale = 0.5f + float(n % 5) * 0.3f;
-    for (float& v : row) v = d(rng) * scale;
-    if (n % 7 == 3) row[size_t(n) % size_t(K)] = 40.f * scale;  // an outlier
-    quant::quantize(t, row.data(), w.data() + size_t(n) * rb, K);
-  }
-  // q8_0 files may hold -128, which our quantizer never writes.
-  if (t == GgmlType::Q8_0)
-    for (size_t b = 0; b < w.size() / 34; b += 3) w[b * 34 + 2 + b % 32] = 0x80;
-  return w;
-}
-
 TEST(DequantMatmulQgemm, DecodeMatchesDequantize) {
   for (GgmlType t : kTypes) {
     const auto f = quant::qgemm::format(t);
     ASSERT_GT(f.group, 0) << quant::traits(t).name;
     const int64_t K = 512, N = 6;
-    const auto w = random_rows(t, N, K, 3);
+    const auto w = testing::random_quant_rows(t, N, K, 3);
     const size_t rb = quant::row_size(t, K);
     std::vector<int8_t> v(static_cast<size_t>(K));
     std::vector<float> s(static_cast<size_t>(K / f.group)), o(s.size(), 0.f),
@@ -104,7 +82,7 @@ TEST(DequantMatmulQgemm, MatchesVecDotOnEveryPath) {
                                     {37, 70, kq ? 768 : 160},
                                     {64, 8, 256},
                                     {9, 130, 1024}}) {
-        const auto w = random_rows(t, N, K, uint32_t(M * 131 + N));
+        const auto w = testing::random_quant_rows(t, N, K, uint32_t(M * 131 + N));
         const size_t rb = quant::row_size(t, K);
         const Tensor x = testing::random_tensor({M, K}, DType::F32, uint64_t(M + N), -2, 2);
         const Tensor bias = testing::random_tensor({N}, DType::F32, 5);
@@ -195,7 +173,7 @@ TEST(DequantMatmulQgemm, OpPrefillEqualsRowByRow) {
     for (GgmlType t : kTypes) {
       const auto& tr = quant::traits(t);
       const int64_t M = 24, N = 45, K = 512;
-      const auto wb = random_rows(t, N, K, 17);
+      const auto wb = testing::random_quant_rows(t, N, K, 17);
       Tensor w(Dims{N, int64_t(quant::row_size(t, K))}, DType::U8);
       std::memcpy(w.data<uint8_t>(), wb.data(), wb.size());
       const Tensor x = testing::random_tensor({M, K}, DType::F32, 8);
@@ -273,7 +251,7 @@ TEST(DequantMatmulQgemm, FourRowDotsEqualOneRowDots) {
   if (!quant::detail::vec_dot_uses_avx2()) GTEST_SKIP() << "vec_dot on its portable path";
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0})
     for (int64_t K : {int64_t(256), int64_t(96), int64_t(32)}) {
-      const auto w = random_rows(t, 4, K, 11);
+      const auto w = testing::random_quant_rows(t, 4, K, 11);
       Tensor x = testing::random_tensor({K}, DType::F32, 12, -2, 2);
       std::vector<uint8_t> a(quant::row_size(GgmlType::Q8_0, K));
       quant::quantize_activations(GgmlType::Q8_0, x.data<float>(), a.data(), K);

@@ -25,24 +25,7 @@ namespace {
 using quant::GgmlType;
 using quant::GroupKernel;
 
-struct IsaLimit {
-  explicit IsaLimit(Isa isa) : saved(isa_limit()) { set_isa_limit(isa); }
-  ~IsaLimit() { set_isa_limit(saved); }
-  Isa saved;
-};
-
-std::vector<uint8_t> random_rows(GgmlType t, int64_t N, int64_t K, uint32_t seed) {
-  const size_t rb = quant::row_size(t, K);
-  std::vector<uint8_t> w(size_t(N) * rb);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> row(static_cast<size_t>(K));
-  for (int64_t n = 0; n < N; ++n) {
-    for (float& v : row) v = d(rng) * (0.5f + float(n % 3));
-    quant::quantize(t, row.data(), w.data() + size_t(n) * rb, K);
-  }
-  return w;
-}
+using testing::IsaLimit;
 
 // A quantized activation row and its per-block data.
 struct Act {
@@ -101,7 +84,7 @@ TEST(RowGroups, LayoutHoldsEveryRowsScalesAndQuants) {
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
     const int64_t N = 19, K = 96, nb = K / 32, V = t == GgmlType::Q4_0 ? 4 : 8;
     const size_t rb = quant::row_size(t, K), bb = quant::traits(t).type_size;
-    const auto w = random_rows(t, N, K, 3);
+    const auto w = testing::random_quant_rows(t, N, K, 3);
     const quant::RowGroups rg = quant::make_row_groups(t, w.data(), rb, N, K);
     ASSERT_EQ(rg.groups(), 2);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(rg.data) % 64, 0u);
@@ -135,7 +118,7 @@ TEST(RowGroups, KernelsEqualThePortableOneAndTheExactDot) {
       K = (K + quant::traits(t).block_size - 1) / quant::traits(t).block_size *
           quant::traits(t).block_size;
       const size_t rb = quant::row_size(t, K);
-      const auto w = random_rows(t, N, K, uint32_t(N + K));
+      const auto w = testing::random_quant_rows(t, N, K, uint32_t(N + K));
       const quant::RowGroups rg = quant::make_row_groups(t, w.data(), rb, N, K);
       const Act a = random_activation(t, K, uint32_t(K));
       std::vector<float> ref(static_cast<size_t>(N));
@@ -231,7 +214,7 @@ TEST(RowGroups, DequantMatmulOnAConstantWeightMatchesTheFileLayout) {
       for (int64_t M : {1, 3}) {
         const int64_t N = 70, K = 512;
         const auto& tr = quant::traits(t);
-        const auto wb = random_rows(t, N, K, 5);
+        const auto wb = testing::random_quant_rows(t, N, K, 5);
         Tensor w(Dims{N, int64_t(quant::row_size(t, K))}, DType::U8);
         std::memcpy(w.data<uint8_t>(), wb.data(), wb.size());
         const Tensor x = testing::random_tensor({M, K}, DType::F32, 6);

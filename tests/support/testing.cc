@@ -161,4 +161,22 @@ std::vector<std::string> list_dir(const std::filesystem::path& dir) {
   return names;
 }
 
+std::vector<uint8_t> random_quant_rows(quant::GgmlType t, int64_t N, int64_t K, uint32_t seed) {
+  const size_t rb = quant::row_size(t, K);
+  std::vector<uint8_t> w(size_t(N) * rb);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    const float scale = 0.5f + float(n % 5) * 0.3f;
+    for (float& v : row) v = d(rng) * scale;
+    if (n % 7 == 3) row[size_t(n) % size_t(K)] = 40.f * scale;  // an outlier
+    quant::quantize(t, row.data(), w.data() + size_t(n) * rb, K);
+  }
+  // q8_0 files may hold -128, which our quantizer never writes.
+  if (t == quant::GgmlType::Q8_0)
+    for (size_t b = 0; b < w.size() / 34; b += 3) w[b * 34 + 2 + b % 32] = 0x80;
+  return w;
+}
+
 }  // namespace rlx::testing

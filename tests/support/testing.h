@@ -8,9 +8,25 @@
 #include <string>
 #include <vector>
 
+#include "rlx/cpu_isa.h"
+#include "rlx/quant.h"
 #include "rlx/rlx.h"
 
 namespace rlx::testing {
+
+// Caps cpu_isa() for the scope (tests force each kernel path on any machine).
+struct IsaLimit {
+  explicit IsaLimit(Isa isa) : saved(isa_limit()) { set_isa_limit(isa); }
+  ~IsaLimit() { set_isa_limit(saved); }
+  IsaLimit(const IsaLimit&) = delete;
+  IsaLimit& operator=(const IsaLimit&) = delete;
+  Isa saved;
+};
+
+// N rows of K random values quantized to ggml type t by rlx's quantizer: rows
+// of different magnitudes, an outlier in some, and for q8_0 some -128s (which
+// files may hold and the quantizer never writes).
+std::vector<uint8_t> random_quant_rows(quant::GgmlType t, int64_t N, int64_t K, uint32_t seed);
 
 // Uniform in [lo, hi) for floats; integers in [lo, hi] for integer dtypes; bool 50/50.
 Tensor random_tensor(const Dims& dims, DType t, uint64_t seed, double lo = -1, double hi = 1);

@@ -14,15 +14,12 @@
 #include "backends/cpu/gemm.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/thread_pool.h"
+#include "support/testing.h"
 
 namespace rlx::cpu {
 namespace {
 
-struct IsaLimit {
-  explicit IsaLimit(Isa isa) : saved(isa_limit()) { set_isa_limit(isa); }
-  ~IsaLimit() { set_isa_limit(saved); }
-  Isa saved;
-};
+using testing::IsaLimit;
 
 struct Case {
   int64_t M, N, K;
