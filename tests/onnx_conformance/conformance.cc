@@ -93,17 +93,37 @@ std::vector<std::string> declared_inputs(const onnx::Model& om) {
 
 // Inputs that act as parameters rather than data: not the first input of any
 // node (axes, pads, shapes, scales, k, ...), any input of Range and
-// ConstantOfShape, or a Loop's trip count and condition. The retry freezes them to the data set's
-// values.
+// ConstantOfShape, or a Loop's trip count and condition; and, through any
+// chain of nodes, values used only to compute such parameters (a window
+// function's size goes through Cast and Sub before it reaches Range). The
+// retry freezes the graph inputs among them to the data set's values.
 std::set<std::string> parameter_inputs(const onnx::Model& om) {
+  const auto& nodes = om.graph.nodes;
+  std::set<std::string> outputs;
+  for (const auto& o : om.graph.outputs) outputs.insert(o.name);
+  std::vector<bool> param_only(nodes.size(), false);  // nodes computing parameters only
   std::set<std::string> data, param;
-  for (const auto& n : om.graph.nodes)
-    for (size_t k = 0; k < n.inputs.size(); ++k)
-      ((n.op_type == "Loop" ? k >= 2
-                            : k == 0 && n.op_type != "Range" && n.op_type != "ConstantOfShape")
-           ? data
-           : param)
-          .insert(n.inputs[k]);
+  for (bool grew = true; grew;) {
+    data.clear();
+    param.clear();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const auto& n = nodes[i];
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const bool slot_is_data =
+            n.op_type == "Loop" ? k >= 2
+                                : k == 0 && n.op_type != "Range" && n.op_type != "ConstantOfShape";
+        (slot_is_data && !param_only[i] ? data : param).insert(n.inputs[k]);
+      }
+    }
+    grew = false;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (param_only[i] || nodes[i].outputs.empty()) continue;
+      bool only = true;
+      for (const auto& o : nodes[i].outputs)
+        only = only && param.count(o) && !data.count(o) && !outputs.count(o);
+      if (only) param_only[i] = grew = true;
+    }
+  }
   std::set<std::string> r;
   for (const auto& p : param)
     if (!data.count(p)) r.insert(p);

@@ -197,8 +197,39 @@ std::vector<Val> lower_global_pool(Ctx& c, Op op) {
   return one(c.b().reduce(op, c.in(0), axes, true));
 }
 
+// training_mode=1 (opset 14+): normalized by the batch's own statistics over
+// every axis but the channel (variance without Bessel's correction), and the
+// running statistics as outputs: input * momentum + batch * (1 - momentum).
+std::vector<Val> lower_batch_norm_training(Ctx& c) {
+  const Shape xs = c.shape(0);
+  RLX_CHECK(xs.rank() >= 2 && xs.dims[1].is_static(), "BatchNormalization training_mode=1 of ",
+            xs.str(), ": the channel dim must be static");
+  const DType t = xs.dtype;
+  const int64_t C = xs.dims[1].value;
+  Dims axes{0}, per_channel(size_t(xs.rank()), 1);
+  for (int k = 2; k < xs.rank(); ++k) axes.push_back(k);
+  per_channel[1] = C;
+  auto& b = c.b();
+  NodeId x = c.in(0);
+  NodeId mean = b.reduce(Op::ReduceMean, x, axes, true);
+  NodeId d = b.sub(x, mean);
+  NodeId var = b.reduce(Op::ReduceMean, b.mul(d, d), axes, true);
+  NodeId inv = b.unary(Op::Rsqrt, b.add(var, c.scalar_const(c.f("epsilon", 1e-5), t)));
+  NodeId y = b.add(b.mul(b.mul(d, inv), b.reshape(c.in(1), per_channel)),
+                   b.reshape(c.in(2), per_channel));
+  std::vector<Val> out = one(y);
+  const double m = c.f("momentum", 0.9);
+  auto running = [&](int input, NodeId batch) {
+    return node_val(b.add(b.mul(c.in(input), c.scalar_const(m, t)),
+                          b.mul(b.reshape(batch, {C}), c.scalar_const(1 - m, t))));
+  };
+  if (c.node.outputs.size() > 1) out.push_back(running(3, mean));
+  if (c.node.outputs.size() > 2) out.push_back(running(4, var));
+  return out;
+}
+
 std::vector<Val> lower_batch_norm(Ctx& c) {
-  RLX_CHECK(c.i("training_mode", 0) == 0, "BatchNormalization training_mode=1 is not supported");
+  if (c.i("training_mode", 0) != 0) return lower_batch_norm_training(c);
   RLX_CHECK(c.node.outputs.size() == 1 || c.opset >= 14 || c.opset < 9 ||
                 std::all_of(c.node.outputs.begin() + 1, c.node.outputs.end(),
                             [](const std::string& s) { return s.empty(); }),
@@ -272,7 +303,12 @@ std::vector<Val> lower_softmax(Ctx& c, Op op) {
 std::vector<Val> lower_dropout(Ctx& c) {
   if (c.has(2)) {  // training_mode input (opset 12)
     auto t = c.scalar(2);
-    RLX_CHECK(t && *t == 0, "Dropout in training mode is not supported");
+    RLX_CHECK(t, "Dropout: training_mode must be known at import");
+    // Training with ratio 0 keeps every element, as inference does; with
+    // another ratio the mask would come from ONNX Runtime's RNG stream.
+    auto ratio = c.has(1) ? c.scalar(1) : std::optional<double>(0.5);
+    RLX_CHECK(*t == 0 || (ratio && *ratio == 0), "Dropout in training mode with ratio ",
+              ratio ? std::to_string(*ratio) : std::string("unknown"), " is not supported");
   }
   std::vector<Val> out{c.val(0)};
   if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) {
