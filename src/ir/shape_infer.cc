@@ -140,7 +140,20 @@ Shape infer_reshape(const Node& n, const In& in) {
   const ReshapeTarget t = check_reshape_target(target, "reshape");
   std::vector<Dim> out;
   for (int64_t d : target) out.push_back(d == -1 ? kUnknown : Dim(d));
-  if (!in[0]->is_static()) return Shape(out, in[0]->dtype);
+  if (!in[0]->is_static()) {
+    // One symbolic input dim and the target's known dims holding exactly the
+    // input's static ones: the -1 is that dim (a flatten keeps "batch").
+    const Dim* sym = nullptr;
+    int64_t static_in = 1;
+    int n_sym = 0;
+    for (const Dim& d : in[0]->dims)
+      if (d.is_static())
+        static_in = checked_mul(static_in, d.value, "reshape");
+      else
+        sym = &d, ++n_sym;
+    if (t.infer_at >= 0 && n_sym == 1 && t.known == static_in) out[size_t(t.infer_at)] = *sym;
+    return Shape(out, in[0]->dtype);
+  }
   const int64_t total = in[0]->numel();
   if (t.infer_at >= 0) {
     RLX_CHECK(t.known != 0 && total % t.known == 0, "reshape: cannot reshape ", in[0]->str(),

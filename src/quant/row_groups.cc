@@ -19,8 +19,6 @@
 namespace rlx::quant {
 namespace {
 
-constexpr int64_t kBlock = 32;
-
 bool regrouped(GgmlType t) {
   return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
          t == GgmlType::Q6_K;

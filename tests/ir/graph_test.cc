@@ -117,6 +117,16 @@ TEST(ShapeInfer, Movement) {
             S({6, 4}));
   EXPECT_EQ(infer(Op::Reshape, {S({sym("b"), 4})}, {{"shape", std::vector<int64_t>{-1, 2}}}),
             S({sym("?"), 2}));
+  // The -1 holding exactly the one symbolic dim keeps its name (a flatten);
+  // with two symbolic dims it cannot.
+  EXPECT_EQ(
+      infer(Op::Reshape, {S({sym("b"), 512, 1, 1})}, {{"shape", std::vector<int64_t>{-1, 512}}}),
+      S({sym("b"), 512}));
+  EXPECT_EQ(infer(Op::Reshape, {S({2, sym("s"), 3})}, {{"shape", std::vector<int64_t>{6, -1}}}),
+            S({6, sym("s")}));
+  EXPECT_EQ(
+      infer(Op::Reshape, {S({sym("b"), sym("s"), 4})}, {{"shape", std::vector<int64_t>{-1, 4}}}),
+      S({sym("?"), 4}));
   EXPECT_NE(error_of([] {
               infer(Op::Reshape, {S({2, 3})}, {{"shape", std::vector<int64_t>{4, -1}}});
             }).find("cannot reshape"),

@@ -134,10 +134,13 @@ Model import_document(const Document& doc, TensorMap weights, const std::string&
   Graph& g = m.graph;
   Builder b(g);
   std::map<std::string, Value> env;
+  LowerCtx::Symbols symbols;
   for (const auto& in : doc.inputs) {
     std::vector<Dim> dims;
-    for (size_t i = 0; i < in.shape.size(); ++i)
+    for (size_t i = 0; i < in.shape.size(); ++i) {
       dims.push_back(in.dynamic[i].empty() ? Dim(in.shape[i]) : Dim::symbol(in.dynamic[i]));
+      if (!in.dynamic[i].empty()) symbols.emplace(in.dynamic[i], in.shape[i]);
+    }
     env[in.id] = Value::tensor(g.input(in.id, Shape(dims, in.dtype)));
   }
   for (const auto& w : doc.weights) {
@@ -164,7 +167,7 @@ Model import_document(const Document& doc, TensorMap weights, const std::string&
       std::map<std::string, Value> kwargs;
       for (const auto& [k, a] : n.kwargs) kwargs[k] = resolve(a, env, n.id);
       b.set_origin(provenance(n, args, g));
-      LowerCtx ctx(b, n, std::move(args), std::move(kwargs));
+      LowerCtx ctx(b, n, std::move(args), std::move(kwargs), symbols);
       Value v = (*torch_ir::registry().find(n.op))(ctx);
       if (v.kind == Value::Tensor && n.out.kind == Out::Tensor && !n.out.tensor.complex)
         v.id = conform(b, v.id, n.out.tensor);

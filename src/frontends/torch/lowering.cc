@@ -1,5 +1,6 @@
 #include "frontends/torch/lowering.h"
 
+#include "rlx/checked.h"
 #include "rlx/error.h"
 
 namespace rlx::torch_ir {
@@ -107,6 +108,99 @@ NodeId LowerCtx::scalar(double v, DType t) const {
   Tensor s({}, DType::F64);
   *s.data<double>() = v;
   return b.constant(s.to(t));
+}
+
+int64_t LowerCtx::static_dim(NodeId id, int axis) const {
+  const Shape& s = shape(id);
+  RLX_CHECK(axis >= 0 && axis < s.rank(), "dim ", axis, " of ", s.str(), " does not exist");
+  const Dim& d = s.dims[size_t(axis)];
+  RLX_CHECK(d.is_static(), "dim ", axis, " of ", s.str(), " must be static here, not '", d.sym,
+            "'");
+  return d.value;
+}
+
+// The recorded output shape `example` (as the export's example inputs gave
+// it) as a reshape target for `in`, which has one symbolic dim: that dim's
+// example size is what the static dims leave of the example's elements. The
+// output dims its elements land in must start and end on its boundaries
+// (static neighbours may merge into it: [batch, 512, 1, 1] -> [-1, 512]).
+// One such dim becomes the target's -1. Several (a 3-d Linear's [b*t, 96]
+// viewed back as [b, t, 96]) are resolved only in a model with one symbolic
+// dim: the -1 goes to the one output dim that is a multiple of its example
+// size, the others being static.
+namespace {
+
+Dims symbolic_target(const Shape& in, const Dims& example, const LowerCtx::Symbols& symbols) {
+  int sym = -1, n_sym = 0;
+  int64_t static_in = 1, before = 1;
+  for (int k = 0; k < in.rank(); ++k) {
+    const Dim& d = in.dims[size_t(k)];
+    if (!d.is_static()) {
+      sym = k, ++n_sym;
+      continue;
+    }
+    static_in = checked_mul(static_in, d.value, "view");
+    if (sym < 0) before = checked_mul(before, d.value, "view");
+  }
+  const std::string what = "a view of " + in.str() + " to " + dims_str(example);
+  RLX_CHECK(n_sym == 1, what, ": rlx reshapes tensors with one symbolic dim, not ", n_sym);
+  const int64_t total = checked_numel(example, "view");
+  RLX_CHECK(static_in > 0 && total % static_in == 0, what,
+            ": the static dims do not divide the recorded size");
+  const int64_t e = total / static_in, span = checked_mul(before, e, "view");
+  RLX_CHECK(e >= 2, what, ": export dynamic dims with an example size of 2 or more");
+  // Output dims [j0, j1] cover the elements (before, span] of the product.
+  std::vector<size_t> cover;
+  int64_t prefix = 1, first = 1, last = 1;
+  for (size_t j = 0; j < example.size() && prefix < span; ++j) {
+    const int64_t next = checked_mul(prefix, example[j], "view");
+    if (next > before) {
+      if (cover.empty()) first = prefix;
+      cover.push_back(j);
+      last = next;
+    }
+    prefix = next;
+  }
+  RLX_CHECK(!cover.empty() && before % first == 0 && last % span == 0, what, ": the symbolic dim '",
+            in.dims[size_t(sym)].sym, "' does not map onto whole output dims");
+  size_t at = cover[0];
+  if (cover.size() > 1) {
+    RLX_CHECK(symbols.size() == 1, what, " splits the symbolic dim '", in.dims[size_t(sym)].sym,
+              "' over several dims, which rlx resolves only in models with one dynamic dim");
+    // The one dim that is a multiple of the symbol's example size; with
+    // several, guessing could be silently wrong, so it is an error.
+    const int64_t es = symbols.begin()->second;
+    int found = 0;
+    for (size_t j : cover)
+      if (example[j] % es == 0) at = j, ++found;
+    RLX_CHECK(found == 1, what, ": cannot tell which dim is '", symbols.begin()->first,
+              "' (example size ", es,
+              "); export with an example size no other dim is a multiple of");
+  }
+  Dims target = example;
+  target[at] = -1;
+  return target;
+}
+
+}  // namespace
+
+NodeId LowerCtx::reshape_to_out(NodeId x) {
+  const Dims& target = out().shape;
+  const Shape& s = shape(x);
+  if (!s.is_static()) return b.reshape(x, symbolic_target(s, target, symbols));
+  return s.concrete() == target ? x : b.reshape(x, target);
+}
+
+Dims LowerCtx::reshape_dims(NodeId id) const {
+  const Shape& s = shape(id);
+  Dims d;
+  int n_sym = 0;
+  for (const Dim& k : s.dims) {
+    n_sym += !k.is_static();
+    d.push_back(k.is_static() ? k.value : -1);
+  }
+  RLX_CHECK(n_sym <= 1, "a reshape of ", s.str(), ": rlx reshapes tensors with one symbolic dim");
+  return d;
 }
 
 NodeId LowerCtx::as_tensor(const Value& v, DType t) const {

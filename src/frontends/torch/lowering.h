@@ -50,11 +50,16 @@ struct Value {
 
 class LowerCtx {
  public:
-  LowerCtx(Builder& b, const Node& node, std::vector<Value> args, std::map<std::string, Value> kw)
-      : b(b), node(node), args_(std::move(args)), kwargs_(std::move(kw)) {}
+  // The model's symbolic dims and their sizes in the export's example inputs.
+  using Symbols = std::map<std::string, int64_t>;
+
+  LowerCtx(Builder& b, const Node& node, std::vector<Value> args, std::map<std::string, Value> kw,
+           const Symbols& symbols)
+      : b(b), node(node), symbols(symbols), args_(std::move(args)), kwargs_(std::move(kw)) {}
 
   Builder& b;
   const Node& node;
+  const Symbols& symbols;
 
   // Argument `pos` (or keyword `name`); nullptr when absent or None.
   const Value* arg(size_t pos, const char* name = nullptr) const;
@@ -74,6 +79,14 @@ class LowerCtx {
   const Shape& shape(NodeId id) const { return b.graph().node(id).shape; }
   int rank(NodeId id) const { return shape(id).rank(); }
   Dims dims(NodeId id) const { return shape(id).concrete(); }
+  // One dim that must be static (a channel count), where the others may be symbolic.
+  int64_t static_dim(NodeId id, int axis) const;
+  // x reshaped to this node's recorded output shape; with a symbolic dim in
+  // x, that dim's place in the recorded shape becomes -1 (see lowering.cc).
+  NodeId reshape_to_out(NodeId x);
+  // The shape as a reshape target: static dims as they are, one symbolic dim
+  // as -1 (shape inference gives the result that dim back); more is an error.
+  Dims reshape_dims(NodeId id) const;
   // The node's declared single-tensor output (shape/dtype as PyTorch saw it).
   const TensorMeta& out() const;
   DType out_dtype() const { return out().dtype; }

@@ -176,7 +176,7 @@ Value native_layer_norm(LowerCtx& c) {
 }
 
 NodeId batch_norm(LowerCtx& c, NodeId x, NodeId w, NodeId b, NodeId mean, NodeId var, double eps) {
-  int64_t C = c.dims(x)[1];
+  const int64_t C = c.static_dim(x, 1);
   DType t = c.shape(x).dtype;
   if (w < 0) w = c.b.full({C}, 1, t);
   if (b < 0) b = c.b.full({C}, 0, t);
@@ -185,7 +185,7 @@ NodeId batch_norm(LowerCtx& c, NodeId x, NodeId w, NodeId b, NodeId mean, NodeId
 
 Value group_norm(LowerCtx& c, NodeId x, int64_t groups, NodeId w, NodeId b, double eps,
                  bool extras) {
-  int64_t C = c.dims(x)[1];
+  const int64_t C = c.static_dim(x, 1);
   DType t = c.shape(x).dtype;
   if (w < 0) w = c.b.full({C}, 1, t);
   if (b < 0) b = c.b.full({C}, 0, t);
@@ -244,7 +244,7 @@ Value sdpa(LowerCtx& c) {
 // packed in-projection wqkv [3E, E] / bqkv [3E], out-projection wo, bo.
 NodeId fused_mha(LowerCtx& c, NodeId q, NodeId k, NodeId v, int64_t E, int64_t H, NodeId wqkv,
                  NodeId bqkv, NodeId wo, NodeId bo) {
-  Dims qd = c.dims(q);
+  const Dims qd = c.reshape_dims(q);  // -1 for a symbolic batch or length
   RLX_CHECK(qd.size() == 3, "fused multi-head attention expects batch-first [B, L, E]");
   RLX_CHECK(H > 0 && E % H == 0, "fused multi-head attention: embed_dim ", E,
             " not divisible by num_heads ", H);
@@ -253,7 +253,7 @@ NodeId fused_mha(LowerCtx& c, NodeId q, NodeId k, NodeId v, int64_t E, int64_t H
                       {{"axis", int64_t(0)}, {"start", part * E}, {"end", (part + 1) * E}});
     NodeId bb = c.b.op(Op::Slice, {bqkv},
                        {{"axis", int64_t(0)}, {"start", part * E}, {"end", (part + 1) * E}});
-    Dims d = c.dims(x);
+    const Dims d = c.reshape_dims(x);
     NodeId y = c.b.linear(x, w, bb);
     return c.b.transpose(c.b.reshape(y, {d[0], d[1], H, E / H}), {0, 2, 1, 3});
   };

@@ -91,7 +91,7 @@ Value arg(LowerCtx& c, Op op) {
   if (!c.has(1, "dim")) {  // over the flattened tensor
     x = c.b.reshape(x, {numel(c.dims(x))});
     NodeId r = c.b.op(op, {x}, {{"axis", int64_t(0)}, {"keepdims", int64_t(0)}});
-    return Value::tensor(keep ? c.b.reshape(r, c.out().shape) : r);
+    return Value::tensor(keep ? c.reshape_to_out(r) : r);
   }
   return Value::tensor(c.b.op(op, {x}, {{"axis", c.i(1, "dim")}, {"keepdims", int64_t(keep)}}));
 }
@@ -140,7 +140,7 @@ void register_reductions(Registry& r) {
     NodeId m = c.b.reduce(Op::ReduceMax, x, axes, true);
     NodeId s = c.b.reduce(Op::ReduceSum, c.b.unary(Op::Exp, c.b.sub(x, m)), axes, true);
     NodeId y = c.b.add(c.b.unary(Op::Log, s), m);
-    return Value::tensor(keep ? y : c.b.reshape(y, c.out().shape));
+    return Value::tensor(keep ? y : c.reshape_to_out(y));
   });
   r.add("aten.topk", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");

@@ -14,11 +14,7 @@ namespace {
 int axis(LowerCtx& c, NodeId x, int64_t d) { return normalize_axis(d, std::max(1, c.rank(x))); }
 
 // Reshape to the recorded output shape: exact for every view-like op.
-Value to_out_shape(LowerCtx& c) {
-  NodeId x = c.tensor(0, "self");
-  const Dims& target = c.out().shape;
-  return Value::tensor(c.dims(x) == target ? x : c.b.reshape(x, target));
-}
+Value to_out_shape(LowerCtx& c) { return Value::tensor(c.reshape_to_out(c.tensor(0, "self"))); }
 
 // view/reshape(self, size): lowered to the recorded output shape, so the size
 // argument must agree with it rather than be ignored: entries >= 0 or one -1,
@@ -300,12 +296,19 @@ void register_shape_ops(Registry& r) {
     NodeId x = c.tensor(0, "self");
     return Value::tensor(c.rank(x) == 2 ? c.b.transpose(x, {1, 0}) : x);
   });
-  r.add("aten.expand", [](LowerCtx& c) {
-    return Value::tensor(c.b.op(Op::Expand, {c.tensor(0, "self")}, {{"shape", c.out().shape}}));
-  });
-  r.add("aten.expand_as", [](LowerCtx& c) {
-    return Value::tensor(c.b.op(Op::Expand, {c.tensor(0, "self")}, {{"shape", c.out().shape}}));
-  });
+  // To the recorded shape, but a symbolic dim of self is kept (-1), not
+  // broadcast to its example size.
+  auto expand = [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    Dims target = c.out().shape;
+    const Shape& s = c.shape(x);
+    const size_t lead = target.size() - std::min(target.size(), size_t(s.rank()));
+    for (size_t i = lead; i < target.size(); ++i)
+      if (!s.dims[i - lead].is_static()) target[i] = -1;
+    return Value::tensor(c.b.op(Op::Expand, {x}, {{"shape", target}}));
+  };
+  r.add("aten.expand", expand);
+  r.add("aten.expand_as", expand);
   r.add("aten.slice", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
     return Value::tensor(slice(c, x, axis(c, x, c.i(1, "dim", 0)), c.i(2, "start", 0),
@@ -345,7 +348,7 @@ void register_shape_ops(Registry& r) {
     int64_t idx = c.i(2, "index");
     RLX_CHECK(idx >= -len && idx < len, "select index ", idx, " out of range for dim of ", len);
     if (idx < 0) idx += len;
-    return Value::tensor(c.b.reshape(slice(c, x, ax, idx, idx + 1), c.out().shape));
+    return Value::tensor(c.reshape_to_out(slice(c, x, ax, idx, idx + 1)));
   });
   r.add("aten.cat", cat);
   r.add("aten.concat", cat);
