@@ -171,27 +171,11 @@ void prepare_group_activation(GgmlType weight, const uint8_t* q8, int64_t K, flo
 
 void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a, int64_t g0,
                      int64_t g1, float* y) {
-  using Fn = void (*)(const uint8_t*, size_t, int64_t, const GroupActivation&, float*);
   RLX_CHECK(k != GroupKernel::none, "row groups: no kernel");
-  Fn fn = nullptr;  // null: portable
   const GgmlType t = w.type;
-  const bool avx2 = k == GroupKernel::avx2;
-  if (avx2 || k == GroupKernel::avx512_vnni) switch (t) {
-      case GgmlType::Q4_0:
-        fn = avx2 ? detail::group_dot_q4_0_avx2 : detail::group_dot_q4_0_vnni;
-        break;
-      case GgmlType::Q8_0:
-        fn = avx2 ? detail::group_dot_q8_0_avx2 : detail::group_dot_q8_0_vnni;
-        break;
-      case GgmlType::Q4_K:
-        fn = avx2 ? detail::group_dot_q4_K_avx2 : detail::group_dot_q4_K_vnni;
-        break;
-      case GgmlType::Q5_K:
-        fn = avx2 ? detail::group_dot_q5_K_avx2 : detail::group_dot_q5_K_vnni;
-        break;
-      default:
-        fn = avx2 ? detail::group_dot_q6_K_avx2 : detail::group_dot_q6_K_vnni;
-    }
+  const detail::GroupDotFn fn = k == GroupKernel::avx2          ? detail::group_dot_avx2(t)
+                                : k == GroupKernel::avx512_vnni ? detail::group_dot_vnni(t)
+                                                                : nullptr;  // portable
   const int64_t nb = w.k / traits(t).block_size;
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* grp = w.data + size_t(g) * w.group_bytes;

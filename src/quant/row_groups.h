@@ -87,28 +87,12 @@ void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a
                      int64_t g1, float* y);
 
 namespace detail {
-// One group: out[16] = its rows . a (nb blocks). In row_groups_simd.cc.
-void group_dot_q4_0_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
-void group_dot_q8_0_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
-void group_dot_q4_0_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
-void group_dot_q8_0_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
-// q4_K / q5_K / q6_K: nb super-blocks.
-void group_dot_q4_K_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
-void group_dot_q4_K_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
-void group_dot_q5_K_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
-void group_dot_q5_K_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
-void group_dot_q6_K_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
-void group_dot_q6_K_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb, const GroupActivation& a,
-                         float* out);
+// One group: out[16] = its rows . a, over nb blocks (K-quants: super-blocks).
+using GroupDotFn = void (*)(const uint8_t* g, size_t scale_bytes, int64_t nb,
+                            const GroupActivation& a, float* out);
+// type's SIMD group kernel (row_groups_simd.cc); null for other types.
+GroupDotFn group_dot_avx2(GgmlType type);
+GroupDotFn group_dot_vnni(GgmlType type);
 // The K-quants' layout and portable kernel (row_groups_kquants.cc).
 size_t k_group_bytes(GgmlType t);
 // Row r (< 16) of a group at g: its nsb super-blocks from the file's row.

@@ -65,8 +65,8 @@ RLX_AVX2 inline __m256i dot_avx2(__m256i w, __m256i act) {
 }
 
 template <bool kQ4>
-RLX_AVX2 void group_dot_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb,
-                             const GroupActivation& a, float* out) {
+RLX_AVX2 void q_blocks_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb,
+                            const GroupActivation& a, float* out) {
   constexpr int64_t V = kQ4 ? 4 : 8;
   const uint8_t* q = g + scale_bytes;
   const __m256i low = _mm256_set1_epi8(0x0F);
@@ -103,8 +103,8 @@ RLX_AVX2 void group_dot_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb,
 }
 
 template <bool kQ4>
-RLX_VNNI512 void group_dot_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb,
-                                const GroupActivation& a, float* out) {
+RLX_VNNI512 void q_blocks_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb,
+                               const GroupActivation& a, float* out) {
   constexpr int64_t V = kQ4 ? 4 : 8;
   const uint8_t* q = g + scale_bytes;
   const __m512i low = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(char(0x80));
@@ -146,8 +146,7 @@ inline int32_t sub_block_sum(const GroupActivation& a, int64_t s, int64_t j) {
 }
 
 template <bool kFive>
-RLX_AVX2 void group_dot_q45_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a,
-                                   float* out) {
+RLX_AVX2 void q45_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a, float* out) {
   const __m256i low = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
   constexpr size_t stride = kFive ? kQ5KGroupBytes : kQ4KGroupBytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -212,8 +211,7 @@ RLX_AVX2 void group_dot_q45_K_avx2(const uint8_t* g, int64_t nsb, const GroupAct
 }
 
 template <bool kFive>
-RLX_VNNI512 void group_dot_q45_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation& a,
-                                      float* out) {
+RLX_VNNI512 void q45_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation& a, float* out) {
   const __m512i low = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
   constexpr size_t stride = kFive ? kQ5KGroupBytes : kQ4KGroupBytes;
   __m512 acc = _mm512_setzero_ps();
@@ -273,8 +271,7 @@ inline const uint8_t* qh_vectors(const uint8_t* sb, int64_t h) {
   return sb + kQ6KQhAt + h * 8 * 64;
 }
 
-RLX_AVX2 void group_dot_q6_K_avx2_impl(const uint8_t* g, int64_t nsb, const GroupActivation& a,
-                                       float* out) {
+RLX_AVX2 void q6_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a, float* out) {
   const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t s = 0; s < nsb; ++s) {
@@ -333,8 +330,7 @@ RLX_AVX2 void group_dot_q6_K_avx2_impl(const uint8_t* g, int64_t nsb, const Grou
   _mm256_storeu_ps(out + 8, acc[1]);
 }
 
-RLX_VNNI512 void group_dot_q6_K_vnni_impl(const uint8_t* g, int64_t nsb, const GroupActivation& a,
-                                          float* out) {
+RLX_VNNI512 void q6_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation& a, float* out) {
   const __m512i low = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
   __m512 acc = _mm512_setzero_ps();
   for (int64_t s = 0; s < nsb; ++s) {
@@ -381,46 +377,44 @@ RLX_VNNI512 void group_dot_q6_K_vnni_impl(const uint8_t* g, int64_t nsb, const G
 
 }  // namespace
 
-void group_dot_q4_K_avx2(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_q45_K_avx2<false>(g, nb, a, out);
-}
-void group_dot_q4_K_vnni(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_q45_K_vnni<false>(g, nb, a, out);
-}
-void group_dot_q5_K_avx2(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_q45_K_avx2<true>(g, nb, a, out);
-}
-void group_dot_q5_K_vnni(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_q45_K_vnni<true>(g, nb, a, out);
-}
-void group_dot_q6_K_avx2(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_q6_K_avx2_impl(g, nb, a, out);
-}
-void group_dot_q6_K_vnni(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_q6_K_vnni_impl(g, nb, a, out);
+// The K-quant kernels as GroupDotFn (they have no scale section).
+template <void (*F)(const uint8_t*, int64_t, const GroupActivation&, float*)>
+void k_kernel(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a, float* out) {
+  F(g, nb, a, out);
 }
 
-void group_dot_q4_0_avx2(const uint8_t* g, size_t sb, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_avx2<true>(g, sb, nb, a, out);
+GroupDotFn group_dot_avx2(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      return q_blocks_avx2<true>;
+    case GgmlType::Q8_0:
+      return q_blocks_avx2<false>;
+    case GgmlType::Q4_K:
+      return k_kernel<q45_K_avx2<false>>;
+    case GgmlType::Q5_K:
+      return k_kernel<q45_K_avx2<true>>;
+    case GgmlType::Q6_K:
+      return k_kernel<q6_K_avx2>;
+    default:
+      return nullptr;
+  }
 }
-void group_dot_q8_0_avx2(const uint8_t* g, size_t sb, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_avx2<false>(g, sb, nb, a, out);
-}
-void group_dot_q4_0_vnni(const uint8_t* g, size_t sb, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_vnni<true>(g, sb, nb, a, out);
-}
-void group_dot_q8_0_vnni(const uint8_t* g, size_t sb, int64_t nb, const GroupActivation& a,
-                         float* out) {
-  group_dot_vnni<false>(g, sb, nb, a, out);
+
+GroupDotFn group_dot_vnni(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      return q_blocks_vnni<true>;
+    case GgmlType::Q8_0:
+      return q_blocks_vnni<false>;
+    case GgmlType::Q4_K:
+      return k_kernel<q45_K_vnni<false>>;
+    case GgmlType::Q5_K:
+      return k_kernel<q45_K_vnni<true>>;
+    case GgmlType::Q6_K:
+      return k_kernel<q6_K_vnni>;
+    default:
+      return nullptr;
+  }
 }
 
 }  // namespace rlx::quant::detail
