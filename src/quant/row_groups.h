@@ -49,10 +49,13 @@ struct RowGroups {
   GgmlType type = GgmlType::F32;
   int64_t rows = 0, k = 0;       // N weight rows of K elements
   const void* source = nullptr;  // the rows it was made from
-  size_t scale_bytes = 0;        // per group, padded to 64
+  size_t scale_bytes = 0;        // per group, padded to 64 (K-quants: 0)
   size_t group_bytes = 0;        // scales + quants
-  std::unique_ptr<uint8_t[]> storage;
-  uint8_t* data = nullptr;  // 64-byte aligned
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> storage;  // from aligned_alloc: 64 bytes or 2 MiB aligned
+  uint8_t* data = nullptr;                 // = storage
   int64_t groups() const { return (rows + kGroupRows - 1) / kGroupRows; }
 };
 
