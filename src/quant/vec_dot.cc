@@ -77,18 +77,21 @@ VecDot4Fn vec_dot4(GgmlType t) {
 }
 
 float vec_dot_f32(const void* w, const void* a, int64_t n) {
-  if (vec_dot_uses_avx2()) return vec_dot_f32_avx2(w, a, n);
+  if (vec_dot_uses_avx2())
+    return cpu_isa() >= Isa::avx512 ? vec_dot_f32_avx512(w, a, n) : vec_dot_f32_avx2(w, a, n);
   return dot_float(w, a, n,
                    [](const void* p, int64_t i) { return static_cast<const float*>(p)[i]; });
 }
 float vec_dot_f16(const void* w, const void* a, int64_t n) {
-  if (vec_dot_uses_avx2()) return vec_dot_f16_avx2(w, a, n);
+  if (vec_dot_uses_avx2())
+    return cpu_isa() >= Isa::avx512 ? vec_dot_f16_avx512(w, a, n) : vec_dot_f16_avx2(w, a, n);
   return dot_float(w, a, n, [](const void* p, int64_t i) {
     return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
   });
 }
 float vec_dot_bf16(const void* w, const void* a, int64_t n) {
-  if (vec_dot_uses_avx2()) return vec_dot_bf16_avx2(w, a, n);
+  if (vec_dot_uses_avx2())
+    return cpu_isa() >= Isa::avx512 ? vec_dot_bf16_avx512(w, a, n) : vec_dot_bf16_avx2(w, a, n);
   return dot_float(w, a, n, [](const void* p, int64_t i) {
     return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
   });

@@ -17,6 +17,10 @@ void force_portable_vec_dot(bool on);
 float vec_dot_f32_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_f16_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_bf16_avx2(const void* w, const void* a, int64_t n);
+// The float rows on AVX-512 (vec_dot_avx512.cc), used where cpu_isa() allows.
+float vec_dot_f32_avx512(const void* w, const void* a, int64_t n);
+float vec_dot_f16_avx512(const void* w, const void* a, int64_t n);
+float vec_dot_bf16_avx512(const void* w, const void* a, int64_t n);
 float vec_dot_q4_0_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q4_1_avx2(const void* w, const void* a, int64_t n);
 float vec_dot_q5_0_avx2(const void* w, const void* a, int64_t n);
