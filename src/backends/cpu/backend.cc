@@ -47,7 +47,8 @@ KernelEntry checked_kernel(const Node& n) {
 
 // A weight that is a param or constant (bound once, never changes between
 // runs): a matmul's B or a conv's weight in f32, packed once for rlx's sgemm;
-// a dequant_matmul's rows, regrouped once for the decode GEMV (q4_0 / q8_0).
+// a dequant_matmul's rows, regrouped once for the decode GEMV (the types of
+// quant/row_groups.h), unless CpuOptions::regroup_weights is off.
 bool has_packable_weight(const Graph& g, const Node& n, const Context& ctx) {
   if (n.inputs.size() < 2) return false;
   const Node& w = g.node(n.inputs[1]);

@@ -3,9 +3,10 @@
 //
 // Four paths:
 //  * grouped (src/quant/row_groups.h), for M < kGemmMinRows (decode) of a
-//    constant q4_0 / q8_0 / q4_K / q5_K / q6_K weight on AVX2 / AVX-512 VNNI: the rows regrouped 16
-//    at a time on first use (kept with the compiled graph), so one vpdpbusd
-//    advances 16 rows and a group streams from memory sequentially.
+//    constant q4_0 / q8_0 / q4_K / q5_K / q6_K weight on AVX2 / AVX-512
+//    VNNI: the rows regrouped 16 at a time on first use (kept with the
+//    compiled graph), so one vpdpbusd advances 16 rows and a group streams
+//    from memory sequentially.
 //  * qgemm (src/quant/qgemm.h), for M >= kGemmMinRows of the types it covers
 //    (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) on AVX2 / AVX-512 VNNI:
 //    activations quantized once to the vec_dot_type, weight tiles repacked
@@ -110,10 +111,9 @@ void direct(const Problem& p, const TypeTraits& tr) {
   });
 }
 
-// Decode GEMV on regrouped q4_0 / q8_0 / q4_K / q5_K / q6_K rows (quant/row_groups.h): each
-// activation row quantized to the type's vec_dot_type once, groups of 16
-// weight rows split over the pool, every activation row run against a group
-// while it is in cache.
+// Decode GEMV on regrouped rows (quant/row_groups.h): each activation row
+// quantized to the type's vec_dot_type once, groups of 16 weight rows split
+// over the pool, every activation row run against a group while it is in cache.
 void grouped(const Problem& p, const TypeTraits& tr, const quant::RowGroups& rg,
              quant::GroupKernel kernel) {
   const int64_t nsum = quant::group_activation_entries(p.K);

@@ -1,7 +1,7 @@
 // A node's constant weight in a kernel's own layout, made on first use and
 // kept with the compiled graph: loading and compiling stay as fast as before,
 // and every later run skips the packing. A matmul's or conv's f32 weight is
-// packed for rlx's sgemm; a dequant_matmul's q4_0 / q8_0 rows are regrouped
+// packed for rlx's sgemm; a dequant_matmul's quantized rows are regrouped
 // for the decode GEMV (quant/row_groups.h).
 #pragma once
 #include <atomic>
