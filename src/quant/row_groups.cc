@@ -110,8 +110,6 @@ RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_
     rg.group_bytes = rg.scale_bytes + size_t(nb * V) * 64;
   }
   const size_t total = size_t(rg.groups()) * rg.group_bytes;
-  // Not zeroed up front (that touched every page twice): only the last
-  // group, whose rows past N must read as zeros.
   // A large weight on 2 MiB boundaries, advised as huge pages: a decode step
   // streams all of it, and 4 KiB pages cost a fault each on first use and TLB
   // misses after (1B q4_K decode, 64 tokens after a 5-token prompt, 2 threads:
@@ -124,6 +122,8 @@ RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_
   RLX_CHECK(rg.storage, "row groups: out of memory for ", padded, " bytes");
   if (align == kHuge) madvise(rg.storage.get(), padded, MADV_HUGEPAGE);  // advice: may fail
   rg.data = rg.storage.get();
+  // Not zeroed up front (that touched every page twice): only the last
+  // group, whose rows past N must read as zeros.
   if (total) std::memset(rg.data + total - rg.group_bytes, 0, rg.group_bytes);
   const size_t bb = traits(t).type_size;  // q4_0 / q8_0 file block: d, then quants
   // Rows over the pool (a 1B model's weights take ~0.3 s on one thread).
