@@ -33,8 +33,9 @@ Pb ints_attr(const std::string& name, const std::vector<int64_t>& v) {
 
 // y = If(sr == 16000, then: x + 1 (its own initializer), else: x * two (the
 // outer graph's initializer)); x [2] f32, sr int64 scalar. `else_concat`
-// makes the else branch give [4] (x concatenated with itself) instead.
-std::string if_model(bool else_concat = false) {
+// makes the else branch give [4] (x concatenated with itself) instead;
+// `no_condition` drops the If's input (a hostile file).
+std::string if_model(bool else_concat = false, bool no_condition = false) {
   Pb then_g;
   then_g.msg(1, node("Add", {"x", "one"}, {"t"})).bytes(2, "then");
   then_g.msg(5, tensor("one", {}, kF32, floats({1.f}))).msg(12, value_info("t", kF32, {"2"}));
@@ -46,8 +47,8 @@ std::string if_model(bool else_concat = false) {
   else_g.bytes(2, "else").msg(12, value_info("e", kF32, {else_concat ? "4" : "2"}));
   Pb g;
   g.msg(1, node("Equal", {"sr", "k16000"}, {"c"}));
-  g.msg(1, node("If", {"c"}, {"y"},
-                {graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)}));
+  g.msg(1, node("If", no_condition ? std::vector<std::string>{} : std::vector<std::string>{"c"},
+                {"y"}, {graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)}));
   g.bytes(2, "g").msg(5, tensor("k16000", {}, kI64, int64s({16000})));
   g.msg(5, tensor("two", {}, kF32, floats({2.f})));
   g.msg(11, value_info("x", kF32, {"2"})).msg(11, value_info("sr", kI64, {}));
@@ -118,6 +119,14 @@ TEST_F(OnnxSpecialize, BranchesOfDifferentShapesNeedAKnownCondition) {
   EXPECT_NE(e.find("--freeze"), std::string::npos) << e;
   Model m = load_model(p, {.frozen_inputs = {{"sr", i64(8000)}}});
   EXPECT_EQ(run(m, {{"x", x_}}), (std::vector<float>{1.f, 2.f, 1.f, 2.f}));
+}
+
+// Found by the fuzzer: an If without its condition input is an import error
+// naming the node, not a read past an empty input list.
+TEST_F(OnnxSpecialize, AnIfWithoutAConditionIsAnError) {
+  const std::string e = error_of(write("if.onnx", if_model(false, /*no_condition=*/true)), {});
+  EXPECT_NE(e.find("node 'If_node' (If)"), std::string::npos) << e;
+  EXPECT_NE(e.find("no condition input"), std::string::npos) << e;
 }
 
 TEST_F(OnnxSpecialize, FrozenValuesMustBeExactAndNamed) {

@@ -50,6 +50,8 @@ std::vector<Val> lower_branch(Ctx& c, const char* name) {
 }
 
 std::vector<Val> lower_if(Ctx& c) {
+  RLX_CHECK(!c.node.inputs.empty() && !c.node.inputs[0].empty(),
+            "If has no condition input");  // the messages below name it
   const size_t n_out = c.node.outputs.size();
   for (const char* name : {"then_branch", "else_branch"})
     RLX_CHECK(branch(c, name).outputs.size() == n_out, name, " gives ",
