@@ -161,7 +161,13 @@ void Scheduler::run() {
       in_flight_ = 0;
       return;
     }
-    for (Job& j : starting) start(*slot_for(j.request.prompt), std::move(j));
+    for (Job& j : starting) {
+      // The slot first: as one call's arguments, the job could be moved into
+      // start's parameter before slot_for read its prompt (the order is
+      // unspecified), and every request went to the first free slot.
+      Slot& slot = *slot_for(j.request.prompt);
+      start(slot, std::move(j));
+    }
     for (Slot& s : slots_)
       if (s.job) step(s);
   }
