@@ -28,12 +28,6 @@ bool regrouped(GgmlType t) {
 // 4-byte pieces of 16 rows.
 int64_t vectors_per_block(GgmlType t) { return t == GgmlType::Q4_0 ? 4 : 8; }
 
-uint16_t u16at(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-
 // One row's block b: the integer sum of q * a over its 32 elements, with q
 // as the file stores it (q4_0: the nibble minus 8).
 int32_t block_sum(GgmlType t, const uint8_t* qs, const int8_t* a) {
@@ -60,8 +54,8 @@ void group_dot_portable(GgmlType t, const uint8_t* g, size_t scale_bytes, int64_
       uint8_t qs[32];
       for (int64_t j = 0; j < V; ++j)
         std::memcpy(qs + 4 * j, quants + ((b * V + j) * kGroupRows + r) * 4, 4);
-      const int8_t* ab = reinterpret_cast<const int8_t*>(a.q8 + b * 34 + 2);
-      const float dw = f16_to_f32(u16at(g + (b * kGroupRows + r) * 2));
+      const int8_t* ab = reinterpret_cast<const int8_t*>(q8_0_quants(a, b));
+      const float dw = detail::fp16(g + (b * kGroupRows + r) * 2);
       acc = std::fma(float(block_sum(t, qs, ab)), dw * a.d[b], acc);
     }
     out[r] = acc;
@@ -160,7 +154,7 @@ void prepare_group_activation(GgmlType weight, const uint8_t* q8, int64_t K, flo
     if (k_quant)
       std::memcpy(&d[b], blk, 4);
     else
-      d[b] = f16_to_f32(u16at(blk));
+      d[b] = detail::fp16(blk);
     for (int64_t j = 0; j < bs / per; ++j) {
       int32_t s = 0;
       for (int64_t i = 0; i < per; ++i) s += int8_t(blk[head + j * per + i]);

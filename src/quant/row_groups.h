@@ -40,9 +40,12 @@
 namespace rlx::quant {
 
 constexpr int64_t kGroupRows = 16;
-constexpr size_t kQ4KGroupBytes = 64 + 256 + 32 * 64;
+// Where the parts of a regrouped K-quant super-block start (table above):
+// dmin (q4_K / q5_K), the scales, the mins (q4_K / q5_K) and the quant vectors.
+constexpr size_t kKDmin = 32, kKScales = 64, kKMins = 192, kKQuants = 320;
+constexpr size_t kQ4KGroupBytes = kKQuants + 32 * 64;
 constexpr size_t kQ5KGroupBytes = kQ4KGroupBytes + 8 * 64;
-constexpr size_t kQ6KQhAt = 64 + 256 + 32 * 64;  // where a q6_K super-block's qh vectors start
+constexpr size_t kQ6KQhAt = kKQuants + 32 * 64;  // where a q6_K super-block's qh vectors start
 constexpr size_t kQ6KGroupBytes = kQ6KQhAt + 16 * 64;
 
 struct RowGroups {
@@ -66,7 +69,7 @@ enum class GroupKernel { none, portable, avx2, avx512_vnni };
 GroupKernel group_kernel(GgmlType t);
 const char* group_kernel_name(GroupKernel k);
 
-// N rows of `row_bytes` each (K elements of q4_0 or q8_0) regrouped.
+// N rows of `row_bytes` each (K elements of a regrouped type) regrouped.
 RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_t N, int64_t K);
 
 // One activation row in the weight type's vec_dot_type (Q8_0 / Q8_K, as
@@ -78,6 +81,12 @@ struct GroupActivation {
   const float* d = nullptr;
   const int32_t* sum = nullptr;
 };
+// The int8 quants of an activation block: Q8_0 block b {f16 d; i8 qs[32]},
+// Q8_K super-block s {f32 d; i8 qs[256]; i16 bsums[16]}.
+inline const uint8_t* q8_0_quants(const GroupActivation& a, int64_t b) { return a.q8 + b * 34 + 2; }
+inline const uint8_t* q8_K_quants(const GroupActivation& a, int64_t s) {
+  return a.q8 + s * 292 + 4;
+}
 // Entries d and sum need for K elements (at most).
 inline int64_t group_activation_entries(int64_t K) { return K / 16; }
 // Fills d and sum for the row q8 of `weight`'s vec_dot_type.

@@ -48,7 +48,6 @@ inline int32_t u32at(const uint8_t* p) {
 }
 
 // The 4 activation quants that meet dword lane j of every row.
-inline const uint8_t* act_quants(const GroupActivation& a, int64_t b) { return a.q8 + b * 34 + 2; }
 
 // Block sums start at -8 sum(a) (q4_0: nibbles taken unsigned) or, on VNNI,
 // -128 sum(a) (q8_0 taken as q + 128, since vpdpbusd's first operand is unsigned).
@@ -72,7 +71,7 @@ RLX_AVX2 void q_blocks_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb,
   const __m256i low = _mm256_set1_epi8(0x0F);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b, q += V * 64) {
-    const uint8_t* ab = act_quants(a, b);
+    const uint8_t* ab = q8_0_quants(a, b);
     prefetch_ahead<V>(q);
     const __m256i start = _mm256_set1_epi32(kQ4 ? -8 * a.sum[b] : 0);
     __m256i s[2][2] = {{start, _mm256_setzero_si256()}, {start, _mm256_setzero_si256()}};
@@ -110,7 +109,7 @@ RLX_VNNI512 void q_blocks_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb,
   const __m512i low = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(char(0x80));
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b, q += V * 64) {
-    const uint8_t* ab = act_quants(a, b);
+    const uint8_t* ab = q8_0_quants(a, b);
     prefetch_ahead<V>(q);
     // Two chains of vpdpbusd per block, added at its end.
     __m512i s0 = _mm512_set1_epi32((kQ4 ? -8 : -128) * a.sum[b]), s1 = _mm512_setzero_si512();
@@ -140,19 +139,22 @@ RLX_VNNI512 void q_blocks_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb,
 // the activation's sub-block sums likewise. q5_K's fifth bits: bit 2p / 2p+1
 // of each qh byte, moved to bit 4 with 16-bit shifts (the bits never cross a
 // byte, since they are taken from bit 7 down).
-inline const uint8_t* qs_vectors(const uint8_t* sb, int64_t p) { return sb + 320 + p * 8 * 64; }
+inline const uint8_t* qs_vectors(const uint8_t* sb, int64_t p) {
+  return sb + kKQuants + p * 8 * 64;
+}
 inline int32_t sub_block_sum(const GroupActivation& a, int64_t s, int64_t j) {
   return a.sum[s * 16 + 2 * j] + a.sum[s * 16 + 2 * j + 1];  // two bsums of 16
 }
 
 template <bool kFive>
-RLX_AVX2 void q45_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a, float* out) {
+RLX_AVX2 void q45_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                         const GroupActivation& a, float* out) {
   const __m256i low = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
   constexpr size_t stride = kFive ? kQ5KGroupBytes : kQ4KGroupBytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* sb = g + size_t(s) * stride;
-    const uint8_t* aq = a.q8 + s * 292 + 4;
+    const uint8_t* aq = q8_K_quants(a, s);
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int64_t p = 0; p < 4; ++p) {
       const uint8_t* q = qs_vectors(sb, p);
@@ -182,9 +184,9 @@ RLX_AVX2 void q45_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a
       }
       for (int h = 0; h < 2; ++h) {
         const __m256i sc_lo = _mm256_cvtepu8_epi32(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 64 + 2 * p * 16 + h * 8)));
-        const __m256i sc_hi = _mm256_cvtepu8_epi32(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 64 + (2 * p + 1) * 16 + h * 8)));
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kKScales + 2 * p * 16 + h * 8)));
+        const __m256i sc_hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+            reinterpret_cast<const __m128i*>(sb + kKScales + (2 * p + 1) * 16 + h * 8)));
         isum[h] = _mm256_add_epi32(isum[h], _mm256_add_epi32(_mm256_mullo_epi32(lo[h], sc_lo),
                                                              _mm256_mullo_epi32(hi[h], sc_hi)));
       }
@@ -194,14 +196,14 @@ RLX_AVX2 void q45_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a
       __m256i msum = _mm256_setzero_si256();
       for (int64_t j = 0; j < 8; ++j) {
         const __m256i m = _mm256_cvtepu8_epi32(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 192 + j * 16 + h * 8)));
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kKMins + j * 16 + h * 8)));
         msum = _mm256_add_epi32(msum,
                                 _mm256_mullo_epi32(m, _mm256_set1_epi32(sub_block_sum(a, s, j))));
       }
       const __m256 dw =
           _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + h * 16)));
       const __m256 dm =
-          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + 32 + h * 16)));
+          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKDmin + h * 16)));
       acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(dw, da), acc[h]);
       acc[h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dm, da), acc[h]);
     }
@@ -211,13 +213,14 @@ RLX_AVX2 void q45_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a
 }
 
 template <bool kFive>
-RLX_VNNI512 void q45_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation& a, float* out) {
+RLX_VNNI512 void q45_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                            const GroupActivation& a, float* out) {
   const __m512i low = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
   constexpr size_t stride = kFive ? kQ5KGroupBytes : kQ4KGroupBytes;
   __m512 acc = _mm512_setzero_ps();
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* sb = g + size_t(s) * stride;
-    const uint8_t* aq = a.q8 + s * 292 + 4;
+    const uint8_t* aq = q8_K_quants(a, s);
     __m512i isum = _mm512_setzero_si512();
     for (int64_t p = 0; p < 4; ++p) {
       const uint8_t* q = qs_vectors(sb, p);
@@ -237,22 +240,23 @@ RLX_VNNI512 void q45_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation
         hi = _mm512_dpbusd_epi32(hi, qh, _mm512_set1_epi32(u32at(aq + 64 * p + 32 + 4 * j)));
       }
       const __m512i sc_lo = _mm512_cvtepu8_epi32(
-          _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + 2 * p * 16)));
+          _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKScales + 2 * p * 16)));
       const __m512i sc_hi = _mm512_cvtepu8_epi32(
-          _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + (2 * p + 1) * 16)));
+          _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKScales + (2 * p + 1) * 16)));
       isum = _mm512_add_epi32(
           isum, _mm512_add_epi32(_mm512_mullo_epi32(lo, sc_lo), _mm512_mullo_epi32(hi, sc_hi)));
     }
     __m512i msum = _mm512_setzero_si512();
     for (int64_t j = 0; j < 8; ++j) {
-      const __m512i m =
-          _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + 192 + j * 16)));
+      const __m512i m = _mm512_cvtepu8_epi32(
+          _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKMins + j * 16)));
       msum =
           _mm512_add_epi32(msum, _mm512_mullo_epi32(m, _mm512_set1_epi32(sub_block_sum(a, s, j))));
     }
     const __m512 da = _mm512_set1_ps(a.d[s]);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb)));
-    const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + 32)));
+    const __m512 dm =
+        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kKDmin)));
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da), acc);
     acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dm, da), acc);
   }
@@ -265,18 +269,19 @@ RLX_VNNI512 void q45_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation
 // bits 4-5. Each sub-block's sum starts at -32 sum(a) (the quants are q + 32)
 // and is multiplied by its signed scale.
 inline const uint8_t* ql_vectors(const uint8_t* sb, int64_t h, int64_t c) {
-  return sb + 320 + (h * 2 + c) * 8 * 64;
+  return sb + kKQuants + (h * 2 + c) * 8 * 64;
 }
 inline const uint8_t* qh_vectors(const uint8_t* sb, int64_t h) {
   return sb + kQ6KQhAt + h * 8 * 64;
 }
 
-RLX_AVX2 void q6_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a, float* out) {
+RLX_AVX2 void q6_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                        const GroupActivation& a, float* out) {
   const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* sb = g + size_t(s) * kQ6KGroupBytes;
-    const uint8_t* aq = a.q8 + s * 292 + 4;
+    const uint8_t* aq = q8_K_quants(a, s);
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t c = 0; c < 2; ++c) {
@@ -312,9 +317,9 @@ RLX_AVX2 void q6_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a,
           for (int k = 0; k < 2; ++k) {
             const int64_t at_lo = (8 * h + 2 * c + k) * 16 + r * 8, at_hi = at_lo + 4 * 16;
             const __m256i sc_lo = _mm256_cvtepi8_epi32(
-                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 64 + at_lo)));
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kKScales + at_lo)));
             const __m256i sc_hi = _mm256_cvtepi8_epi32(
-                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 64 + at_hi)));
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kKScales + at_hi)));
             isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(lo[r][k], sc_lo));
             isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(hi[r][k], sc_hi));
           }
@@ -330,12 +335,13 @@ RLX_AVX2 void q6_K_avx2(const uint8_t* g, int64_t nsb, const GroupActivation& a,
   _mm256_storeu_ps(out + 8, acc[1]);
 }
 
-RLX_VNNI512 void q6_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation& a, float* out) {
+RLX_VNNI512 void q6_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                           const GroupActivation& a, float* out) {
   const __m512i low = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
   __m512 acc = _mm512_setzero_ps();
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* sb = g + size_t(s) * kQ6KGroupBytes;
-    const uint8_t* aq = a.q8 + s * 292 + 4;
+    const uint8_t* aq = q8_K_quants(a, s);
     __m512i isum = _mm512_setzero_si512();
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t c = 0; c < 2; ++c) {
@@ -362,9 +368,9 @@ RLX_VNNI512 void q6_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation&
         for (int k = 0; k < 2; ++k) {
           const int64_t at_lo = (8 * h + 2 * c + k) * 16, at_hi = at_lo + 4 * 16;
           const __m512i sc_lo = _mm512_cvtepi8_epi32(
-              _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + at_lo)));
+              _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKScales + at_lo)));
           const __m512i sc_hi = _mm512_cvtepi8_epi32(
-              _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + at_hi)));
+              _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKScales + at_hi)));
           isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(lo[k], sc_lo));
           isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(hi[k], sc_hi));
         }
@@ -375,46 +381,33 @@ RLX_VNNI512 void q6_K_vnni(const uint8_t* g, int64_t nsb, const GroupActivation&
   _mm512_storeu_ps(out, acc);
 }
 
+// One ISA's kernels in the order q4_0, q8_0, q4_K, q5_K, q6_K.
+using Kernels = GroupDotFn[5];
+constexpr Kernels kAvx2 = {q_blocks_avx2<true>, q_blocks_avx2<false>, q45_K_avx2<false>,
+                           q45_K_avx2<true>, q6_K_avx2};
+constexpr Kernels kVnni = {q_blocks_vnni<true>, q_blocks_vnni<false>, q45_K_vnni<false>,
+                           q45_K_vnni<true>, q6_K_vnni};
+
+GroupDotFn kernel_for(const Kernels& k, GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      return k[0];
+    case GgmlType::Q8_0:
+      return k[1];
+    case GgmlType::Q4_K:
+      return k[2];
+    case GgmlType::Q5_K:
+      return k[3];
+    case GgmlType::Q6_K:
+      return k[4];
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
 
-// The K-quant kernels as GroupDotFn (they have no scale section).
-template <void (*F)(const uint8_t*, int64_t, const GroupActivation&, float*)>
-void k_kernel(const uint8_t* g, size_t, int64_t nb, const GroupActivation& a, float* out) {
-  F(g, nb, a, out);
-}
-
-GroupDotFn group_dot_avx2(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q4_0:
-      return q_blocks_avx2<true>;
-    case GgmlType::Q8_0:
-      return q_blocks_avx2<false>;
-    case GgmlType::Q4_K:
-      return k_kernel<q45_K_avx2<false>>;
-    case GgmlType::Q5_K:
-      return k_kernel<q45_K_avx2<true>>;
-    case GgmlType::Q6_K:
-      return k_kernel<q6_K_avx2>;
-    default:
-      return nullptr;
-  }
-}
-
-GroupDotFn group_dot_vnni(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q4_0:
-      return q_blocks_vnni<true>;
-    case GgmlType::Q8_0:
-      return q_blocks_vnni<false>;
-    case GgmlType::Q4_K:
-      return k_kernel<q45_K_vnni<false>>;
-    case GgmlType::Q5_K:
-      return k_kernel<q45_K_vnni<true>>;
-    case GgmlType::Q6_K:
-      return k_kernel<q6_K_vnni>;
-    default:
-      return nullptr;
-  }
-}
+GroupDotFn group_dot_avx2(GgmlType type) { return kernel_for(kAvx2, type); }
+GroupDotFn group_dot_vnni(GgmlType type) { return kernel_for(kVnni, type); }
 
 }  // namespace rlx::quant::detail
