@@ -720,27 +720,43 @@ Shape infer_batch_norm(const Node& n, const In& in) {
   return x;
 }
 
+// batch_norm_train's optional gamma / beta: C elements each, of x's dtype.
+void check_channel_param(const char* op, const char* what, const Shape& x, const Shape& p) {
+  same_dtype(x, p);
+  RLX_CHECK(!p.is_static() || !x.dims[1].is_static() || p.numel() == x.dims[1].value, op, ": ",
+            what, " ", p.str(), " must hold one value per channel of x ", x.str());
+}
+
 std::vector<Shape> infer_batch_norm_train(const Node& n, const In& in) {
   const Shape& x = *in[0];
   RLX_CHECK(x.rank() >= 2 && is_float(x.dtype), "batch_norm_train: x must be float [N,C,...], got ",
             x.str());
+  RLX_CHECK(in.size() != 2, "batch_norm_train: the affine takes both gamma and beta, got gamma ",
+            in[1]->str(), " alone");
+  for (size_t i = 1; i < in.size(); ++i)
+    check_channel_param("batch_norm_train", i == 1 ? "gamma" : "beta", x, *in[i]);
   check_eps(n.attrs_as<EpsAttrs>().eps, "batch_norm_train");
   std::vector<Dim> stats(size_t(x.rank()), Dim(1));
   stats[1] = x.dims[1];
   return {x, Shape(stats, x.dtype), Shape(stats, x.dtype)};
 }
 
-Shape infer_batch_norm_train_grad(const Node& n, const In& in) {
+std::vector<Shape> infer_batch_norm_train_grad(const Node& n, const In& in) {
   const Shape &x = *in[0], &g = *in[1];
   RLX_CHECK(x.rank() >= 2 && is_float(x.dtype),
-            "batch_norm_train_grad: x must be float [N,C,...], "
-            "got ",
-            x.str());
+            "batch_norm_train_grad: x must be float [N,C,...], got ", x.str());
   same_dtype(x, g);
-  RLX_CHECK(shapes_compatible(x, g), "batch_norm_train_grad: dxhat ", g.str(), " does not match x ",
+  RLX_CHECK(shapes_compatible(x, g), "batch_norm_train_grad: dy ", g.str(), " does not match x ",
             x.str());
   check_eps(n.attrs_as<EpsAttrs>().eps, "batch_norm_train_grad");
-  return x;
+  std::vector<Dim> stats(size_t(x.rank()), Dim(1));
+  stats[1] = x.dims[1];
+  Shape p(stats, x.dtype);
+  if (in.size() > 2) {
+    check_channel_param("batch_norm_train_grad", "gamma", x, *in[2]);
+    p = *in[2];
+  }
+  return {x, p, p};
 }
 
 Shape infer_layer_norm_2d(const Node& n, const In& in) {

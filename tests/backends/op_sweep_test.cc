@@ -92,6 +92,8 @@ std::vector<Sample> samples() {
        {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}},
       {Op::BatchNormTrain, {f32({3, 2, 2, 2})}, {}},
       {Op::BatchNormTrainGrad, {f32({3, 2, 4}), f32({3, 2, 4})}, {{"eps", 1e-3}}},
+      {Op::BatchNormTrain, {f32({3, 2, 2, 2}), f32({2}), f32({2})}, {}},
+      {Op::BatchNormTrainGrad, {f32({3, 2, 4}), f32({3, 2, 4}), f32({2, 1})}, {{"eps", 1e-3}}},
       {Op::MaxPool2dGrad,
        {f32({1, 2, 5, 4}), f32({1, 2, 3, 2})},
        {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}},

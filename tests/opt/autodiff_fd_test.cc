@@ -251,6 +251,8 @@ std::vector<Case> cases() {
        {{"kernel", Ints{2, 2}}, {"dilation", Ints{2, 2}}, {"stride", Ints{1, 2}}}},
       {Op::BatchNormTrain, {f({3, 2, 3, 2})}, {{"eps", 1e-5}}},
       {Op::BatchNormTrain, {f({5, 3})}, {{"eps", 0.1}}},
+      {Op::BatchNormTrain, {f({3, 2, 3, 2}), f({2}), f({2})}, {{"eps", 1e-5}}},  // the affine
+      {Op::BatchNormTrain, {f({4, 3, 2}), f({3, 1}), f({3, 1})}, {{"eps", 1e-3}}},
       // Linear in dy; piecewise constant in x (no gradient).
       {Op::MaxPool2dGrad,
        {f({1, 2, 5, 6}), f({1, 2, 3, 3})},

@@ -22,6 +22,13 @@ int count(const Graph& g, Op op) {
   return k;
 }
 
+// The input count of the graph's (first) batch_norm_train node; 0 without one.
+size_t bn_inputs(const Graph& g) {
+  for (const Node& n : g.nodes())
+    if (n.op == Op::BatchNormTrain) return n.inputs.size();
+  return 0;
+}
+
 // torch._decomp's native_batch_norm in training mode on x [N, C, ...]: the
 // normalization, the affine, and the running statistics' momentum updates
 // (the variance unbiased, from its own sum of squares without keepdims).
@@ -69,6 +76,8 @@ TEST(BnTrainPass, FusesTheDecompositionWithTheSameValuesAndGradients) {
     EXPECT_EQ(count(fused, Op::Rsqrt), 0) << to_text(fused);
     EXPECT_EQ(count(fused, Op::ReduceMean), 0) << to_text(fused);
     EXPECT_EQ(count(fused, Op::ReduceSum), 1) << to_text(fused);  // the loss's
+    // The affine too: gamma and beta as the node's inputs, in their own [C] shape.
+    EXPECT_EQ(bn_inputs(fused), 3u) << to_text(fused);
     const int64_t C = xd[1];
     const TensorMap w{{"bn.weight", random_tensor({C}, DType::F32, 2)},
                       {"bn.bias", random_tensor({C}, DType::F32, 3)},
@@ -107,34 +116,72 @@ TEST(BnTrainPass, LeavesOtherGraphsAlone) {
   EXPECT_EQ(count(opt::fuse_batch_norm_training(g), Op::BatchNormTrain), 0);
 }
 
+TEST(BnTrainPass, KeepsAnAffineWhoseInputHasOtherUses) {
+  // xhat also read by the loss: the mul and add stay, the node takes x alone.
+  Graph g;
+  Builder b(g);
+  const NodeId x = b.input("x", Shape(Dims{6, 3, 4}, DType::F32));
+  const NodeId gamma = b.param("gamma", Shape(Dims{3, 1}, DType::F32));
+  const NodeId beta = b.param("beta", Shape(Dims{3, 1}, DType::F32));
+  const NodeId m = b.reduce(Op::ReduceMean, x, {0, 2}, true);
+  const NodeId d = b.sub(x, m);
+  const NodeId var = b.div(b.reduce(Op::ReduceSum, b.mul(d, d), {0, 2}, true), b.scalar(24.f));
+  const NodeId xhat = b.mul(d, b.unary(Op::Rsqrt, b.add(var, b.scalar(1e-5f))));
+  g.add_output("y", b.add(b.mul(xhat, gamma), beta));
+  g.add_output("xhat", xhat);
+  const Graph fused = opt::fuse_batch_norm_training(g);
+  EXPECT_EQ(bn_inputs(fused), 1u) << to_text(fused);
+  EXPECT_EQ(count(fused, Op::BatchNormTrain), 1) << to_text(fused);
+  EXPECT_EQ(count(fused, Op::Mul), 1) << to_text(fused);
+}
+
 TEST(NormBatchTrain, KernelsMatchTheirPrimitives) {
-  // batch_norm_train and batch_norm_train_grad against the primitive spelling
+  // batch_norm_train and batch_norm_train_grad, without and with the affine
+  // (gamma and beta as [C] and as [C, 1, ...]), against the primitive spelling
   // CoreML lowers, on the CPU, over ranks 2 to 5, f32 and f64.
   uint64_t seed = 10;
   for (const Dims& xd : {Dims{7, 3}, Dims{4, 5, 9}, Dims{6, 2, 5, 7}, Dims{2, 3, 2, 3, 4}})
-    for (DType t : {DType::F32, DType::F64}) {
-      SCOPED_TRACE(dims_str(xd) + " " + std::string(dtype_name(t)));
-      Graph g;
-      Builder b(g);
-      const NodeId x = b.input("x", Shape(xd, t));
-      const NodeId dy = b.input("dy", Shape(xd, t));
-      const auto fused = b.results(Op::BatchNormTrain, {x}, {{"eps", 1e-3}});
-      g.add_output("xhat", fused[0]);
-      g.add_output("mean", fused[1]);
-      g.add_output("var", fused[2]);
-      g.add_output("dx", b.op(Op::BatchNormTrainGrad, {x, dy}, {{"eps", 1e-3}}));
-      opt::ad::Emit e(g);
-      const auto prim = opt::ad::batch_norm_train_primitives(e, x, 1e-3);
-      g.add_output("p_xhat", prim[0]);
-      g.add_output("p_mean", prim[1]);
-      g.add_output("p_var", prim[2]);
-      g.add_output("p_dx", opt::ad::batch_norm_train_grad_primitives(e, x, dy, 1e-3));
-      const TensorMap out = testing::run_graph(
-          g, {{"x", random_tensor(xd, t, seed++, -1, 4)}, {"dy", random_tensor(xd, t, seed++)}});
-      const double tol = t == DType::F64 ? 1e-12 : 2e-5;
-      for (const char* k : {"xhat", "mean", "var", "dx"})
-        EXPECT_TRUE(testing::all_close(out.at(k), out.at(std::string("p_") + k), tol, tol)) << k;
-    }
+    for (DType t : {DType::F32, DType::F64})
+      for (int affine = 0; affine < 3; ++affine) {
+        SCOPED_TRACE(dims_str(xd) + " " + std::string(dtype_name(t)) + " affine " +
+                     std::to_string(affine));
+        Graph g;
+        Builder b(g);
+        const NodeId x = b.input("x", Shape(xd, t));
+        const NodeId dy = b.input("dy", Shape(xd, t));
+        Dims pd{xd[1]};  // affine 2: [C, 1, ...]
+        if (affine == 2) pd.resize(xd.size() - 1, 1);
+        const NodeId gamma = b.input("gamma", Shape(pd, t)), beta = b.input("beta", Shape(pd, t));
+        std::vector<NodeId> fwd{x}, bwd{x, dy};
+        if (affine) {
+          fwd.insert(fwd.end(), {gamma, beta});
+          bwd.push_back(gamma);
+        }
+        const auto fused = b.results(Op::BatchNormTrain, fwd, {{"eps", 1e-3}});
+        const auto grads = b.results(Op::BatchNormTrainGrad, bwd, {{"eps", 1e-3}});
+        opt::ad::Emit e(g);
+        const auto prim = opt::ad::batch_norm_train_primitives(e, x, affine ? gamma : -1,
+                                                               affine ? beta : -1, 1e-3);
+        const auto pgrads =
+            opt::ad::batch_norm_train_grad_primitives(e, x, dy, affine ? gamma : -1, 1e-3);
+        const char* names[] = {"y", "mean", "var", "dx", "dgamma", "dbeta"};
+        for (int k = 0; k < 6; ++k) {
+          g.add_output(names[k], k < 3 ? fused[size_t(k)] : grads[size_t(k - 3)]);
+          g.add_output(std::string("p_") + names[k],
+                       k < 3 ? prim[size_t(k)] : pgrads[size_t(k - 3)]);
+        }
+        const TensorMap out =
+            testing::run_graph(g, {{"x", random_tensor(xd, t, seed++, -1, 4)},
+                                   {"dy", random_tensor(xd, t, seed++)},
+                                   {"gamma", random_tensor(pd, t, seed++, 0.5, 2)},
+                                   {"beta", random_tensor(pd, t, seed++)}});
+        const double tol = t == DType::F64 ? 1e-12 : 2e-5;
+        for (const char* k : names) {
+          const Tensor &got = out.at(k), &want = out.at(std::string("p_") + k);
+          EXPECT_EQ(got.dims(), want.dims()) << k;
+          EXPECT_TRUE(testing::all_close(got, want, tol, tol)) << k;
+        }
+      }
 }
 
 }  // namespace

@@ -393,19 +393,24 @@ Val lower_max_pool_grad(Lowering& L, const Node& n) {
 std::vector<Val> lower_batch_norm_train(Lowering& L, const Node& n) {
   const double eps = n.attrs_as<EpsAttrs>().eps;
   const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
-    return opt::ad::batch_norm_train_primitives(e, in[0], eps);
+    const bool affine = in.size() == 3;
+    return opt::ad::batch_norm_train_primitives(e, in[0], affine ? in[1] : -1, affine ? in[2] : -1,
+                                                eps);
   });
   std::vector<Val> r;
   for (size_t i = 0; i < v.size(); ++i) r.push_back(finish(L, n, i, v[i]));
   return r;
 }
 
-Val lower_batch_norm_train_grad(Lowering& L, const Node& n) {
+std::vector<Val> lower_batch_norm_train_grad(Lowering& L, const Node& n) {
   const double eps = n.attrs_as<EpsAttrs>().eps;
   const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
-    return std::vector<NodeId>{opt::ad::batch_norm_train_grad_primitives(e, in[0], in[1], eps)};
+    return opt::ad::batch_norm_train_grad_primitives(e, in[0], in[1], in.size() > 2 ? in[2] : -1,
+                                                     eps);
   });
-  return finish(L, n, v[0]);
+  std::vector<Val> r;
+  for (size_t i = 0; i < v.size(); ++i) r.push_back(finish(L, n, i, v[i]));
+  return r;
 }
 
 }  // namespace
@@ -420,7 +425,7 @@ void register_grad(LowerTable& t) {
   set(Op::SoftmaxCrossEntropyGrad, lower_softmax_ce_grad);
   set(Op::Dropout, lower_dropout);
   set(Op::MaxPool2dGrad, lower_max_pool_grad);
-  set(Op::BatchNormTrainGrad, lower_batch_norm_train_grad);
+  t.many[size_t(Op::BatchNormTrainGrad)] = lower_batch_norm_train_grad;
   t.many[size_t(Op::BatchNormTrain)] = lower_batch_norm_train;
 }
 

@@ -67,21 +67,37 @@ Stats<T> channel_stats(const T* x, const Layout& L, int64_t c, double eps) {
   return {mean, var, T(1) / std::sqrt(var + T(eps))};
 }
 
+// gamma and beta of a channel: 1 and 0 without the affine.
 template <typename T>
-void forward_channel(const T* x, const Layout& L, int64_t ch, double eps, T* y, T* mean, T* var) {
+struct Affine {
+  const T *gamma = nullptr, *beta = nullptr;
+  T scale(int64_t ch) const { return gamma ? gamma[ch] : T(1); }
+  T shift(int64_t ch) const { return beta ? beta[ch] : T(0); }
+};
+
+// y = xhat, or xhat * gamma + beta with the affine.
+template <typename T>
+void forward_channel(const T* x, const Layout& L, int64_t ch, double eps, Affine<T> af, T* y,
+                     T* mean, T* var) {
   const Stats<T> st = channel_stats(x, L, ch, eps);
   mean[ch] = st.mean;
   var[ch] = st.var;
+  const T g = af.scale(ch), b = af.shift(ch);
   for (int64_t n = 0; n < L.N; ++n) {
     const T* xr = x + (n * L.C + ch) * L.S;
     T* yr = y + (n * L.C + ch) * L.S;
-    for (int64_t i = 0; i < L.S; ++i) yr[i] = (xr[i] - st.mean) * st.rstd;
+    if (af.gamma)
+      for (int64_t i = 0; i < L.S; ++i) yr[i] = (xr[i] - st.mean) * st.rstd * g + b;
+    else
+      for (int64_t i = 0; i < L.S; ++i) yr[i] = (xr[i] - st.mean) * st.rstd;
   }
 }
 
-// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over one channel.
+// Over one channel, with dbeta = sum(g) and dgamma = sum(g * xhat):
+// dx = gamma * rstd * (g - dbeta / n - xhat * dgamma / n).
 template <typename T>
-void backward_channel(const T* x, const T* g, const Layout& L, int64_t ch, double eps, T* dx) {
+void backward_channel(const T* x, const T* g, const Layout& L, int64_t ch, double eps,
+                      const T* gamma, T* dx, T* dgamma, T* dbeta) {
   const double count = double(L.N * L.S);
   const Stats<T> st = channel_stats(x, L, ch, eps);
   double sg = 0, sgx = 0;
@@ -90,41 +106,49 @@ void backward_channel(const T* x, const T* g, const Layout& L, int64_t ch, doubl
     sg += lane_sum<T>(L.S, [gr](int64_t i) { return gr[i]; });
     sgx += lane_sum<T>(L.S, [&](int64_t i) { return gr[i] * ((xr[i] - st.mean) * st.rstd); });
   }
+  dgamma[ch] = T(sgx);
+  dbeta[ch] = T(sg);
   const T mg = T(sg / count), mgx = T(sgx / count);
+  const T scale = gamma ? gamma[ch] * st.rstd : st.rstd;
   for (int64_t n = 0; n < L.N; ++n) {
     const T *xr = x + (n * L.C + ch) * L.S, *gr = g + (n * L.C + ch) * L.S;
     T* dr = dx + (n * L.C + ch) * L.S;
     for (int64_t i = 0; i < L.S; ++i)
-      dr[i] = st.rstd * (gr[i] - mg - (xr[i] - st.mean) * st.rstd * mgx);
+      dr[i] = scale * (gr[i] - mg - (xr[i] - st.mean) * st.rstd * mgx);
   }
 }
 
 // The f32 channels compiled whole for AVX2 (flatten inlines the loops above),
 // so the 8-lane sums and the element passes run one vector each.
 RLX_AVX2 __attribute__((flatten)) void forward_channel_avx2(const float* x, const Layout& L,
-                                                            int64_t ch, double eps, float* y,
-                                                            float* mean, float* var) {
-  forward_channel(x, L, ch, eps, y, mean, var);
+                                                            int64_t ch, double eps,
+                                                            Affine<float> af, float* y, float* mean,
+                                                            float* var) {
+  forward_channel(x, L, ch, eps, af, y, mean, var);
 }
 RLX_AVX2 __attribute__((flatten)) void backward_channel_avx2(const float* x, const float* g,
                                                              const Layout& L, int64_t ch,
-                                                             double eps, float* dx) {
-  backward_channel(x, g, L, ch, eps, dx);
+                                                             double eps, const float* gamma,
+                                                             float* dx, float* dgamma,
+                                                             float* dbeta) {
+  backward_channel(x, g, L, ch, eps, gamma, dx, dgamma, dbeta);
 }
 
 template <typename T>
 void forward(const KernelCall& c, const Layout& L, double eps) {
   const T* x = c.in[0].data<T>();
+  const Affine<T> af =
+      c.in.size() == 3 ? Affine<T>{c.in[1].data<T>(), c.in[2].data<T>()} : Affine<T>{};
   T *y = c.outs[0].data<T>(), *mean = c.outs[1].data<T>(), *var = c.outs[2].data<T>();
   const bool simd = has_avx2_fma();
   parallel_for(L.C, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t ch = c0; ch < c1; ++ch) {
       if constexpr (std::is_same_v<T, float>)
         if (simd) {
-          forward_channel_avx2(x, L, ch, eps, y, mean, var);
+          forward_channel_avx2(x, L, ch, eps, af, y, mean, var);
           continue;
         }
-      forward_channel(x, L, ch, eps, y, mean, var);
+      forward_channel(x, L, ch, eps, af, y, mean, var);
     }
   });
 }
@@ -132,16 +156,17 @@ void forward(const KernelCall& c, const Layout& L, double eps) {
 template <typename T>
 void backward(const KernelCall& c, const Layout& L, double eps) {
   const T *x = c.in[0].data<T>(), *g = c.in[1].data<T>();
-  T* dx = c.out.data<T>();
+  const T* gamma = c.in.size() > 2 ? c.in[2].data<T>() : nullptr;
+  T *dx = c.outs[0].data<T>(), *dgamma = c.outs[1].data<T>(), *dbeta = c.outs[2].data<T>();
   const bool simd = has_avx2_fma();
   parallel_for(L.C, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t ch = c0; ch < c1; ++ch) {
       if constexpr (std::is_same_v<T, float>)
         if (simd) {
-          backward_channel_avx2(x, g, L, ch, eps, dx);
+          backward_channel_avx2(x, g, L, ch, eps, gamma, dx, dgamma, dbeta);
           continue;
         }
-      backward_channel(x, g, L, ch, eps, dx);
+      backward_channel(x, g, L, ch, eps, gamma, dx, dgamma, dbeta);
     }
   });
 }

@@ -13,10 +13,15 @@ namespace rlx::opt::ad {
 // maximum is NaN passes no gradient here (the CPU kernel gives it to the NaN).
 NodeId max_pool_grad_primitives(Emit& e, NodeId x, NodeId dy, MaxPoolAttrs a);
 
-// batch_norm_train(x) as (xhat, mean, var): reduce_mean over every axis but
-// 1, the mean of squared deviations, (x - mean) * rsqrt(var + eps).
-std::vector<NodeId> batch_norm_train_primitives(Emit& e, NodeId x, double eps);
-// batch_norm_train_grad(x, dxhat): rstd * (g - mean(g) - xhat * mean(g * xhat)).
-NodeId batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId dxhat, double eps);
+// batch_norm_train(x[, gamma, beta]) as (y, mean, var): reduce_mean over
+// every axis but 1, the mean of squared deviations, xhat = (x - mean) *
+// rsqrt(var + eps), y = xhat or xhat * gamma + beta (gamma < 0: no affine).
+std::vector<NodeId> batch_norm_train_primitives(Emit& e, NodeId x, NodeId gamma, NodeId beta,
+                                                double eps);
+// batch_norm_train_grad(x, dy[, gamma]) as (dx, dgamma, dbeta): dbeta = sum(dy),
+// dgamma = sum(dy * xhat) (of gamma's shape, or [1, C, 1, ...]), and
+// dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
+std::vector<NodeId> batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId dy, NodeId gamma,
+                                                     double eps);
 
 }  // namespace rlx::opt::ad

@@ -76,24 +76,34 @@ void vjp_batch_norm(VjpCall& c) {
 }
 
 void vjp_batch_norm_train(VjpCall& c) {
-  // xhat's cotangent through batch_norm_train_grad; the statistics' own ones
-  // (rare: they usually feed only running averages) by their definitions,
-  // d mean / dx = 1 / n and d var / dx = 2 (x - mean) / n.
-  if (!c.needs(0)) return;
+  // y's cotangent through batch_norm_train_grad (which gives gamma's and
+  // beta's too); the statistics' own ones (rare: they usually feed only
+  // running averages) by their definitions, d mean / dx = 1 / n and
+  // d var / dx = 2 (x - mean) / n.
   Emit& e = c.e;
+  const bool affine = c.n.inputs.size() == 3;
+  if (c.dy[0] >= 0 && (c.needs(0) || (affine && (c.needs(1) || c.needs(2))))) {
+    std::vector<NodeId> in{c.in(0), c.dy[0]};
+    if (affine) in.push_back(c.in(1));
+    const auto outs = e.results(Op::BatchNormTrainGrad, std::move(in), c.n.attrs_as<EpsAttrs>());
+    c.dx[0] = outs[0];
+    for (size_t i = 1; affine && i < 3; ++i)
+      if (c.needs(i)) c.dx[i] = outs[i];
+  }
+  if (!c.needs(0)) {
+    c.dx[0] = -1;
+    return;
+  }
   const NodeId x = c.in(0);
   const Dims xd = e.dims(x, "batch_norm_train's gradient");
   const double n = double(numel(xd) / std::max<int64_t>(1, xd[1]));
   std::vector<Dim> full(xd.begin(), xd.end());
-  NodeId dx = -1;
-  auto acc = [&](NodeId v) { dx = dx < 0 ? v : e.add(dx, v); };
-  if (c.dy[0] >= 0) acc(e.op(Op::BatchNormTrainGrad, {x, c.dy[0]}, c.n.attrs_as<EpsAttrs>()));
+  auto acc = [&](NodeId v) { c.dx[0] = c.dx[0] < 0 ? v : e.add(c.dx[0], v); };
   if (c.dy[1] >= 0) acc(e.expand(e.mul(c.dy[1], 1 / n), full));
   if (c.dy[2] >= 0) {
     const NodeId mean = e.graph().result(c.n.id, 1);
     acc(e.mul(e.mul(e.sub(x, mean), c.dy[2]), 2 / n));
   }
-  c.dx[0] = dx;
 }
 
 namespace {
@@ -103,10 +113,21 @@ struct BatchStats {
   NodeId mean, var, rstd, xhat;
 };
 
-NodeId batch_mean(Emit& e, NodeId v) {
+// A reduction of v [N, C, ...] over every axis but 1, kept.
+NodeId batch_reduce(Emit& e, Op op, NodeId v) {
   std::vector<int64_t> axes{0};
   for (int i = 2; i < e.rank(v); ++i) axes.push_back(i);
-  return e.op(Op::ReduceMean, {v}, ReduceAttrs{.axes = axes, .keepdims = true});
+  return e.op(op, {v}, ReduceAttrs{.axes = axes, .keepdims = true});
+}
+NodeId batch_mean(Emit& e, NodeId v) { return batch_reduce(e, Op::ReduceMean, v); }
+NodeId batch_sum(Emit& e, NodeId v) { return batch_reduce(e, Op::ReduceSum, v); }
+
+// [1, C, 1, ...] for x [N, C, ...].
+std::vector<Dim> stats_dims(Emit& e, NodeId x) {
+  const Dims xd = e.dims(x, "batch_norm_train");
+  std::vector<Dim> d(xd.size(), Dim(1));
+  d[1] = Dim(xd[1]);
+  return d;
 }
 
 BatchStats batch_stats(Emit& e, NodeId x, double eps) {
@@ -121,15 +142,31 @@ BatchStats batch_stats(Emit& e, NodeId x, double eps) {
 
 }  // namespace
 
-std::vector<NodeId> batch_norm_train_primitives(Emit& e, NodeId x, double eps) {
+std::vector<NodeId> batch_norm_train_primitives(Emit& e, NodeId x, NodeId gamma, NodeId beta,
+                                                double eps) {
   const BatchStats s = batch_stats(e, x, eps);
-  return {s.xhat, s.mean, s.var};
+  if (gamma < 0) return {s.xhat, s.mean, s.var};
+  const std::vector<Dim> per_channel = stats_dims(e, x);
+  const NodeId y =
+      e.add(e.mul(s.xhat, e.reshape(gamma, per_channel)), e.reshape(beta, per_channel));
+  return {y, s.mean, s.var};
 }
 
-NodeId batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId g, double eps) {
+std::vector<NodeId> batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId dy, NodeId gamma,
+                                                     double eps) {
   const BatchStats s = batch_stats(e, x, eps);
-  const NodeId centered = e.sub(g, batch_mean(e, g));
-  return e.mul(s.rstd, e.sub(centered, e.mul(s.xhat, batch_mean(e, e.mul(g, s.xhat)))));
+  const std::vector<Dim> per_channel = stats_dims(e, x);
+  const NodeId centered = e.sub(dy, batch_mean(e, dy));
+  NodeId dx = e.mul(s.rstd, e.sub(centered, e.mul(s.xhat, batch_mean(e, e.mul(dy, s.xhat)))));
+  std::vector<Dim> pdims = per_channel;
+  if (gamma >= 0) {
+    dx = e.mul(dx, e.reshape(gamma, per_channel));
+    const Dims gd = e.dims(gamma, "batch_norm_train_grad");
+    pdims.assign(gd.begin(), gd.end());
+  }
+  const NodeId dgamma = e.reshape(batch_sum(e, e.mul(dy, s.xhat)), pdims);
+  const NodeId dbeta = e.reshape(batch_sum(e, dy), pdims);
+  return {dx, dgamma, dbeta};
 }
 
 void vjp_attention(VjpCall& c) {

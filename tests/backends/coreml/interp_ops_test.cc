@@ -280,6 +280,18 @@ std::vector<OpCase> cases() {
                {{"eps", 1e-3}},
                1e-5,
                3e-2});
+  c.push_back({"batch_norm_train_affine",
+               Op::BatchNormTrain,
+               {f({4, 3, 5, 2}), f({3}), f({3})},
+               {},
+               1e-5,
+               2e-2});
+  c.push_back({"batch_norm_train_grad_affine",
+               Op::BatchNormTrainGrad,
+               {f({4, 3, 5}), f({4, 3, 5}), f({3, 1})},
+               {{"eps", 1e-3}},
+               1e-5,
+               3e-2});
   // Through autodiff's primitives (pad, one-hot conv, cumsum, conv_transpose).
   c.push_back({"max_pool_grad_overlapping",
                Op::MaxPool2dGrad,

@@ -1,5 +1,6 @@
 // Convs with small output maps (<= 64 positions) and a constant weight, which
-// conv.cc runs as C^T = col^T W^T with the packed W^T: against a float64
+// conv.cc runs as C^T = col^T W^T with the packed W^T (and a weight
+// gradient's form, a kernel wider than its output, with any weight): against a float64
 // direct reference, over strides, kernel sizes, paddings, batches (positions
 // of several images in one product), O off the micro-tile and the fused bias +
 // activation. The weight is a Param, as in a compiled model, so the CPU
@@ -57,12 +58,14 @@ Tensor reference(const Case& c, const Tensor& x, const Tensor& w, const Tensor& 
   return y;
 }
 
-void check(const Case& c, uint64_t seed) {
+// weight_input: w and b are graph inputs (a training graph's), so nothing is packed ahead.
+void check(const Case& c, uint64_t seed, bool weight_input = false) {
   Graph g;
   Builder b(g);
   NodeId x = b.input("x", Shape(Dims{c.N, c.C, c.H, c.W}, DType::F32));
-  NodeId w = b.param("w", Shape(Dims{c.O, c.C, c.k, c.k}, DType::F32));
-  NodeId bias = b.param("b", Shape(Dims{c.O}, DType::F32));
+  const Shape ws(Dims{c.O, c.C, c.k, c.k}, DType::F32), bs(Dims{c.O}, DType::F32);
+  NodeId w = weight_input ? b.input("w", ws) : b.param("w", ws);
+  NodeId bias = weight_input ? b.input("b", bs) : b.param("b", bs);
   g.add_output("y", g.add(Op::Conv, {x, w, bias},
                           ConvAttrs{.stride = {c.stride, c.stride},
                                     .pads = c.pads,
@@ -71,10 +74,12 @@ void check(const Case& c, uint64_t seed) {
   const Tensor xt = random_tensor({c.N, c.C, c.H, c.W}, DType::F32, seed);
   const Tensor wt = random_tensor({c.O, c.C, c.k, c.k}, DType::F32, seed + 1);
   const Tensor bt = random_tensor({c.O}, DType::F32, seed + 2);
-  Session s(Executable::compile(g, {{"w", wt}, {"b", bt}}));
+  TensorMap weights{{"w", wt}, {"b", bt}}, inputs{{"x", xt}};
+  if (weight_input) std::swap(weights, inputs), inputs["x"] = xt;
+  Session s(Executable::compile(g, weights));
   const Tensor want = reference(c, xt, wt, bt);
   for (int run = 0; run < 2; ++run) {  // the first run packs the weight, the second reuses it
-    const Tensor got = s.run({{"x", xt}}).at("y");
+    const Tensor got = s.run(inputs).at("y");
     ASSERT_EQ(got.dims(), want.dims());
     double err = 0;
     for (int64_t i = 0; i < got.numel(); ++i)
@@ -101,6 +106,24 @@ TEST(ConvSmallMaps, MatchesDirectReference) {
     const int saved = num_threads();
     set_num_threads(threads);
     for (const Case& c : cases) check(c, seed += 3);
+    set_num_threads(saved);
+  }
+}
+
+TEST(ConvSmallMaps, WeightGradientFormWithAWeightThatIsAnInput) {
+  // A conv weight's gradient as autodiff spells it (the batch as channels, the
+  // output gradient as the weight, 3x3 out of an 8x8 kernel), weights fed per
+  // run as in training: the transposed product packs W^T itself.
+  const Case cases[] = {
+      {16, 64, 32, 8, 8, 8, 1, {1, 1, 1, 1}},  // the digits CNN's second conv
+      {3, 20, 40, 6, 7, 6, 1, {1, 1, 1, 1}},   // O off the panel, 3x4 out
+      {5, 9, 17, 5, 5, 4, 1, {0, 0, 0, 0}},    // the narrowest O the path takes
+  };
+  uint64_t seed = 90;
+  for (int threads : {1, 2}) {
+    const int saved = num_threads();
+    set_num_threads(threads);
+    for (const Case& c : cases) check(c, seed += 3, true);
     set_num_threads(saved);
   }
 }
