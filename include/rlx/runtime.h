@@ -38,6 +38,11 @@ struct CompileOptions {
   // on their activation input. The Trainer applies it before autodiff (TrainerOptions::compile).
   int qat_bits = 0;
   bool qat_activations = false;
+  // Op names (e.g. "relu", "gelu") whose nodes the `remat` pass recomputes
+  // right before a use far from the previous one, where their inputs are
+  // alive anyway: less peak memory for more compute (activation
+  // checkpointing in a training graph). Empty: off.
+  std::vector<std::string> rematerialize;
   // Called after every pass that ran, with the graph it produced and the node
   // count before it (debugging: rlx inspect --after / --print-after-all).
   std::function<void(std::string_view pass, size_t nodes_before, const Graph& after)> after_pass;

@@ -186,6 +186,7 @@ class Trainer {
   struct StepProfile {
     const Graph* graph = nullptr;
     const std::vector<NodeTime>* times = nullptr;
+    size_t arena_bytes = 0;  // its peak activation memory (the arena of its plan)
   };
   StepProfile profile() const;
   // Replaces the schedule (the CLI knows steps per epoch only after reading data).

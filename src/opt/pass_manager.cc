@@ -59,6 +59,8 @@ const std::vector<std::unique_ptr<Pass>>& pass_registry() {
     v.push_back(make_conv_bn_pass());
     v.push_back(make_epilogue_pass());
     v.push_back(make_cse_pass());
+    // After CSE, which would merge its copies back into the originals.
+    v.push_back(make_remat_pass());
     v.push_back(make_dce_pass());
     return v;
   }();

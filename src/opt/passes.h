@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -45,5 +46,8 @@ Graph insert_fake_quant(const Graph& g, int bits, bool activations);
 Graph fuse_batch_norm_training(const Graph& g);
 // Drops nodes no output depends on. Inputs stay (they are the signature).
 Graph eliminate_dead_code(const Graph& g);
+// Recomputes nodes of `ops` right before a use far from the previous one,
+// where their inputs are alive anyway (remat.cc); run after CSE.
+Graph rematerialize(const Graph& g, const std::set<Op>& ops);
 
 }  // namespace rlx::opt

@@ -203,7 +203,7 @@ Trainer::StepProfile Trainer::profile() const {
     for (const NodeTime& t : c->session->profile()) runs = std::max(runs, t.runs);
     if (runs > most) {
       most = runs;
-      best = {&c->exe->graph(), &c->session->profile()};
+      best = {&c->exe->graph(), &c->session->profile(), c->session->last_arena_bytes()};
     }
   }
   return best;

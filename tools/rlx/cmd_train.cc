@@ -320,8 +320,10 @@ void train(const TrainCliOptions& o, const dist::World& world) {
   if (const train::Trainer::StepProfile p = t.profile(); p.graph) {
     std::printf("training step (forward + backward) ");
     std::printf("%s", profile_report(*p.graph, *p.times, 15).c_str());
-    std::printf("a whole step (with the optimizer and batching): %.3f ms on average\n",
-                1e3 * total / double(std::max<int64_t>(1, t.step_count())));
+    std::printf("a whole step (with the optimizer and batching): %.3f ms on average; "
+                "peak activation memory %s\n",
+                1e3 * total / double(std::max<int64_t>(1, t.step_count())),
+                human_bytes(double(p.arena_bytes)).c_str());
   }
   if (last_train.samples > 0)
     std::printf(

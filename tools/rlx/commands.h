@@ -43,6 +43,7 @@ struct PassFlags {
   bool verify_each = false, print_after_all = false;
   std::string qat;  // "", int8, int4, int2: the qat pass (CompileOptions::qat_bits)
   bool qat_activations = false;
+  std::vector<std::string> remat;  // op names for the remat pass (CompileOptions::rematerialize)
 };
 void add_pass_flags(CLI::App* cmd, PassFlags& f);
 // Options for these flags; with --print-after-all or RLX_PRINT_AFTER_ALL=1 in

@@ -22,6 +22,11 @@ void add_pass_flags(CLI::App* cmd, PassFlags& f) {
   cmd->add_flag("--qat-activations", f.qat_activations,
                 "With --qat: also fake-quantize the inputs of every matmul/conv (8 bits, per "
                 "tensor, the batch's max|x|)");
+  cmd->add_option("--remat", f.remat,
+                  "Recompute nodes of these ops (e.g. relu,gelu) right before a use far from the "
+                  "previous one instead of holding them (the remat pass: activation checkpointing "
+                  "in a training step; less peak memory, more compute)")
+      ->delimiter(',');
   cmd->add_flag("--print-after-all", f.print_after_all,
                 "Print the graph after every pass, with a node-count delta line "
                 "(also env RLX_PRINT_AFTER_ALL=1)");
@@ -34,6 +39,8 @@ CompileOptions compile_options(const PassFlags& f, std::FILE* dump) {
   o.verify_each = f.verify_each;
   o.qat_bits = f.qat.empty() ? 0 : std::stoi(f.qat.substr(3));
   o.qat_activations = f.qat_activations;
+  o.rematerialize = f.remat;
+  for (const std::string& op : f.remat) parse_op(op);  // unknown names fail here
   if (o.qat_activations && !o.qat_bits)
     throw make_error("--qat-activations needs --qat int8|int4|int2");
   const char* env = std::getenv("RLX_PRINT_AFTER_ALL");
