@@ -52,6 +52,7 @@ void register_matmul();
 void register_elementwise();
 void register_conv();
 void register_attention();
+void register_attention_grad();
 void register_memory();
 void register_dequant_matmul();
 void register_state_space();

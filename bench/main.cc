@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   register_elementwise();
   register_conv();
   register_attention();
+  register_attention_grad();
   register_dequant_matmul();
   register_state_space();
 

@@ -831,6 +831,17 @@ Shape infer_attention(const Node& n, const In& in) {
   return Shape({q.dims[0], q.dims[1], q.dims[2], v.dims[3]}, q.dtype);
 }
 
+std::vector<Shape> infer_attention_grad(const Node& n, const In& in) {
+  In fwd{in[0], in[1], in[2]};
+  if (in.size() == 5) fwd.push_back(in[4]);
+  const Shape out = infer_attention(n, fwd);
+  const Shape& dout = *in[3];
+  same_dtype(*in[0], dout);
+  RLX_CHECK(shapes_compatible(out, dout), "attention_grad: dout ", dout.str(),
+            " does not match attention's output ", out.str());
+  return {*in[0], *in[1], *in[2]};
+}
+
 Shape infer_resize(const Node& n, const In& in) {
   const Shape& x = *in[0];
   RLX_CHECK(x.rank() == 4, "resize: expected NCHW, got ", x.str());

@@ -501,6 +501,7 @@ const std::set<Op> kGaps = {Op::RmsNormGrad,
                             Op::SoftmaxCrossEntropyGrad,
                             Op::FakeQuantizeGrad,
                             Op::BatchNormTrainGrad,
+                            Op::AttentionGrad,
                             Op::Lstm,
                             Op::Gru,
                             Op::Rnn,  // backpropagation through time: not yet

@@ -1,6 +1,6 @@
 // Backward ops composed from primitive MIL ops, with the math of the CPU kernels
 // (src/backends/cpu/grad_*.cc): rms/layer/group_norm_grad, activation_grad,
-// softmax_cross_entropy(_grad), and max_pool2d_grad and batch_norm_train(_grad)
+// softmax_cross_entropy(_grad), and max_pool2d_grad, batch_norm_train(_grad) and attention_grad
 // through autodiff's primitives. MIL cannot raise errors at run time, so an out-of-range label
 // (checked by the CPU kernel) is not detected here; ignore_index rows are masked.
 #include <cmath>
@@ -413,6 +413,18 @@ std::vector<Val> lower_batch_norm_train_grad(Lowering& L, const Node& n) {
   return r;
 }
 
+std::vector<Val> lower_attention_grad(Lowering& L, const Node& n) {
+  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
+    const auto r =
+        opt::ad::attention_grad_primitives(e, in[0], in[1], in[2], in.size() == 5 ? in[4] : -1,
+                                           in[3], n.attrs_as<AttentionAttrs>(), false);
+    return std::vector<NodeId>{r.dq, r.dk, r.dv};
+  });
+  std::vector<Val> r;
+  for (size_t i = 0; i < v.size(); ++i) r.push_back(finish(L, n, i, v[i]));
+  return r;
+}
+
 }  // namespace
 
 void register_grad(LowerTable& t) {
@@ -427,6 +439,7 @@ void register_grad(LowerTable& t) {
   set(Op::MaxPool2dGrad, lower_max_pool_grad);
   t.many[size_t(Op::BatchNormTrainGrad)] = lower_batch_norm_train_grad;
   t.many[size_t(Op::BatchNormTrain)] = lower_batch_norm_train;
+  t.many[size_t(Op::AttentionGrad)] = lower_attention_grad;
 }
 
 }  // namespace rlx::coreml

@@ -32,6 +32,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/attention_impl.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
@@ -45,47 +46,6 @@ namespace {
 // bigger tiles, fewer GEMM calls and (for Sk <= 128) no running-max rescale at all.
 constexpr int64_t kQBlockBanded = 32, kKBlockBanded = 64;
 constexpr int64_t kQBlock = 64, kKBlock = 128;  // a 128 x 128 f32 tile of K is 64 KiB (L2)
-
-// x[j] = exp(x[j] - m) for j < n; returns their sum.
-template <typename T>
-T exp_sum_scalar(T* x, int64_t n, T m) {
-  T sum = 0;
-  for (int64_t j = 0; j < n; ++j) sum += x[j] = std::exp(x[j] - m);
-  return sum;
-}
-
-// The same on 8 lanes (AVX2/FMA), the sum over two partial vectors.
-RLX_AVX2 float exp_sum_avx2(float* x, int64_t n, float m) {
-  const __m256 vm_ = _mm256_set1_ps(m);
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    const __m256 e0 = vm::exp(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm_));
-    const __m256 e1 = vm::exp(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), vm_));
-    _mm256_storeu_ps(x + j, e0);
-    _mm256_storeu_ps(x + j + 8, e1);
-    s0 = _mm256_add_ps(s0, e0);
-    s1 = _mm256_add_ps(s1, e1);
-  }
-  for (; j < n; j += 8) {
-    const __m256i mask = vm::first_lanes(n - j);
-    const __m256 e = vm::exp(_mm256_sub_ps(_mm256_maskload_ps(x + j, mask), vm_));
-    _mm256_maskstore_ps(x + j, mask, e);
-    s0 = _mm256_add_ps(s0, _mm256_and_ps(e, _mm256_castsi256_ps(mask)));
-  }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, _mm256_add_ps(s0, s1));
-  float sum = 0;
-  for (float v : lanes) sum += v;
-  return sum;
-}
-
-template <typename T>
-T exp_sum(T* x, int64_t n, T m) {
-  if constexpr (std::is_same_v<T, float>)
-    if (has_avx2_fma()) return exp_sum_avx2(x, n, m);
-  return exp_sum_scalar(x, n, m);
-}
 
 // One query row (decoding with a KV cache): the scores and the P V update as
 // direct dots and axpys over the cache's rows. Two GEMM calls for one row
@@ -144,33 +104,19 @@ void row_pv(const T* p, const T* V, int64_t n, int64_t Dv, T* acc) {
     for (int64_t d = 0; d < Dv; ++d) acc[d] += p[j] * V[j * Dv + d];
 }
 
-struct Geometry {
-  int64_t B, Hq, Hk, Sq, Sk, D, Dv;
-  MaskKind mask;
-  int64_t window;
-  double scale;
-  double softcap;
-  // Bias element strides for [B,Hq,Sq,Sk] (0 on broadcast dims).
-  int64_t bs[4] = {0, 0, 0, 0};
-};
-
 template <typename T>
-void attention_t(const KernelCall& c, const Geometry& g) {
+void attention_t(const KernelCall& c, const AttentionGeometry& g) {
   const T* q = c.in[0].data<T>();
   const T* k = c.in[1].data<T>();
   const T* v = c.in[2].data<T>();
-  const bool bool_bias = g.mask == MaskKind::bias && c.in[3].dtype() == DType::Bool;
-  const T* bias = g.mask == MaskKind::bias && !bool_bias ? c.in[3].data<T>() : nullptr;
-  const bool* bmask = bool_bias ? c.in[3].data<bool>() : nullptr;
+  const AttentionBias<T> bias = attention_bias<T>(c, 3);
   T* out = c.out.data<T>();
-  const bool banded = g.mask == MaskKind::causal || g.mask == MaskKind::sliding;
+  const bool banded = g.banded();
   const int64_t qblock = banded ? kQBlockBanded : kQBlock;
   const int64_t kblock = banded ? kKBlockBanded : kKBlock;
   const int64_t nqb = (g.Sq + qblock - 1) / qblock;
   const int64_t group = g.Hq / g.Hk;
-  const int64_t off = g.Sk - g.Sq;
   const T scale = T(g.scale);
-  const T cap = T(g.softcap), inv_cap = g.softcap > 0 ? T(1) / cap : T(0);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t work = qblock * g.Sk * (g.D + g.Dv);
   parallel_for(
@@ -189,11 +135,8 @@ void attention_t(const KernelCall& c, const Geometry& g) {
           std::fill(m.begin(), m.end(), kNegInf);
           std::fill(l.begin(), l.end(), T(0));
           std::fill(acc.begin(), acc.end(), T(0));
-          // Keys any row of this block may see: [jlo, jhi).
-          int64_t jlo = 0, jhi = g.Sk;
-          if (banded) jhi = std::clamp<int64_t>(i0 + rows - 1 + off + 1, 0, g.Sk);
-          if (g.mask == MaskKind::sliding)
-            jlo = std::clamp<int64_t>(i0 + off - g.window + 1, 0, g.Sk);
+          int64_t jlo, jhi;  // keys any row of this block may see
+          g.block_keys(i0, rows, jlo, jhi);
           for (int64_t j0 = jlo; j0 < jhi; j0 += kblock) {
             const int64_t j1 = std::min(jhi, j0 + kblock), tn = j1 - j0;
             // The tile's scores for every row at once: S = scale * Q K^T.
@@ -203,20 +146,10 @@ void attention_t(const KernelCall& c, const Geometry& g) {
               gemm_serial(false, true, rows, tn, g.D, scale, Q, g.D, K + j0 * g.D, g.D, T(0),
                           s.data(), tn);
             for (int64_t r = 0; r < rows; ++r) {
-              const int64_t i = i0 + r;
-              int64_t lo = j0, hi = j1;
-              if (banded) hi = std::min(hi, i + off + 1);
-              if (g.mask == MaskKind::sliding) lo = std::max(lo, i + off - g.window + 1);
+              int64_t lo, hi;
+              g.visible(i0 + r, j0, j1, lo, hi);
               T* sr = s.data() + r * tn;
-              if (g.softcap > 0)  // as ggml: scale by 1/cap, tanh, scale by cap
-                for (int64_t j = lo; j < hi; ++j)
-                  sr[j - j0] = cap * std::tanh(sr[j - j0] * inv_cap);
-              const int64_t brow = b * g.bs[0] + h * g.bs[1] + i * g.bs[2];
-              if (bias)
-                for (int64_t j = lo; j < hi; ++j) sr[j - j0] += bias[brow + j * g.bs[3]];
-              if (bmask)
-                for (int64_t j = lo; j < hi; ++j)
-                  if (!bmask[brow + j * g.bs[3]]) sr[j - j0] = kNegInf;
+              finish_scores(g, bias, b, h, i0 + r, j0, lo, hi, sr);
               const T mx = lo < hi ? reduce_row_max(sr + (lo - j0), hi - lo) : kNegInf;
               // Keys this row may not see get probability 0 in the P V product below.
               std::fill(sr, sr + std::max<int64_t>(lo - j0, 0), T(0));
@@ -252,9 +185,9 @@ void attention_t(const KernelCall& c, const Geometry& g) {
 
 }  // namespace
 
-void attention(const KernelCall& c) {
+AttentionGeometry attention_geometry(const KernelCall& c, const Tensor& q, const Tensor& k,
+                                     const Tensor& v, const Tensor* bias) {
   const std::string& who = c.node.label();
-  const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
   RLX_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4, who,
             ": q, k, v must be [B,H,S,D], got ", q.shape().str(), ", ", k.shape().str(), ", ",
             v.shape().str());
@@ -263,8 +196,8 @@ void attention(const KernelCall& c) {
   RLX_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), who,
             ": q, k, v dtypes differ: ", q.shape().str(), ", ", k.shape().str(), ", ",
             v.shape().str());
-  Geometry g{q.dim(0), q.dim(1),       k.dim(1), q.dim(2), k.dim(2), q.dim(3),
-             v.dim(3), MaskKind::none, 0,        0.0,      0.0};
+  AttentionGeometry g{q.dim(0), q.dim(1),       k.dim(1), q.dim(2), k.dim(2), q.dim(3),
+                      v.dim(3), MaskKind::none, 0,        0.0,      0.0};
   RLX_CHECK(
       k.dim(0) == g.B && v.dim(0) == g.B && v.dim(1) == g.Hk && v.dim(2) == g.Sk && k.dim(3) == g.D,
       who, ": shapes do not match: q ", q.shape().str(), ", k ", k.shape().str(), ", v ",
@@ -277,28 +210,33 @@ void attention(const KernelCall& c) {
     g.window = a.window;
     RLX_CHECK(g.window >= 1, who, ": sliding window must be >= 1, got ", g.window);
   }
-  RLX_CHECK((g.mask == MaskKind::bias) == (c.in.size() == 4), who,
-            ": mask 'bias' needs exactly a 4th input (and only it)");
-  if (g.mask == MaskKind::bias) {
-    const Tensor& bias = c.in[3];
-    RLX_CHECK(bias.dtype() == q.dtype() || bias.dtype() == DType::Bool, who, ": bias ",
-              bias.shape().str(), " must have q's dtype or be bool");
+  RLX_CHECK((g.mask == MaskKind::bias) == (bias != nullptr), who,
+            ": mask 'bias' needs exactly a bias input (and only it)");
+  if (bias) {
+    RLX_CHECK(bias->dtype() == q.dtype() || bias->dtype() == DType::Bool, who, ": bias ",
+              bias->shape().str(), " must have q's dtype or be bool");
     const Dims full{g.B, g.Hq, g.Sq, g.Sk};
-    bool ok = bias.rank() <= 4;
-    for (int d = 0; ok && d < bias.rank(); ++d) {
-      const int fd = 4 - bias.rank() + d;
-      const int64_t bd = bias.dim(d);
+    bool ok = bias->rank() <= 4;
+    for (int d = 0; ok && d < bias->rank(); ++d) {
+      const int fd = 4 - bias->rank() + d;
+      const int64_t bd = bias->dim(d);
       ok = bd == 1 || bd == full[size_t(fd)];
-      if (bd != 1) g.bs[fd] = bias.strides()[size_t(d)];
+      if (bd != 1) g.bs[fd] = bias->strides()[size_t(d)];
     }
-    RLX_CHECK(ok, who, ": bias ", bias.shape().str(), " does not broadcast to ", dims_str(full));
+    RLX_CHECK(ok, who, ": bias ", bias->shape().str(), " does not broadcast to ", dims_str(full));
   }
   g.scale = a.scale.value_or(g.D > 0 ? 1.0 / std::sqrt(double(g.D)) : 1.0);
   g.softcap = a.softcap;
   RLX_CHECK(g.softcap >= 0 && std::isfinite(g.softcap), who, ": softcap must be >= 0, got ",
             g.softcap);
+  return g;
+}
+
+void attention(const KernelCall& c) {
+  const AttentionGeometry g =
+      attention_geometry(c, c.in[0], c.in[1], c.in[2], c.in.size() == 4 ? &c.in[3] : nullptr);
   if (c.out.numel() == 0) return;
-  if (q.dtype() == DType::F32)
+  if (c.in[0].dtype() == DType::F32)
     attention_t<float>(c, g);
   else
     attention_t<double>(c, g);

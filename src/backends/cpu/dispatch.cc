@@ -78,6 +78,7 @@ KernelEntry kernel_for(Op op) {
     case Op::BatchNormTrainGrad: return {batch_norm_train_grad, f32};
     case Op::LayerNorm2d: return {layer_norm_2d, f32};
     case Op::Attention: return {attention, f32};
+    case Op::AttentionGrad: return {attention_grad, f32};
     case Op::Rope: return {rope, f32};
     case Op::Resize: return {resize, f32};
     case Op::GridSample: return {grid_sample, f32};

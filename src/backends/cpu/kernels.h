@@ -73,6 +73,7 @@ void layer_norm_2d(const KernelCall& c);
 
 // attention.cc
 void attention(const KernelCall& c);
+void attention_grad(const KernelCall& c);
 // rope.cc
 void rope(const KernelCall& c);
 // resample.cc

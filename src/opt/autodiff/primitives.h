@@ -24,4 +24,13 @@ std::vector<NodeId> batch_norm_train_primitives(Emit& e, NodeId x, NodeId gamma,
 std::vector<NodeId> batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId dy, NodeId gamma,
                                                      double eps);
 
+// attention_grad(q, k, v, dout[, bias]) as matmuls over the recomputed
+// probabilities ([B, Hk, G, Sq, Sk] scores); with want_dbias also the bias's
+// gradient (summed to its shape). bias < 0: none.
+struct AttentionGradNodes {
+  NodeId dq = -1, dk = -1, dv = -1, dbias = -1;
+};
+AttentionGradNodes attention_grad_primitives(Emit& e, NodeId q, NodeId k, NodeId v, NodeId bias,
+                                             NodeId dout, AttentionAttrs a, bool want_dbias);
+
 }  // namespace rlx::opt::ad

@@ -169,27 +169,26 @@ std::vector<NodeId> batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId d
   return {dx, dgamma, dbeta};
 }
 
-void vjp_attention(VjpCall& c) {
+AttentionGradNodes attention_grad_primitives(Emit& e, NodeId q_in, NodeId k_in, NodeId v_in,
+                                             NodeId bias_in, NodeId dout_in,
+                                             AttentionAttrs a, bool want_dbias) {
   // Recomputes the probabilities P of attention.cc's definition (grouped key
   // heads as a broadcast axis: [B, Hk, G, S, D]) and backpropagates through
   // out = P v, P = softmax(scale q k^T + mask):
   //   dv = P^T dout, dP = dout v^T, dS = P (dP - rowsum(dP P)),
   //   dq = scale dS k, dk = scale dS^T q, dbias = dS.
   // Rows that see no key are zero, as in the kernel.
-  Emit& e = c.e;
-  const auto& a = c.n.attrs_as<AttentionAttrs>();
-  const Dims qd = e.dims(c.in(0), "attention's gradient");
-  const Dims kd = e.dims(c.in(1), "attention's gradient");
-  const Dims vd = e.dims(c.in(2), "attention's gradient");
+  const Dims qd = e.dims(q_in, "attention's gradient");
+  const Dims kd = e.dims(k_in, "attention's gradient");
+  const Dims vd = e.dims(v_in, "attention's gradient");
   const int64_t B = qd[0], Hq = qd[1], Sq = qd[2], D = qd[3], Hk = kd[1], Sk = kd[2], Dv = vd[3];
   const int64_t G = Hq / Hk;
-  const DType t = e.dtype(c.in(0));
+  const DType t = e.dtype(q_in);
   const double scale = a.scale.value_or(1.0 / std::sqrt(double(D)));
   auto five = [&](NodeId x, int64_t g, int64_t s, int64_t d) {
     return e.reshape(x, {Dim(B), Dim(Hk), Dim(g), Dim(s), Dim(d)});
   };
-  const NodeId q = five(c.in(0), G, Sq, D), k = five(c.in(1), 1, Sk, D),
-               v = five(c.in(2), 1, Sk, Dv);
+  const NodeId q = five(q_in, G, Sq, D), k = five(k_in, 1, Sk, D), v = five(v_in, 1, Sk, Dv);
   NodeId s = e.mul(e.matmul(q, k, false, true), scale);  // [B, Hk, G, Sq, Sk]
   // Soft-capping s = cap * tanh(raw / cap): d s / d raw = 1 - tanh^2.
   NodeId capped_tanh = -1;
@@ -214,8 +213,8 @@ void vjp_attention(VjpCall& c) {
             j <= i + off && (a.mask == MaskKind::causal || j > i + off - a.window);
     s = e.where(e.constant(vis), s, ninf);
   } else if (a.mask == MaskKind::bias) {
-    const NodeId bias = e.reshape(e.expand(c.in(3), scores4), scores);
-    s = e.dtype(c.in(3)) == DType::Bool ? e.where(bias, s, ninf) : e.add(s, bias);
+    const NodeId bias = e.reshape(e.expand(bias_in, scores4), scores);
+    s = e.dtype(bias_in) == DType::Bool ? e.where(bias, s, ninf) : e.add(s, bias);
   }
   // Softmax that gives 0 (not NaN) on rows whose every score is -inf.
   const NodeId zero = e.scalar(0, t);
@@ -224,16 +223,39 @@ void vjp_attention(VjpCall& c) {
   const NodeId sum = e.sum(ex, {-1}, true);
   const NodeId p = e.div(ex, e.where(e.compare(Op::Eq, sum, zero), e.scalar(1, t), sum));
 
-  const NodeId dout = five(c.grad(), G, Sq, Dv);
-  if (c.needs(2)) c.dx[2] = e.sum(e.matmul(p, dout, true, false), {2}, false);
-  if (!c.needs(0) && !c.needs(1) && !c.needs(3)) return;
+  AttentionGradNodes r;
+  const NodeId dout = five(dout_in, G, Sq, Dv);
+  r.dv = e.sum(e.matmul(p, dout, true, false), {2}, false);
   const NodeId dp = e.matmul(dout, v, false, true);
   NodeId ds = e.mul(p, e.sub(dp, e.sum(e.mul(dp, p), {-1}, true)));
   // The bias is added after the cap, so it takes ds as it is; q and k take it through the cap.
-  if (c.needs(3)) c.dx[3] = e.sum_to(e.reshape(ds, scores4), c.in_shape(3));
+  if (want_dbias)
+    r.dbias = e.sum_to(e.reshape(ds, scores4), Shape(e.dims(bias_in, "attention's gradient"), t));
   if (capped_tanh >= 0) ds = e.mul(ds, e.sub(e.scalar(1, t), e.mul(capped_tanh, capped_tanh)));
-  if (c.needs(0)) c.dx[0] = e.reshape(e.mul(e.matmul(ds, k), scale), c.in_shape(0).dims);
-  if (c.needs(1)) c.dx[1] = e.sum(e.mul(e.matmul(ds, q, true, false), scale), {2}, false);
+  r.dq = e.reshape(e.mul(e.matmul(ds, k), scale), {qd.begin(), qd.end()});
+  r.dk = e.sum(e.mul(e.matmul(ds, q, true, false), scale), {2}, false);
+  return r;
+}
+
+void vjp_attention(VjpCall& c) {
+  // attention_grad, the flash-style kernel, unless the bias needs its
+  // gradient (dS itself, which that kernel never forms): then the composed rule.
+  Emit& e = c.e;
+  const auto& a = c.n.attrs_as<AttentionAttrs>();
+  const bool has_bias = c.n.inputs.size() == 4;
+  if (!(has_bias && c.needs(3))) {
+    std::vector<NodeId> in{c.in(0), c.in(1), c.in(2), c.grad()};
+    if (has_bias) in.push_back(c.in(3));
+    const auto outs = e.results(Op::AttentionGrad, std::move(in), a);
+    for (size_t i = 0; i < 3; ++i)
+      if (c.needs(i)) c.dx[i] = outs[i];
+    return;
+  }
+  const AttentionGradNodes r =
+      attention_grad_primitives(e, c.in(0), c.in(1), c.in(2), c.in(3), c.grad(), a, true);
+  const NodeId d[] = {r.dq, r.dk, r.dv, r.dbias};
+  for (size_t i = 0; i < 4; ++i)
+    if (c.needs(i)) c.dx[i] = d[i];
 }
 
 void vjp_rope(VjpCall& c) {

@@ -204,6 +204,7 @@ VjpEntry vjp_entry(Op op) {
     case Op::SoftmaxCrossEntropyGrad:
     case Op::FakeQuantizeGrad:
     case Op::BatchNormTrainGrad:
+    case Op::AttentionGrad:
       return gap(kSecondOrder);
     case Op::SoftmaxCrossEntropy:
       return rule(vjp_softmax_cross_entropy);

@@ -280,6 +280,19 @@ std::vector<OpCase> cases() {
                {{"eps", 1e-3}},
                1e-5,
                3e-2});
+  // attention_grad through autodiff's primitives (recomputed probabilities).
+  c.push_back({"attention_grad",
+               Op::AttentionGrad,
+               {f({1, 2, 5, 4}), f({1, 1, 6, 4}), f({1, 1, 6, 3}), f({1, 2, 5, 3})},
+               {{"mask", std::string("causal")}},
+               1e-5,
+               2e-2});
+  c.push_back({"attention_grad_bias",
+               Op::AttentionGrad,
+               {f({1, 2, 4, 4}), f({1, 2, 4, 4}), f({1, 2, 4, 4}), f({1, 2, 4, 4}), f({4, 4})},
+               {{"mask", std::string("bias")}, {"softcap", 0.7}},
+               1e-5,
+               2e-2});
   c.push_back({"batch_norm_train_affine",
                Op::BatchNormTrain,
                {f({4, 3, 5, 2}), f({3}), f({3})},

@@ -1,0 +1,161 @@
+// attention_grad(q, k, v, dout[, bias]) -> (dq, dk, dv): attention's
+// backward, flash-attention style: no [Sq, Sk] score or probability tensor.
+// One task per (batch, key head) owns that head's dk and dv; for each of its
+// query heads and each block of queries it
+//   1. walks the visible key tiles as the forward kernel does (running max m,
+//      running sum l, unnormalized output) to get each row's m and l and its
+//      output O, then D = rowsum(dout * O);
+//   2. walks them again: S (scores as attention defines them), P = exp(S - m) / l,
+//        dv += P^T dout,   dP = dout v^T,   dS = P * (dP - D) (* (1 - tanh^2) under a soft cap),
+//        dq += scale dS k, dk += scale dS^T q,
+//      each product one GEMM over the tile (gemm_serial).
+// Rows that see no key have P = 0 and pass no gradient, as the forward gives
+// them zeros. The bias only shifts or masks scores: its gradient (dS itself)
+// is autodiff's composed rule's, used when the bias needs one.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/attention_impl.h"
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/kernels.h"
+#include "rlx/error.h"
+#include "rlx/thread_pool.h"
+
+namespace rlx::cpu {
+namespace {
+
+constexpr int64_t kQBlock = 64, kKBlock = 128;
+
+template <typename T>
+void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
+  const T *q = c.in[0].data<T>(), *k = c.in[1].data<T>(), *v = c.in[2].data<T>();
+  const T* dout = c.in[3].data<T>();
+  const AttentionBias<T> bias = attention_bias<T>(c, 4);
+  T *dq = c.outs[0].data<T>(), *dk = c.outs[1].data<T>(), *dv = c.outs[2].data<T>();
+  const int64_t group = g.Hq / g.Hk, nqb = (g.Sq + kQBlock - 1) / kQBlock;
+  const T scale = T(g.scale);
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  parallel_for(g.B * g.Hk, 1, [&](int64_t t0, int64_t t1) {
+    const auto R = size_t(kQBlock), KB = size_t(kKBlock);
+    std::vector<T> m(R), l(R), o(R * size_t(g.Dv)), drow(R), s(R * KB), th(R * KB), dp(R * KB);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t / g.Hk;
+      const T* K = k + t * g.Sk * g.D;
+      const T* V = v + t * g.Sk * g.Dv;
+      T* dK = dk + t * g.Sk * g.D;
+      T* dV = dv + t * g.Sk * g.Dv;
+      std::fill(dK, dK + g.Sk * g.D, T(0));
+      std::fill(dV, dV + g.Sk * g.Dv, T(0));
+      for (int64_t h = t % g.Hk * group; h < (t % g.Hk + 1) * group; ++h)
+        for (int64_t qb = 0; qb < nqb; ++qb) {
+          const int64_t bh = b * g.Hq + h, i0 = qb * kQBlock, rows = std::min(kQBlock, g.Sq - i0);
+          const T* Q = q + (bh * g.Sq + i0) * g.D;
+          const T* dO = dout + (bh * g.Sq + i0) * g.Dv;
+          T* dQ = dq + (bh * g.Sq + i0) * g.D;
+          std::fill(dQ, dQ + rows * g.D, T(0));
+          int64_t jlo, jhi;
+          g.block_keys(i0, rows, jlo, jhi);
+          // Scores of key tile [j0, j1) as attention defines them, and the
+          // visible range of each row; masked keys are -inf.
+          auto scores = [&](int64_t j0, int64_t j1, T* tanh_out) {
+            const int64_t tn = j1 - j0;
+            gemm_serial(false, true, rows, tn, g.D, scale, Q, g.D, K + j0 * g.D, g.D, T(0),
+                        s.data(), tn);
+            for (int64_t r = 0; r < rows; ++r) {
+              int64_t lo, hi;
+              g.visible(i0 + r, j0, j1, lo, hi);
+              T* sr = s.data() + r * tn;
+              finish_scores(g, bias, b, h, i0 + r, j0, lo, hi, sr,
+                            tanh_out ? tanh_out + r * tn : nullptr);
+              std::fill(sr, sr + std::clamp<int64_t>(lo - j0, 0, tn), kNegInf);
+              std::fill(sr + std::clamp<int64_t>(hi - j0, 0, tn), sr + tn, kNegInf);
+            }
+          };
+          // 1. Each row's running max and sum, and its output.
+          std::fill(m.begin(), m.end(), kNegInf);
+          std::fill(l.begin(), l.end(), T(0));
+          std::fill(o.begin(), o.end(), T(0));
+          for (int64_t j0 = jlo; j0 < jhi; j0 += kKBlock) {
+            const int64_t j1 = std::min(jhi, j0 + kKBlock), tn = j1 - j0;
+            scores(j0, j1, nullptr);
+            for (int64_t r = 0; r < rows; ++r) {
+              T* sr = s.data() + r * tn;
+              const T mx = reduce_row_max(sr, tn);
+              if (mx == kNegInf) {  // nothing visible in this tile
+                std::fill(sr, sr + tn, T(0));
+                continue;
+              }
+              const T m_new = std::isnan(mx) ? mx : std::max(m[size_t(r)], mx);
+              const T corr = std::exp(m[size_t(r)] - m_new);
+              const T sum = exp_sum(sr, tn, m_new);
+              if (corr != T(1))
+                for (T *a = o.data() + r * g.Dv, *e = a + g.Dv; a < e; ++a) *a *= corr;
+              l[size_t(r)] = l[size_t(r)] * corr + sum;
+              m[size_t(r)] = m_new;
+            }
+            gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn, V + j0 * g.Dv, g.Dv, T(1),
+                        o.data(), g.Dv);
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            const T inv = l[size_t(r)] > 0 ? T(1) / l[size_t(r)] : T(0);
+            T d = 0;
+            for (int64_t e = 0; e < g.Dv; ++e) d += dO[r * g.Dv + e] * o[size_t(r * g.Dv + e)];
+            drow[size_t(r)] = d * inv;
+            l[size_t(r)] = inv;  // from here on: 1 / l
+          }
+          // 2. The gradients, tile by tile.
+          for (int64_t j0 = jlo; j0 < jhi; j0 += kKBlock) {
+            const int64_t j1 = std::min(jhi, j0 + kKBlock), tn = j1 - j0;
+            scores(j0, j1, g.softcap > 0 ? th.data() : nullptr);
+            for (int64_t r = 0; r < rows; ++r) {  // s becomes P (masked keys: exp(-inf) = 0)
+              T* sr = s.data() + r * tn;
+              if (m[size_t(r)] == kNegInf) {
+                std::fill(sr, sr + tn, T(0));
+                continue;
+              }
+              exp_sum(sr, tn, m[size_t(r)]);
+              for (int64_t j = 0; j < tn; ++j) sr[j] *= l[size_t(r)];
+            }
+            gemm_serial(true, false, tn, g.Dv, rows, T(1), s.data(), tn, dO, g.Dv, T(1),
+                        dV + j0 * g.Dv, g.Dv);
+            gemm_serial(false, true, rows, tn, g.Dv, T(1), dO, g.Dv, V + j0 * g.Dv, g.Dv, T(0),
+                        dp.data(), tn);
+            for (int64_t r = 0; r < rows; ++r) {  // dp becomes dS
+              const T* pr = s.data() + r * tn;
+              T* dr = dp.data() + r * tn;
+              for (int64_t j = 0; j < tn; ++j) dr[j] = pr[j] * (dr[j] - drow[size_t(r)]);
+              if (g.softcap > 0)
+                for (int64_t j = 0; j < tn; ++j) {
+                  const T tj = th[size_t(r * tn + j)];
+                  if (pr[j] != T(0)) dr[j] *= T(1) - tj * tj;
+                }
+            }
+            gemm_serial(false, false, rows, g.D, tn, scale, dp.data(), tn, K + j0 * g.D, g.D, T(1),
+                        dQ, g.D);
+            gemm_serial(true, false, tn, g.D, rows, scale, dp.data(), tn, Q, g.D, T(1),
+                        dK + j0 * g.D, g.D);
+          }
+        }
+    }
+  });
+}
+
+}  // namespace
+
+void attention_grad(const KernelCall& c) {
+  const AttentionGeometry g =
+      attention_geometry(c, c.in[0], c.in[1], c.in[2], c.in.size() == 5 ? &c.in[4] : nullptr);
+  const Tensor& dout = c.in[3];
+  RLX_CHECK(dout.dtype() == c.in[0].dtype() && dout.dims() == Dims({g.B, g.Hq, g.Sq, g.Dv}),
+            c.node.label(), ": dout ", dout.shape().str(), " does not match attention's output [",
+            g.B, ",", g.Hq, ",", g.Sq, ",", g.Dv, "]");
+  if (g.Hk == 0) return;  // no heads: every output is empty
+  if (c.in[0].dtype() == DType::F32)
+    attention_grad_t<float>(c, g);
+  else
+    attention_grad_t<double>(c, g);
+}
+
+}  // namespace rlx::cpu
