@@ -373,18 +373,24 @@ def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol, train_
                                  "dtype": dtype_token(val.dtype), "kind": role})
             weight_tensors[info] = val
     # Every parameter/buffer goes to weights.safetensors, used or not.
-    for nm, t, _k in _trace._named_state(model)[0]:
+    state = _trace._named_state(model)[0]
+    for nm, t, _k in state:
         weight_tensors.setdefault(nm, t.detach())
+    # A lifted constant that is a parameter or buffer itself keeps its name and
+    # role: nn.LSTM / GRU / RNN read their cached _flat_weights, which
+    # functional_call does not swap, so tracing bakes the real tensors in.
+    by_storage = {(t.data_ptr(), tuple(t.shape), t.dtype): (nm, k) for nm, t, k in state}
 
     enc = _Encoder(ids)
     nodes_json = []
     for n in gm.graph.nodes:
         if n.op == "get_attr":  # lifted tensor constants (make_fx)
             val = getattr(gm, n.target)
-            key = str(n.target)
-            ids[n] = unique("c_" + key)
+            key, kind = str(n.target), "const"
+            key, kind = by_storage.get((val.data_ptr(), tuple(val.shape), val.dtype), (key, kind))
+            ids[n] = unique(prefix[kind] + key)
             weights_json.append({"id": ids[n], "key": key, "shape": list(val.shape),
-                                 "dtype": dtype_token(val.dtype), "kind": "const"})
+                                 "dtype": dtype_token(val.dtype), "kind": kind})
             weight_tensors[key] = val.detach()
         elif n.op == "call_function":
             if n.target is operator.getitem:

@@ -16,11 +16,13 @@ import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "python")]
+sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "python"),
+                os.path.join(ROOT, "tests", "frontends")]
 
 import rlx_torch  # noqa: E402
 import rlx_torch._safetensors as st  # noqa: E402
 import rlx_torch_models as M  # noqa: E402
+import torch_models as T  # noqa: E402
 
 
 def transformer():
@@ -38,7 +40,17 @@ MODELS = {
     "transformer": transformer,
     "gpt": M.gpt,
     "cnn_groupnorm": M.cnn_misc,
+    # Backpropagation through time: every output (y, h_n[, c_n]) gets a cotangent.
+    "lstm": T.RECURRENT["lstm_bi2_bf_init"],
+    "gru": T.RECURRENT["gru_bi"],
+    "rnn": T.RECURRENT["rnn_tanh_bi2_bf_init"],
 }
+
+
+def flatten(v):
+    if isinstance(v, (tuple, list)):
+        return [t for x in v for t in flatten(x)]
+    return [v]
 
 
 def main(argv):
@@ -54,7 +66,7 @@ def main(argv):
         args = [t.detach().double().requires_grad_(True) if t.is_floating_point() else t
                 for t in inputs]
         outs = model(*args)
-        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        outs = flatten(outs)  # nn.LSTM's (y, (h, c)) as the export's outputs: y, h, c
         gen = torch.Generator().manual_seed(11)
         cts = [torch.rand(o.shape, generator=gen, dtype=torch.float32) * 2 - 1 for o in outs]
         named = list(model.named_parameters())

@@ -35,8 +35,7 @@ const LowerTable& lower_table() {
     register_rope(t);
     register_resample(t);
     register_quant(t);
-    register_recurrent(t);
-    register_state_space(t);
+    register_sequence(t);
     return t;
   }();
   return t;

@@ -3,12 +3,17 @@
 // the op table itself; an op with no entry is listed, never skipped.
 #pragma once
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "mil.h"
 #include "rlx/graph.h"
 #include "rlx/io.h"
+
+namespace rlx::opt::ad {
+class Emit;
+}
 
 namespace rlx::coreml {
 
@@ -67,8 +72,15 @@ void register_indexing(LowerTable& t);     // one_hot, gather_nd, scatters, topk
 void register_rope(LowerTable& t);         // rope (lower_rope.cc)
 void register_resample(LowerTable& t);     // resize, grid_sample, dequant_matmul/embedding
 void register_quant(LowerTable& t);        // fake_quantize(_grad) (lower_quant.cc)
-void register_recurrent(LowerTable& t);    // lstm, gru, rnn unrolled (lower_recurrent.cc)
-void register_state_space(LowerTable& t);  // gated_delta_net, selective_scan unrolled
+// lstm, gru, rnn, gated_delta_net, selective_scan unrolled (lower_sequence.cc)
+void register_sequence(LowerTable& t);
+// The outputs of multi-output node `n` lowered through a primitive spelling of
+// it (opt/autodiff/primitives.h): `build` makes it as a small rlx graph on
+// inputs shaped like n's, whose nodes lower through the table (lower_grad.cc).
+using PrimitiveSpelling =
+    std::function<std::vector<NodeId>(opt::ad::Emit&, const std::vector<NodeId>&)>;
+std::vector<Val> lower_results_via_primitives(Lowering& L, const Node& n,
+                                              const PrimitiveSpelling& build);
 // True when node `id` feeds only dequant ops as their quantized weight (it then needs no const).
 bool only_dequant_uses(const Graph& g, NodeId id);
 // True when every reader of param `id` is a fake_quantize the package stores as int8

@@ -392,40 +392,39 @@ Val lower_max_pool_grad(Lowering& L, const Node& n) {
 
 std::vector<Val> lower_batch_norm_train(Lowering& L, const Node& n) {
   const double eps = n.attrs_as<EpsAttrs>().eps;
-  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
+  return lower_results_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
     const bool affine = in.size() == 3;
     return opt::ad::batch_norm_train_primitives(e, in[0], affine ? in[1] : -1, affine ? in[2] : -1,
                                                 eps);
   });
-  std::vector<Val> r;
-  for (size_t i = 0; i < v.size(); ++i) r.push_back(finish(L, n, i, v[i]));
-  return r;
 }
 
 std::vector<Val> lower_batch_norm_train_grad(Lowering& L, const Node& n) {
   const double eps = n.attrs_as<EpsAttrs>().eps;
-  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
+  return lower_results_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
     return opt::ad::batch_norm_train_grad_primitives(e, in[0], in[1], in.size() > 2 ? in[2] : -1,
                                                      eps);
   });
-  std::vector<Val> r;
-  for (size_t i = 0; i < v.size(); ++i) r.push_back(finish(L, n, i, v[i]));
-  return r;
 }
 
 std::vector<Val> lower_attention_grad(Lowering& L, const Node& n) {
-  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
+  return lower_results_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
     const auto r =
         opt::ad::attention_grad_primitives(e, in[0], in[1], in[2], in.size() == 5 ? in[4] : -1,
                                            in[3], n.attrs_as<AttentionAttrs>(), false);
     return std::vector<NodeId>{r.dq, r.dk, r.dv};
   });
+}
+
+}  // namespace
+
+std::vector<Val> lower_results_via_primitives(Lowering& L, const Node& n,
+                                              const PrimitiveSpelling& build) {
+  const std::vector<Val> v = lower_via_primitives(L, n, build);
   std::vector<Val> r;
   for (size_t i = 0; i < v.size(); ++i) r.push_back(finish(L, n, i, v[i]));
   return r;
 }
-
-}  // namespace
 
 void register_grad(LowerTable& t) {
   auto set = [&](Op op, LowerFn f) { t.one[size_t(op)] = f; };

@@ -33,4 +33,10 @@ struct AttentionGradNodes {
 AttentionGradNodes attention_grad_primitives(Emit& e, NodeId q, NodeId k, NodeId v, NodeId bias,
                                              NodeId dout, AttentionAttrs a, bool want_dbias);
 
+// lstm / gru / rnn / gated_delta_net / selective_scan node `n` on inputs `in`
+// (nodes of e's graph shaped like n's), unrolled over its static sequence as
+// primitive ops; returns its outputs (expand_sequence.cc). Throws naming the
+// op when a dim is dynamic.
+std::vector<NodeId> sequence_primitives(Emit& e, const Node& n, const std::vector<NodeId>& in);
+
 }  // namespace rlx::opt::ad

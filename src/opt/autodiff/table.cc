@@ -217,14 +217,9 @@ VjpEntry vjp_entry(Op op) {
     case Op::Lstm:
     case Op::Gru:
     case Op::Rnn:
-      return gap(
-          "a recurrent op: backpropagation through time is not implemented (no vjp rule for "
-          "lstm / gru / rnn yet)");
     case Op::GatedDeltaNet:
     case Op::SelectiveScan:
-      return gap(
-          "a state-space scan: backpropagation through time is not implemented (no vjp rule for "
-          "gated_delta_net / selective_scan yet)");
+      return rule(vjp_sequence);
   }
   return gap("unknown op id");
 }
