@@ -57,12 +57,15 @@ class Fuser {
   }
 
  private:
-  // A conv/matmul with no activation fused yet, read only by the node being fused.
-  bool open(const Node& p) const {
+  // A conv/matmul with no activation fused yet, read only by the node being
+  // fused; for a bias add, also a matmul with no bias yet (an activation
+  // takes one that has its bias: addmm's).
+  bool open(const Node& p, bool for_bias = true) const {
     if (uses_[size_t(p.id)] != 1 || !float_node(p)) return false;
     if (p.op == Op::Conv) return p.attrs_as<ConvAttrs>().activation == Epilogue::none;
     if (p.op == Op::MatMul)
-      return p.inputs.size() == 2 && p.attrs_as<MatMulAttrs>().activation == Epilogue::none;
+      return (!for_bias || p.inputs.size() == 2) &&
+             p.attrs_as<MatMulAttrs>().activation == Epilogue::none;
     return false;
   }
 
@@ -132,21 +135,34 @@ class Fuser {
     }
     const Epilogue act = epilogue_of(n);
     if (act == Epilogue::none || !float_node(n)) return false;
-    const Node& p = g_.node(n.inputs[0]);
-    if (open(p)) {
-      replace(n, p, -1, act);
-      return true;
+    // act(reshape(x)) = reshape(act(x)): torch's addmm + view + gelu (GPT-2's
+    // MLP) fuses too, and the view moves after the fused node.
+    const Node* view = nullptr;
+    const Node* p = &g_.node(n.inputs[0]);
+    if (p->op == Op::Reshape && uses_[size_t(p->id)] == 1) {
+      view = p;
+      p = &g_.node(p->inputs[0]);
     }
-    if (uses_[size_t(p.id)] != 1) return false;
-    auto [q, extra] = fusable_add(p);
-    if (!q) return false;
-    replace(n, *q, extra, act, &p);  // p: the add between them
+    const Node& at = view ? *view : n;  // the node the fused producer replaces
+    if (open(*p, false)) {
+      replace(at, *p, -1, act, view ? &n : nullptr);
+    } else {
+      if (uses_[size_t(p->id)] != 1) return false;
+      auto [q, extra] = fusable_add(*p);
+      if (!q) return false;
+      replace(at, *q, extra, act, p);  // p: the add between them
+    }
+    if (view)
+      rw_.map(n.id, rw_.out().add(Op::Reshape, {rw_.mapped(view->id)},
+                                  ReshapeAttrs{.shape = n.shape.concrete()}, n.name, view->origin));
     return true;
   }
 
-  // Whether the last node reading `n` is an activation the epilogue takes.
+  // Whether the last node reading `n` is an activation the epilogue takes,
+  // directly or through a reshape read by nothing else.
   bool reader_is_activation(const Node& n) const {
-    const NodeId r = reader_[size_t(n.id)];
+    NodeId r = reader_[size_t(n.id)];
+    if (r >= 0 && g_.node(r).op == Op::Reshape && uses_[size_t(r)] == 1) r = reader_[size_t(r)];
     return r >= 0 && epilogue_of(g_.node(r)) != Epilogue::none && float_node(g_.node(r));
   }
 

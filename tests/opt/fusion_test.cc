@@ -85,6 +85,32 @@ TEST(Fusion, EpilogueFusesBiasAndActivationIntoMatmul) {
   EXPECT_TRUE(testing::same_with_and_without(m.g, m.inputs, m.weights, "epilogue"));
 }
 
+TEST(Fusion, AnActivationAfterAViewFusesAndTheViewMovesAfterIt) {
+  // torch's addmm -> view -> gelu (GPT-2's MLP), with the bias already an
+  // input of the matmul (addmm's import) and as a separate add.
+  for (bool bias_input : {true, false}) {
+    Model m;
+    Builder b(m.g);
+    NodeId x = b.input("x", S({6, 8}));
+    NodeId w = b.param("w", S({16, 8})), bias = b.param("b", S({16}));
+    NodeId mm = bias_input ? b.op(Op::MatMul, {x, w, bias}, {{"transpose_b", true}})
+                           : b.add(b.op(Op::MatMul, {x, w}, {{"transpose_b", true}}), bias);
+    NodeId view = b.reshape(mm, {2, 3, 16});
+    m.g.add_output("y", b.unary(Op::GeluTanh, view));
+    m.weights = {{"w", random_tensor({16, 8}, DType::F32, 1)},
+                 {"b", random_tensor({16}, DType::F32, 2)}};
+    m.inputs = {{"x", random_tensor({6, 8}, DType::F32, 3)}};
+    const Graph g = testing::compiled_graph(m.g, m.weights);
+    EXPECT_EQ(count_op(g, Op::GeluTanh), 0) << to_text(g);
+    EXPECT_EQ(count_op(g, Op::Add), 0) << to_text(g);
+    int fused = 0;
+    for (const Node& n : g.nodes())
+      fused += n.op == Op::MatMul && n.attrs_as<MatMulAttrs>().activation == Epilogue::gelu_tanh;
+    EXPECT_EQ(fused, 1) << to_text(g);
+    EXPECT_TRUE(testing::same_with_and_without(m.g, m.inputs, m.weights, "epilogue"));
+  }
+}
+
 TEST(Fusion, ConvBatchNormAndActivationsBecomeConvs) {
   const Model m = cnn();
   const Graph g = testing::compiled_graph(m.g, m.weights);
