@@ -788,7 +788,24 @@ Shape infer_rope(const Node& n, const In& in) {
   return x;
 }
 
+// [B, S, H, D] as [B, H, S, D] (dims only: attention's checks read them so).
+Shape bhsd_view(const Shape& x) {
+  Shape s = x;
+  if (s.rank() == 4) std::swap(s.dims[1], s.dims[2]);
+  return s;
+}
+
 Shape infer_attention(const Node& n, const In& in) {
+  if (n.attrs_as<AttentionAttrs>().layout == AttentionLayout::bshd) {
+    const Shape q = bhsd_view(*in[0]), k = bhsd_view(*in[1]), v = bhsd_view(*in[2]);
+    Node as_bhsd = n;
+    auto a = n.attrs_as<AttentionAttrs>();
+    a.layout = AttentionLayout::bhsd;
+    as_bhsd.attrs = a;
+    In view{&q, &k, &v};
+    if (in.size() == 4) view.push_back(in[3]);
+    return bhsd_view(infer_attention(as_bhsd, view));
+  }
   const Shape &q = *in[0], &k = *in[1], &v = *in[2];
   RLX_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4,
             "attention: q, k, v must be [B,H,S,D], got ", q.str(), ", ", k.str(), ", ", v.str());

@@ -139,7 +139,7 @@ class Fuser {
     // MLP) fuses too, and the view moves after the fused node.
     const Node* view = nullptr;
     const Node* p = &g_.node(n.inputs[0]);
-    if (p->op == Op::Reshape && uses_[size_t(p->id)] == 1) {
+    if (p->op == Op::Reshape && uses_[size_t(p->id)] == 1 && n.shape.is_static()) {
       view = p;
       p = &g_.node(p->inputs[0]);
     }

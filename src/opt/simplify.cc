@@ -121,6 +121,8 @@ class Simplifier {
         return simplify_transpose(n);
       case Op::MatMul:
         return simplify_matmul(n);
+      case Op::Attention:
+        return simplify_attention(n);
       case Op::Reshape: {
         const Node& x = in(n, 0);
         if (forward(n, x)) return true;  // to its own shape
@@ -174,7 +176,10 @@ class Simplifier {
     }
     bool identity = true;
     for (int i = 0; i < r; ++i) identity = identity && perm[size_t(i)] == i;
-    if (identity) return forward(n, *src);
+    // An identity: forwarded, or for a graph output (kept as a node) a copy of y.
+    if (identity)
+      return forward(n, *src) || (src != &x && n.shape.is_static() &&
+                                  replace(n, Op::Reshape, *src, ReshapeAttrs{n.shape.concrete()}));
     return src != &x && replace(n, Op::Transpose, *src, TransposeAttrs{std::move(perm)});
   }
 
@@ -207,6 +212,45 @@ class Simplifier {
     }
     if (n.inputs.size() == 3) xs.push_back(&in(n, 2));  // the bias stays
     return changed && replace(n, Op::MatMul, xs, a);
+  }
+
+  // A [0, 2, 1, 3] transpose: attention's [B, S, H, D] <-> [B, H, S, D].
+  static bool swaps_heads(const Node& t) {
+    if (t.op != Op::Transpose || t.shape.rank() != 4) return false;
+    const auto& perm = t.attrs_as<TransposeAttrs>().perm;
+    const int64_t want[] = {0, 2, 1, 3};
+    for (int i = 0; i < 4; ++i)
+      if (normalize_axis(perm[size_t(i)], 4) != want[i]) return false;
+    return true;
+  }
+
+  // attention(transpose(q), transpose(k), transpose(v)) of [B, S, H, D]
+  // projections reads them in place (layout bshd); its [B, S, H, D] output
+  // goes through one transpose back, which the usual transpose after
+  // attention cancels. BERT's 48 transposes were 2% of its time.
+  bool simplify_attention(const Node& n) {
+    AttentionAttrs a = n.attrs_as<AttentionAttrs>();
+    if (a.layout != AttentionLayout::bhsd) return false;
+    Node m;
+    m.op = Op::Attention;
+    std::vector<const Shape*> shapes;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Node& x = in(n, k);
+      if (k < 3 && !swaps_heads(x)) return false;
+      const Node& src = k < 3 ? arg(x, 0) : x;  // the bias stays
+      m.inputs.push_back(src.id);
+      shapes.push_back(&src.shape);
+    }
+    a.layout = AttentionLayout::bshd;
+    m.attrs = a;
+    m.origin = n.origin;
+    try {
+      m.shape = infer_shape(m, shapes);
+    } catch (const Error&) {
+      return false;
+    }
+    const NodeId att = rw_.out().append_raw(std::move(m));
+    return replace(n, Op::Transpose, rw_.out().node(att), TransposeAttrs{{0, 2, 1, 3}});
   }
 
   bool simplify_cast(const Node& n) {
@@ -243,7 +287,7 @@ class SimplifyPass final : public Pass {
   std::string_view name() const override { return "simplify"; }
   std::string_view description() const override {
     return "algebraic identities: x*1, x+0, x-0, x/1, transpose/reshape/cast chains, "
-           "transposes folded into matmul, no-op reshape/cast/expand/slice";
+           "transposes folded into matmul and attention, no-op reshape/cast/expand/slice";
   }
   Graph run(const Graph& g, const PassContext&) const override { return simplify_algebra(g); }
 };

@@ -297,6 +297,9 @@ std::vector<Case> cases() {
       {Op::Attention,
        {f({1, 2, 3, 4}), f({1, 2, 4, 4}), f({1, 2, 4, 4}), boolean({3, 4})},
        {{"mask", std::string("bias")}}},
+      {Op::Attention,  // q, k, v and the output as [B, S, H, D]
+       {f({1, 3, 4, 2}), f({1, 4, 2, 2}), f({1, 4, 2, 3})},
+       {{"mask", std::string("causal")}, {"layout", std::string("bshd")}}},
       {Op::Attention,  // soft-capped scores, a bias added after the cap
        {f({1, 2, 3, 4}, -2, 2), f({1, 1, 4, 4}, -2, 2), f({1, 1, 4, 4}), f({3, 4})},
        {{"mask", std::string("bias")}, {"softcap", 1.5}}},

@@ -136,6 +136,32 @@ TEST(Simplify, LastTwoDimsTransposeFoldsIntoMatmul) {
   EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
 }
 
+TEST(Simplify, HeadTransposesFoldIntoAttention) {
+  // BERT's pattern: [B, S, H, D] projections transposed to [B, H, S, D] for
+  // attention and back: no transpose is left, attention reads them in place.
+  // With the output not transposed back, one transpose stays after it.
+  for (bool back : {true, false}) {
+    Graph g;
+    Builder b(g);
+    auto proj = [&](const char* n) {
+      return b.transpose(b.input(n, S({2, 6, 4, 8})), {0, 2, 1, 3});
+    };
+    NodeId y =
+        b.op(Op::Attention, {proj("q"), proj("k"), proj("v")}, {{"mask", std::string("causal")}});
+    g.add_output("y", back ? b.transpose(y, {0, 2, 1, 3}) : y);
+    Graph s = simplified(g);
+    EXPECT_EQ(count_op(s, Op::Transpose), back ? 0 : 1) << to_text(s);
+    int in_place = 0;
+    for (const Node& n : s.nodes())
+      in_place +=
+          n.op == Op::Attention && n.attrs_as<AttentionAttrs>().layout == AttentionLayout::bshd;
+    EXPECT_EQ(in_place, 1) << to_text(s);
+    TensorMap in;
+    for (const char* n : {"q", "k", "v"}) in[n] = random_tensor({2, 6, 4, 8}, DType::F32, n[0]);
+    EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
+  }
+}
+
 // A linear layer's weight is read in place: compiling binds it without a
 // transposed copy (simplify runs before fold, and fold skips the dead transpose).
 TEST(Simplify, LinearWeightsAreNotCopiedAtLoad) {

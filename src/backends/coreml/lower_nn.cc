@@ -224,10 +224,9 @@ Val repeat_kv(Lowering& L, const Val& kv, int64_t heads, const std::string& h) {
   return L.reshape(x, shape, h);
 }
 
-Val lower_attention(Lowering& L, const Node& n) {
-  const Val& q = L.in(n, 0);
-  Val k = L.in(n, 1), v = L.in(n, 2);
-  const std::string h = L.hint(n);
+// Attention on [B, H, S, D] values q, k, v with output type `out`.
+Val attention_bhsd(Lowering& L, const Node& n, const Val& q, Val k, Val v, const Type& out,
+                   const std::string& h) {
   const auto& a = n.attrs_as<AttentionAttrs>();
   const MaskKind mask = a.mask;
   const int64_t hq = q.type.dims[1], hk = k.type.dims[1];
@@ -249,7 +248,7 @@ Val lower_attention(Lowering& L, const Node& n) {
     std::vector<std::pair<std::string, Arg>> in{{"query", q}, {"key", k}, {"value", v}};
     if (banded) in.push_back({"attn_mask", mask_bias(L, n, sq, sk, q.type.dt)});
     if (mask == MaskKind::bias) in.push_back({"attn_mask", L.in(n, 3)});
-    return L.b.op("scaled_dot_product_attention", in, L.type_of(n), h);
+    return L.b.op("scaled_dot_product_attention", in, out, h);
   }
   Type st = q.type;
   st.dims[3] = sk;
@@ -283,7 +282,27 @@ Val lower_attention(Lowering& L, const Node& n) {
                  {"y", v},
                  {"transpose_x", L.b.boolean(false, h + "_tx2")},
                  {"transpose_y", L.b.boolean(false, h + "_ty2")}},
-                L.type_of(n), h);
+                out, h);
+}
+
+// Swaps axes 1 and 2 of a rank-4 value (attention's [B, S, H, D] <-> [B, H, S, D]).
+Val swap_heads(Lowering& L, const Val& x, const std::string& h) {
+  Type t = x.type;
+  std::swap(t.dims[1], t.dims[2]);
+  return L.b.op("transpose", {{"x", x}, {"perm", L.b.ints({0, 2, 1, 3}, h + "_perm")}}, t, h);
+}
+
+Val lower_attention(Lowering& L, const Node& n) {
+  const std::string h = L.hint(n);
+  if (n.attrs_as<AttentionAttrs>().layout == AttentionLayout::bhsd)
+    return attention_bhsd(L, n, L.in(n, 0), L.in(n, 1), L.in(n, 2), L.type_of(n), h);
+  // [B, S, H, D]: MIL's attention and matmuls take heads first.
+  Type out = L.type_of(n);
+  std::swap(out.dims[1], out.dims[2]);
+  const Val y =
+      attention_bhsd(L, n, swap_heads(L, L.in(n, 0), h + "_q"), swap_heads(L, L.in(n, 1), h + "_k"),
+                     swap_heads(L, L.in(n, 2), h + "_v"), out, h + "_bhsd");
+  return swap_heads(L, y, h);
 }
 
 }  // namespace

@@ -51,10 +51,10 @@ constexpr int64_t kQBlock = 64, kKBlock = 128;  // a 128 x 128 f32 tile of K is 
 // direct dots and axpys over the cache's rows. Two GEMM calls for one row
 // would pack the key tile (transposed) and the value tile first, a copy of
 // the whole cache per step and head.
-RLX_AVX2 void row_scores_avx2(const float* q, const float* K, int64_t n, int64_t D, float scale,
-                              float* s) {
+RLX_AVX2 void row_scores_avx2(const float* q, const float* K, int64_t ldk, int64_t n, int64_t D,
+                              float scale, float* s) {
   for (int64_t j = 0; j < n; ++j) {
-    const float* kr = K + j * D;
+    const float* kr = K + j * ldk;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int64_t d = 0;
     for (; d + 16 <= D; d += 16) {
@@ -73,10 +73,11 @@ RLX_AVX2 void row_scores_avx2(const float* q, const float* K, int64_t n, int64_t
   }
 }
 
-RLX_AVX2 void row_pv_avx2(const float* p, const float* V, int64_t n, int64_t Dv, float* acc) {
+RLX_AVX2 void row_pv_avx2(const float* p, const float* V, int64_t ldv, int64_t n, int64_t Dv,
+                          float* acc) {
   for (int64_t j = 0; j < n; ++j) {
     const __m256 pj = _mm256_set1_ps(p[j]);
-    const float* vr = V + j * Dv;
+    const float* vr = V + j * ldv;
     int64_t d = 0;
     for (; d + 8 <= Dv; d += 8)
       _mm256_storeu_ps(acc + d,
@@ -86,22 +87,22 @@ RLX_AVX2 void row_pv_avx2(const float* p, const float* V, int64_t n, int64_t Dv,
 }
 
 template <typename T>
-void row_scores(const T* q, const T* K, int64_t n, int64_t D, T scale, T* s) {
+void row_scores(const T* q, const T* K, int64_t ldk, int64_t n, int64_t D, T scale, T* s) {
   if constexpr (std::is_same_v<T, float>)
-    if (has_avx2_fma()) return row_scores_avx2(q, K, n, D, scale, s);
+    if (has_avx2_fma()) return row_scores_avx2(q, K, ldk, n, D, scale, s);
   for (int64_t j = 0; j < n; ++j) {
     T sum = 0;
-    for (int64_t d = 0; d < D; ++d) sum += q[d] * K[j * D + d];
+    for (int64_t d = 0; d < D; ++d) sum += q[d] * K[j * ldk + d];
     s[j] = scale * sum;
   }
 }
 
 template <typename T>
-void row_pv(const T* p, const T* V, int64_t n, int64_t Dv, T* acc) {
+void row_pv(const T* p, const T* V, int64_t ldv, int64_t n, int64_t Dv, T* acc) {
   if constexpr (std::is_same_v<T, float>)
-    if (has_avx2_fma()) return row_pv_avx2(p, V, n, Dv, acc);
+    if (has_avx2_fma()) return row_pv_avx2(p, V, ldv, n, Dv, acc);
   for (int64_t j = 0; j < n; ++j)
-    for (int64_t d = 0; d < Dv; ++d) acc[d] += p[j] * V[j * Dv + d];
+    for (int64_t d = 0; d < Dv; ++d) acc[d] += p[j] * V[j * ldv + d];
 }
 
 template <typename T>
@@ -128,10 +129,9 @@ void attention_t(const KernelCall& c, const AttentionGeometry& g) {
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t bh = t / nqb, b = bh / g.Hq, h = bh % g.Hq;
           const int64_t i0 = (t % nqb) * qblock, rows = std::min(qblock, g.Sq - i0);
-          const T* Q = q + (bh * g.Sq + i0) * g.D;
-          const int64_t kvh = b * g.Hk + h / group;
-          const T* K = k + kvh * g.Sk * g.D;
-          const T* V = v + kvh * g.Sk * g.Dv;
+          const T* Q = q + g.q.at(b, h, i0);
+          const T* K = k + g.k.at(b, h / group, 0);
+          const T* V = v + g.v.at(b, h / group, 0);
           std::fill(m.begin(), m.end(), kNegInf);
           std::fill(l.begin(), l.end(), T(0));
           std::fill(acc.begin(), acc.end(), T(0));
@@ -141,10 +141,10 @@ void attention_t(const KernelCall& c, const AttentionGeometry& g) {
             const int64_t j1 = std::min(jhi, j0 + kblock), tn = j1 - j0;
             // The tile's scores for every row at once: S = scale * Q K^T.
             if (rows == 1)
-              row_scores(Q, K + j0 * g.D, tn, g.D, scale, s.data());
+              row_scores(Q, K + j0 * g.k.row, g.k.row, tn, g.D, scale, s.data());
             else
-              gemm_serial(false, true, rows, tn, g.D, scale, Q, g.D, K + j0 * g.D, g.D, T(0),
-                          s.data(), tn);
+              gemm_serial(false, true, rows, tn, g.D, scale, Q, g.q.row, K + j0 * g.k.row, g.k.row,
+                          T(0), s.data(), tn);
             for (int64_t r = 0; r < rows; ++r) {
               int64_t lo, hi;
               g.visible(i0 + r, j0, j1, lo, hi);
@@ -167,17 +167,17 @@ void attention_t(const KernelCall& c, const AttentionGeometry& g) {
               m[size_t(r)] = m_new;
             }
             if (rows == 1)
-              row_pv(s.data(), V + j0 * g.Dv, tn, g.Dv, acc.data());
+              row_pv(s.data(), V + j0 * g.v.row, g.v.row, tn, g.Dv, acc.data());
             else
-              gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn, V + j0 * g.Dv, g.Dv,
-                          T(1), acc.data(), g.Dv);
+              gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn, V + j0 * g.v.row,
+                          g.v.row, T(1), acc.data(), g.Dv);
           }
-          T* O = out + (bh * g.Sq + i0) * g.Dv;
+          T* O = out + g.o.at(b, h, i0);
           for (int64_t r = 0; r < rows; ++r) {
             const T inv = l[size_t(r)] > 0 || std::isnan(l[size_t(r)]) ? T(1) / l[size_t(r)] : T(0);
             const bool seen = m[size_t(r)] != kNegInf;
             for (int64_t d = 0; d < g.Dv; ++d)
-              O[r * g.Dv + d] = seen ? acc[size_t(r * g.Dv + d)] * inv : T(0);
+              O[r * g.o.row + d] = seen ? acc[size_t(r * g.Dv + d)] * inv : T(0);
           }
         }
       });
@@ -196,15 +196,27 @@ AttentionGeometry attention_geometry(const KernelCall& c, const Tensor& q, const
   RLX_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), who,
             ": q, k, v dtypes differ: ", q.shape().str(), ", ", k.shape().str(), ", ",
             v.shape().str());
-  AttentionGeometry g{q.dim(0), q.dim(1),       k.dim(1), q.dim(2), k.dim(2), q.dim(3),
-                      v.dim(3), MaskKind::none, 0,        0.0,      0.0};
-  RLX_CHECK(
-      k.dim(0) == g.B && v.dim(0) == g.B && v.dim(1) == g.Hk && v.dim(2) == g.Sk && k.dim(3) == g.D,
-      who, ": shapes do not match: q ", q.shape().str(), ", k ", k.shape().str(), ", v ",
-      v.shape().str());
+  const auto& a = c.node.attrs_as<AttentionAttrs>();
+  const bool bshd = a.layout == AttentionLayout::bshd;
+  const int h_axis = bshd ? 2 : 1, s_axis = bshd ? 1 : 2;
+  AttentionGeometry g;
+  g.B = q.dim(0);
+  g.Hq = q.dim(h_axis);
+  g.Hk = k.dim(h_axis);
+  g.Sq = q.dim(s_axis);
+  g.Sk = k.dim(s_axis);
+  g.D = q.dim(3);
+  g.Dv = v.dim(3);
+  RLX_CHECK(k.dim(0) == g.B && v.dim(0) == g.B && v.dim(h_axis) == g.Hk && v.dim(s_axis) == g.Sk &&
+                k.dim(3) == g.D,
+            who, ": shapes do not match: q ", q.shape().str(), ", k ", k.shape().str(), ", v ",
+            v.shape().str());
+  g.q = HeadStrides::of(a.layout, g.Hq, g.Sq, g.D);
+  g.k = HeadStrides::of(a.layout, g.Hk, g.Sk, g.D);
+  g.v = HeadStrides::of(a.layout, g.Hk, g.Sk, g.Dv);
+  g.o = HeadStrides::of(a.layout, g.Hq, g.Sq, g.Dv);
   RLX_CHECK((g.Hk > 0 && g.Hq % g.Hk == 0) || (g.Hk == 0 && g.Hq == 0), who, ": ", g.Hq,
             " query heads are not a multiple of ", g.Hk, " key heads");
-  const auto& a = c.node.attrs_as<AttentionAttrs>();
   g.mask = a.mask;
   if (g.mask == MaskKind::sliding) {
     g.window = a.window;

@@ -41,28 +41,31 @@ void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
     const auto R = size_t(kQBlock), KB = size_t(kKBlock);
     std::vector<T> m(R), l(R), o(R * size_t(g.Dv)), drow(R), s(R * KB), th(R * KB), dp(R * KB);
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t b = t / g.Hk;
-      const T* K = k + t * g.Sk * g.D;
-      const T* V = v + t * g.Sk * g.Dv;
-      T* dK = dk + t * g.Sk * g.D;
-      T* dV = dv + t * g.Sk * g.Dv;
-      std::fill(dK, dK + g.Sk * g.D, T(0));
-      std::fill(dV, dV + g.Sk * g.Dv, T(0));
+      const int64_t b = t / g.Hk, kh = t % g.Hk;
+      const T* K = k + g.k.at(b, kh, 0);
+      const T* V = v + g.v.at(b, kh, 0);
+      T* dK = dk + g.k.at(b, kh, 0);
+      T* dV = dv + g.v.at(b, kh, 0);
+      for (int64_t j = 0; j < g.Sk; ++j) {
+        std::fill(dK + j * g.k.row, dK + j * g.k.row + g.D, T(0));
+        std::fill(dV + j * g.v.row, dV + j * g.v.row + g.Dv, T(0));
+      }
       for (int64_t h = t % g.Hk * group; h < (t % g.Hk + 1) * group; ++h)
         for (int64_t qb = 0; qb < nqb; ++qb) {
-          const int64_t bh = b * g.Hq + h, i0 = qb * kQBlock, rows = std::min(kQBlock, g.Sq - i0);
-          const T* Q = q + (bh * g.Sq + i0) * g.D;
-          const T* dO = dout + (bh * g.Sq + i0) * g.Dv;
-          T* dQ = dq + (bh * g.Sq + i0) * g.D;
-          std::fill(dQ, dQ + rows * g.D, T(0));
+          const int64_t i0 = qb * kQBlock, rows = std::min(kQBlock, g.Sq - i0);
+          const T* Q = q + g.q.at(b, h, i0);
+          const T* dO = dout + g.o.at(b, h, i0);
+          T* dQ = dq + g.q.at(b, h, i0);
+          for (int64_t r = 0; r < rows; ++r)
+            std::fill(dQ + r * g.q.row, dQ + r * g.q.row + g.D, T(0));
           int64_t jlo, jhi;
           g.block_keys(i0, rows, jlo, jhi);
           // Scores of key tile [j0, j1) as attention defines them, and the
           // visible range of each row; masked keys are -inf.
           auto scores = [&](int64_t j0, int64_t j1, T* tanh_out) {
             const int64_t tn = j1 - j0;
-            gemm_serial(false, true, rows, tn, g.D, scale, Q, g.D, K + j0 * g.D, g.D, T(0),
-                        s.data(), tn);
+            gemm_serial(false, true, rows, tn, g.D, scale, Q, g.q.row, K + j0 * g.k.row, g.k.row,
+                        T(0), s.data(), tn);
             for (int64_t r = 0; r < rows; ++r) {
               int64_t lo, hi;
               g.visible(i0 + r, j0, j1, lo, hi);
@@ -95,13 +98,13 @@ void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
               l[size_t(r)] = l[size_t(r)] * corr + sum;
               m[size_t(r)] = m_new;
             }
-            gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn, V + j0 * g.Dv, g.Dv, T(1),
-                        o.data(), g.Dv);
+            gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn, V + j0 * g.v.row, g.v.row,
+                        T(1), o.data(), g.Dv);
           }
           for (int64_t r = 0; r < rows; ++r) {
             const T inv = l[size_t(r)] > 0 ? T(1) / l[size_t(r)] : T(0);
             T d = 0;
-            for (int64_t e = 0; e < g.Dv; ++e) d += dO[r * g.Dv + e] * o[size_t(r * g.Dv + e)];
+            for (int64_t e = 0; e < g.Dv; ++e) d += dO[r * g.o.row + e] * o[size_t(r * g.Dv + e)];
             drow[size_t(r)] = d * inv;
             l[size_t(r)] = inv;  // from here on: 1 / l
           }
@@ -118,10 +121,10 @@ void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
               exp_sum(sr, tn, m[size_t(r)]);
               for (int64_t j = 0; j < tn; ++j) sr[j] *= l[size_t(r)];
             }
-            gemm_serial(true, false, tn, g.Dv, rows, T(1), s.data(), tn, dO, g.Dv, T(1),
-                        dV + j0 * g.Dv, g.Dv);
-            gemm_serial(false, true, rows, tn, g.Dv, T(1), dO, g.Dv, V + j0 * g.Dv, g.Dv, T(0),
-                        dp.data(), tn);
+            gemm_serial(true, false, tn, g.Dv, rows, T(1), s.data(), tn, dO, g.o.row, T(1),
+                        dV + j0 * g.v.row, g.v.row);
+            gemm_serial(false, true, rows, tn, g.Dv, T(1), dO, g.o.row, V + j0 * g.v.row, g.v.row,
+                        T(0), dp.data(), tn);
             for (int64_t r = 0; r < rows; ++r) {  // dp becomes dS
               const T* pr = s.data() + r * tn;
               T* dr = dp.data() + r * tn;
@@ -132,10 +135,10 @@ void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
                   if (pr[j] != T(0)) dr[j] *= T(1) - tj * tj;
                 }
             }
-            gemm_serial(false, false, rows, g.D, tn, scale, dp.data(), tn, K + j0 * g.D, g.D, T(1),
-                        dQ, g.D);
-            gemm_serial(true, false, tn, g.D, rows, scale, dp.data(), tn, Q, g.D, T(1),
-                        dK + j0 * g.D, g.D);
+            gemm_serial(false, false, rows, g.D, tn, scale, dp.data(), tn, K + j0 * g.k.row,
+                        g.k.row, T(1), dQ, g.q.row);
+            gemm_serial(true, false, tn, g.D, rows, scale, dp.data(), tn, Q, g.q.row, T(1),
+                        dK + j0 * g.k.row, g.k.row);
           }
         }
     }
@@ -148,9 +151,10 @@ void attention_grad(const KernelCall& c) {
   const AttentionGeometry g =
       attention_geometry(c, c.in[0], c.in[1], c.in[2], c.in.size() == 5 ? &c.in[4] : nullptr);
   const Tensor& dout = c.in[3];
-  RLX_CHECK(dout.dtype() == c.in[0].dtype() && dout.dims() == Dims({g.B, g.Hq, g.Sq, g.Dv}),
-            c.node.label(), ": dout ", dout.shape().str(), " does not match attention's output [",
-            g.B, ",", g.Hq, ",", g.Sq, ",", g.Dv, "]");
+  const bool bshd = c.node.attrs_as<AttentionAttrs>().layout == AttentionLayout::bshd;
+  const Dims want = bshd ? Dims{g.B, g.Sq, g.Hq, g.Dv} : Dims{g.B, g.Hq, g.Sq, g.Dv};
+  RLX_CHECK(dout.dtype() == c.in[0].dtype() && dout.dims() == want, c.node.label(), ": dout ",
+            dout.shape().str(), " does not match attention's output ", dims_str(want));
   if (g.Hk == 0) return;  // no heads: every output is empty
   if (c.in[0].dtype() == DType::F32)
     attention_grad_t<float>(c, g);

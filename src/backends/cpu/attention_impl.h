@@ -14,14 +14,25 @@
 
 namespace rlx::cpu {
 
+// Where element (b, h, i) of a [B, H, S, D]-indexed tensor starts, in its layout.
+struct HeadStrides {
+  int64_t batch = 0, head = 0, row = 0;
+  int64_t at(int64_t b, int64_t h, int64_t i) const { return b * batch + h * head + i * row; }
+  static HeadStrides of(AttentionLayout layout, int64_t H, int64_t S, int64_t D) {
+    return layout == AttentionLayout::bhsd ? HeadStrides{H * S * D, S * D, D}
+                                           : HeadStrides{S * H * D, D, H * D};
+  }
+};
+
 struct AttentionGeometry {
-  int64_t B, Hq, Hk, Sq, Sk, D, Dv;
-  MaskKind mask;
-  int64_t window;
-  double scale;
-  double softcap;
+  int64_t B = 0, Hq = 0, Hk = 0, Sq = 0, Sk = 0, D = 0, Dv = 0;
+  MaskKind mask = MaskKind::none;
+  int64_t window = 0;
+  double scale = 1;
+  double softcap = 0;
   // Bias element strides for [B,Hq,Sq,Sk] (0 on broadcast dims).
   int64_t bs[4] = {0, 0, 0, 0};
+  HeadStrides q, k, v, o;  // q and dq, k and dk, v and dv, the output and dout
 
   bool banded() const { return mask == MaskKind::causal || mask == MaskKind::sliding; }
   // Keys [lo, hi) of [j0, j1) that query row i may see (empty when lo >= hi).

@@ -170,14 +170,25 @@ std::vector<NodeId> batch_norm_train_grad_primitives(Emit& e, NodeId x, NodeId d
 }
 
 AttentionGradNodes attention_grad_primitives(Emit& e, NodeId q_in, NodeId k_in, NodeId v_in,
-                                             NodeId bias_in, NodeId dout_in,
-                                             AttentionAttrs a, bool want_dbias) {
+                                             NodeId bias_in, NodeId dout_in, AttentionAttrs a,
+                                             bool want_dbias) {
   // Recomputes the probabilities P of attention.cc's definition (grouped key
   // heads as a broadcast axis: [B, Hk, G, S, D]) and backpropagates through
   // out = P v, P = softmax(scale q k^T + mask):
   //   dv = P^T dout, dP = dout v^T, dS = P (dP - rowsum(dP P)),
   //   dq = scale dS k, dk = scale dS^T q, dbias = dS.
-  // Rows that see no key are zero, as in the kernel.
+  // Rows that see no key are zero, as in the kernel. [B, S, H, D] operands
+  // are transposed to [B, H, S, D] first, and the gradients back.
+  if (a.layout == AttentionLayout::bshd) {
+    auto t = [&](NodeId x) { return e.transpose(x, {0, 2, 1, 3}); };
+    a.layout = AttentionLayout::bhsd;
+    AttentionGradNodes r =
+        attention_grad_primitives(e, t(q_in), t(k_in), t(v_in), bias_in, t(dout_in), a, want_dbias);
+    r.dq = t(r.dq);
+    r.dk = t(r.dk);
+    r.dv = t(r.dv);
+    return r;
+  }
   const Dims qd = e.dims(q_in, "attention's gradient");
   const Dims kd = e.dims(k_in, "attention's gradient");
   const Dims vd = e.dims(v_in, "attention's gradient");

@@ -386,6 +386,12 @@ std::vector<OpCase> cases() {
                  nullptr,
                  opset});
   }
+  c.push_back({"attention_bshd",
+               Op::Attention,
+               {f({1, 5, 4, 8}), f({1, 6, 2, 8}), f({1, 6, 2, 3})},
+               {{"mask", std::string("causal")}, {"layout", std::string("bshd")}},
+               1e-5,
+               1e-2});
   c.push_back({"attention_scaled",
                Op::Attention,
                {f(q), f(q), f(q)},

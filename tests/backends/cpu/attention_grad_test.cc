@@ -93,5 +93,42 @@ TEST(AttentionGrad, MatchesItsPrimitiveSpelling) {
     for (DType t : {DType::F64, DType::F32}) check(c, t, seed += 5);
 }
 
+TEST(AttentionLayout, BshdEqualsTransposingAroundBhsd) {
+  // attention and attention_grad reading [B, S, H, D] in place against the
+  // same ops on transposed copies, at -O0 (simplify would fold the transposes).
+  for (const char* mask : {"none", "causal"}) {
+    SCOPED_TRACE(mask);
+    Graph g;
+    Builder b(g);
+    const int64_t B = 2, S = 70, Hq = 4, Hk = 2, D = 8;
+    const Dims qd{B, S, Hq, D}, kd{B, S + 3, Hk, D}, od{B, S, Hq, D};
+    const NodeId q = b.input("q", Shape(qd, DType::F32)), k = b.input("k", Shape(kd, DType::F32)),
+                 v = b.input("v", Shape(kd, DType::F32)),
+                 dout = b.input("dout", Shape(od, DType::F32));
+    const Attrs bshd{{"mask", std::string(mask)}, {"layout", std::string("bshd")}},
+        bhsd{{"mask", std::string(mask)}};
+    auto t = [&](NodeId x) {
+      return b.op(Op::Transpose, {x}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+    };
+    g.add_output("y", b.op(Op::Attention, {q, k, v}, bshd));
+    g.add_output("ref_y", t(b.op(Op::Attention, {t(q), t(k), t(v)}, bhsd)));
+    const auto got = b.results(Op::AttentionGrad, {q, k, v, dout}, bshd);
+    const auto ref = b.results(Op::AttentionGrad, {t(q), t(k), t(v), t(dout)}, bhsd);
+    const char* names[] = {"dq", "dk", "dv"};
+    for (size_t i = 0; i < 3; ++i) {
+      g.add_output(names[i], got[i]);
+      g.add_output(std::string("ref_") + names[i], t(ref[i]));
+    }
+    const TensorMap out = testing::run_graph(g,
+                                             {{"q", random_tensor(qd, DType::F32, 1)},
+                                              {"k", random_tensor(kd, DType::F32, 2)},
+                                              {"v", random_tensor(kd, DType::F32, 3)},
+                                              {"dout", random_tensor(od, DType::F32, 4)}},
+                                             {}, 0);
+    for (const char* n : {"y", "dq", "dk", "dv"})
+      EXPECT_TRUE(testing::all_equal(out.at(n), out.at(std::string("ref_") + n))) << n;
+  }
+}
+
 }  // namespace
 }  // namespace rlx
