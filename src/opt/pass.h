@@ -48,6 +48,7 @@ std::unique_ptr<Pass> make_qat_pass();
 std::unique_ptr<Pass> make_fold_pass();
 std::unique_ptr<Pass> make_simplify_pass();
 std::unique_ptr<Pass> make_batch_norm_train_pass();
+std::unique_ptr<Pass> make_attention_pass();
 std::unique_ptr<Pass> make_conv_bn_pass();
 std::unique_ptr<Pass> make_epilogue_pass();
 std::unique_ptr<Pass> make_cse_pass();

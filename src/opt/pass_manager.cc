@@ -55,6 +55,8 @@ const std::vector<std::unique_ptr<Pass>>& pass_registry() {
     // Before folding and CSE: it matches the decomposition's structure (and runs CSE itself).
     v.push_back(make_batch_norm_train_pass());
     v.push_back(make_fold_pass());
+    // After folding: attention masks are constants then.
+    v.push_back(make_attention_pass());
     // Fusions after folding: they match constant weights and biases.
     v.push_back(make_conv_bn_pass());
     v.push_back(make_epilogue_pass());

@@ -44,6 +44,9 @@ Graph insert_fake_quant(const Graph& g, int bits, bool activations);
 // outputs replace the mean, the variance and the normalized value. Run it
 // before autodiff, so the backward is one batch_norm_train_grad.
 Graph fuse_batch_norm_training(const Graph& g);
+// softmax(mask(scale * Q K^T)) V written out as ops -> one attention node
+// (fuse_attention.cc); needs the mask folded to a constant.
+Graph fuse_attention(const Graph& g);
 // Drops nodes no output depends on. Inputs stay (they are the signature).
 Graph eliminate_dead_code(const Graph& g);
 // Recomputes nodes of `ops` right before a use far from the previous one,

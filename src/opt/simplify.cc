@@ -126,8 +126,10 @@ class Simplifier {
       case Op::Reshape: {
         const Node& x = in(n, 0);
         if (forward(n, x)) return true;  // to its own shape
-        return x.op == Op::Reshape &&
-               replace(n, Op::Reshape, arg(x, 0), ReshapeAttrs{n.attrs_as<ReshapeAttrs>()});
+        if (x.op != Op::Reshape) return false;
+        const Node& y = arg(x, 0);  // a chain: back to y's own shape, or one reshape of y
+        return forward(n, y) ||
+               replace(n, Op::Reshape, y, ReshapeAttrs{n.attrs_as<ReshapeAttrs>()});
       }
       case Op::Cast:
         return simplify_cast(n);

@@ -76,7 +76,7 @@ TEST_F(PassCli, BadPassNamesAreClearErrors) {
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.output, "unknown pass 'folding'")) << r.output;
   EXPECT_TRUE(
-      has(r.output, "specialize, qat, simplify, bn_train, fold, conv_bn, epilogue, cse, remat, dce"))
+      has(r.output, "specialize, qat, simplify, bn_train, fold, attention, conv_bn, epilogue, cse, remat, dce"))
       << r.output;
   r = run_cli("run " + path("m") + " -i " + path("in.safetensors") + " --disable-pass nope");
   EXPECT_NE(r.status, 0);

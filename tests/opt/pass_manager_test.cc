@@ -46,8 +46,8 @@ struct TestModel {
 TEST(PassManager, PipelineFollowsTheOptions) {
   CompileOptions o;
   EXPECT_EQ(names(describe_pipeline(o), true),
-            (std::vector<std::string>{"simplify", "bn_train", "fold", "conv_bn", "epilogue", "cse",
-                                      "dce"}));
+            (std::vector<std::string>{"simplify", "bn_train", "fold", "attention", "conv_bn",
+                                      "epilogue", "cse", "dce"}));
   for (const auto& p : describe_pipeline(o)) {
     EXPECT_FALSE(p.description.empty());
     if (p.name != "specialize") {
@@ -60,8 +60,8 @@ TEST(PassManager, PipelineFollowsTheOptions) {
   EXPECT_EQ(describe_pipeline(o)[4].needs, "params-bound");             // fold
   o.disabled_passes = {"cse", "fold"};
   auto info = describe_pipeline(o);
-  EXPECT_EQ(names(info, true),
-            (std::vector<std::string>{"simplify", "bn_train", "conv_bn", "epilogue", "dce"}));
+  EXPECT_EQ(names(info, true), (std::vector<std::string>{"simplify", "bn_train", "attention",
+                                                         "conv_bn", "epilogue", "dce"}));
   EXPECT_EQ(info[4].why_not, "disabled");
   o.disabled_passes = {};
   o.opt_level = 0;
@@ -85,7 +85,8 @@ TEST(PassManager, UnknownPassNamesListTheValidOnes) {
   } catch (const Error& e) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("unknown pass 'constant-folding'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("specialize, qat, simplify, bn_train, fold, conv_bn, epilogue, cse, remat, dce"),
+    EXPECT_NE(msg.find("specialize, qat, simplify, bn_train, fold, attention, conv_bn, epilogue, "
+                       "cse, remat, dce"),
               std::string::npos)
         << msg;
   }
@@ -102,8 +103,8 @@ TEST(PassManager, HookSeesEveryPassInOrderAndDisabledOnesNever) {
     after.push_back(g.size());
   };
   auto exe = Executable::compile(m.g, m.weights, o);
-  EXPECT_EQ(seen, (std::vector<std::string>{"simplify", "bn_train", "fold", "conv_bn", "epilogue",
-                                            "cse", "dce"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"simplify", "bn_train", "fold", "attention", "conv_bn",
+                                            "epilogue", "cse", "dce"}));
   EXPECT_EQ(before.front(), m.g.size());  // binding params keeps the node count
   for (size_t i = 1; i < seen.size(); ++i) EXPECT_EQ(before[i], after[i - 1]);
   EXPECT_EQ(after.back(), exe->graph().size());
@@ -111,7 +112,8 @@ TEST(PassManager, HookSeesEveryPassInOrderAndDisabledOnesNever) {
   seen.clear();
   o.disabled_passes = {"simplify", "dce"};
   Executable::compile(m.g, m.weights, o);
-  EXPECT_EQ(seen, (std::vector<std::string>{"bn_train", "fold", "conv_bn", "epilogue", "cse"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"bn_train", "fold", "attention", "conv_bn", "epilogue",
+                                            "cse"}));
   seen.clear();
   o.opt_level = 0;
   Executable::compile(m.g, m.weights, o);
