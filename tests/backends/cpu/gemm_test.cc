@@ -79,13 +79,23 @@ void check(const Case& c, const GemmEpilogue<float>& epi = {}, Pack pack = Pack:
 }
 
 const Case kCases[] = {
-    {1, 17, 1, false, false, 1, 0},         {13, 33, 7, false, false, 1, 0},
-    {14, 32, 256, false, false, 1, 0},      {15, 31, 257, false, false, 1, 0},
-    {29, 65, 300, true, false, 1, 0},       {40, 100, 70, false, true, 1, 0},
-    {37, 45, 513, true, true, 1, 0},        {200, 600, 40, false, false, 1, 0},
-    {170, 40, 20, false, true, 2.5f, 0},    {33, 50, 260, false, false, 1, 1},
-    {21, 70, 90, true, true, -0.5f, 0.25f}, {5, 9, 11, false, false, 1, 0},
-    {6, 16, 8, false, true, 1, 0},          {7, 12, 9, true, false, 1, 0},
+    {1, 17, 1, false, false, 1, 0},
+    {13, 33, 7, false, false, 1, 0},
+    {14, 32, 256, false, false, 1, 0},
+    {15, 31, 257, false, false, 1, 0},
+    {29, 65, 300, true, false, 1, 0},
+    {40, 100, 70, false, true, 1, 0},
+    {37, 45, 513, true, true, 1, 0},
+    {200, 600, 40, false, false, 1, 0},
+    {170, 40, 20, false, true, 2.5f, 0},
+    {33, 50, 260, false, false, 1, 1},
+    {21, 70, 90, true, true, -0.5f, 0.25f},
+    {5, 9, 11, false, false, 1, 0},
+    {6, 16, 8, false, true, 1, 0},
+    {7, 12, 9, true, false, 1, 0},
+    // One row block of A across several blocks of columns (A packed once), K over a block:
+    {40, 1100, 600, true, false, 1.5f, 0.5f},
+    {130, 700, 520, false, true, 1, 0},
     {3, 5, 11, false, false, 1, 0},  // N at most half a micro-tile: OpenBLAS
 };
 
