@@ -136,6 +136,10 @@ const std::vector<int64_t>& pool_stride(const PoolAttrs& a) {
 inline bool conv_has_bias(bool residual, size_t inputs) {
   return inputs - (residual ? 1 : 0) == 3;
 }
+// The same for a matmul's (a, b[, bias][, residual]).
+inline bool matmul_has_bias(bool residual, size_t inputs) {
+  return inputs - (residual ? 1 : 0) == 3;
+}
 
 // Default attributes of `op` (required fields zero/empty).
 OpAttrs default_attrs(Op op);

@@ -478,15 +478,21 @@ Shape infer_matmul(const Node& n, const In& in) {
                                           std::vector<Dim>(b.begin(), b.end() - 2));
   if (!a1) batch.push_back(a[a.size() - 2]);
   if (!b1) batch.push_back(b.back());
-  if (in.size() == 3) {  // bias over the output's last dim
+  RLX_CHECK(in.size() - (t.residual ? 1 : 0) >= 2, "matmul: residual=true needs a residual input");
+  if (matmul_has_bias(t.residual, in.size())) {  // bias over the output's last dim
     same_dtype(*in[0], *in[2]);
     RLX_CHECK(!b1 && in[2]->rank() == 1 && dims_compatible(in[2]->dims[0], b.back()),
               "matmul: bias ", in[2]->str(), " must be [N] for a result ending in N = ",
               b1 ? std::string("(none)") : b.back().str());
   }
-  RLX_CHECK(t.activation == Epilogue::none || is_float(in[0]->dtype),
-            "matmul: a fused activation needs floating-point operands, got ", in[0]->str());
-  return Shape(batch, in[0]->dtype);
+  RLX_CHECK((t.activation == Epilogue::none && !t.residual) || is_float(in[0]->dtype),
+            "matmul: a fused activation or residual needs floating-point operands, got ",
+            in[0]->str());
+  Shape out(batch, in[0]->dtype);
+  if (t.residual)
+    RLX_CHECK(shapes_compatible(*in.back(), out) && in.back()->dtype == out.dtype,
+              "matmul: residual ", in.back()->str(), " does not match the output ", out.str());
+  return out;
 }
 
 // Spatial dims of conv/pool outputs; floor or ceil division, PyTorch rules.

@@ -1,8 +1,9 @@
 // The epilogue pass: conv/matmul followed by a bias add and/or an activation,
 // each read by nothing else, become one conv/matmul node whose kernel applies
-// them to each output block while it is in cache; so does a conv's residual
-// add (resnet's conv + add + relu, mobilenet's projection + add), whose other
-// operand the conv then reads as its last input. conv_bn folds an inference
+// them to each output block while it is in cache; so does a residual add
+// (resnet's conv + add + relu, mobilenet's projection + add, a transformer's
+// projection + skip connection), whose other operand the conv/matmul then
+// reads as its last input. conv_bn folds an inference
 // BatchNorm into the conv before it, so conv + BN + ReLU ends as one node.
 #include <cmath>
 
@@ -84,53 +85,92 @@ class Fuser {
     return {nullptr, -1};
   }
 
-  // add(conv, r) with r of the add's shape and dtype: the conv and r, else
-  // {nullptr, -1}. The conv has no residual or activation yet (r is added
-  // before the activation).
-  std::pair<const Node*, NodeId> conv_residual(const Node& add) const {
-    if (add.op != Op::Add || !float_node(add)) return {nullptr, -1};
-    for (int k = 0; k < 2; ++k) {
-      const Node& c = g_.node(add.inputs[size_t(k)]);
-      const Node& r = g_.node(add.inputs[size_t(1 - k)]);
-      if (c.op != Op::Conv || !open(c) || c.attrs_as<ConvAttrs>().residual || c.id == r.id)
-        continue;
-      if (c.shape == add.shape && r.shape == add.shape) return {&c, r.id};
-    }
-    return {nullptr, -1};
+  static bool has_residual(const Node& p) {
+    return p.op == Op::Conv ? p.attrs_as<ConvAttrs>().residual : p.attrs_as<MatMulAttrs>().residual;
   }
 
-  // `n` becomes producer `p` with `extra` fused (matmul: a bias; conv: a
-  // residual; -1: none) and `act`.
-  void replace(const Node& n, const Node& p, NodeId extra, Epilogue act,
-               const Node* via = nullptr) {
+  // What an add fuses into: a conv/matmul, with a matmul's bias and/or a
+  // residual (-1: none), through `via` (a bias add between them) or not.
+  struct AddFusion {
+    const Node* into = nullptr;
+    NodeId bias = -1, residual = -1;
+    const Node* via = nullptr;
+    // The residual add reads the product through this view (torch's addmm +
+    // view + skip connection): the residual is viewed as the product, and
+    // the fused node viewed back.
+    const Node* view = nullptr;
+  };
+
+  // add(p, r) for a conv or matmul p, or a matmul's bias add p (either maybe
+  // through a view read by nothing else), and r of the add's shape and dtype.
+  // p has no residual or activation yet (r is added before the activation); a
+  // matmul may have its bias.
+  AddFusion residual_add(const Node& add) const {
+    if (add.op != Op::Add || !float_node(add) || !add.shape.is_static()) return {};
+    for (int k = 0; k < 2; ++k) {
+      const Node* c = &g_.node(add.inputs[size_t(k)]);
+      const Node& r = g_.node(add.inputs[size_t(1 - k)]);
+      if (c->id == r.id || !(c->shape == add.shape) || !(r.shape == add.shape)) continue;
+      const Node* view = nullptr;
+      if (c->op == Op::Reshape && uses_[size_t(c->id)] == 1) {
+        view = c;
+        c = &g_.node(c->inputs[0]);
+        if (!c->shape.is_static()) continue;
+      }
+      if (c->op == Op::Add && uses_[size_t(c->id)] == 1)
+        if (auto [m, bias] = matmul_bias(*c); m) return {m, bias, r.id, c, view};
+      if ((c->op == Op::Conv || c->op == Op::MatMul) && open(*c, false) && !has_residual(*c))
+        return {c, -1, r.id, nullptr, view};
+    }
+    return {};
+  }
+
+  AddFusion fusable_add(const Node& add) const {
+    if (auto [m, bias] = matmul_bias(add); m) return {m, bias, -1, nullptr};
+    return residual_add(add);
+  }
+
+  // `n` becomes the producer f.into with f's bias and residual and `act`
+  // fused; `also` is a further node fused on the way (for its origin).
+  void replace(const Node& n, const AddFusion& f, Epilogue act, const Node* also = nullptr) {
+    const Node& p = *f.into;
     std::vector<NodeId> ins;
     for (NodeId in : p.inputs) ins.push_back(rw_.mapped(in));
-    if (extra >= 0) ins.push_back(rw_.mapped(extra));
+    if (f.bias >= 0) ins.push_back(rw_.mapped(f.bias));
+    if (f.residual >= 0)
+      ins.push_back(f.view ? rw_.out().add(Op::Reshape, {rw_.mapped(f.residual)},
+                                           ReshapeAttrs{.shape = p.shape.concrete()}, {}, n.origin)
+                           : rw_.mapped(f.residual));
     OpAttrs attrs = p.attrs;
+    const bool residual = f.residual >= 0;
     if (auto* c = std::get_if<ConvAttrs>(&attrs)) {
       c->activation = act;
-      c->residual = c->residual || (extra >= 0);
+      c->residual = c->residual || residual;
     }
-    if (auto* m = std::get_if<MatMulAttrs>(&attrs)) m->activation = act;
-    rw_.map(n.id,
-            rw_.out().add_typed(p.op, std::move(ins), std::move(attrs), n.name,
-                                via ? join_origins(join_origins(p.origin, via->origin), n.origin)
-                                    : join_origins(p.origin, n.origin)));
-  }
-
-  // The conv/matmul an add fuses into, and what it adds (a bias or a residual).
-  std::pair<const Node*, NodeId> fusable_add(const Node& add) const {
-    auto fused = matmul_bias(add);
-    return fused.first ? fused : conv_residual(add);
+    if (auto* m = std::get_if<MatMulAttrs>(&attrs)) {
+      m->activation = act;
+      m->residual = m->residual || residual;
+    }
+    std::string origin = p.origin;
+    for (const Node* v : {f.via, f.view, also})
+      if (v) origin = join_origins(origin, v->origin);
+    origin = join_origins(origin, n.origin);
+    if (!f.view) {
+      rw_.map(n.id, rw_.out().add_typed(p.op, std::move(ins), std::move(attrs), n.name, origin));
+      return;
+    }
+    const NodeId fused = rw_.out().add_typed(p.op, std::move(ins), std::move(attrs), {}, origin);
+    rw_.map(n.id, rw_.out().add(Op::Reshape, {fused}, ReshapeAttrs{.shape = n.shape.concrete()},
+                                n.name, origin));
   }
 
   bool fuse(const Node& n) {
     if (n.op == Op::Add) {
       // An add whose only reader is an activation fuses with it instead.
       if (uses_[size_t(n.id)] == 1 && reader_is_activation(n)) return false;
-      auto [p, extra] = fusable_add(n);
-      if (!p) return false;
-      replace(n, *p, extra, Epilogue::none);
+      const AddFusion f = fusable_add(n);
+      if (!f.into) return false;
+      replace(n, f, Epilogue::none);
       return true;
     }
     const Epilogue act = epilogue_of(n);
@@ -145,12 +185,12 @@ class Fuser {
     }
     const Node& at = view ? *view : n;  // the node the fused producer replaces
     if (open(*p, false)) {
-      replace(at, *p, -1, act, view ? &n : nullptr);
+      replace(at, AddFusion{p}, act, view ? &n : nullptr);
     } else {
       if (uses_[size_t(p->id)] != 1) return false;
-      auto [q, extra] = fusable_add(*p);
-      if (!q) return false;
-      replace(at, *q, extra, act, p);  // p: the add between them
+      AddFusion f = fusable_add(*p);
+      if (!f.into) return false;
+      replace(at, f, act, p);  // p: the add between them
     }
     if (view)
       rw_.map(n.id, rw_.out().add(Op::Reshape, {rw_.mapped(view->id)},
@@ -176,7 +216,7 @@ class EpiloguePass final : public Pass {
  public:
   std::string_view name() const override { return "epilogue"; }
   std::string_view description() const override {
-    return "fuse a bias add, a conv's residual add and an activation (relu, relu6, gelu, silu, "
+    return "fuse a bias add, a residual add and an activation (relu, relu6, gelu, silu, "
            "sigmoid, tanh, hard_swish) into the conv/matmul before them";
   }
   Graph run(const Graph& g, const PassContext&) const override { return fuse_epilogues(g); }

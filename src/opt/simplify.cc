@@ -212,7 +212,7 @@ class Simplifier {
       xs[k] = &arg(*xs[k], 0);
       changed = true;
     }
-    if (n.inputs.size() == 3) xs.push_back(&in(n, 2));  // the bias stays
+    for (size_t k = 2; k < n.inputs.size(); ++k) xs.push_back(&in(n, k));  // bias, residual stay
     return changed && replace(n, Op::MatMul, xs, a);
   }
 

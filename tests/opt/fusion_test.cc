@@ -85,6 +85,38 @@ TEST(Fusion, EpilogueFusesBiasAndActivationIntoMatmul) {
   EXPECT_TRUE(testing::same_with_and_without(m.g, m.inputs, m.weights, "epilogue"));
 }
 
+TEST(Fusion, MatmulResidualAddsFuse) {
+  // A transformer's projection + skip connection (with its bias, then a relu
+  // after the add), a 3-d input, and batched products with their own b (each
+  // product's residual is its own block of the output).
+  Model m;
+  Builder b(m.g);
+  NodeId x = b.input("x", S({2, 5, 8}));
+  NodeId w = b.param("w", S({8, 8})), bias = b.param("b", S({8}));
+  NodeId skip = b.add(b.linear(x, w, bias), x);
+  m.g.add_output("skip", skip);
+  m.g.add_output("relu", b.relu(b.add(b.linear(skip, w, bias), skip)));
+  NodeId y = b.input("y", S({2, 8, 6}));
+  NodeId r = b.input("r", S({2, 5, 6}));
+  m.g.add_output("batched", b.add(r, b.matmul(x, y)));
+  // GPT-2's skip connection: x + view(addmm(view(x), w, bias)).
+  NodeId flat = b.linear(b.reshape(x, {10, 8}), w, bias);
+  m.g.add_output("viewed", b.add(x, b.reshape(flat, {2, 5, 8})));
+  m.weights = {{"w", random_tensor({8, 8}, DType::F32, 1)},
+               {"b", random_tensor({8}, DType::F32, 2)}};
+  m.inputs = {{"x", random_tensor({2, 5, 8}, DType::F32, 3)},
+              {"y", random_tensor({2, 8, 6}, DType::F32, 4)},
+              {"r", random_tensor({2, 5, 6}, DType::F32, 5)}};
+  const Graph g = testing::compiled_graph(m.g, m.weights);
+  EXPECT_EQ(count_op(g, Op::Add), 0) << to_text(g);
+  EXPECT_EQ(count_op(g, Op::Relu), 0) << to_text(g);
+  int residual = 0;
+  for (const Node& n : g.nodes())
+    residual += n.op == Op::MatMul && n.attrs_as<MatMulAttrs>().residual;
+  EXPECT_EQ(residual, 4) << to_text(g);
+  EXPECT_TRUE(testing::same_with_and_without(m.g, m.inputs, m.weights, "epilogue"));
+}
+
 TEST(Fusion, AnActivationAfterAViewFusesAndTheViewMovesAfterIt) {
   // torch's addmm -> view -> gelu (GPT-2's MLP), with the bias already an
   // input of the matmul (addmm's import) and as a separate add.

@@ -12,7 +12,8 @@ namespace {
 Val lower_matmul(Lowering& L, const Node& n) {
   const std::string h = L.hint(n);
   const auto& a = n.attrs_as<MatMulAttrs>();
-  const bool fused = n.inputs.size() == 3 || a.activation != Epilogue::none;
+  const bool bias = matmul_has_bias(a.residual, n.inputs.size());
+  const bool fused = bias || a.residual || a.activation != Epilogue::none;
   Val y = L.b.op("matmul",
                  {{"x", L.in(n, 0)},
                   {"y", L.in(n, 1)},
@@ -20,7 +21,9 @@ Val lower_matmul(Lowering& L, const Node& n) {
                   {"transpose_y", L.b.boolean(a.transpose_b, h + "_ty")}},
                  L.type_of(n), fused ? h + "_mm" : h);
   if (!fused) return y;
-  if (n.inputs.size() == 3) y = L.b.op("add", {{"x", y}, {"y", L.in(n, 2)}}, y.type, h + "_bias");
+  if (bias) y = L.b.op("add", {{"x", y}, {"y", L.in(n, 2)}}, y.type, h + "_bias");
+  if (a.residual)
+    y = L.b.op("add", {{"x", y}, {"y", L.in(n, n.inputs.size() - 1)}}, y.type, h + "_residual");
   return L.activation(a.activation, y, h);
 }
 

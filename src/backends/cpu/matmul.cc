@@ -105,6 +105,12 @@ void matmul_float(const Plan& p, const T* a, const T* b, T* out, const GemmEpilo
     }
     return;
   }
+  // Product t's epilogue: a residual (laid out as the output) from its own block.
+  auto epi_of = [&](int64_t t) {
+    GemmEpilogue<T> e = epi;
+    if (e.residual) e.residual += t * M * N;
+    return e;
+  };
   const int64_t macs = M * N * std::max<int64_t>(K, 1);
   if (nb >= num_threads() || macs < kGemmSplitMacs) {
     // Many (or small) products: threads take whole batches.
@@ -112,12 +118,12 @@ void matmul_float(const Plan& p, const T* a, const T* b, T* out, const GemmEpilo
     parallel_for(nb, grain, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t)
         gemm_serial(p.ta, p.tb, M, N, K, T(1), a + p.a_off[size_t(t)], lda, b + p.b_off[size_t(t)],
-                    ldb, T(0), out + t * M * N, N, epi);
+                    ldb, T(0), out + t * M * N, N, epi_of(t));
     });
   } else {
     for (int64_t t = 0; t < nb; ++t)
       gemm(p.ta, p.tb, M, N, K, T(1), a + p.a_off[size_t(t)], lda, b + p.b_off[size_t(t)], ldb,
-           T(0), out + t * M * N, N, epi);
+           T(0), out + t * M * N, N, epi_of(t));
   }
 }
 
@@ -157,18 +163,25 @@ void matmul(const KernelCall& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
   RLX_CHECK(c.out.dtype() == a.dtype(), c.node.label(), ": matmul output dtype ",
             dtype_name(c.out.dtype()), " differs from inputs ", dtype_name(a.dtype()));
-  const Tensor* bias = c.in.size() == 3 ? &c.in[2] : nullptr;
+  const auto& attrs = c.node.attrs_as<MatMulAttrs>();
+  const Tensor* bias = matmul_has_bias(attrs.residual, c.in.size()) ? &c.in[2] : nullptr;
+  const Tensor* res = attrs.residual ? &c.in.back() : nullptr;
+  RLX_CHECK(!res || (res->dims() == c.out.dims() && res->dtype() == c.out.dtype()), c.node.label(),
+            ": matmul residual ", res ? res->shape().str() : "", " does not match the output ",
+            c.out.shape().str());
   RLX_CHECK(!bias || (bias->dtype() == a.dtype() && bias->numel() == p.N), c.node.label(),
             ": matmul bias ", bias ? bias->shape().str() : "", " is not [", p.N, "]");
-  const Epilogue act = c.node.attrs_as<MatMulAttrs>().activation;
+  const Epilogue act = attrs.activation;
   auto floats = [&]<typename T>() {
     // ggml's GELU-tanh goes through an f16 table: applied after the product.
     const bool ggml_gelu =
         std::is_same_v<T, float> && c.ctx.ggml_numerics && act == Epilogue::gelu_tanh;
-    matmul_float(
-        p, a.data<T>(), b.data<T>(), c.out.data<T>(),
-        GemmEpilogue<T>{ggml_gelu ? Epilogue::none : act, bias ? bias->data<T>() : nullptr, false},
-        c.pack);
+    GemmEpilogue<T> epi{ggml_gelu ? Epilogue::none : act, bias ? bias->data<T>() : nullptr, false};
+    if (res) {
+      epi.residual = res->data<T>();
+      epi.residual_ld = p.N;
+    }
+    matmul_float(p, a.data<T>(), b.data<T>(), c.out.data<T>(), epi, c.pack);
     if constexpr (std::is_same_v<T, float>)
       if (ggml_gelu) {
         float* y = c.out.data<float>();
@@ -178,7 +191,8 @@ void matmul(const KernelCall& c) {
       }
   };
   auto ints = [&]<typename T>() {
-    RLX_CHECK(act == Epilogue::none, c.node.label(), ": a fused activation needs floats");
+    RLX_CHECK(act == Epilogue::none && !res, c.node.label(),
+              ": a fused activation or residual needs floats");
     matmul_int(p, a.data<T>(), b.data<T>(), bias ? bias->data<T>() : nullptr, c.out.data<T>());
   };
   switch (a.dtype()) {

@@ -10,7 +10,8 @@ void vjp_matmul(VjpCall& c) {
   Emit& e = c.e;
   const auto& t = c.n.attrs_as<MatMulAttrs>();
   RLX_CHECK(t.activation == Epilogue::none && c.n.inputs.size() == 2, c.n.label(),
-            ": matmul with a fused bias or activation (the epilogue pass's form) has no gradient "
+            ": matmul with a fused bias, residual or activation (the epilogue pass's form) has no "
+            "gradient "
             "rule; differentiate the graph before optimizing it (rlx inspect -O0)");
   const Shape as = c.in_shape(0), bs = c.in_shape(1);
   // A 1-d operand is a matrix with a unit dim (NumPy), which the output drops:
