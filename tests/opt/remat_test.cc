@@ -3,6 +3,7 @@
 // only where the node's inputs are alive anyway; bad op names are errors.
 #include <gtest/gtest.h>
 
+#include "opt/pass_test_util.h"
 #include "opt/passes.h"
 #include "rlx/autodiff.h"
 #include "rlx/rlx.h"
@@ -11,13 +12,8 @@
 namespace rlx {
 namespace {
 
+using testing::count_op;
 using testing::random_tensor;
-
-int count(const Graph& g, Op op) {
-  int k = 0;
-  for (const Node& n : g.nodes()) k += n.op == op;
-  return k;
-}
 
 // A `layers`-deep relu MLP of width 256 on a [64, 256] batch with a sum-of-squares
 // loss, and its gradient graph (every weight's gradient).
@@ -50,7 +46,7 @@ TEST(Remat, RecomputedActivationsLowerThePeakAndKeepEveryValue) {
   const auto b = Executable::compile(m.g, m.weights, remat);
   // Each hidden relu is held from its forward use to its weight's gradient;
   // recomputed from its input (alive for relu's own gradient) it is not.
-  EXPECT_GT(count(b->graph(), Op::Relu), count(a->graph(), Op::Relu)) << to_text(b->graph());
+  EXPECT_GT(count_op(b->graph(), Op::Relu), count_op(a->graph(), Op::Relu)) << to_text(b->graph());
   const size_t peak_a = a->static_plan()->arena_bytes, peak_b = b->static_plan()->arena_bytes;
   EXPECT_LT(peak_b, peak_a);
   const TensorMap want = Session(a).run(in), got = Session(b).run(in);
@@ -71,7 +67,7 @@ TEST(Remat, CopiesOnlyWhereTheInputsAreAliveAnyway) {
   NodeId chain = b.mul(r, r);
   for (int i = 0; i < 6; ++i) chain = b.unary(Op::Exp, chain);
   g.add_output("y", b.add(chain, r));
-  EXPECT_EQ(count(opt::rematerialize(g, {Op::Relu}), Op::Relu), 1);
+  EXPECT_EQ(count_op(opt::rematerialize(g, {Op::Relu}), Op::Relu), 1);
   // With x read at the end too, relu(x) is recomputed there.
   Graph h;
   Builder c(h);
@@ -81,7 +77,7 @@ TEST(Remat, CopiesOnlyWhereTheInputsAreAliveAnyway) {
   for (int i = 0; i < 6; ++i) chain2 = c.unary(Op::Exp, chain2);
   h.add_output("y", c.add(chain2, r2));
   const Graph out = opt::rematerialize(h, {Op::Relu});
-  EXPECT_EQ(count(out, Op::Relu), 2) << to_text(out);
+  EXPECT_EQ(count_op(out, Op::Relu), 2) << to_text(out);
   const TensorMap in{{"x", random_tensor({4, 4}, DType::F32, 3)}};
   EXPECT_TRUE(
       testing::all_equal(testing::run_graph(out, in).at("y"), testing::run_graph(h, in).at("y")));
