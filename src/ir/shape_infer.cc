@@ -350,8 +350,9 @@ bool shapes_compatible(const Shape& a, const Shape& b) {
 
 Shape infer_gather_elements(const Node& n, const In& in) {
   check_index_dtype(*in[1], "gather_elements");
-  RLX_CHECK(in[0]->rank() == in[1]->rank(), "gather_elements: rank of indices ", in[1]->str(),
-            " differs from data ", in[0]->str());
+  RLX_CHECK(in[0]->rank() == in[1]->rank() && in[0]->rank() >= 1,
+            "gather_elements: data and indices need the same rank >= 1, got ", in[0]->str(),
+            " and ", in[1]->str());
   int ax = normalize_axis(n.attrs_as<AxisAttrs>().axis, in[0]->rank());
   check_index_dims_fit(*in[1], *in[0], ax, "gather_elements");
   return Shape(in[1]->dims, in[0]->dtype);
@@ -411,6 +412,7 @@ Shape infer_scatter_nd(const Node&, const In& in) {
 
 std::vector<Shape> infer_topk(const Node& n, const In& in) {
   const int r = in[0]->rank();
+  RLX_CHECK(r >= 1, "topk: x must have rank >= 1, got ", in[0]->str());
   const auto& a = n.attrs_as<TopKAttrs>();
   int ax = normalize_axis(a.axis, r);
   const int64_t k = a.k;

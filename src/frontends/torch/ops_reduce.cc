@@ -137,7 +137,12 @@ void register_reductions(Registry& r) {
     NodeId x = c.tensor(0, "self");
     auto axes = dims_arg(c, 1, "dim");
     bool keep = c.flag(2, "keepdim", false);
+    // An infinite max (a row all -inf, or holding +inf) shifts by 0 instead,
+    // as torch does: -inf and +inf then come out, not inf - inf = NaN.
+    const DType t = c.b.graph().node(x).shape.dtype;
     NodeId m = c.b.reduce(Op::ReduceMax, x, axes, true);
+    const NodeId inf = c.b.op(Op::Eq, {c.b.unary(Op::Abs, m), c.b.scalar(INFINITY, t)});
+    m = c.b.op(Op::Where, {inf, c.b.scalar(0, t), m});
     NodeId s = c.b.reduce(Op::ReduceSum, c.b.unary(Op::Exp, c.b.sub(x, m)), axes, true);
     NodeId y = c.b.add(c.b.unary(Op::Log, s), m);
     return Value::tensor(keep ? y : c.reshape_to_out(y));

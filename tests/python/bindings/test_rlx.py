@@ -412,3 +412,25 @@ def test_gguf_through_load(tiny_llm):
     out = m.run({"tokens": np.array(ids, np.int64), "positions": np.arange(4, dtype=np.int64)})
     np.testing.assert_allclose(out["logits"], tiny_gguf.reference_logits(w, ids),
                                rtol=1e-4, atol=1e-4)
+
+
+def test_logsumexp_of_infinite_rows_is_infinite():
+    # A row all -inf, a row holding +inf: -inf and +inf as eager gives, not NaN.
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x.logsumexp(-1)
+
+    x = torch.tensor([[-float("inf"), -float("inf")], [float("inf"), 1.0], [0.0, 1.0]])
+    m = rlx.from_torch(M(), (x,))
+    (_, got), = m.run({m.inputs[0].name: x.numpy()}).items()
+    np.testing.assert_array_equal(got[:2], [-np.inf, np.inf])
+    np.testing.assert_allclose(got[2], M()(x)[2].item(), rtol=1e-6)
+
+
+def test_topk_of_a_scalar_is_an_error_not_a_crash():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.topk(x, 1, 0)
+
+    with pytest.raises(rlx.Error, match="topk: x must have rank >= 1"):
+        rlx.from_torch(M(), (torch.tensor(5.0),))
