@@ -194,6 +194,20 @@ void register_elementwise(Registry& r) {
     r.add(std::string("aten.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
     r.add(std::string("prims.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
   }
+  r.add("aten.isnan", [](LowerCtx& c) {
+    const NodeId x = c.tensor(0, "self");
+    return Value::tensor(c.b.op(Op::Ne, {x, x}));  // only NaN differs from itself
+  });
+  // log1p(x) = log(u) * x / (u - 1) with u = 1 + x (Goldberg): the rounding of u
+  // cancels, so small x keep their digits; x where u rounds to 1, and u = inf, as is.
+  r.add("aten.log1p", [](LowerCtx& c) {
+    const NodeId x = c.cast(c.tensor(0, "self"), c.out_dtype());
+    const DType t = c.out_dtype();
+    const NodeId u = c.b.add(x, c.scalar(1, t));
+    const NodeId ratio = c.b.div(c.b.mul(c.b.unary(Op::Log, u), x), c.b.sub(u, c.scalar(1, t)));
+    const NodeId exact = c.b.op(Op::Where, {c.b.op(Op::Eq, {u, c.scalar(INFINITY, t)}), u, ratio});
+    return Value::tensor(c.b.op(Op::Where, {c.b.op(Op::Eq, {u, c.scalar(1, t)}), x, exact}));
+  });
   // round(x, decimals): PyTorch scales by 10^|d|, rounds half to even, scales back.
   r.add("aten.round.decimals", [](LowerCtx& c) {
     int64_t d = c.i(1, "decimals", 0);

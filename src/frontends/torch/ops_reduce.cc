@@ -1,4 +1,6 @@
 // Reductions, statistics, softmax family, cumsum and topk.
+#include <cmath>
+
 #include "frontends/torch/lowering.h"
 #include "rlx/error.h"
 
@@ -102,6 +104,42 @@ void register_reductions(Registry& r) {
   r.add("aten.sum", [](LowerCtx& c) { return reduce(c, Op::ReduceSum); });
   r.add("aten.mean", [](LowerCtx& c) { return reduce(c, Op::ReduceMean); });
   r.add("aten.amax", [](LowerCtx& c) { return reduce(c, Op::ReduceMax); });
+  // linalg_vector_norm(x, ord, dim, keepdim, *, dtype): inf / -inf as max / min
+  // of |x|, 0 as the count of nonzeros, 2 as sqrt(sum x^2), else (sum |x|^p)^(1/p).
+  r.add("aten.linalg_vector_norm", [](LowerCtx& c) {
+    const DType t = c.out_dtype();
+    NodeId x = c.cast(c.tensor(0, "self"), t);
+    const double ord = c.f(1, "ord", 2);
+    auto axes = dims_arg(c, 2, "dim");
+    const bool keep = c.flag(3, "keepdim", false);
+    if (c.rank(x) == 0) {
+      x = c.b.reshape(x, {1});
+      axes = {};
+    }
+    const NodeId a = c.b.unary(Op::Abs, x);
+    NodeId y;
+    if (std::isinf(ord)) {
+      y = c.b.reduce(ord > 0 ? Op::ReduceMax : Op::ReduceMin, a, axes, keep);
+    } else if (ord == 0) {
+      y = c.b.reduce(Op::ReduceSum, c.cast(c.b.op(Op::Ne, {x, c.scalar(0, t)}), t), axes, keep);
+    } else if (ord == 1) {
+      y = c.b.reduce(Op::ReduceSum, a, axes, keep);
+    } else if (ord == 2) {
+      y = c.b.unary(Op::Sqrt, c.b.reduce(Op::ReduceSum, c.b.mul(x, x), axes, keep));
+    } else {
+      const NodeId s =
+          c.b.reduce(Op::ReduceSum, c.b.binary(Op::Pow, a, c.scalar(ord, t)), axes, keep);
+      y = c.b.binary(Op::Pow, s, c.scalar(1 / ord, t));
+    }
+    return Value::tensor(c.reshape_to_out(y));
+  });
+  r.add("aten.nansum", [](LowerCtx& c) {  // (x, dim, keepdim, *, dtype)
+    const DType t = c.out_dtype();
+    const NodeId x = c.cast(c.tensor(0, "self"), t);
+    const NodeId kept = c.b.op(Op::Where, {c.b.op(Op::Ne, {x, x}), c.scalar(0, t), x});
+    return Value::tensor(c.reshape_to_out(
+        c.b.reduce(Op::ReduceSum, kept, dims_arg(c, 1, "dim"), c.flag(2, "keepdim", false))));
+  });
   r.add("aten.amin", [](LowerCtx& c) { return reduce(c, Op::ReduceMin); });
   r.add("aten.prod", [](LowerCtx& c) { return reduce(c, Op::ReduceProd); });
   r.add("aten.max.default", [](LowerCtx& c) { return reduce(c, Op::ReduceMax, 99, 99); });
