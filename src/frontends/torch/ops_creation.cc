@@ -52,6 +52,14 @@ void register_creation(Registry& r) {
     RLX_CHECK(o.shape.size() == 1, "arange must produce a 1-d tensor");
     return Value::tensor(c.b.arange(o.shape[0], start, step, o.dtype));
   });
+  // eye(n[, m]): row index == column index, from two aranges (no n x m constant).
+  r.add("aten.eye", [](LowerCtx& c) {
+    const TensorMeta& o = c.out();
+    RLX_CHECK(o.shape.size() == 2, "eye must produce a 2-d tensor");
+    const NodeId rows = c.b.reshape(c.b.arange(o.shape[0], 0, 1, DType::I64), {o.shape[0], 1});
+    const NodeId cols = c.b.reshape(c.b.arange(o.shape[1], 0, 1, DType::I64), {1, o.shape[1]});
+    return Value::tensor(c.cast(c.b.op(Op::Eq, {rows, cols}), o.dtype));
+  });
   for (const char* op : {"aten.clone", "aten.contiguous", "aten.detach", "aten.alias",
                          "aten.lift_fresh_copy", "aten.lift_fresh", "aten.dropout",
                          "aten.feature_dropout", "aten.alpha_dropout", "aten.positive"})

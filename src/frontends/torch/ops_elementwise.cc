@@ -194,6 +194,31 @@ void register_elementwise(Registry& r) {
     r.add(std::string("aten.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
     r.add(std::string("prims.") + name, [op = op](LowerCtx& c) { return unary(c, op); });
   }
+  // logaddexp(a, b) = max + log1p(exp(-|a - b|)); equal operands (two infinities
+  // of one sign too, where a - b is NaN) give max + log 2.
+  r.add("aten.logaddexp", [](LowerCtx& c) {
+    const DType t = c.out_dtype();
+    const NodeId a = c.cast(c.tensor(0, "self"), t), b = c.cast(c.tensor(1, "other"), t);
+    const NodeId gap = c.b.op(Op::Where, {c.b.op(Op::Eq, {a, b}), c.scalar(0, t),
+                                          c.b.unary(Op::Neg, c.b.unary(Op::Abs, c.b.sub(a, b)))});
+    const NodeId e = c.b.unary(Op::Exp, gap);  // in (0, 1]: log(1 + e) loses nothing that matters
+    return Value::tensor(
+        c.b.add(c.b.binary(Op::Max, a, b), c.b.unary(Op::Log, c.b.add(c.scalar(1, t), e))));
+  });
+  // prelu(x, w): x where x > 0, else w x, w one value or one per channel (dim 1).
+  r.add("aten.prelu", [](LowerCtx& c) {
+    const DType t = c.out_dtype();
+    const NodeId x = c.cast(c.tensor(0, "self"), t);
+    NodeId w = c.cast(c.tensor(1, "weight"), t);
+    const int r = c.rank(x);
+    if (r >= 2 && numel(c.dims(w)) > 1) {
+      std::vector<int64_t> per_channel(size_t(r - 1), 1);  // [C, 1, ...] against [N, C, ...]
+      per_channel[0] = numel(c.dims(w));
+      w = c.b.reshape(w, per_channel);
+    }
+    const NodeId pos = c.b.op(Op::Gt, {x, c.scalar(0, t)});
+    return Value::tensor(c.b.op(Op::Where, {pos, x, c.b.mul(w, x)}));
+  });
   r.add("aten.isnan", [](LowerCtx& c) {
     const NodeId x = c.tensor(0, "self");
     return Value::tensor(c.b.op(Op::Ne, {x, x}));  // only NaN differs from itself
