@@ -205,6 +205,11 @@ TEST(ShapeInfer, IndexingAndLinearAlgebra) {
               infer(Op::TopK, {S({4, 10})}, {{"k", int64_t(11)}});
             }).find("k=11"),
             std::string::npos);
+  // A 0-d x: an error, not a read past its (empty) dims.
+  EXPECT_NE(error_of([] {
+              infer(Op::TopK, {S({})}, {{"k", int64_t(1)}});
+            }).find("rank >= 1"),
+            std::string::npos);
   EXPECT_EQ(infer(Op::OneHot, {S({3}, DType::I64)},
                   {{"depth", int64_t(5)}, {"dtype", std::string("f32")}}),
             S({3, 5}));

@@ -98,6 +98,14 @@ Value arg(LowerCtx& c, Op op) {
   return Value::tensor(c.b.op(op, {x}, {{"axis", c.i(1, "dim")}, {"keepdims", int64_t(keep)}}));
 }
 
+// sort / topk of a 0-d tensor: (x, index 0).
+Value itself_at_zero(LowerCtx& c, NodeId x) {
+  Value t;
+  t.kind = Value::Tuple;
+  t.items = {Value::tensor(x), Value::tensor(c.b.full({}, 0, DType::I64))};
+  return t;
+}
+
 }  // namespace
 
 void register_reductions(Registry& r) {
@@ -185,8 +193,22 @@ void register_reductions(Registry& r) {
     NodeId y = c.b.add(c.b.unary(Op::Log, s), m);
     return Value::tensor(keep ? y : c.reshape_to_out(y));
   });
+  // sort(x, dim, descending) | sort.stable(x, *, stable, dim, descending): a
+  // topk of every element along dim (ties in index order, as a stable sort).
+  r.add("aten.sort", [](LowerCtx& c) {
+    const bool stable_overload = c.node.op == "aten.sort.stable";
+    NodeId x = c.tensor(0, "self");
+    const int64_t dim = c.i(stable_overload ? 2 : 1, "dim", -1);
+    const bool descending = c.flag(stable_overload ? 3 : 2, "descending", false);
+    if (c.rank(x) == 0) return itself_at_zero(c, x);
+    const Dims d = c.dims(x);
+    const int64_t n = d[size_t(normalize_axis(dim, int(d.size())))];
+    return Value::tuple(c.b.results(
+        Op::TopK, {x}, {{"k", n}, {"axis", dim}, {"largest", descending}, {"sorted", true}}));
+  });
   r.add("aten.topk", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
+    if (c.rank(x) == 0 && c.i(1, "k") == 1) return itself_at_zero(c, x);
     return Value::tuple(c.b.results(Op::TopK, {x},
                                     {{"k", c.i(1, "k")},
                                      {"axis", c.i(2, "dim", -1)},

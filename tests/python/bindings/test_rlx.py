@@ -427,10 +427,11 @@ def test_logsumexp_of_infinite_rows_is_infinite():
     np.testing.assert_allclose(got[2], M()(x)[2].item(), rtol=1e-6)
 
 
-def test_topk_of_a_scalar_is_an_error_not_a_crash():
+def test_topk_and_sort_of_a_scalar_are_the_scalar_at_index_0():
     class M(torch.nn.Module):
         def forward(self, x):
-            return torch.topk(x, 1, 0)
+            return torch.topk(x, 1, 0) + torch.sort(x, 0)
 
-    with pytest.raises(rlx.Error, match="topk: x must have rank >= 1"):
-        rlx.from_torch(M(), (torch.tensor(5.0),))
+    m = rlx.from_torch(M(), (torch.tensor(5.0),))
+    got = [v for _, v in sorted(m.run({m.inputs[0].name: np.float32(5.0)}).items())]
+    assert [float(v) for v in got] == [5.0, 0.0, 5.0, 0.0]
