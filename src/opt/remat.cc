@@ -61,6 +61,7 @@ Graph rematerialize(const Graph& g, const std::set<Op>& ops) {
         // The copy reads the inputs' current versions; later readers of v read the copy.
         Node c = g.node(v);
         for (NodeId& in : c.inputs) in = rw.mapped(in);
+        c.name.clear();  // the original keeps the name
         c.origin = join_origins(c.origin, "rematerialized");
         rw.map(v, rw.out().append_raw(std::move(c)));
       }
