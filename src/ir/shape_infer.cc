@@ -728,6 +728,13 @@ Shape infer_batch_norm(const Node& n, const In& in) {
   return x;
 }
 
+// batch_norm_train's statistics of x [N, C, ...]: [1, C, 1, ...].
+Shape batch_stats_shape(const Shape& x) {
+  std::vector<Dim> stats(size_t(x.rank()), Dim(1));
+  stats[1] = x.dims[1];
+  return Shape(stats, x.dtype);
+}
+
 // batch_norm_train's optional gamma / beta: C elements each, of x's dtype.
 void check_channel_param(const char* op, const char* what, const Shape& x, const Shape& p) {
   same_dtype(x, p);
@@ -744,9 +751,8 @@ std::vector<Shape> infer_batch_norm_train(const Node& n, const In& in) {
   for (size_t i = 1; i < in.size(); ++i)
     check_channel_param("batch_norm_train", i == 1 ? "gamma" : "beta", x, *in[i]);
   check_eps(n.attrs_as<EpsAttrs>().eps, "batch_norm_train");
-  std::vector<Dim> stats(size_t(x.rank()), Dim(1));
-  stats[1] = x.dims[1];
-  return {x, Shape(stats, x.dtype), Shape(stats, x.dtype)};
+  const Shape stats = batch_stats_shape(x);
+  return {x, stats, stats};
 }
 
 std::vector<Shape> infer_batch_norm_train_grad(const Node& n, const In& in) {
@@ -757,13 +763,8 @@ std::vector<Shape> infer_batch_norm_train_grad(const Node& n, const In& in) {
   RLX_CHECK(shapes_compatible(x, g), "batch_norm_train_grad: dy ", g.str(), " does not match x ",
             x.str());
   check_eps(n.attrs_as<EpsAttrs>().eps, "batch_norm_train_grad");
-  std::vector<Dim> stats(size_t(x.rank()), Dim(1));
-  stats[1] = x.dims[1];
-  Shape p(stats, x.dtype);
-  if (in.size() > 2) {
-    check_channel_param("batch_norm_train_grad", "gamma", x, *in[2]);
-    p = *in[2];
-  }
+  if (in.size() > 2) check_channel_param("batch_norm_train_grad", "gamma", x, *in[2]);
+  const Shape p = in.size() > 2 ? *in[2] : batch_stats_shape(x);  // dgamma, dbeta
   return {x, p, p};
 }
 

@@ -67,8 +67,8 @@ struct Match {
   double eps, count;
   std::vector<NodeId> xhat, sums;  // sums: every reduce_sum of d * d over the batch axes
   // The affine, when xhat's one use is `xhat * gamma + beta` per channel:
-  // the mul, the add, and gamma's and beta's values before any reshape.
-  NodeId scale = -1, shift = -1, gamma = -1, beta = -1;
+  // the add, and gamma's and beta's values before any reshape.
+  NodeId shift = -1, gamma = -1, beta = -1;
 };
 
 // v with its reshapes peeled off.
@@ -113,7 +113,6 @@ void match_affine(const Graph& g, const Users& users, Match& mt) {
   const NodeId gamma = per_channel(g, other(mul, mt.xhat[0]), xs, mt.mean);
   const NodeId beta = per_channel(g, other(add, mul.id), xs, mt.mean);
   if (gamma < 0 || beta < 0) return;
-  mt.scale = mul.id;
   mt.shift = add.id;
   mt.gamma = gamma;
   mt.beta = beta;

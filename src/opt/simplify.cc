@@ -76,9 +76,9 @@ class Simplifier {
     rw_.map(n.id, x.id);
     return true;
   }
-  // `n` becomes a new node `op(xs..., attrs)` with n's name and origin, if it
-  // infers to exactly n's shape.
-  bool replace(const Node& n, Op op, std::vector<const Node*> xs, OpAttrs attrs) {
+  // A node `op(xs..., attrs)` (xs in the new graph) with n's origin, its shape
+  // inferred; nullopt when inference refuses it.
+  std::optional<Node> build(const Node& n, Op op, std::vector<const Node*> xs, OpAttrs attrs) {
     Node m;
     m.op = op;
     std::vector<const Shape*> shapes;
@@ -87,15 +87,21 @@ class Simplifier {
       shapes.push_back(&x->shape);
     }
     m.attrs = std::move(attrs);
-    m.name = n.name;
     m.origin = n.origin;
     try {
       m.shape = infer_shape(m, shapes);
     } catch (const Error&) {
-      return false;
+      return std::nullopt;
     }
-    if (!(m.shape == n.shape)) return false;
-    rw_.map(n.id, rw_.out().append_raw(std::move(m)));
+    return m;
+  }
+  // `n` becomes a new node `op(xs..., attrs)` with n's name and origin, if it
+  // infers to exactly n's shape.
+  bool replace(const Node& n, Op op, std::vector<const Node*> xs, OpAttrs attrs) {
+    std::optional<Node> m = build(n, op, std::move(xs), std::move(attrs));
+    if (!m || !(m->shape == n.shape)) return false;
+    m->name = n.name;
+    rw_.map(n.id, rw_.out().append_raw(std::move(*m)));
     return true;
   }
   bool replace(const Node& n, Op op, const Node& x, OpAttrs attrs) {
@@ -185,16 +191,23 @@ class Simplifier {
     return src != &x && replace(n, Op::Transpose, *src, TransposeAttrs{std::move(perm)});
   }
 
+  // A transpose of exactly the permutation `want` (its rank's).
+  static bool transposes_as(const Node& t, const std::vector<int64_t>& want) {
+    if (t.op != Op::Transpose || t.shape.rank() != int(want.size())) return false;
+    const auto& perm = t.attrs_as<TransposeAttrs>().perm;
+    for (size_t i = 0; i < want.size(); ++i)
+      if (normalize_axis(perm[i], t.shape.rank()) != want[i]) return false;
+    return true;
+  }
+
   // A transpose that swaps only the last two dims.
   static bool swaps_last_two(const Node& t) {
-    if (t.op != Op::Transpose || t.shape.rank() < 2) return false;
     const int r = t.shape.rank();
-    const auto& perm = t.attrs_as<TransposeAttrs>().perm;
-    for (int i = 0; i < r; ++i) {
-      const int want = i < r - 2 ? i : (i == r - 2 ? r - 1 : r - 2);
-      if (normalize_axis(perm[size_t(i)], r) != want) return false;
-    }
-    return true;
+    if (r < 2) return false;
+    std::vector<int64_t> want(static_cast<size_t>(r));
+    for (int i = 0; i < r; ++i) want[size_t(i)] = i;
+    std::swap(want[size_t(r - 2)], want[size_t(r - 1)]);
+    return transposes_as(t, want);
   }
 
   // matmul(transpose(y), ...) with a last-two-dims transpose reads y in place
@@ -216,16 +229,6 @@ class Simplifier {
     return changed && replace(n, Op::MatMul, xs, a);
   }
 
-  // A [0, 2, 1, 3] transpose: attention's [B, S, H, D] <-> [B, H, S, D].
-  static bool swaps_heads(const Node& t) {
-    if (t.op != Op::Transpose || t.shape.rank() != 4) return false;
-    const auto& perm = t.attrs_as<TransposeAttrs>().perm;
-    const int64_t want[] = {0, 2, 1, 3};
-    for (int i = 0; i < 4; ++i)
-      if (normalize_axis(perm[size_t(i)], 4) != want[i]) return false;
-    return true;
-  }
-
   // attention(transpose(q), transpose(k), transpose(v)) of [B, S, H, D]
   // projections reads them in place (layout bshd); its [B, S, H, D] output
   // goes through one transpose back, which the usual transpose after
@@ -233,26 +236,18 @@ class Simplifier {
   bool simplify_attention(const Node& n) {
     AttentionAttrs a = n.attrs_as<AttentionAttrs>();
     if (a.layout != AttentionLayout::bhsd) return false;
-    Node m;
-    m.op = Op::Attention;
-    std::vector<const Shape*> shapes;
+    const std::vector<int64_t> heads{0, 2, 1, 3};  // [B, S, H, D] <-> [B, H, S, D]
+    std::vector<const Node*> xs;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const Node& x = in(n, k);
-      if (k < 3 && !swaps_heads(x)) return false;
-      const Node& src = k < 3 ? arg(x, 0) : x;  // the bias stays
-      m.inputs.push_back(src.id);
-      shapes.push_back(&src.shape);
+      if (k < 3 && !transposes_as(x, heads)) return false;
+      xs.push_back(k < 3 ? &arg(x, 0) : &x);  // the bias stays
     }
     a.layout = AttentionLayout::bshd;
-    m.attrs = a;
-    m.origin = n.origin;
-    try {
-      m.shape = infer_shape(m, shapes);
-    } catch (const Error&) {
-      return false;
-    }
-    const NodeId att = rw_.out().append_raw(std::move(m));
-    return replace(n, Op::Transpose, rw_.out().node(att), TransposeAttrs{{0, 2, 1, 3}});
+    std::optional<Node> m = build(n, Op::Attention, std::move(xs), a);
+    if (!m) return false;
+    const NodeId att = rw_.out().append_raw(std::move(*m));
+    return replace(n, Op::Transpose, rw_.out().node(att), TransposeAttrs{heads});
   }
 
   bool simplify_cast(const Node& n) {

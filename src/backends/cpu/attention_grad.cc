@@ -50,7 +50,7 @@ void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
         std::fill(dK + j * g.k.row, dK + j * g.k.row + g.D, T(0));
         std::fill(dV + j * g.v.row, dV + j * g.v.row + g.Dv, T(0));
       }
-      for (int64_t h = t % g.Hk * group; h < (t % g.Hk + 1) * group; ++h)
+      for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
         for (int64_t qb = 0; qb < nqb; ++qb) {
           const int64_t i0 = qb * kQBlock, rows = std::min(kQBlock, g.Sq - i0);
           const T* Q = q + g.q.at(b, h, i0);

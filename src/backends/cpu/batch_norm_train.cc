@@ -67,26 +67,18 @@ Stats<T> channel_stats(const T* x, const Layout& L, int64_t c, double eps) {
   return {mean, var, T(1) / std::sqrt(var + T(eps))};
 }
 
-// gamma and beta of a channel: 1 and 0 without the affine.
+// y = xhat, or xhat * gamma + beta with the affine (gamma and beta, or nulls).
 template <typename T>
-struct Affine {
-  const T *gamma = nullptr, *beta = nullptr;
-  T scale(int64_t ch) const { return gamma ? gamma[ch] : T(1); }
-  T shift(int64_t ch) const { return beta ? beta[ch] : T(0); }
-};
-
-// y = xhat, or xhat * gamma + beta with the affine.
-template <typename T>
-void forward_channel(const T* x, const Layout& L, int64_t ch, double eps, Affine<T> af, T* y,
-                     T* mean, T* var) {
+void forward_channel(const T* x, const Layout& L, int64_t ch, double eps, const T* gamma,
+                     const T* beta, T* y, T* mean, T* var) {
   const Stats<T> st = channel_stats(x, L, ch, eps);
   mean[ch] = st.mean;
   var[ch] = st.var;
-  const T g = af.scale(ch), b = af.shift(ch);
+  const T g = gamma ? gamma[ch] : T(1), b = beta ? beta[ch] : T(0);
   for (int64_t n = 0; n < L.N; ++n) {
     const T* xr = x + (n * L.C + ch) * L.S;
     T* yr = y + (n * L.C + ch) * L.S;
-    if (af.gamma)
+    if (gamma)
       for (int64_t i = 0; i < L.S; ++i) yr[i] = (xr[i] - st.mean) * st.rstd * g + b;
     else
       for (int64_t i = 0; i < L.S; ++i) yr[i] = (xr[i] - st.mean) * st.rstd;
@@ -122,9 +114,9 @@ void backward_channel(const T* x, const T* g, const Layout& L, int64_t ch, doubl
 // so the 8-lane sums and the element passes run one vector each.
 RLX_AVX2 __attribute__((flatten)) void forward_channel_avx2(const float* x, const Layout& L,
                                                             int64_t ch, double eps,
-                                                            Affine<float> af, float* y, float* mean,
-                                                            float* var) {
-  forward_channel(x, L, ch, eps, af, y, mean, var);
+                                                            const float* gamma, const float* beta,
+                                                            float* y, float* mean, float* var) {
+  forward_channel(x, L, ch, eps, gamma, beta, y, mean, var);
 }
 RLX_AVX2 __attribute__((flatten)) void backward_channel_avx2(const float* x, const float* g,
                                                              const Layout& L, int64_t ch,
@@ -137,18 +129,19 @@ RLX_AVX2 __attribute__((flatten)) void backward_channel_avx2(const float* x, con
 template <typename T>
 void forward(const KernelCall& c, const Layout& L, double eps) {
   const T* x = c.in[0].data<T>();
-  const Affine<T> af =
-      c.in.size() == 3 ? Affine<T>{c.in[1].data<T>(), c.in[2].data<T>()} : Affine<T>{};
+  const bool affine = c.in.size() == 3;
+  const T* gamma = affine ? c.in[1].data<T>() : nullptr;
+  const T* beta = affine ? c.in[2].data<T>() : nullptr;
   T *y = c.outs[0].data<T>(), *mean = c.outs[1].data<T>(), *var = c.outs[2].data<T>();
   const bool simd = has_avx2_fma();
   parallel_for(L.C, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t ch = c0; ch < c1; ++ch) {
       if constexpr (std::is_same_v<T, float>)
         if (simd) {
-          forward_channel_avx2(x, L, ch, eps, af, y, mean, var);
+          forward_channel_avx2(x, L, ch, eps, gamma, beta, y, mean, var);
           continue;
         }
-      forward_channel(x, L, ch, eps, af, y, mean, var);
+      forward_channel(x, L, ch, eps, gamma, beta, y, mean, var);
     }
   });
 }
