@@ -96,7 +96,7 @@ Prepared& prepare(const std::string& name, const std::function<Case()>& make) {
   try {
     Case c = make();
     p->inputs = std::move(c.inputs);
-    p->exe = Executable::compile(std::move(c.graph), c.weights);
+    p->exe = Executable::compile(std::move(c.graph), c.weights, c.options);
     p->session = std::make_unique<Session>(p->exe);
     // Warm-up: plan cache, arena, and the allocator. Each run allocates its
     // outputs; glibc's aligned_alloc grows the heap for the first ~10 large

@@ -39,6 +39,7 @@ struct Case {
   Graph graph;
   TensorMap inputs;
   TensorMap weights;  // params bound at compile, so kernels pre-pack them as a model's
+  CompileOptions options;
 };
 
 // Registers `name`: `make` is called once, lazily (outside any timed region),

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/elementwise_program.h"
 #include "ir/shape_infer_state_space.h"
 #include "rlx/checked.h"
 #include "rlx/error.h"
@@ -90,6 +91,18 @@ Shape infer_where(const Node&, const In& in) {
 
 Shape infer_cast(const Node& n, const In& in) {
   return Shape(in[0]->dims, n.attrs_as<CastAttrs>().dtype);
+}
+
+// Every instruction broadcasts to the output, so the output is the broadcast of all inputs.
+Shape infer_fused_elementwise(const Node& n, const In& in) {
+  std::vector<DType> types;
+  std::vector<Dim> dims;
+  for (const Shape* s : in) {
+    types.push_back(s->dtype);
+    dims = broadcast_dims(dims, s->dims);
+  }
+  parse_program(n.attrs_as<FusedElementwiseAttrs>().program, types);
+  return Shape(dims, DType::F32);
 }
 
 std::vector<bool> reduced_axes(const std::vector<int64_t>& axes, int rank) {

@@ -53,6 +53,7 @@ std::unique_ptr<Pass> make_conv_bn_pass();
 std::unique_ptr<Pass> make_epilogue_pass();
 std::unique_ptr<Pass> make_cse_pass();
 std::unique_ptr<Pass> make_remat_pass();
+std::unique_ptr<Pass> make_elementwise_pass();
 std::unique_ptr<Pass> make_dce_pass();
 
 class PassManager {

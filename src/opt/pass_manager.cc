@@ -63,6 +63,9 @@ const std::vector<std::unique_ptr<Pass>>& pass_registry() {
     v.push_back(make_cse_pass());
     // After CSE, which would merge its copies back into the originals.
     v.push_back(make_remat_pass());
+    // Last of the fusions: what no conv/matmul epilogue or attention absorbed, and remat's
+    // copies (a region holds each copy next to its reader).
+    v.push_back(make_elementwise_pass());
     v.push_back(make_dce_pass());
     return v;
   }();

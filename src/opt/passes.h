@@ -47,6 +47,9 @@ Graph fuse_batch_norm_training(const Graph& g);
 // softmax(mask(scale * Q K^T)) V written out as ops -> one attention node
 // (fuse_attention.cc); needs the mask folded to a constant.
 Graph fuse_attention(const Graph& g);
+// Regions of f32 element-wise nodes -> one fused_elementwise node each
+// (fuse_elementwise.cc).
+Graph fuse_elementwise(const Graph& g);
 // Drops nodes no output depends on. Inputs stay (they are the signature).
 Graph eliminate_dead_code(const Graph& g);
 // Recomputes nodes of `ops` right before a use far from the previous one,

@@ -123,6 +123,8 @@ class Simplifier {
                  is_integer(n.shape.dtype)) &&
                 is_splat(in(n, 1), 1) && forward(n, in(n, 0))) ||
                simplify_hard_swish(n);
+      case Op::Pow:
+        return simplify_pow(n);
       case Op::Transpose:
         return simplify_transpose(n);
       case Op::MatMul:
@@ -146,6 +148,25 @@ class Simplifier {
       default:
         return false;
     }
+  }
+
+  // pow(x, c) for the constant exponents PyTorch's CPU kernel computes
+  // without pow (pow_tensor_scalar_optimized_kernel), in its order: x * x,
+  // (x * x) * x, sqrt, rsqrt, reciprocal. GPT-2's gelu_new cubes this way.
+  bool simplify_pow(const Node& n) {
+    const Node& x = in(n, 0);
+    const Node& e = in(n, 1);
+    if (!is_float(n.shape.dtype) || !same_shape(x.shape, n.shape)) return false;
+    if (is_splat(e, 2)) return replace(n, Op::Mul, {&x, &x}, OpAttrs{});
+    if (is_splat(e, 0.5)) return replace(n, Op::Sqrt, x, OpAttrs{});
+    if (is_splat(e, -0.5)) return replace(n, Op::Rsqrt, x, OpAttrs{});
+    if (is_splat(e, -1)) return replace(n, Op::Reciprocal, x, OpAttrs{});
+    if (!is_splat(e, 3)) return false;
+    std::optional<Node> square = build(n, Op::Mul, {&x, &x}, OpAttrs{});
+    if (!square) return false;
+    const NodeId xid = x.id;  // taken first: appending may move the new graph's nodes
+    const NodeId sq = rw_.out().append_raw(std::move(*square));
+    return replace(n, Op::Mul, {&rw_.out().node(sq), &rw_.out().node(xid)}, OpAttrs{});
   }
 
   // x * clamp(x + 3, 0, 6) / 6, how Paddle and older torch.onnx exports
@@ -283,7 +304,8 @@ class SimplifyPass final : public Pass {
  public:
   std::string_view name() const override { return "simplify"; }
   std::string_view description() const override {
-    return "algebraic identities: x*1, x+0, x-0, x/1, transpose/reshape/cast chains, "
+    return "algebraic identities: x*1, x+0, x-0, x/1, pow by 2, 3, 0.5, -0.5, -1 as PyTorch "
+           "computes them, transpose/reshape/cast chains, "
            "transposes folded into matmul and attention, no-op reshape/cast/expand/slice";
   }
   Graph run(const Graph& g, const PassContext&) const override { return simplify_algebra(g); }

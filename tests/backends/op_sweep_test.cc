@@ -49,6 +49,10 @@ std::vector<Sample> samples() {
       {Op::Div, {x, pos}, {{"rounding", std::string("floor")}}},
       {Op::Where, {boolean({2, 3}), x, f32({1, 3})}, {}},
       {Op::Cast, {x}, {{"dtype", std::string("f16")}}},
+      {Op::FusedElementwise,
+       {x, f32({1, 3}), boolean({2, 1})},
+       {{"program", std::string("mul(x0, x1); gt(t0, x0); clamp(t0, min=-0.5); where(x2, t2, "
+                                "x1); where(t1, t3, t0)")}}},
       {Op::ArgMax, {x}, {{"axis", 1}}},
       {Op::ArgMin, {x}, {{"axis", 0}, {"keepdims", true}}},
       {Op::Softmax, {x}, {}},

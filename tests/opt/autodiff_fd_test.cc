@@ -124,6 +124,12 @@ std::vector<Case> cases() {
       {Op::Where, {boolean({2, 3}), f({2, 3}), f({1, 3})}, {}},
       {Op::Where, {boolean({2, 1}), f({3}), f({})}, {}},
       {Op::Cast, {f32({2, 3})}, {{"dtype", std::string("f64")}}, 1e-7},  // f32 gradient
+      // f32 only; quadratic in x0 and linear in x1, so the central difference is exact but for
+      // the outputs' f32 rounding (~6e-8 relative over a 2e-2 step)
+      {Op::FusedElementwise,
+       {f32({2, 3}), f32({1, 3}), boolean({2, 1})},
+       {{"program", std::string("mul(x0, x1); mul(t0, x0); add(t1, x1); where(x2, t2, x0)")}},
+       2e-5},
 
       // ---- reductions
       {Op::ReduceSum, {f({2, 3, 4})}, {{"axes", Ints{1}}}},

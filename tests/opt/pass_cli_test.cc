@@ -67,7 +67,8 @@ TEST_F(PassCli, AfterPrintsTheGraphAfterOnePass) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "output \"y\"")) << r.output;
   EXPECT_FALSE(has(r.output, "= mul")) << r.output;
-  r = run_cli("inspect " + path("m") + " --optimized --disable-pass simplify");
+  r = run_cli("inspect " + path("m") +
+              " --optimized --disable-pass simplify --disable-pass elementwise");
   EXPECT_TRUE(has(r.output, "= mul")) << r.output;
 }
 
@@ -76,7 +77,9 @@ TEST_F(PassCli, BadPassNamesAreClearErrors) {
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.output, "unknown pass 'folding'")) << r.output;
   EXPECT_TRUE(
-      has(r.output, "specialize, qat, simplify, bn_train, fold, attention, conv_bn, epilogue, cse, remat, dce"))
+      has(r.output,
+          "specialize, qat, simplify, bn_train, fold, attention, conv_bn, epilogue, cse, remat, "
+          "elementwise, dce"))
       << r.output;
   r = run_cli("run " + path("m") + " -i " + path("in.safetensors") + " --disable-pass nope");
   EXPECT_NE(r.status, 0);

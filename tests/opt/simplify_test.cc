@@ -46,6 +46,33 @@ TEST(Simplify, ArithmeticIdentitiesDisappear) {
   EXPECT_TRUE(testing::same_with_and_without(g, in, {}, "simplify"));
 }
 
+// pow by a constant 2, 3, 0.5, -0.5 or -1 as PyTorch's CPU kernel computes it; other exponents,
+// and an exponent that widens x, stay pow.
+TEST(Simplify, PowByTheExponentsPyTorchSpecialises) {
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({3, 5}));
+  auto pow = [&](float e, Dims d = {}) { return b.binary(Op::Pow, x, b.constant(splat(d, e))); };
+  const std::vector<float> exps{2, 3, 0.5f, -0.5f, -1, 2.5f};
+  for (size_t i = 0; i < exps.size(); ++i)
+    g.add_output("p" + std::to_string(i), b.relu(pow(exps[i])));
+  g.add_output("wide", pow(2, {2, 3, 5}));
+  Graph s = simplified(g);
+  EXPECT_EQ(count_op(s, Op::Pow), 2) << to_text(s);  // 2.5 and the widening one
+  EXPECT_EQ(count_op(s, Op::Mul), 3) << to_text(s);  // x*x and (x*x)*x
+  EXPECT_EQ(count_op(s, Op::Sqrt), 1);
+  EXPECT_EQ(count_op(s, Op::Rsqrt), 1);
+  EXPECT_EQ(count_op(s, Op::Reciprocal), 1);
+  const Tensor xv = random_tensor({3, 5}, DType::F32, 1, 0.1, 3);
+  const TensorMap out = testing::run_graph(s, {{"x", xv}}, {}, 0);
+  for (int64_t i = 0; i < 15; ++i) {
+    const float v = xv.data<float>()[i];
+    EXPECT_EQ(out.at("p0").data<float>()[i], v * v);
+    EXPECT_EQ(out.at("p1").data<float>()[i], v * v * v);
+    EXPECT_EQ(out.at("p2").data<float>()[i], std::sqrt(v));
+  }
+}
+
 TEST(Simplify, KeepsWhatIsNotAnIdentity) {
   Graph g;
   Builder b(g);

@@ -67,7 +67,7 @@ struct LowerTable {
 void register_elementwise(LowerTable& t);  // leaves, unary, binary, compare, where, cast
 void register_shape(LowerTable& t);        // reductions, softmax, movement, indexing, split
 void register_nn(LowerTable& t);           // matmul, conv, pools, norms, attention
-void register_grad(LowerTable& t);         // backward ops and dropout (lower_grad.cc)
+void register_grad(LowerTable& t);  // backward ops, dropout, fused_elementwise (lower_grad.cc)
 void register_indexing(LowerTable& t);     // one_hot, gather_nd, scatters, topk, conv_transpose
 void register_rope(LowerTable& t);         // rope (lower_rope.cc)
 void register_resample(LowerTable& t);     // resize, grid_sample, dequant_matmul/embedding

@@ -390,6 +390,15 @@ Val lower_max_pool_grad(Lowering& L, const Node& n) {
   return finish(L, n, v[0]);
 }
 
+// MIL has no op that runs a program, so a fused region lowers as the ops it
+// was fused from.
+Val lower_fused_elementwise(Lowering& L, const Node& n) {
+  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
+    return std::vector<NodeId>{opt::ad::elementwise_primitives(e, n, in)};
+  });
+  return finish(L, n, v[0]);
+}
+
 std::vector<Val> lower_batch_norm_train(Lowering& L, const Node& n) {
   const double eps = n.attrs_as<EpsAttrs>().eps;
   return lower_results_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
@@ -436,6 +445,7 @@ void register_grad(LowerTable& t) {
   set(Op::SoftmaxCrossEntropyGrad, lower_softmax_ce_grad);
   set(Op::Dropout, lower_dropout);
   set(Op::MaxPool2dGrad, lower_max_pool_grad);
+  set(Op::FusedElementwise, lower_fused_elementwise);
   t.many[size_t(Op::BatchNormTrainGrad)] = lower_batch_norm_train_grad;
   t.many[size_t(Op::BatchNormTrain)] = lower_batch_norm_train;
   t.many[size_t(Op::AttentionGrad)] = lower_attention_grad;

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "backends/cpu/elementwise_span.h"
 #include "backends/cpu/ew_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
@@ -21,31 +22,43 @@
 namespace rlx::cpu {
 namespace {
 
-// Runs out[i] = f(a[..], b[..]) over a broadcast, with the inner loop
-// specialised on which operand is broadcast so the compiler can vectorize.
+// o[i] = f(a[i], b[i]) for i < n, where an operand that does not advance
+// (sa / sb false) is read at [0].
 template <typename T, typename R, typename F>
-void run_binary(const KernelCall& c, int64_t grain, F f) {
+void span_loop(const T* a, bool sa, const T* b, bool sb, R* o, int64_t n, F f) {
+  if (sa && sb) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+  } else if (sa) {
+    const T vb = *b;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], vb);
+  } else if (sb) {
+    const T va = *a;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(va, b[i]);
+  } else {
+    const R v = f(*a, *b);
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+  }
+}
+
+// Calls span(a, sa, b, sb, o, n) (span_loop's arguments) for every run of
+// c's broadcast, split across the thread pool.
+template <typename T, typename R, typename S>
+void for_spans(const KernelCall& c, int64_t grain, S span) {
   const Broadcast<2> bc(c.out.dims(), {&c.in[0].dims(), &c.in[1].dims()}, c.node);
   const T* a = c.in[0].data<T>();
   const T* b = c.in[1].data<T>();
   R* o = c.out.data<R>();
   const bool sa = bc.inner_stride(0) != 0, sb = bc.inner_stride(1) != 0;
   bc.parallel_runs(grain, [&](const std::array<int64_t, 2>& off, int64_t pos, int64_t len) {
-    const T* pa = a + off[0];
-    const T* pb = b + off[1];
-    R* po = o + pos;
-    if (sa && sb) {
-      for (int64_t i = 0; i < len; ++i) po[i] = f(pa[i], pb[i]);
-    } else if (sa) {
-      const T vb = *pb;
-      for (int64_t i = 0; i < len; ++i) po[i] = f(pa[i], vb);
-    } else if (sb) {
-      const T va = *pa;
-      for (int64_t i = 0; i < len; ++i) po[i] = f(va, pb[i]);
-    } else {
-      const R v = f(*pa, *pb);
-      for (int64_t i = 0; i < len; ++i) po[i] = v;
-    }
+    span(a + off[0], sa, b + off[1], sb, o + pos, len);
+  });
+}
+
+// Runs out[i] = f(a[..], b[..]) over a broadcast.
+template <typename T, typename R, typename F>
+void run_binary(const KernelCall& c, int64_t grain, F f) {
+  for_spans<T, R>(c, grain, [&](const T* a, bool sa, const T* b, bool sb, R* o, int64_t n) {
+    span_loop(a, sa, b, sb, o, n, f);
   });
 }
 
@@ -105,19 +118,6 @@ RLX_AVX2 void run_avx2(const float* a, bool sa, const float* b, bool sb, float* 
   }
 }
 
-template <typename V>
-void run_f32(const KernelCall& c) {
-  if (!has_avx2_fma()) return run_binary<float, float>(c, kGrainCheap, V::s);
-  const Broadcast<2> bc(c.out.dims(), {&c.in[0].dims(), &c.in[1].dims()}, c.node);
-  const float* a = c.in[0].data<float>();
-  const float* b = c.in[1].data<float>();
-  float* o = c.out.data<float>();
-  const bool sa = bc.inner_stride(0) != 0, sb = bc.inner_stride(1) != 0;
-  bc.parallel_runs(kGrainCheap, [&](const std::array<int64_t, 2>& off, int64_t pos, int64_t len) {
-    run_avx2<V>(a + off[0], sa, b + off[1], sb, o + pos, len);
-  });
-}
-
 // ---- floating point
 template <typename T>
 T div_floor(T a, T b) {  // PyTorch's div_floor_floating: exact via fmod
@@ -138,47 +138,69 @@ T py_mod(T a, T b) {
   return m;
 }
 
+// The AVX2 form of an f32 op where the CPU has it; false: use the scalar one.
+template <typename V, typename T>
+bool try_avx2(const T* a, bool sa, const T* b, bool sb, T* o, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (has_avx2_fma()) {
+      run_avx2<V>(a, sa, b, sb, o, n);
+      return true;
+    }
+  }
+  return false;
+}
+
 template <typename T>
-void binary_float(const KernelCall& c) {
-  const Node& n = c.node;
-  constexpr int64_t g = kGrainCheap, heavy = kGrainHeavy;
-  constexpr bool f32 = std::is_same_v<T, float>;
-  switch (family_op<BinaryOp>(n.op)) {
+void binary_span(Op op, const OpAttrs& attrs, const T* a, bool sa, const T* b, bool sb, T* o,
+                 int64_t n) {
+  auto loop = [&](auto f) { span_loop(a, sa, b, sb, o, n, f); };
+  switch (family_op<BinaryOp>(op)) {
     case BinaryOp::Add:
-      if constexpr (f32) return run_f32<AddOp>(c);
-      return run_binary<T, T>(c, g, [](T a, T b) { return a + b; });
+      if (try_avx2<AddOp>(a, sa, b, sb, o, n)) return;
+      return loop([](T a, T b) { return a + b; });
     case BinaryOp::Sub:
-      if constexpr (f32) return run_f32<SubOp>(c);
-      return run_binary<T, T>(c, g, [](T a, T b) { return a - b; });
+      if (try_avx2<SubOp>(a, sa, b, sb, o, n)) return;
+      return loop([](T a, T b) { return a - b; });
     case BinaryOp::Mul:
-      if constexpr (f32) return run_f32<MulOp>(c);
-      return run_binary<T, T>(c, g, [](T a, T b) { return a * b; });
+      if (try_avx2<MulOp>(a, sa, b, sb, o, n)) return;
+      return loop([](T a, T b) { return a * b; });
     case BinaryOp::Div:
-      switch (n.attrs_as<DivAttrs>().rounding) {
+      switch (std::get<DivAttrs>(attrs).rounding) {
         case DivRounding::trunc:
-          return run_binary<T, T>(c, g, [](T a, T b) { return std::trunc(a / b); });
+          return loop([](T a, T b) { return std::trunc(a / b); });
         case DivRounding::floor:
-          return run_binary<T, T>(c, heavy, div_floor<T>);
+          return loop(div_floor<T>);
         case DivRounding::none:
-          if constexpr (f32) return run_f32<DivOp>(c);
-          return run_binary<T, T>(c, g, [](T a, T b) { return a / b; });
+          if (try_avx2<DivOp>(a, sa, b, sb, o, n)) return;
+          return loop([](T a, T b) { return a / b; });
       }
       break;
     case BinaryOp::Max:
-      if constexpr (f32) return run_f32<MaxOp>(c);
-      return run_binary<T, T>(c, g,
-                              [](T a, T b) { return a != a || b != b ? a + b : std::max(a, b); });
+      if (try_avx2<MaxOp>(a, sa, b, sb, o, n)) return;
+      return loop([](T a, T b) { return a != a || b != b ? a + b : std::max(a, b); });
     case BinaryOp::Min:
-      if constexpr (f32) return run_f32<MinOp>(c);
-      return run_binary<T, T>(c, g,
-                              [](T a, T b) { return a != a || b != b ? a + b : std::min(a, b); });
+      if (try_avx2<MinOp>(a, sa, b, sb, o, n)) return;
+      return loop([](T a, T b) { return a != a || b != b ? a + b : std::min(a, b); });
     case BinaryOp::Pow:
-      return run_binary<T, T>(c, heavy, [](T a, T b) { return std::pow(a, b); });
+      return loop([](T a, T b) { return std::pow(a, b); });
     case BinaryOp::Mod:
-      return run_binary<T, T>(c, heavy, py_mod<T>);
+      return loop(py_mod<T>);
     case BinaryOp::Fmod:
-      return run_binary<T, T>(c, heavy, [](T a, T b) { return std::fmod(a, b); });
+      return loop([](T a, T b) { return std::fmod(a, b); });
   }
+}
+
+bool is_heavy(const Node& n) {
+  return n.op == Op::Pow || n.op == Op::Mod || n.op == Op::Fmod ||
+         (n.op == Op::Div && n.attrs_as<DivAttrs>().rounding == DivRounding::floor);
+}
+
+template <typename T>
+void binary_float(const KernelCall& c) {
+  for_spans<T, T>(c, is_heavy(c.node) ? kGrainHeavy : kGrainCheap,
+                  [&](const T* a, bool sa, const T* b, bool sb, T* o, int64_t n) {
+                    binary_span(c.node.op, c.node.attrs, a, sa, b, sb, o, n);
+                  });
 }
 
 // ---- integers: wrap-around arithmetic through uint64_t (no signed overflow UB)
@@ -282,6 +304,11 @@ void check_inputs(const KernelCall& c) {
 }
 
 }  // namespace
+
+void binary_span_f32(Op op, const OpAttrs& attrs, const float* a, bool a_advances, const float* b,
+                     bool b_advances, float* o, int64_t n) {
+  binary_span<float>(op, attrs, a, a_advances, b, b_advances, o, n);
+}
 
 void binary(const KernelCall& c) {
   check_inputs(c);

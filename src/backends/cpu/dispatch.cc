@@ -34,6 +34,7 @@ KernelEntry kernel_for(Op op) {
       return {logical, any};
     case Op::Where: return {where, any};
     case Op::Cast: return {cast, any};
+    case Op::FusedElementwise: return {fused_elementwise, f32};
 
     case Op::ReduceSum: case Op::ReduceMean: case Op::ReduceMax: case Op::ReduceMin:
     case Op::ReduceProd:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/activation.h"
+#include "backends/cpu/elementwise_span.h"
 #include "backends/cpu/ew_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
@@ -17,20 +18,8 @@ namespace rlx::cpu {
 namespace {
 
 template <typename T, typename F>
-void map(const KernelCall& c, int64_t grain, F f) {
-  const T* x = c.in[0].data<T>();
-  T* y = c.out.data<T>();
-  parallel_for(c.out.numel(), grain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) y[i] = f(x[i]);
-  });
-}
-
-template <__m256 (*F)(__m256)>
-void map_f32_avx2(const KernelCall& c, int64_t grain) {
-  const float* x = c.in[0].data<float>();
-  float* y = c.out.data<float>();
-  parallel_for(c.out.numel(), grain,
-               [&](int64_t b, int64_t e) { vm::map_avx2<F>(x + b, y + b, e - b); });
+void map_span(const T* x, T* y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
 RLX_AVX2 __m256 relu8(__m256 x) { return vm::relu(x); }
@@ -62,98 +51,144 @@ float gelu_tanh_ggml(float x) {
 
 namespace {
 
+// The AVX2 form of an f32 map where the CPU has it; false: use the scalar one.
+template <__m256 (*F)(__m256), typename T>
+bool try_avx2(const T* x, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (has_avx2_fma()) {
+      vm::map_avx2<F>(x, y, n);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Ops that cost tens of cycles per element (their parallel chunks are smaller).
+bool is_heavy(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Gelu:
+    case UnaryOp::GeluTanh:
+    case UnaryOp::Silu:
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Tanh:
+    case UnaryOp::Exp:
+    case UnaryOp::Log:
+    case UnaryOp::Sin:
+    case UnaryOp::Cos:
+    case UnaryOp::Tan:
+    case UnaryOp::Atan:
+    case UnaryOp::Erf:
+    case UnaryOp::Softplus:
+    case UnaryOp::Elu:
+    case UnaryOp::Mish:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// y[i] = op(x[i]) for i < n.
+template <typename T>
+void unary_span(Op op, const OpAttrs& attrs, bool ggml_numerics, const T* x, T* y, int64_t n) {
+  auto map = [&](auto f) { map_span<T>(x, y, n, f); };
+  switch (family_op<UnaryOp>(op)) {
+    case UnaryOp::Relu:
+      if (try_avx2<relu8>(x, y, n)) return;
+      return map([](T x) { return relu_ref(x); });
+    case UnaryOp::Gelu:
+      if (try_avx2<gelu8>(x, y, n)) return;
+      return map([](T x) { return gelu_ref(x); });
+    case UnaryOp::GeluTanh:
+      if constexpr (std::is_same_v<T, float>)
+        if (ggml_numerics) return map(gelu_tanh_ggml);
+      if (try_avx2<gelu_tanh8>(x, y, n)) return;
+      return map([](T x) { return gelu_tanh_ref(x); });
+    case UnaryOp::Silu:
+      if (try_avx2<silu8>(x, y, n)) return;
+      return map([](T x) { return silu_ref(x); });
+    case UnaryOp::Sigmoid:
+      if (try_avx2<sigmoid8>(x, y, n)) return;
+      return map([](T x) { return sigmoid_ref(x); });
+    case UnaryOp::Tanh:
+      if (try_avx2<tanh8>(x, y, n)) return;
+      return map([](T x) { return std::tanh(x); });
+    case UnaryOp::Exp:
+      if (try_avx2<exp8>(x, y, n)) return;
+      return map([](T x) { return std::exp(x); });
+    case UnaryOp::Log:
+      return map([](T x) { return std::log(x); });
+    case UnaryOp::Sqrt:
+      return map([](T x) { return std::sqrt(x); });
+    case UnaryOp::Rsqrt:
+      return map([](T x) { return T(1) / std::sqrt(x); });
+    case UnaryOp::Neg:
+      return map([](T x) { return -x; });
+    case UnaryOp::Abs:
+      return map([](T x) { return std::abs(x); });
+    case UnaryOp::Sin:
+      return map([](T x) { return std::sin(x); });
+    case UnaryOp::Cos:
+      return map([](T x) { return std::cos(x); });
+    case UnaryOp::Tan:
+      return map([](T x) { return std::tan(x); });
+    case UnaryOp::Atan:
+      return map([](T x) { return std::atan(x); });
+    case UnaryOp::Erf:
+      return map([](T x) { return std::erf(x); });
+    case UnaryOp::Reciprocal:
+      return map([](T x) { return T(1) / x; });
+    // nearbyint rounds half to even in the default rounding mode.
+    case UnaryOp::Round:
+      return map([](T x) { return std::nearbyint(x); });
+    case UnaryOp::Floor:
+      return map([](T x) { return std::floor(x); });
+    case UnaryOp::Ceil:
+      return map([](T x) { return std::ceil(x); });
+    // NaN gives 0, like torch.sign.
+    case UnaryOp::Sign:
+      return map([](T x) { return T((x > T(0)) - (x < T(0))); });
+    case UnaryOp::Softplus: {
+      const auto& a = std::get<SoftplusAttrs>(attrs);
+      const T beta = T(a.beta), threshold = T(a.threshold);
+      return map(
+          [=](T x) { return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta; });
+    }
+    case UnaryOp::Elu: {
+      const T alpha = T(std::get<EluAttrs>(attrs).alpha);
+      return map([=](T x) { return x > T(0) ? x : alpha * std::expm1(x); });
+    }
+    case UnaryOp::LeakyRelu: {
+      const T slope = T(std::get<LeakyReluAttrs>(attrs).slope);
+      return map([=](T x) { return x > T(0) ? x : x * slope; });
+    }
+    case UnaryOp::HardSigmoid: {
+      const auto& a = std::get<HardSigmoidAttrs>(attrs);
+      const T alpha = T(a.alpha), beta = T(a.beta);
+      return map([=](T x) { return clamp_nan(alpha * x + beta, T(0), T(1)); });
+    }
+    case UnaryOp::HardSwish:
+      return map([](T x) { return x * clamp_nan(x + T(3), T(0), T(6)) / T(6); });
+    case UnaryOp::Mish:
+      return map([](T x) { return x * std::tanh(std::log1p(std::exp(x))); });
+    case UnaryOp::Clamp: {
+      const auto& a = std::get<ClampAttrs>(attrs);
+      const T lo = T(a.min), hi = T(a.max);
+      return map([=](T x) { return clamp_nan(x, lo, hi); });
+    }
+  }
+}
+
 template <typename T>
 void unary_float(const KernelCall& c) {
   const Node& n = c.node;
-  const bool avx = std::is_same_v<T, float> && has_avx2_fma();
-  constexpr int64_t cheap = kGrainCheap, heavy = kGrainHeavy;
-  switch (family_op<UnaryOp>(n.op)) {
-    case UnaryOp::Relu:
-      if (avx) return map_f32_avx2<relu8>(c, cheap);
-      return map<T>(c, cheap, [](T x) { return relu_ref(x); });
-    case UnaryOp::Gelu:
-      if (avx) return map_f32_avx2<gelu8>(c, heavy);
-      return map<T>(c, heavy, [](T x) { return gelu_ref(x); });
-    case UnaryOp::GeluTanh:
-      if constexpr (std::is_same_v<T, float>)
-        if (c.ctx.ggml_numerics) return map<T>(c, heavy, gelu_tanh_ggml);
-      if (avx) return map_f32_avx2<gelu_tanh8>(c, heavy);
-      return map<T>(c, heavy, [](T x) { return gelu_tanh_ref(x); });
-    case UnaryOp::Silu:
-      if (avx) return map_f32_avx2<silu8>(c, heavy);
-      return map<T>(c, heavy, [](T x) { return silu_ref(x); });
-    case UnaryOp::Sigmoid:
-      if (avx) return map_f32_avx2<sigmoid8>(c, heavy);
-      return map<T>(c, heavy, [](T x) { return sigmoid_ref(x); });
-    case UnaryOp::Tanh:
-      if (avx) return map_f32_avx2<tanh8>(c, heavy);
-      return map<T>(c, heavy, [](T x) { return std::tanh(x); });
-    case UnaryOp::Exp:
-      if (avx) return map_f32_avx2<exp8>(c, heavy);
-      return map<T>(c, heavy, [](T x) { return std::exp(x); });
-    case UnaryOp::Log:
-      return map<T>(c, heavy, [](T x) { return std::log(x); });
-    case UnaryOp::Sqrt:
-      return map<T>(c, cheap, [](T x) { return std::sqrt(x); });
-    case UnaryOp::Rsqrt:
-      return map<T>(c, cheap, [](T x) { return T(1) / std::sqrt(x); });
-    case UnaryOp::Neg:
-      return map<T>(c, cheap, [](T x) { return -x; });
-    case UnaryOp::Abs:
-      return map<T>(c, cheap, [](T x) { return std::abs(x); });
-    case UnaryOp::Sin:
-      return map<T>(c, heavy, [](T x) { return std::sin(x); });
-    case UnaryOp::Cos:
-      return map<T>(c, heavy, [](T x) { return std::cos(x); });
-    case UnaryOp::Tan:
-      return map<T>(c, heavy, [](T x) { return std::tan(x); });
-    case UnaryOp::Atan:
-      return map<T>(c, heavy, [](T x) { return std::atan(x); });
-    case UnaryOp::Erf:
-      return map<T>(c, heavy, [](T x) { return std::erf(x); });
-    case UnaryOp::Reciprocal:
-      return map<T>(c, cheap, [](T x) { return T(1) / x; });
-    // nearbyint rounds half to even in the default rounding mode.
-    case UnaryOp::Round:
-      return map<T>(c, cheap, [](T x) { return std::nearbyint(x); });
-    case UnaryOp::Floor:
-      return map<T>(c, cheap, [](T x) { return std::floor(x); });
-    case UnaryOp::Ceil:
-      return map<T>(c, cheap, [](T x) { return std::ceil(x); });
-    // NaN gives 0, like torch.sign.
-    case UnaryOp::Sign:
-      return map<T>(c, cheap, [](T x) { return T((x > T(0)) - (x < T(0))); });
-    case UnaryOp::Softplus: {
-      const auto& a = n.attrs_as<SoftplusAttrs>();
-      const T beta = T(a.beta), threshold = T(a.threshold);
-      RLX_CHECK(beta != T(0), n.label(), ": softplus beta must be non-zero");
-      return map<T>(c, heavy, [=](T x) {
-        return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
-      });
-    }
-    case UnaryOp::Elu: {
-      const T alpha = T(n.attrs_as<EluAttrs>().alpha);
-      return map<T>(c, heavy, [=](T x) { return x > T(0) ? x : alpha * std::expm1(x); });
-    }
-    case UnaryOp::LeakyRelu: {
-      const T slope = T(n.attrs_as<LeakyReluAttrs>().slope);
-      return map<T>(c, cheap, [=](T x) { return x > T(0) ? x : x * slope; });
-    }
-    case UnaryOp::HardSigmoid: {
-      const auto& a = n.attrs_as<HardSigmoidAttrs>();
-      const T alpha = T(a.alpha), beta = T(a.beta);
-      return map<T>(c, cheap, [=](T x) { return clamp_nan(alpha * x + beta, T(0), T(1)); });
-    }
-    case UnaryOp::HardSwish:
-      return map<T>(c, cheap, [](T x) { return x * clamp_nan(x + T(3), T(0), T(6)) / T(6); });
-    case UnaryOp::Mish:
-      return map<T>(c, heavy, [](T x) { return x * std::tanh(std::log1p(std::exp(x))); });
-    case UnaryOp::Clamp: {
-      const auto& a = n.attrs_as<ClampAttrs>();
-      const T lo = T(a.min), hi = T(a.max);
-      return map<T>(c, cheap, [=](T x) { return clamp_nan(x, lo, hi); });
-    }
-  }
+  if (n.op == Op::Softplus)
+    RLX_CHECK(n.attrs_as<SoftplusAttrs>().beta != 0, n.label(), ": softplus beta must be non-zero");
+  const T* x = c.in[0].data<T>();
+  T* y = c.out.data<T>();
+  const int64_t grain = is_heavy(family_op<UnaryOp>(n.op)) ? kGrainHeavy : kGrainCheap;
+  parallel_for(c.out.numel(), grain, [&](int64_t b, int64_t e) {
+    unary_span<T>(n.op, n.attrs, c.ctx.ggml_numerics, x + b, y + b, e - b);
+  });
 }
 
 // An integral double to T, saturating at the ends of T's range (a plain
@@ -168,6 +203,14 @@ T saturate(double v) {
 
 // Integer ops wrap on overflow like PyTorch (neg/abs of the minimum value
 // give the minimum value); arithmetic goes through uint64_t to avoid UB.
+template <typename T, typename F>
+void map(const KernelCall& c, int64_t grain, F f) {
+  const T* x = c.in[0].data<T>();
+  T* y = c.out.data<T>();
+  parallel_for(c.out.numel(), grain,
+               [&](int64_t b, int64_t e) { map_span(x + b, y + b, e - b, f); });
+}
+
 template <typename T>
 void unary_int(const KernelCall& c) {
   const Node& n = c.node;
@@ -206,6 +249,11 @@ void unary_int(const KernelCall& c) {
 }
 
 }  // namespace
+
+void unary_span_f32(Op op, const OpAttrs& attrs, bool ggml_numerics, const float* x, float* y,
+                    int64_t n) {
+  unary_span<float>(op, attrs, ggml_numerics, x, y, n);
+}
 
 void unary(const KernelCall& c) {
   const DType t = c.in[0].dtype();

@@ -39,4 +39,8 @@ AttentionGradNodes attention_grad_primitives(Emit& e, NodeId q, NodeId k, NodeId
 // op when a dim is dynamic.
 std::vector<NodeId> sequence_primitives(Emit& e, const Node& n, const std::vector<NodeId>& in);
 
+// fused_elementwise node `n` on inputs `in`: its program's instructions as nodes, the last one
+// expanded to n's dims (expand_elementwise.cc).
+NodeId elementwise_primitives(Emit& e, const Node& n, const std::vector<NodeId>& in);
+
 }  // namespace rlx::opt::ad

@@ -92,6 +92,7 @@ void vjp_batch_norm(VjpCall&);
 void vjp_batch_norm_train(VjpCall&);  // batch_norm_train_grad
 // lstm / gru / rnn / gated_delta_net / selective_scan: through their unrolled primitives
 void vjp_sequence(VjpCall&);
+void vjp_fused_elementwise(VjpCall&);
 void vjp_layer_norm_2d(VjpCall&);
 void vjp_attention(VjpCall&);
 void vjp_rope(VjpCall&);

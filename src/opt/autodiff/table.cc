@@ -100,6 +100,8 @@ VjpEntry vjp_entry(Op op) {
       return rule(vjp_where);
     case Op::Cast:
       return rule(vjp_cast);  // between float types; integer ends carry none
+    case Op::FusedElementwise:
+      return rule(vjp_fused_elementwise);
 
     case Op::ReduceSum:
       return rule(vjp_reduce_sum);

@@ -146,6 +146,12 @@ std::vector<OpCase> cases() {
   c.push_back({"logical_or", Op::LogicalOr, {f(s), f(s), f(s)}, {}, 0, 0, logical(Op::LogicalOr)});
   c.push_back(
       {"where", Op::Where, {f(s), f(s), f(s), f({3, 1})}, {}, 1e-6, 1e-6, with_cond(Op::Where)});
+  c.push_back({"fused_elementwise",
+               Op::FusedElementwise,
+               {f(s), f({3, 1}, 0.5, 2)},
+               {{"program", std::string("div(x0, x1); gt(t0, x0); tanh(t0); where(t1, t2, x0)")}},
+               1e-6,
+               4e-3});
   c.push_back({"cast_f32_i32", Op::Cast, {f(s, -4, 4)}, {{"dtype", std::string("i32")}}, 0, 0});
   c.push_back(
       {"cast_i32_f32", Op::Cast, {ints(s, -50, 50)}, {{"dtype", std::string("f32")}}, 0, 0});
