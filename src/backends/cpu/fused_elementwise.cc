@@ -8,6 +8,7 @@
 // broadcast constant along the run) is computed once per chunk, not per
 // element.
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -95,16 +96,21 @@ Plan make_plan(EwProgram p) {
 }
 
 // Programs parse once per process: compiled graphs run the same node many
-// times, and the text with its input dtypes is the key.
-const Plan& cached_plan(const std::string& text, const std::vector<DType>& types) {
+// times, and the text with its input dtypes is the key. The cache forgets
+// everything past kMaxPlans (a process that compiles model after model);
+// callers hold their plan, so forgetting one in use is safe.
+std::shared_ptr<const Plan> cached_plan(const std::string& text, const std::vector<DType>& types) {
+  constexpr size_t kMaxPlans = 4096;
   static std::mutex mu;
-  static std::unordered_map<std::string, std::unique_ptr<const Plan>> cache;
+  static std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
   std::string key = text + '|';
   for (DType t : types) key += dtype_name(t);
   std::lock_guard lock(mu);
-  auto& entry = cache[key];
-  if (!entry) entry = std::make_unique<const Plan>(make_plan(parse_program(text, types)));
-  return *entry;
+  if (auto at = cache.find(key); at != cache.end()) return at->second;
+  if (cache.size() >= kMaxPlans) cache.clear();
+  auto plan = std::make_shared<const Plan>(make_plan(parse_program(text, types)));
+  cache.emplace(std::move(key), plan);
+  return plan;
 }
 
 struct Operand {
@@ -156,7 +162,9 @@ void fused_elementwise(const KernelCall& c) {
   const Node& node = c.node;
   std::vector<DType> types;
   for (const Tensor& t : c.in) types.push_back(t.dtype());
-  const Plan& plan = cached_plan(node.attrs_as<FusedElementwiseAttrs>().program, types);
+  const std::shared_ptr<const Plan> held =
+      cached_plan(node.attrs_as<FusedElementwiseAttrs>().program, types);
+  const Plan& plan = *held;
   const EwProgram& prog = plan.program;
   RLX_CHECK(c.out.dtype() == DType::F32, node.label(), ": output must be f32, got ",
             dtype_name(c.out.dtype()));
