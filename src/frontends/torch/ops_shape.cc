@@ -237,6 +237,47 @@ Value pixel_shuffle(LowerCtx& c, bool inverse) {
   return Value::tensor(c.b.reshape(c.b.transpose(c.b.reshape(x, shape), perm), out));
 }
 
+// diagonal(x, offset, dim1, dim2): dim1 and dim2 moved last and flattened,
+// then a slice whose step m + 1 walks the diagonal (x[i, i + offset] sits at
+// i (m + 1) + offset of an n x m plane); the diagonal ends up as the last dim.
+NodeId diagonal(LowerCtx& c, NodeId x, int64_t offset, int64_t dim1, int64_t dim2) {
+  const int a = axis(c, x, dim1), b = axis(c, x, dim2);
+  RLX_CHECK(a != b, "diagonal: dim1 and dim2 are the same axis ", a);
+  std::vector<int64_t> perm;
+  for (int d = 0; d < c.rank(x); ++d)
+    if (d != a && d != b) perm.push_back(d);
+  perm.push_back(a);
+  perm.push_back(b);
+  Dims d = c.dims(x);
+  const int64_t n = d[size_t(a)], m = d[size_t(b)];
+  const int64_t len =
+      std::max<int64_t>(0, offset >= 0 ? std::min(n, m - offset) : std::min(n + offset, m));
+  Dims flat;
+  for (size_t i = 0; i + 2 < perm.size(); ++i) flat.push_back(d[size_t(perm[i])]);
+  flat.push_back(n * m);
+  const NodeId plane = c.b.reshape(c.b.transpose(x, perm), flat);
+  const int64_t start = offset >= 0 ? offset : -offset * m;
+  const int64_t end = len == 0 ? start : start + (len - 1) * (m + 1) + 1;
+  return slice(c, plane, int(flat.size()) - 1, start, end, m + 1);
+}
+
+// diag of a vector v (n): v as a column padded to [n, n + 1], whose flat first n * n values are
+// the n x n matrix with v on its diagonal, then padded by |offset| so v sits on that diagonal.
+Value diag(LowerCtx& c) {
+  const NodeId x = c.tensor(0, "self");
+  const int64_t k = c.i(1, "diagonal", 0);
+  if (c.rank(x) == 2) return Value::tensor(diagonal(c, x, k, 0, 1));
+  RLX_CHECK(c.rank(x) == 1, "diag takes a 1-d or 2-d tensor, got ", c.shape(x).str());
+  const int64_t n = c.dims(x)[0], a = std::abs(k);
+  NodeId col =
+      c.b.op(Op::Pad, {c.b.reshape(x, {n, 1})}, {{"pads", std::vector<int64_t>{0, 0, 0, n}}});
+  NodeId sq = c.b.reshape(slice(c, c.b.reshape(col, {n * (n + 1)}), 0, 0, n * n), {n, n});
+  if (k == 0) return Value::tensor(sq);
+  const std::vector<int64_t> pads =
+      k > 0 ? std::vector<int64_t>{0, a, a, 0} : std::vector<int64_t>{a, 0, 0, a};
+  return Value::tensor(c.b.op(Op::Pad, {sq}, {{"pads", pads}}));
+}
+
 Value tri(LowerCtx& c, bool lower) {
   NodeId x = c.tensor(0, "self");
   int64_t k = c.i(1, "diagonal", 0);
@@ -428,6 +469,15 @@ void register_shape_ops(Registry& r) {
   r.add("aten.pixel_shuffle", [](LowerCtx& c) { return pixel_shuffle(c, false); });
   r.add("aten.pixel_unshuffle", [](LowerCtx& c) { return pixel_shuffle(c, true); });
   r.add("aten.tril", [](LowerCtx& c) { return tri(c, true); });
+  r.add("aten.diag", diag);
+  r.add("aten.trace", [](LowerCtx& c) {  // the sum of the main diagonal, in the result's dtype
+    const NodeId d = c.cast(diagonal(c, c.tensor(0, "self"), 0, 0, 1), c.out_dtype());
+    return Value::tensor(c.b.op(Op::ReduceSum, {d}, {{"axes", std::vector<int64_t>{0}}}));
+  });
+  r.add("aten.diagonal", [](LowerCtx& c) {
+    return Value::tensor(diagonal(c, c.tensor(0, "self"), c.i(1, "offset", 0), c.i(2, "dim1", 0),
+                                  c.i(3, "dim2", 1)));
+  });
   r.add("aten.triu", [](LowerCtx& c) { return tri(c, false); });
 }
 
