@@ -20,6 +20,13 @@
 #include "backends/cpu/vmath.h"
 
 namespace rlx::cpu {
+namespace {}  // namespace
+
+bool binary_is_heavy(Op op, const OpAttrs& attrs) {
+  return op == Op::Pow || op == Op::Mod || op == Op::Fmod ||
+         (op == Op::Div && std::get<DivAttrs>(attrs).rounding == DivRounding::floor);
+}
+
 namespace {
 
 // o[i] = f(a[i], b[i]) for i < n, where an operand that does not advance
@@ -190,14 +197,9 @@ void binary_span(Op op, const OpAttrs& attrs, const T* a, bool sa, const T* b, b
   }
 }
 
-bool is_heavy(const Node& n) {
-  return n.op == Op::Pow || n.op == Op::Mod || n.op == Op::Fmod ||
-         (n.op == Op::Div && n.attrs_as<DivAttrs>().rounding == DivRounding::floor);
-}
-
 template <typename T>
 void binary_float(const KernelCall& c) {
-  for_spans<T, T>(c, is_heavy(c.node) ? kGrainHeavy : kGrainCheap,
+  for_spans<T, T>(c, binary_is_heavy(c.node.op, c.node.attrs) ? kGrainHeavy : kGrainCheap,
                   [&](const T* a, bool sa, const T* b, bool sb, T* o, int64_t n) {
                     binary_span(c.node.op, c.node.attrs, a, sa, b, sb, o, n);
                   });

@@ -15,4 +15,9 @@ void unary_span_f32(Op op, const OpAttrs& attrs, bool ggml_numerics, const float
 void binary_span_f32(Op op, const OpAttrs& attrs, const float* a, bool a_advances, const float* b,
                      bool b_advances, float* o, int64_t n);
 
+// Ops that cost tens of cycles per element (transcendentals, pow, mod): their
+// parallel chunks are smaller.
+bool unary_is_heavy(Op op);
+bool binary_is_heavy(Op op, const OpAttrs& attrs);
+
 }  // namespace rlx::cpu

@@ -34,33 +34,14 @@ struct Plan {
   bool heavy = false;  // some instruction costs tens of cycles per element
 };
 
-bool is_heavy(Op op) {
-  switch (op) {
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Max:
-    case Op::Min:
-    case Op::Relu:
-    case Op::Neg:
-    case Op::Abs:
-    case Op::Clamp:
-    case Op::LeakyRelu:
-    case Op::HardSigmoid:
-    case Op::HardSwish:
-    case Op::Where:
-    case Op::Eq:
-    case Op::Ne:
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge:
-    case Op::Sqrt:
-    case Op::Rsqrt:
-    case Op::Reciprocal:
-      return false;
+bool is_heavy(const EwInstr& in) {
+  switch (op_family(in.op)) {
+    case OpFamily::Unary:
+      return unary_is_heavy(in.op);
+    case OpFamily::Binary:
+      return binary_is_heavy(in.op, in.attrs);
     default:
-      return true;
+      return false;  // compares and where
   }
 }
 
@@ -89,7 +70,7 @@ Plan make_plan(EwProgram p) {
       if (last_use[size_t(a)] == v && plan.slot[size_t(a)] >= 0 &&
           std::count(free_slots.begin(), free_slots.end(), plan.slot[size_t(a)]) == 0)
         free_slots.push_back(plan.slot[size_t(a)]);
-    plan.heavy = plan.heavy || is_heavy(p.code[i].op);
+    plan.heavy = plan.heavy || is_heavy(p.code[i]);
   }
   plan.program = std::move(p);
   return plan;

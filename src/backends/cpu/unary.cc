@@ -63,9 +63,10 @@ bool try_avx2(const T* x, T* y, int64_t n) {
   return false;
 }
 
-// Ops that cost tens of cycles per element (their parallel chunks are smaller).
-bool is_heavy(UnaryOp op) {
-  switch (op) {
+}  // namespace
+
+bool unary_is_heavy(Op op) {
+  switch (family_op<UnaryOp>(op)) {
     case UnaryOp::Gelu:
     case UnaryOp::GeluTanh:
     case UnaryOp::Silu:
@@ -86,6 +87,8 @@ bool is_heavy(UnaryOp op) {
       return false;
   }
 }
+
+namespace {
 
 // y[i] = op(x[i]) for i < n.
 template <typename T>
@@ -185,7 +188,7 @@ void unary_float(const KernelCall& c) {
     RLX_CHECK(n.attrs_as<SoftplusAttrs>().beta != 0, n.label(), ": softplus beta must be non-zero");
   const T* x = c.in[0].data<T>();
   T* y = c.out.data<T>();
-  const int64_t grain = is_heavy(family_op<UnaryOp>(n.op)) ? kGrainHeavy : kGrainCheap;
+  const int64_t grain = unary_is_heavy(n.op) ? kGrainHeavy : kGrainCheap;
   parallel_for(c.out.numel(), grain, [&](int64_t b, int64_t e) {
     unary_span<T>(n.op, n.attrs, c.ctx.ggml_numerics, x + b, y + b, e - b);
   });
