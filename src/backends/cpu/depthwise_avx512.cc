@@ -58,7 +58,8 @@ RLX_AVX512 inline __m512 finish(const DwPlane& g, __m512 x) {
 template <int S, int V, int R, int KK, bool PAIR = false>
 RLX_AVX512 void row_block(const DwPlane& g, const float* x, const float* w, float b, float* y,
                           int64_t j0, int64_t oh, const __mmask16 (*lo)[kMaxKW],
-                          const __mmask16 (*hi)[kMaxKW], const __mmask16* store) {
+                          const __mmask16 (*hi)[kMaxKW], const __mmask16* next,
+                          const __mmask16* store) {
   static_assert(!PAIR || (S == 2 && V == 1));
   constexpr int kRows = PAIR ? 2 * R : R;  // input rows read per tap row
   const int64_t KH = KK > 0 ? KK : g.KH, KW = KK > 0 ? KK : g.KW, H = g.H, W = g.W;
@@ -75,6 +76,30 @@ RLX_AVX512 void row_block(const DwPlane& g, const float* x, const float* w, floa
     for (int r = 0; r < kRows; ++r) {
       const int64_t ih = top + S * r + kh;
       row[r] = (ih >= 0 && ih < H ? x + ih * W : g.zeros) + shift;
+    }
+    if constexpr (S == 2 && KK == 3 && !PAIR) {
+      // The three taps of a row from one 48-column read: kw = 0 the even
+      // columns, kw = 1 the odd ones, kw = 2 the even ones moved on by one
+      // lane with column 32 shifted in; masked to the plane once for all three.
+      const __m512 w0 = _mm512_set1_ps(w[kh * 3]), w1 = _mm512_set1_ps(w[kh * 3 + 1]),
+                   w2 = _mm512_set1_ps(w[kh * 3 + 2]);
+      const __m512i even =
+          _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+      for (int r = 0; r < R; ++r)
+        for (int v = 0; v < V; ++v) {
+          const float* p = row[r] + 32 * v;
+          const __m512 a = _mm512_maskz_loadu_ps(lo[v][0], p);
+          const __m512 b = _mm512_maskz_loadu_ps(hi[v][0], p + 16);
+          const __m512 c = _mm512_maskz_loadu_ps(next[v], p + 32);
+          const __m512 e = _mm512_permutex2var_ps(a, even, b);
+          const __m512 e2 = _mm512_castsi512_ps(
+              _mm512_alignr_epi32(_mm512_castps_si512(c), _mm512_castps_si512(e), 1));
+          acc[r][v] = _mm512_fmadd_ps(w0, e, acc[r][v]);
+          acc[r][v] = _mm512_fmadd_ps(w1, _mm512_permutex2var_ps(a, odd, b), acc[r][v]);
+          acc[r][v] = _mm512_fmadd_ps(w2, e2, acc[r][v]);
+        }
+      continue;
     }
 #pragma GCC unroll 8
     for (int64_t kw = 0; kw < KW; ++kw) {
@@ -117,11 +142,13 @@ RLX_AVX512 void row_block(const DwPlane& g, const float* x, const float* w, floa
 template <int S, int V, int KK>
 RLX_AVX512 void column_block(const DwPlane& g, const float* x, const float* w, float b, float* y,
                              int64_t j0) {
-  constexpr int R = V == 1 ? 4 : V == 2 ? 2 : 1;
-  __mmask16 lo[V][kMaxKW], hi[V][kMaxKW], store[V];
+  constexpr int R = V == 1 ? 8 : V == 2 ? 4 : 2;
+  // next: stride 2's input columns 32..47 from kw = 0 (the 3-tap form reads them).
+  __mmask16 lo[V][kMaxKW], hi[V][kMaxKW], next[V], store[V];
   for (int v = 0; v < V; ++v) {
     const int64_t c = j0 + 16 * v;
     store[v] = lanes_between(0, g.OW - c);
+    next[v] = lanes_between(-(S * c - g.pl) - 32, g.W - (S * c - g.pl) - 32);
     for (int64_t kw = 0; kw < g.KW; ++kw) {
       const int64_t base = S * c + kw - g.pl;
       lo[v][kw] = lanes_between(-base, g.W - base);
@@ -138,13 +165,14 @@ RLX_AVX512 void column_block(const DwPlane& g, const float* x, const float* w, f
   if constexpr (S == 2 && V == 1) {
     if (g.OW <= 8 && g.OH >= 4)
       return blocks(4, [&](int64_t oh) {
-        row_block<S, V, 2, KK, true>(g, x, w, b, y, j0, oh, lo, hi, store);
+        row_block<S, V, 2, KK, true>(g, x, w, b, y, j0, oh, lo, hi, next, store);
       });
   }
   if (g.OH < R)
     return blocks(
-        1, [&](int64_t oh) { row_block<S, V, 1, KK>(g, x, w, b, y, j0, oh, lo, hi, store); });
-  blocks(R, [&](int64_t oh) { row_block<S, V, R, KK>(g, x, w, b, y, j0, oh, lo, hi, store); });
+        1, [&](int64_t oh) { row_block<S, V, 1, KK>(g, x, w, b, y, j0, oh, lo, hi, next, store); });
+  blocks(R,
+         [&](int64_t oh) { row_block<S, V, R, KK>(g, x, w, b, y, j0, oh, lo, hi, next, store); });
 }
 
 template <int S, int KK>

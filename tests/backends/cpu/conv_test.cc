@@ -224,6 +224,19 @@ std::vector<ConvCase> conv_cases() {
   // The AVX-512 stride-2 rows (even lanes of two loads) on mobilenet's maps, odd
   // and even inputs, no padding, k5; and the flat form of small stride-1 maps
   // (7x7, 6x9 with k5, one-sided pads: a plane's vectors across rows, taps masked per lane).
+  // The AVX-512 stride-2 3x3 rows (three taps from one 48-column read): 112 columns (4 vectors,
+  // 2 rows a block, 9 rows so the last block overlaps), and no left padding with an odd width.
+  v.push_back(
+      {"depthwise_s2_k3_112", {1, 2, 9, 112}, {2, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {}, 2, true});
+  v.push_back({"depthwise_s2_k3_no_left_pad",
+               {1, 2, 7, 57},
+               {2, 1, 3, 3},
+               {2, 2},
+               {0, 0, 1, 1},
+               {},
+               {},
+               2,
+               false});
   v.push_back({"depthwise_s2_14_to_7",
                {1, 3, 14, 14},
                {3, 1, 3, 3},
