@@ -77,6 +77,28 @@ RLX_AVX512 void row_block(const DwPlane& g, const float* x, const float* w, floa
       const int64_t ih = top + S * r + kh;
       row[r] = (ih >= 0 && ih < H ? x + ih * W : g.zeros) + shift;
     }
+    if constexpr (S == 1 && KK == 3) {
+      // The three taps of a row from two 16-column reads: columns 0-15, then
+      // the same moved on by one and two lanes with the next read shifted in;
+      // that next read is the following vector's first, so a row of V vectors
+      // reads V + 1 times instead of 3 V.
+      const __m512 w0 = _mm512_set1_ps(w[kh * 3]), w1 = _mm512_set1_ps(w[kh * 3 + 1]),
+                   w2 = _mm512_set1_ps(w[kh * 3 + 2]);
+      for (int r = 0; r < R; ++r) {
+        __m512i cur = _mm512_castps_si512(_mm512_maskz_loadu_ps(lo[0][0], row[r]));
+        for (int v = 0; v < V; ++v) {
+          const __m512i nxt =
+              _mm512_castps_si512(_mm512_maskz_loadu_ps(next[v], row[r] + 16 * (v + 1)));
+          acc[r][v] = _mm512_fmadd_ps(w0, _mm512_castsi512_ps(cur), acc[r][v]);
+          acc[r][v] =
+              _mm512_fmadd_ps(w1, _mm512_castsi512_ps(_mm512_alignr_epi32(nxt, cur, 1)), acc[r][v]);
+          acc[r][v] =
+              _mm512_fmadd_ps(w2, _mm512_castsi512_ps(_mm512_alignr_epi32(nxt, cur, 2)), acc[r][v]);
+          cur = nxt;
+        }
+      }
+      continue;
+    }
     if constexpr (S == 2 && KK == 3 && !PAIR) {
       // The three taps of a row from one 48-column read: kw = 0 the even
       // columns, kw = 1 the odd ones, kw = 2 the even ones moved on by one
@@ -143,12 +165,12 @@ template <int S, int V, int KK>
 RLX_AVX512 void column_block(const DwPlane& g, const float* x, const float* w, float b, float* y,
                              int64_t j0) {
   constexpr int R = V == 1 ? 8 : V == 2 ? 4 : 2;
-  // next: stride 2's input columns 32..47 from kw = 0 (the 3-tap form reads them).
+  // next: the 16 input columns after vector v's first 16 S (the 3-tap forms read them).
   __mmask16 lo[V][kMaxKW], hi[V][kMaxKW], next[V], store[V];
   for (int v = 0; v < V; ++v) {
     const int64_t c = j0 + 16 * v;
     store[v] = lanes_between(0, g.OW - c);
-    next[v] = lanes_between(-(S * c - g.pl) - 32, g.W - (S * c - g.pl) - 32);
+    next[v] = lanes_between(-(S * c - g.pl) - 16 * S, g.W - (S * c - g.pl) - 16 * S);
     for (int64_t kw = 0; kw < g.KW; ++kw) {
       const int64_t base = S * c + kw - g.pl;
       lo[v][kw] = lanes_between(-base, g.W - base);
