@@ -174,17 +174,64 @@ RLX_AVX2 void max_pool_f32_planes(const PoolGeom& g, const float* x, float* y, i
   }
 }
 
+// x[j * S] for j < 8 where only the first n elements of x (from x[0]) may be
+// read: the others load as 0 (their lanes are never stored).
+template <int S>
+RLX_AVX2_INLINE __m256 strided8_first(const float* x, int64_t n) {
+  const __m256 a = _mm256_maskload_ps(x, vm::first_lanes(n));
+  if constexpr (S == 1) return a;
+  const __m256 b = _mm256_maskload_ps(x + 8, vm::first_lanes(n - 8));
+  const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+// The same max pool when every window lies inside the plane (no padding: a
+// CNN's 2x2/2 pools): taps read straight from the input, no padded copy; the
+// last block of a row loads only the row's own columns.
+template <int S>
+RLX_AVX2 void max_pool_f32_inside(const PoolGeom& g, const float* x, float* y, int64_t p0,
+                                  int64_t p1) {
+  const int64_t KH = g.k[0], KW = g.k[1], blocks = (g.OW + 7) / 8;
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      const float* top = x + (p * g.H + oh * g.s[0]) * g.W;
+      float* yr = y + (p * g.OH + oh) * g.OW;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const bool last = b + 1 == blocks;
+        __m256 acc = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+        __m256 nan = _mm256_setzero_ps();
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t at = b * 8 * S + kw;
+            const float* xr = top + kh * g.W + at;
+            const __m256 v = last ? strided8_first<S>(xr, g.W - at) : vm::strided8<S>(xr);
+            acc = _mm256_max_ps(acc, v);
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+          }
+        acc = _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan);
+        if (!last)
+          _mm256_storeu_ps(yr + b * 8, acc);
+        else
+          _mm256_maskstore_ps(yr + b * 8, vm::first_lanes(g.OW - b * 8), acc);
+      }
+    }
+}
+
 template <typename T>
 void max_pool(const PoolGeom& g, const T* x, T* y) {
   if constexpr (std::is_same_v<T, float>)
-    if (has_avx2_fma() && g.d[0] == 1 && g.d[1] == 1 && g.s[1] <= 2)
+    if (has_avx2_fma() && g.d[0] == 1 && g.d[1] == 1 && g.s[1] <= 2) {
+      const bool inside = g.pb[0] == 0 && g.pb[1] == 0 && (g.OH - 1) * g.s[0] + g.k[0] <= g.H &&
+                          (g.OW - 1) * g.s[1] + g.k[1] <= g.W;
       return parallel_for(g.planes, row_grain(g.OH * g.OW * g.k[0] * g.k[1]),
                           [&](int64_t p0, int64_t p1) {
-                            if (g.s[1] == 1)
-                              max_pool_f32_planes<1>(g, x, y, p0, p1);
-                            else
-                              max_pool_f32_planes<2>(g, x, y, p0, p1);
+                            if (inside && g.s[1] == 1)
+                              return max_pool_f32_inside<1>(g, x, y, p0, p1);
+                            if (inside) return max_pool_f32_inside<2>(g, x, y, p0, p1);
+                            if (g.s[1] == 1) return max_pool_f32_planes<1>(g, x, y, p0, p1);
+                            max_pool_f32_planes<2>(g, x, y, p0, p1);
                           });
+    }
   const T init = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                       : std::numeric_limits<T>::lowest();
   parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
