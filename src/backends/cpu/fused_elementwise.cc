@@ -163,9 +163,11 @@ void fused_elementwise(const KernelCall& c) {
 
   bc.parallel_runs(
       grain, [&](const std::array<int64_t, kMaxRegionInputs>& off, int64_t pos, int64_t len) {
+        // Per worker, kept between runs: a [M, 4] * [4] region calls this M times.
         thread_local std::vector<float> scratch;
+        thread_local std::vector<Operand> value;
         scratch.resize(size_t(plan.slots) * kChunk);
-        std::vector<Operand> value(values);
+        value.resize(values);
         for (int64_t j = 0; j < len; j += kChunk) {
           const int64_t m = std::min(kChunk, len - j);
           for (int k = 0; k < prog.inputs; ++k) {
