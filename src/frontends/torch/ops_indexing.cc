@@ -1,5 +1,6 @@
 // Indexing: gather, index_select and advanced indexing (aten.index.Tensor).
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "frontends/torch/lowering.h"
@@ -152,6 +153,93 @@ Value repeat_interleave_indices(LowerCtx& c) {
   return Value::tensor(c.b.reduce(Op::ReduceSum, passed, {1}));
 }
 
+// scatter_reduce(self, dim, index, src, reduce, include_self): sum / prod /
+// amax / amin as a reducing scatter; without include_self the touched places
+// first take the reduction's identity. mean sums, then divides by how many
+// values reached each place (floor division for integers, as PyTorch does);
+// untouched places keep self.
+Value scatter_reduce(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self"), idx = as_index(c, c.tensor(2, "index")), src = c.tensor(3, "src");
+  const int64_t axis = c.i(1, "dim");
+  const std::string reduce = c.str(4, "reduce", "");
+  const bool include_self = c.flag(5, "include_self", true);
+  const DType t = c.shape(x).dtype;
+  auto scatter = [&](NodeId into, NodeId upd, const char* how) {
+    return c.b.op(Op::ScatterElements, {into, idx, upd},
+                  {{"axis", axis}, {"reduction", std::string(how)}});
+  };
+  const bool integer = is_integer(t);
+  double identity = 0;
+  const char* how = "add";
+  if (reduce == "prod") {
+    identity = 1, how = "mul";
+  } else if (reduce == "amax") {
+    identity = integer ? -std::pow(2.0, 8.0 * double(dtype_size(t)) - 1) : -INFINITY, how = "max";
+  } else if (reduce == "amin") {
+    identity = integer ? std::pow(2.0, 8.0 * double(dtype_size(t)) - 1) - 1 : INFINITY, how = "min";
+  } else {
+    RLX_CHECK(reduce == "sum" || reduce == "mean", "scatter_reduce: unknown reduce '", reduce, "'");
+  }
+  if (t == DType::U8 && (reduce == "amax" || reduce == "amin"))
+    identity = reduce == "amax" ? 0 : 255;
+  NodeId base = include_self ? x : scatter(x, c.b.full(c.dims(idx), identity, t), "none");
+  NodeId y = scatter(base, src, how);
+  if (reduce != "mean") return Value::tensor(y);
+  NodeId count =
+      scatter(c.b.full(c.dims(x), include_self ? 1 : 0, t), c.b.full(c.dims(idx), 1, t), "add");
+  NodeId touched = c.b.op(Op::Gt, {count, c.scalar(0, t)});
+  NodeId safe = c.b.op(Op::Max, {count, c.scalar(1, t)});
+  Attrs div;
+  if (integer) div.set("rounding", std::string("floor"));
+  return Value::tensor(c.b.op(Op::Where, {touched, c.b.op(Op::Div, {y, safe}, div), x}));
+}
+
+// take(self, index): self flattened, gathered at index (any shape).
+Value take(LowerCtx& c) {
+  NodeId x = c.b.reshape(c.tensor(0, "self"), {-1});
+  return Value::tensor(
+      c.b.op(Op::Gather, {x, as_index(c, c.tensor(1, "index"))}, {{"axis", int64_t(0)}}));
+}
+
+// put(self, index, source, accumulate): a scatter into self flattened (added
+// when accumulating), back in self's shape.
+Value put(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  NodeId flat_idx = c.b.reshape(as_index(c, c.tensor(1, "index")), {-1});
+  NodeId src = c.b.reshape(c.tensor(2, "source"), {-1});
+  const bool acc = c.flag(3, "accumulate", false);
+  NodeId y = c.b.op(Op::ScatterElements, {c.b.reshape(x, {-1}), flat_idx, src},
+                    {{"axis", int64_t(0)}, {"reduction", std::string(acc ? "add" : "none")}});
+  return Value::tensor(c.b.reshape(y, c.dims(x)));
+}
+
+// max_unpool2d / 3d(self, indices, output_size[, stride, padding]): each value
+// put at its flat index in a zero plane of output_size (the indices max_pool
+// returned), as a scatter along the flattened spatial dims.
+Value max_unpool(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self"), idx = as_index(c, c.tensor(1, "indices"));
+  const std::vector<int64_t> size = c.ints(2, "output_size");
+  const Dims d = c.dims(x);
+  const size_t sp = size.size(), lead = d.size() - std::min(d.size(), sp);
+  RLX_CHECK(d.size() >= sp && c.dims(idx) == d, "max_unpool: self ", dims_str(d), " and indices ",
+            dims_str(c.dims(idx)), " must match and have ", sp, " spatial dims");
+  Dims flat(d.begin(), d.begin() + int64_t(lead)), out = flat;
+  int64_t in_plane = 1, out_plane = 1;
+  for (size_t i = 0; i < sp; ++i) {
+    in_plane *= d[lead + i];
+    out_plane *= size[i];
+    out.push_back(size[i]);
+  }
+  Dims zeros = flat;
+  flat.push_back(in_plane);
+  zeros.push_back(out_plane);
+  NodeId y =
+      c.b.op(Op::ScatterElements,
+             {c.b.full(zeros, 0, c.shape(x).dtype), c.b.reshape(idx, flat), c.b.reshape(x, flat)},
+             {{"axis", int64_t(lead)}});
+  return Value::tensor(c.b.reshape(y, out));
+}
+
 }  // namespace
 
 void register_indexing(Registry& r) {
@@ -174,6 +262,11 @@ void register_indexing(Registry& r) {
     return Value::tensor(scalar ? c.b.reshape(y, {}) : y);
   });
   r.add("aten.index", index_tensor);
+  r.add("aten.scatter_reduce", scatter_reduce);
+  r.add("aten.take", take);
+  r.add("aten.put", put);
+  r.add("aten.max_unpool2d", max_unpool);
+  r.add("aten.max_unpool3d", max_unpool);
   r.add("aten.scatter", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
     const Value* src = c.arg(3, "src");

@@ -427,6 +427,8 @@ void register_nn(Registry& r) {
         [](LowerCtx& c) { return upsample(c, "nearest_exact", false, false); });
   r.add("aten.upsample_bilinear2d",
         [](LowerCtx& c) { return upsample(c, "bilinear", true, false); });
+  // 1-d linear: bilinear over [N, C, 1, W] (upsample's 1-d form).
+  r.add("aten.upsample_linear1d", [](LowerCtx& c) { return upsample(c, "bilinear", true, false); });
   r.add("aten.upsample_bicubic2d", [](LowerCtx& c) { return upsample(c, "bicubic", true, false); });
   r.add("aten._upsample_bilinear2d_aa",
         [](LowerCtx& c) { return upsample(c, "bilinear", true, true); });

@@ -470,6 +470,23 @@ void register_shape_ops(Registry& r) {
   r.add("aten.pixel_unshuffle", [](LowerCtx& c) { return pixel_shuffle(c, true); });
   r.add("aten.tril", [](LowerCtx& c) { return tri(c, true); });
   r.add("aten.diag", diag);
+  // rot90(x, k, dims) as PyTorch spells it: k = 1 flips dims[1] then swaps the two, 2 flips
+  // both, 3 flips dims[0] then swaps.
+  r.add("aten.rot90", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    const int64_t k = ((c.i(1, "k", 1) % 4) + 4) % 4;
+    const std::vector<int64_t> dims = c.ints(2, "dims", {0, 1});
+    RLX_CHECK(dims.size() == 2, "rot90 takes two dims, got ", dims.size());
+    const int a = axis(c, x, dims[0]), b = axis(c, x, dims[1]);
+    RLX_CHECK(a != b, "rot90: the two dims are the same axis ", a);
+    auto flip = [&](std::vector<int64_t> axes) { return c.b.op(Op::Flip, {x}, {{"axes", axes}}); };
+    if (k == 0) return Value::tensor(x);
+    if (k == 2) return Value::tensor(flip({a, b}));
+    std::vector<int64_t> perm(size_t(c.rank(x)));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[size_t(a)], perm[size_t(b)]);
+    return Value::tensor(c.b.transpose(flip({k == 1 ? b : a}), perm));
+  });
   r.add("aten.trace", [](LowerCtx& c) {  // the sum of the main diagonal, in the result's dtype
     const NodeId d = c.cast(diagonal(c, c.tensor(0, "self"), 0, 0, 1), c.out_dtype());
     return Value::tensor(c.b.op(Op::ReduceSum, {d}, {{"axes", std::vector<int64_t>{0}}}));
