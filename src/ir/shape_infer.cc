@@ -696,8 +696,9 @@ void check_param_dims(const char* op, const char* what, const Shape& x, const Sh
             " required by x ", x.str());
 }
 
+// Any finite eps: PyTorch takes a negative one too (rsqrt(var + eps) may then be NaN).
 void check_eps(double eps, const char* op) {
-  RLX_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
+  RLX_CHECK(std::isfinite(eps), op, ": eps must be finite, got ", eps);
 }
 
 // layer_norm and rms_norm: gamma/beta have the trailing `naxes` dims of x.

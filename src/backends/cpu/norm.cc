@@ -193,7 +193,7 @@ const T* opt_ptr(const KernelCall& c, size_t i) {
 }
 
 double check_eps(const KernelCall& c, double eps) {
-  RLX_CHECK(eps >= 0, c.node.label(), ": eps must be >= 0, got ", eps);
+  RLX_CHECK(std::isfinite(eps), c.node.label(), ": eps must be finite, got ", eps);
   return eps;
 }
 

@@ -183,6 +183,29 @@ NodeId batch_norm(LowerCtx& c, NodeId x, NodeId w, NodeId b, NodeId mean, NodeId
   return c.b.op(Op::BatchNorm, {x, mean, var, w, b}, {{"eps", eps}});
 }
 
+// native_batch_norm(x, w, b, running_mean, running_var, training=True, momentum, eps): batch
+// statistics (one batch_norm_train node), and as a tuple (y, save_mean, save_invstd) of [C] each.
+// The running statistics' in-place update is not part of the exported function's result.
+Value batch_norm_training(LowerCtx& c, bool as_tuple) {
+  NodeId x = c.tensor(0, "input"), w = opt_tensor(c, 1, "weight"), b = opt_tensor(c, 2, "bias");
+  const int64_t C = c.static_dim(x, 1);
+  const DType t = c.shape(x).dtype;
+  const double eps = c.f(7, "eps");
+  std::vector<NodeId> in{x};
+  if (w >= 0 || b >= 0) {
+    in.push_back(w >= 0 ? w : c.b.full({C}, 1, t));
+    in.push_back(b >= 0 ? b : c.b.full({C}, 0, t));
+  }
+  const NodeId bn = c.b.op(Op::BatchNormTrain, in, {{"eps", eps}});
+  const Graph& g = c.b.graph();
+  const NodeId y = g.result(bn, 0);
+  if (!as_tuple) return Value::tensor(y);
+  const NodeId mean = c.b.reshape(g.result(bn, 1), {C});
+  const NodeId var = c.b.reshape(g.result(bn, 2), {C});
+  const NodeId invstd = c.b.unary(Op::Rsqrt, c.b.add(var, c.scalar(eps, t)));
+  return Value::tuple({y, mean, invstd});
+}
+
 Value group_norm(LowerCtx& c, NodeId x, int64_t groups, NodeId w, NodeId b, double eps,
                  bool extras) {
   const int64_t C = c.static_dim(x, 1);
@@ -384,13 +407,15 @@ void register_nn(Registry& r) {
   });
   // native_batch_norm(x, w, b, mean, var, training, momentum, eps); batch_norm adds cudnn_enabled.
   auto bn = [](LowerCtx& c, bool as_tuple) {
-    RLX_CHECK(!c.flag(5, "training", false),
-              "batch norm in training mode is not supported (export in eval mode)");
+    if (c.flag(5, "training", false)) return batch_norm_training(c, as_tuple);
     RLX_CHECK(c.has(3, "running_mean") && c.has(4, "running_var"),
               "batch norm needs running statistics");
     NodeId y = batch_norm(c, c.tensor(0), opt_tensor(c, 1, "weight"), opt_tensor(c, 2, "bias"),
                           c.tensor(3), c.tensor(4), c.f(7, "eps"));
-    return as_tuple ? Value::tuple({y, -1, -1}) : Value::tensor(y);
+    if (!as_tuple) return Value::tensor(y);
+    // In eval mode PyTorch's CPU kernel returns empty save_mean / save_invstd.
+    const DType t = c.shape(y).dtype;
+    return Value::tuple({y, c.b.full({0}, 0, t), c.b.full({0}, 0, t)});
   };
   r.add("aten.native_batch_norm", [bn](LowerCtx& c) { return bn(c, true); });
   r.add("aten._native_batch_norm_legit", [bn](LowerCtx& c) { return bn(c, true); });
