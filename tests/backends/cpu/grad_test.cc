@@ -162,7 +162,7 @@ TEST(GradNorm, Errors) {
   EXPECT_THROW(run_op_outputs(Op::GroupNormGrad, {rnd({2, 6, 2}, 3), rnd({2, 6, 2}, 3)},
                               {{"groups", int64_t(4)}}),
                Error);
-  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, x}, {{"eps", -1.0}}), Error);
+  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, x}, {{"eps", INFINITY}}), Error);
 }
 
 // ---- activation_grad: FD of the unary forward op, element-wise in one shot
