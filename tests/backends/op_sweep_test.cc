@@ -58,6 +58,7 @@ std::vector<Sample> samples() {
       {Op::Softmax, {x}, {}},
       {Op::LogSoftmax, {x}, {{"axis", 0}}},
       {Op::CumSum, {x}, {{"axis", 1}, {"reverse", true}}},
+      {Op::CumProd, {x}, {{"axis", 0}, {"exclusive", true}}},
       {Op::Reshape, {x}, {{"shape", Ints{3, -1}}}},
       {Op::Transpose, {x}, {{"perm", Ints{1, 0}}}},
       {Op::Slice, {x}, {{"axis", 1}, {"start", 1}, {"step", 2}}},
@@ -214,7 +215,8 @@ bool bound_leaf(Op op) {
 // Ops CoreML declares it cannot lower (the answer of coreml::supports); empty
 // today: every op lowers.
 // MIL has no pool that returns its argmax; the exporter lists the op as unsupported.
-const std::set<Op> kCoreMLUnsupported = {Op::MaxPool2dIndices};
+// MIL has no cumulative product either.
+const std::set<Op> kCoreMLUnsupported = {Op::MaxPool2dIndices, Op::CumProd};
 
 std::string label(const Sample& s) {
   return std::string(op_name(s.op)) + " {" + s.attrs.str() + "}";

@@ -564,7 +564,8 @@ const std::set<Op> kGaps = {Op::RmsNormGrad,
                             Op::SoftmaxCrossEntropyGrad,
                             Op::FakeQuantizeGrad,
                             Op::BatchNormTrainGrad,
-                            Op::AttentionGrad};
+                            Op::AttentionGrad,
+                            Op::CumProd};
 
 // Rules that are surrogates by design (straight-through estimators): finite differences of a
 // rounding op are zero almost everywhere, so they are not samples here. Each is checked against

@@ -41,7 +41,7 @@ KernelEntry kernel_for(Op op) {
       return {reduce, f32};
     case Op::ArgMax: case Op::ArgMin: return {arg_reduce, f32};
     case Op::Softmax: case Op::LogSoftmax: return {softmax, f32};
-    case Op::CumSum: return {cumsum, f32};
+    case Op::CumSum: case Op::CumProd: return {cumsum, f32};
 
     case Op::Reshape: return {reshape, any};
     case Op::Transpose: return {transpose, any};

@@ -399,15 +399,19 @@ void arg_reduce(const KernelCall& c) {
 
 namespace {
 
-// f32 runs in double, integers wrap in uint64 (PyTorch would promote to i64;
-// rlx keeps the dtype, so the result is the i64 sum truncated).
+// f32 runs in double (PyTorch's CPU accumulator too), integers wrap in uint64
+// (PyTorch would promote to i64; rlx keeps the dtype, so the result is the i64
+// sum or product truncated).
 template <typename T>
 using CumAcc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
 
+// The running sum (or product, from 1) along an axis of [outer, len, inner].
 template <typename T>
-void cumsum_typed(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, bool excl,
-                  bool rev) {
+void cumsum_typed(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, bool excl, bool rev,
+                  bool product) {
   using A = CumAcc<T>;
+  const A init = product ? A(1) : A(0);
+  auto step = [product](A& s, A v) { s = product ? A(s * v) : A(s + v); };
   auto cvt_in = [](T v) { return std::is_floating_point_v<T> ? A(v) : A(int64_t(v)); };
   auto fin = [](A s) { return std::is_floating_point_v<T> ? T(s) : T(int64_t(s)); };
   if (inner == 1) {  // contiguous rows: one running sum each
@@ -417,11 +421,13 @@ void cumsum_typed(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, b
                    for (int64_t o = b; o < e; ++o) {
                      const T* xr = x + o * len + (rev ? len - 1 : 0);
                      T* yr = y + o * len + (rev ? len - 1 : 0);
-                     A s = 0;
+                     A s = init;
                      if (excl)
-                       for (int64_t k = 0; k < len; ++k) yr[k * d] = fin(s), s += cvt_in(xr[k * d]);
+                       for (int64_t k = 0; k < len; ++k)
+                         yr[k * d] = fin(s), step(s, cvt_in(xr[k * d]));
                      else
-                       for (int64_t k = 0; k < len; ++k) s += cvt_in(xr[k * d]), yr[k * d] = fin(s);
+                       for (int64_t k = 0; k < len; ++k)
+                         step(s, cvt_in(xr[k * d])), yr[k * d] = fin(s);
                    }
                  });
     return;
@@ -433,14 +439,14 @@ void cumsum_typed(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, b
     std::vector<A> acc(static_cast<size_t>(iblk));
     for (int64_t t = b; t < e; ++t) {
       int64_t o = t / nib, i0 = (t % nib) * iblk, ni = std::min(inner, i0 + iblk) - i0;
-      std::fill(acc.begin(), acc.begin() + ni, A(0));
+      std::fill(acc.begin(), acc.begin() + ni, init);
       for (int64_t k = 0; k < len; ++k) {
         int64_t a = rev ? len - 1 - k : k;
         int64_t off = (o * len + a) * inner + i0;
         for (int64_t i = 0; i < ni; ++i) {
           A& s = acc[size_t(i)];
           if (excl) y[off + i] = fin(s);
-          s += cvt_in(x[off + i]);
+          step(s, cvt_in(x[off + i]));
           if (!excl) y[off + i] = fin(s);
         }
       }
@@ -460,11 +466,12 @@ void cumsum(const KernelCall& c) {
   int64_t len = rank == 0 ? 1 : x.dims()[size_t(ax)];
   int64_t outer = rank == 0 ? 1 : span(x.dims(), 0, ax);
   int64_t inner = rank == 0 ? 1 : span(x.dims(), ax + 1, rank);
-  RLX_CHECK(x.dtype() != DType::Bool, c.node.label(),
-            ": cumsum of bool is not supported (cast first)");
+  RLX_CHECK(x.dtype() != DType::Bool, c.node.label(), ": ", op_name(c.node.op),
+            " of bool is not supported (cast first)");
   dispatch_real(x.dtype(), c.node.label(), [&](auto tag) {
     using T = decltype(tag);
-    cumsum_typed<T>(x.data<T>(), c.out.data<T>(), outer, len, inner, excl, rev);
+    cumsum_typed<T>(x.data<T>(), c.out.data<T>(), outer, len, inner, excl, rev,
+                    c.node.op == Op::CumProd);
   });
 }
 

@@ -179,6 +179,10 @@ void register_reductions(Registry& r) {
     NodeId x = c.cast(c.tensor(0, "self"), c.out_dtype());
     return Value::tensor(c.b.op(Op::CumSum, {x}, {{"axis", c.i(1, "dim")}}));
   });
+  r.add("aten.cumprod", [](LowerCtx& c) {
+    NodeId x = c.cast(c.tensor(0, "self"), c.out_dtype());
+    return Value::tensor(c.b.op(Op::CumProd, {x}, {{"axis", c.i(1, "dim")}}));
+  });
   r.add("aten.logsumexp", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
     auto axes = dims_arg(c, 1, "dim");

@@ -120,6 +120,8 @@ VjpEntry vjp_entry(Op op) {
       return rule(vjp_softmax);
     case Op::LogSoftmax:
       return rule(vjp_log_softmax);
+    case Op::CumProd:
+      return gap("cumprod's gradient (PyTorch's needs a special case for zeros) is not provided");
     case Op::CumSum:
       return rule(vjp_cumsum);
 

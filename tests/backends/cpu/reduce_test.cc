@@ -533,6 +533,48 @@ TEST(CpuCumSum, MatchesScalarReferenceAndTorch) {
   EXPECT_EQ(n, 36);
 }
 
+// cumprod against a scalar product in double along each axis (the rows
+// layout and the strided one), exclusive and reverse, with zeros in the
+// input; integers wrap as their int64 product truncated.
+TEST(CpuCumProd, MatchesScalarReference) {
+  Tensor x = random_tensor({3, 5, 7}, DType::F32, 21, -1.5, 1.5);
+  x.data<float>()[17] = 0;
+  x.data<float>()[40] = 0;
+  for (int64_t axis : {0, 1, 2, -1})
+    for (int excl = 0; excl < 2; ++excl)
+      for (int rev = 0; rev < 2; ++rev) {
+        SCOPED_TRACE("axis " + std::to_string(axis) + " excl " + std::to_string(excl) + " rev " +
+                     std::to_string(rev));
+        const Tensor got =
+            run_op(Op::CumProd, {x},
+                   Attrs{{"axis", axis}, {"exclusive", int64_t(excl)}, {"reverse", int64_t(rev)}});
+        const int ax = int(axis < 0 ? axis + 3 : axis);
+        const Dims d = x.dims();
+        const int64_t len = d[size_t(ax)], inner = ax == 2 ? 1 : (ax == 1 ? 7 : 35);
+        const int64_t outer = x.numel() / (len * inner);
+        Tensor want(d, DType::F32);
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i) {
+            double p = 1;
+            for (int64_t k = 0; k < len; ++k) {
+              const int64_t a = rev ? len - 1 - k : k, at = (o * len + a) * inner + i;
+              if (excl) want.data<float>()[at] = float(p);
+              p *= x.data<float>()[at];
+              if (!excl) want.data<float>()[at] = float(p);
+            }
+          }
+        EXPECT_TRUE(all_equal(got, want));
+      }
+  const Tensor big = Tensor::from_vector<int32_t>({4}, {100000, 100000, -3, 7}, DType::I32);
+  const Tensor p = run_op(Op::CumProd, {big}, Attrs{{"axis", int64_t(0)}});
+  const int64_t p2 = int64_t(100000) * 100000;
+  EXPECT_EQ(p.data<int32_t>()[1], int32_t(uint32_t(uint64_t(p2))));
+  EXPECT_EQ(p.data<int32_t>()[3], int32_t(uint32_t(uint64_t(p2 * -21))));
+  EXPECT_THROW(
+      run_op(Op::CumProd, {random_tensor({3}, DType::Bool, 1)}, Attrs{{"axis", int64_t(0)}}),
+      Error);
+}
+
 TEST(CpuReduce, ThreadCountDoesNotChangeResults) {
   Tensor x = random_tensor({3, 200000}, DType::F32, 11);
   auto attrs = Attrs{{"axes", std::vector<int64_t>{1}}};
