@@ -36,11 +36,20 @@ struct GeluNew {
   TensorMap inputs;
   GeluNew() {
     Builder b(g);
+    // One node per statement: the order of a call's arguments is the compiler's choice, and
+    // the program text below follows the graph's order.
     NodeId x = b.input("x", S({3, 700}));
-    NodeId x3 = b.binary(Op::Pow, x, b.scalar(3));
-    NodeId inner = b.mul(b.add(x, b.mul(x3, b.scalar(0.044715f))), b.scalar(0.7978845608f));
-    NodeId t = b.unary(Op::Tanh, inner);
-    g.add_output("y", b.mul(b.mul(x, b.scalar(0.5f)), b.add(t, b.scalar(1))));
+    NodeId three = b.scalar(3);
+    NodeId x3 = b.binary(Op::Pow, x, three);
+    NodeId c = b.scalar(0.044715f);
+    NodeId sum = b.add(x, b.mul(x3, c));
+    NodeId k = b.scalar(0.7978845608f);
+    NodeId t = b.unary(Op::Tanh, b.mul(sum, k));
+    NodeId one = b.scalar(1);
+    NodeId t1 = b.add(t, one);
+    NodeId half = b.scalar(0.5f);
+    NodeId xh = b.mul(x, half);
+    g.add_output("y", b.mul(xh, t1));
     inputs = {{"x", random_tensor({3, 700}, DType::F32, 1, -4, 4)}};
   }
 };
