@@ -190,11 +190,18 @@ RLX_AVX512 void column_block(const DwPlane& g, const float* x, const float* w, f
         row_block<S, V, 2, KK, true>(g, x, w, b, y, j0, oh, lo, hi, next, store);
       });
   }
-  if (g.OH < R)
-    return blocks(
-        1, [&](int64_t oh) { row_block<S, V, 1, KK>(g, x, w, b, y, j0, oh, lo, hi, next, store); });
-  blocks(R,
-         [&](int64_t oh) { row_block<S, V, R, KK>(g, x, w, b, y, j0, oh, lo, hi, next, store); });
+  // Blocks of RR rows; a plane with fewer rows than R takes the largest block it fills.
+  auto rows_of = [&]<int RR>() {
+    blocks(RR, [&](int64_t oh) {
+      row_block<S, V, RR, KK>(g, x, w, b, y, j0, oh, lo, hi, next, store);
+    });
+  };
+  if (g.OH >= R) return rows_of.template operator()<R>();
+  if constexpr (R > 4)
+    if (g.OH >= 4) return rows_of.template operator()<4>();
+  if constexpr (R > 2)
+    if (g.OH >= 2) return rows_of.template operator()<2>();
+  rows_of.template operator()<1>();
 }
 
 template <int S, int KK>

@@ -237,6 +237,9 @@ std::vector<ConvCase> conv_cases() {
                {},
                2,
                false});
+  // Fewer output rows (5) than an AVX-512 row block holds (8): blocks of 4, the last overlapping.
+  v.push_back(
+      {"depthwise_s1_k3_5_rows", {1, 2, 7, 9}, {2, 1, 3, 3}, {}, {0, 0, 0, 0}, {}, {}, 2, true});
   v.push_back({"depthwise_s2_14_to_7",
                {1, 3, 14, 14},
                {3, 1, 3, 3},
