@@ -153,6 +153,16 @@ std::vector<Case> cases() {
       {Op::CumSum, {f({2, 4})}, {{"axis", 1}}},
       {Op::CumSum, {f({3, 2})}, {{"axis", 0}, {"exclusive", true}}},
       {Op::CumSum, {f({2, 4})}, {{"axis", -1}, {"reverse", true}}},
+      {Op::CumProd, {f({2, 5}, -1.5, 1.5)}, {{"axis", 1}}},
+      // zeros: a row's first one (its own gradient), one after it (gradient 0), and two rows
+      // without, along either direction
+      {Op::CumProd,
+       {given(f64s({3, 4}, {0.5, 0, 2, 0, 1.5, -0.7, 0.3, 1.1, 0.9, 1.2, 0, -0.4}))},
+       {{"axis", 1}}},
+      {Op::CumProd,
+       {given(f64s({3, 4}, {0.5, 0, 2, 0, 1.5, -0.7, 0.3, 1.1, 0.9, 1.2, 0, -0.4}))},
+       {{"axis", 1}, {"reverse", true}}},
+      {Op::CumProd, {f({4, 3}, 0.5, 1.5)}, {{"axis", 0}, {"reverse", true}}},
       {Op::CumSum, {f({2, 4})}, {{"axis", 1}, {"reverse", true}, {"exclusive", true}}},
 
       // ---- movement
@@ -564,8 +574,7 @@ const std::set<Op> kGaps = {Op::RmsNormGrad,
                             Op::SoftmaxCrossEntropyGrad,
                             Op::FakeQuantizeGrad,
                             Op::BatchNormTrainGrad,
-                            Op::AttentionGrad,
-                            Op::CumProd};
+                            Op::AttentionGrad};
 
 // Rules that are surrogates by design (straight-through estimators): finite differences of a
 // rounding op are zero almost everywhere, so they are not samples here. Each is checked against

@@ -49,6 +49,7 @@ void vjp_reduce_prod(VjpCall&);
 void vjp_softmax(VjpCall&);
 void vjp_log_softmax(VjpCall&);
 void vjp_cumsum(VjpCall&);
+void vjp_cumprod(VjpCall&);  // inclusive only (PyTorch's), zeros included
 
 // ---- rules_movement.cc
 void vjp_reshape(VjpCall&);

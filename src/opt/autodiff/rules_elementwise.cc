@@ -187,6 +187,32 @@ void vjp_log_softmax(VjpCall& c) {
   c.dx[0] = e.sub(dy, e.mul(e.op(Op::Exp, {c.n.id}), s));
 }
 
+// y = cumprod(x) along an axis (inclusive; reverse scans the other way). With
+// z the first zero of a slice, PyTorch's cumprod_backward in scans:
+//   before z: dx_i = (suffix sum of dy * y)_i / x_i (no zero at or before i),
+//   at z:     dx_z = (suffix sum of dy * y')_z, y' = cumprod with x_z set to 1,
+//   after z:  0 (every product holding x_i holds the zero x_z too).
+void vjp_cumprod(VjpCall& c) {
+  Emit& e = c.e;
+  const CumSumAttrs a = c.n.attrs_as<CumSumAttrs>();
+  RLX_CHECK(!a.exclusive, c.n.label(), ": the gradient of an exclusive cumprod is not provided");
+  const NodeId x = c.in(0), dy = c.grad();
+  const DType t = e.dtype(x);
+  const CumSumAttrs suffix{.axis = a.axis, .exclusive = false, .reverse = !a.reverse};
+  const NodeId zero = e.compare(Op::Eq, x, e.scalar(0, t));
+  const NodeId zeros_before =
+      e.op(Op::CumSum, {e.cast(zero, t)},
+           CumSumAttrs{.axis = a.axis, .exclusive = true, .reverse = a.reverse});
+  const NodeId none_before = e.compare(Op::Eq, zeros_before, e.scalar(0, t));
+  const NodeId first_zero = e.op(Op::LogicalAnd, {zero, none_before});
+  const NodeId clean = e.op(Op::LogicalAnd, {e.op(Op::LogicalNot, {zero}), none_before});
+  const NodeId one = e.scalar(1, t);
+  const NodeId before = e.div(e.op(Op::CumSum, {e.mul(dy, c.n.id)}, suffix), e.where(zero, one, x));
+  const NodeId y1 = e.op(Op::CumProd, {e.where(first_zero, one, x)}, a);
+  const NodeId at = e.op(Op::CumSum, {e.mul(dy, y1)}, suffix);
+  c.dx[0] = e.where(clean, before, e.where(first_zero, at, e.scalar(0, t)));
+}
+
 void vjp_cumsum(VjpCall& c) {
   // The adjoint of a prefix sum is the suffix sum (exclusive stays exclusive).
   CumSumAttrs a = c.n.attrs_as<CumSumAttrs>();

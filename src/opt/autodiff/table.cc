@@ -121,7 +121,7 @@ VjpEntry vjp_entry(Op op) {
     case Op::LogSoftmax:
       return rule(vjp_log_softmax);
     case Op::CumProd:
-      return gap("cumprod's gradient (PyTorch's needs a special case for zeros) is not provided");
+      return rule(vjp_cumprod);
     case Op::CumSum:
       return rule(vjp_cumsum);
 
