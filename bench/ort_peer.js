@@ -2,7 +2,7 @@
 // ONNX Runtime peer of `rlx run --bench`, for bench/race.py.
 //
 //   node bench/ort_peer.js MODEL.onnx INPUTS.safetensors [--runs N] [--warmup W]
-//        [--threads T] [--out OUT.safetensors] [--peers DIR] [--profile]
+//        [--threads T] [--out OUT.safetensors] [--peers DIR] [--profile [--profile-nodes K]]
 //
 // Loads onnxruntime-node 1.30 from DIR/node_modules (default $RLX_PEERS_DIR or
 // ~/.cache/rlx-peers; scripts/install-peers.sh installs it there), binds the
@@ -14,14 +14,16 @@
 // as rlx run computes it. --out writes the first run's outputs by name.
 // --profile turns on ORT's profiler for the timed runs and prints, to stderr,
 // the time per op kind and the slowest nodes (ms per run), as `rlx run
-// --profile` does, so the two can be read side by side.
+// --profile` does, so the two can be read side by side: the 25 slowest nodes,
+// or K (--profile-nodes K), or with K = 0 every node in the order it first ran
+// (to line a model's layers up with `rlx.Model.profile()`'s).
 'use strict';
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
 function parseArgs(argv) {
-  const a = {runs: 10, warmup: 2, threads: 2, out: '', pos: [],
+  const a = {runs: 10, warmup: 2, threads: 2, out: '', pos: [], profileNodes: 25,
              peers: process.env.RLX_PEERS_DIR || path.join(os.homedir(), '.cache', 'rlx-peers')};
   for (let i = 0; i < argv.length; ++i) {
     const k = argv[i];
@@ -31,6 +33,7 @@ function parseArgs(argv) {
     else if (k === '--out') a.out = argv[++i];
     else if (k === '--peers') a.peers = argv[++i];
     else if (k === '--profile') a.profile = true;
+    else if (k === '--profile-nodes') a.profileNodes = parseInt(argv[++i], 10);
     else a.pos.push(k);
   }
   if (a.pos.length !== 2) {
@@ -94,7 +97,7 @@ function vmHWM() {
 }
 
 // ORT's trace: one "Node" event per kernel run, `dur` in microseconds.
-function printProfile(file, runs) {
+function printProfile(file, runs, nodes) {
   const events = JSON.parse(fs.readFileSync(file, 'utf8'));
   fs.unlinkSync(file);
   const byKind = {}, byNode = {};
@@ -111,8 +114,9 @@ function printProfile(file, runs) {
   const lines = [`ORT profile: ${total.toFixed(3)} ms per run in kernels`];
   for (const [k, v] of Object.entries(byKind).sort((x, y) => y[1] - x[1]))
     lines.push(`  ${k.padEnd(24)} ${v.toFixed(3).padStart(8)}`);
-  lines.push('  slowest nodes:');
-  for (const [n, v] of Object.entries(byNode).sort((x, y) => y[1].ms - x[1].ms).slice(0, 25))
+  const all = Object.entries(byNode);  // in the order each node first ran
+  lines.push(nodes > 0 ? '  slowest nodes:' : '  every node, in run order:');
+  for (const [n, v] of nodes > 0 ? all.sort((x, y) => y[1].ms - x[1].ms).slice(0, nodes) : all)
     lines.push(`  ${v.ms.toFixed(3).padStart(8)} ms  ${v.kind.padEnd(18)} ${n}`);
   process.stderr.write(lines.join('\n') + '\n');
 }
@@ -155,7 +159,7 @@ async function main() {
     await session.endProfiling();  // writes <profileFilePrefix>_<date>.json
     const prefix = `ort_peer_${process.pid}`;
     const file = fs.readdirSync(os.tmpdir()).find((f) => f.startsWith(prefix));
-    printProfile(path.join(os.tmpdir(), file), a.runs + a.warmup);
+    printProfile(path.join(os.tmpdir(), file), a.runs + a.warmup, a.profileNodes);
   }
   const s = [...ms].sort((x, y) => x - y);
   const res = {
