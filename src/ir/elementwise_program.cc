@@ -50,18 +50,6 @@ AttrValue parse_value(std::string_view s) {
   return std::string(s);
 }
 
-int arity(Op op) {
-  switch (op_family(op)) {
-    case OpFamily::Unary:
-      return 1;
-    case OpFamily::Binary:
-    case OpFamily::Compare:
-      return 2;
-    default:
-      return 3;  // where
-  }
-}
-
 // The index of operand text "x3" / "t0" in the program's value numbering.
 int parse_operand(std::string_view s, int inputs, int here) {
   int k = -1;
@@ -93,8 +81,9 @@ EwInstr parse_instr(std::string_view text, const EwProgram& p) {
       in.args.push_back(parse_operand(item, p.inputs, int(p.code.size())));
   }
   in.attrs = parse_attrs(in.op, map);
-  RLX_CHECK(int(in.args.size()) == arity(in.op), "'", op_name(in.op), "' takes ", arity(in.op),
-            " operands, got ", in.args.size());
+  const int arity = op_info(in.op).min_inputs;  // every region op takes a fixed count (ops.def)
+  RLX_CHECK(int(in.args.size()) == arity, "'", op_name(in.op), "' takes ", arity, " operands, got ",
+            in.args.size());
   if (in.op == Op::Softplus)
     RLX_CHECK(std::get<SoftplusAttrs>(in.attrs).beta != 0, "softplus beta must be non-zero");
   for (size_t a = 0; a < in.args.size(); ++a) {

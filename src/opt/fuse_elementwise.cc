@@ -89,7 +89,7 @@ class RegionFinder {
     }
     for (NodeId m : members)
       for (NodeId in : g_.node(m).inputs) --reads_in_[size_t(in)];
-    if (members.size() < 2 || outside.size() > size_t(kMaxRegionInputs)) {
+    if (members.size() < 2) {  // (add() kept the inputs within kMaxRegionInputs)
       for (NodeId m : members) region_[size_t(m)] = -1;
       return;
     }

@@ -20,7 +20,6 @@
 #include "backends/cpu/vmath.h"
 
 namespace rlx::cpu {
-namespace {}  // namespace
 
 bool binary_is_heavy(Op op, const OpAttrs& attrs) {
   return op == Op::Pow || op == Op::Mod || op == Op::Fmod ||
