@@ -10,7 +10,7 @@ says so and the script still runs end to end.
   cmake -S bench/llama_peer -B build-peer -G Ninja && ninja -C build-peer
   scripts/llm_parity.py --rlx build/rlx --peer build-peer/llama_peer
 
-For each model (tiny llama / qwen2 / qwen3 / phi3 / gemma2 / gemma3 x f32, f16, q8_0, q4_0, and
+For each model (tiny llama / qwen2 / qwen3 / phi3 / qwen3moe / mixtral / gemma2 / gemma3 x f32, f16, q8_0, q4_0, and
 q4_K / q5_K / q6_K quantized by `rlx quantize` from a wider f32 model): tokenize
 the prompt with llama_peer, let llama.cpp generate --n-gen greedy tokens, then
 run both engines once on prompt + continuation (teacher forcing) and compare
@@ -38,6 +38,9 @@ MODELS = {
     "qwen2": ("qwen2", "qwen2", ["--kv-heads", "2"]),
     "qwen3": ("qwen3", "qwen2", ["--kv-heads", "2"]),
     "phi3": ("phi3", "phi-3", ["--kv-heads", "2"]),
+    # Mixtures of experts: qwen3moe (q/k norms) and llama with experts (mixtral's layout).
+    "qwen3moe": ("qwen3moe", "qwen2", ["--kv-heads", "2", "--experts", "8", "--experts-used", "2"]),
+    "mixtral": ("llama", "llama-spm", ["--kv-heads", "2", "--experts", "4", "--experts-used", "2"]),
     # Windows of 8 keys over the ~32 positions compared; caps small enough
     # that tanh bends the scores and the logits; gemma3's layer 1 is global
     # (pattern 2), on its own rope base with linear scaling.

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Write a random-weight llama-family GGUF model (llama / qwen2 / qwen3 / phi3 /
-gemma2 / gemma3) for rlx's GGUF LLM parity tests and benchmarks.
+"""Write a random-weight llama-family GGUF model (llama / qwen2 / qwen3 / qwen3moe /
+phi3 / gemma2 / gemma3; llama and qwen3moe with --experts as mixtures of experts)
+for rlx's GGUF LLM parity tests and benchmarks.
 
 Needs: numpy and llama.cpp's gguf-py (for its q8_0/q4_0 quantizers; from the
 source checkout $RLX_LLAMA_SRC, default ~/.cache/rlx-peers/llama.cpp, put on
@@ -68,6 +69,7 @@ ARCH_DEFAULTS = {  # rope base, rms eps
     "llama": (10000.0, 1e-5),
     "qwen2": (1000000.0, 1e-6),
     "qwen3": (1000000.0, 1e-6),
+    "qwen3moe": (1000000.0, 1e-6),
     "phi3": (10000.0, 1e-5),
     "gemma2": (10000.0, 1e-6),
     "gemma3": (1000000.0, 1e-6),
@@ -165,19 +167,25 @@ def tensor_specs(a, n_vocab):
             s.append((b + "attn_q.bias", (q_out,), "bias", 0.1))
             s.append((b + "attn_k.bias", (kv_out,), "bias", 0.1))
             s.append((b + "attn_v.bias", (kv_out,), "bias", 0.1))
-        if a.arch in ("qwen3", "gemma3"):
+        if a.arch in ("qwen3", "qwen3moe", "gemma3"):
             s.append((b + "attn_q_norm.weight", (hd,), "norm", 0))
             s.append((b + "attn_k_norm.weight", (hd,), "norm", 0))
         s.append((b + "attn_output.weight", (a.dim, q_out), "w", 0.5 * q_out**-0.5))
         if gemma:
             s.append((b + "post_attention_norm.weight", (a.dim,), "norm", a.post_norm))
         s.append((b + "ffn_norm.weight", (a.dim,), "norm", 0))
-        if a.arch == "phi3":  # gate rows, then up rows
+        if a.experts:  # the router (kept f32, as llama.cpp's quantizer does) and E experts of ff
+            s.append((b + "ffn_gate_inp.weight", (a.experts, a.dim), "router", a.router_std * a.dim**-0.5))
+            s.append((b + "ffn_gate_exps.weight", (a.experts, a.ff, a.dim), "w", a.dim**-0.5))
+            s.append((b + "ffn_up_exps.weight", (a.experts, a.ff, a.dim), "w", a.dim**-0.5))
+            s.append((b + "ffn_down_exps.weight", (a.experts, a.dim, a.ff), "w", 0.5 * a.ff**-0.5))
+        elif a.arch == "phi3":  # gate rows, then up rows
             s.append((b + "ffn_up.weight", (2 * a.ff, a.dim), "w", a.dim**-0.5))
         else:
             s.append((b + "ffn_gate.weight", (a.ff, a.dim), "w", a.dim**-0.5))
             s.append((b + "ffn_up.weight", (a.ff, a.dim), "w", a.dim**-0.5))
-        s.append((b + "ffn_down.weight", (a.dim, a.ff), "w", 0.5 * a.ff**-0.5))
+        if not a.experts:
+            s.append((b + "ffn_down.weight", (a.dim, a.ff), "w", 0.5 * a.ff**-0.5))
         if gemma:
             s.append((b + "post_ffw_norm.weight", (a.dim,), "norm", a.post_norm))
     s.append(("output_norm.weight", (a.dim,), "norm", 0))
@@ -191,6 +199,8 @@ def make_tensor(spec, idx, a):
     rng = np.random.default_rng([a.seed, idx])
     if kind == "norm":  # std: a mean other than 1 (gemma's post norms)
         return ((std or 1.0) + 0.1 * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
+    if kind == "router":
+        return (std * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
     if kind == "bias":
         return (std * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
     if kind == "rope":  # llama3-style per-frequency divisors: 1 for high freqs, up to 8 for low
@@ -205,18 +215,18 @@ def make_tensor(spec, idx, a):
     return w
 
 
-def encode(w, dtype):
-    if w.ndim == 1 or dtype == "f32":
+def encode(w, dtype, kind="w"):
+    if w.ndim == 1 or dtype == "f32" or kind == "router":
         return w.astype(np.float32)
     if dtype == "f16":
         return w.astype(np.float16)
     return gguf.quants.quantize(w, DTYPES[dtype])
 
 
-def encoded_info(shape, dtype):
+def encoded_info(shape, dtype, kind="w"):
     """(ggml type, nbytes) of encode() without doing it."""
     n = int(np.prod(shape))
-    if len(shape) == 1 or dtype == "f32":
+    if len(shape) == 1 or dtype == "f32" or kind == "router":
         return int(QT.F32), 4 * n
     if dtype == "f16":
         return int(QT.F16), 2 * n
@@ -249,6 +259,11 @@ def main():
     p.add_argument("--post-norm", type=float, default=5.0,
                    help="mean of gemma's post-attention / post-ffn norm weights: > 1 lets the blocks, not "
                         "the (tied) input embedding, decide the next token")
+    p.add_argument("--experts", type=int, default=0,
+                   help="a mixture of experts (llama: mixtral-style; qwen3moe needs it): --ff is each expert's")
+    p.add_argument("--experts-used", type=int, default=2)
+    p.add_argument("--router-std", type=float, default=4.0,
+                   help="router logits' std: wide enough that no two experts tie within rounding")
     p.add_argument("--logit-scale", type=float, default=2.0)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="f32")
     p.add_argument("--seed", type=int, default=0)
@@ -278,7 +293,11 @@ def main():
         a.head_dim = a.dim // a.heads
     if a.heads % a.kv_heads or a.head_dim % 2:
         sys.exit("make_test_llm: heads must be a multiple of kv-heads and head_dim even")
-    if a.arch not in ("qwen3",) + GEMMA and a.head_dim * a.heads != a.dim:
+    if a.arch == "qwen3moe" and not a.experts:
+        sys.exit("make_test_llm: qwen3moe needs --experts")
+    if a.experts and (a.arch not in ("llama", "qwen3moe") or not 0 < a.experts_used <= a.experts):
+        sys.exit("make_test_llm: --experts is for llama / qwen3moe, with 0 < --experts-used <= --experts")
+    if a.arch not in ("qwen3", "qwen3moe") + GEMMA and a.head_dim * a.heads != a.dim:
         sys.exit("make_test_llm: --head-dim != dim/heads is only supported for qwen3 and gemma")
     if a.arch not in GEMMA and (a.swa or a.swa_pattern or a.attn_softcap or a.final_softcap):
         sys.exit("make_test_llm: --swa, --swa-pattern and the soft-caps are for gemma2 / gemma3")
@@ -314,14 +333,18 @@ def main():
     kvs += [(f"{arch}.{k}", enc(v)) for k, v, enc in opt if v is not None]
     if a.rope_scale is not None:
         kvs += [(f"{arch}.rope.scaling.type", kv_str("linear")), (f"{arch}.rope.scaling.factor", kv_f32(a.rope_scale))]
-    if arch in ("qwen3",) + GEMMA or a.head_dim * a.heads != a.dim:
+    if a.experts:
+        kvs += [(f"{arch}.expert_count", kv_u32(a.experts)), (f"{arch}.expert_used_count", kv_u32(a.experts_used))]
+        if arch == "qwen3moe":
+            kvs.append((f"{arch}.expert_feed_forward_length", kv_u32(a.ff)))
+    if arch in ("qwen3", "qwen3moe") + GEMMA or a.head_dim * a.heads != a.dim:
         kvs += [(f"{arch}.attention.key_length", kv_u32(a.head_dim)),
                 (f"{arch}.attention.value_length", kv_u32(a.head_dim))]
 
     specs = tensor_specs(a, n_vocab)
     infos, offset, n_params = [], 0, 0
-    for name, shape, _, _ in specs:
-        ggml_type, nbytes = encoded_info(shape, a.dtype)
+    for name, shape, kind, _ in specs:
+        ggml_type, nbytes = encoded_info(shape, a.dtype, kind)
         # GGUF dims are the numpy (PyTorch) dims reversed.
         infos.append(gguf_str(name) + struct.pack("<I", len(shape)) +
                      struct.pack(f"<{len(shape)}Q", *reversed(shape)) + struct.pack("<IQ", ggml_type, offset))
@@ -339,7 +362,7 @@ def main():
             f.write(info)
         f.write(b"\0" * (-f.tell() % ALIGN))
         for idx, spec in enumerate(specs):
-            data = encode(make_tensor(spec, idx, a), a.dtype)
+            data = encode(make_tensor(spec, idx, a), a.dtype, spec[2])
             f.write(data.tobytes())
             f.write(b"\0" * (-data.nbytes % ALIGN))
     print(f"make_test_llm: wrote {a.out}: {arch} L={a.layers} d={a.dim} heads={a.heads}/{a.kv_heads} "

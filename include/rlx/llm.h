@@ -47,6 +47,13 @@ struct Config {
   // Rope frequencies are divided by rope_scale (linear scaling: positions
   // times 1 / factor); sliding layers use rope_base_swa and rope_scale_swa.
   double rope_scale = 1, rope_base_swa = 10000, rope_scale_swa = 1;
+  // Mixture of experts (qwen3moe; llama with experts, as mixtral's files are):
+  // each FFN routes a token to the n_expert_used of n_expert experts (FFNs of
+  // n_ff_exp) with the highest softmax of ffn_gate_inp, weighted by those
+  // probabilities renormalized to sum 1, times expert_weights_scale when it is
+  // neither 0 nor 1. n_expert 0: dense FFNs.
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  double expert_weights_scale = 0;
 
   bool is_swa(int64_t layer) const {
     return n_swa > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);

@@ -933,6 +933,47 @@ Shape infer_dequant_matmul(const Node& n, const In& in) {
 
 // ---- gradients
 
+// moe_ffn: each expert weight holds `experts` blocks of rows of its scheme.
+Shape infer_moe_ffn(const Node& n, const In& in) {
+  const Shape &x = *in[0], &ids = *in[1], &w = *in[2];
+  const auto& a = n.attrs_as<MoeFfnAttrs>();
+  RLX_CHECK(a.experts > 0, "moe_ffn: experts must be > 0, got ", a.experts);
+  RLX_CHECK(a.activation == Epilogue::silu || a.activation == Epilogue::gelu_tanh,
+            "moe_ffn: activation must be silu or gelu_tanh, got ", to_string(a.activation));
+  RLX_CHECK(x.dtype == DType::F32 && x.rank() == 2 && x.dims[1].is_static(),
+            "moe_ffn: x must be f32 [tokens, d] with a static d, got ", x.str());
+  check_index_dtype(ids, "moe_ffn");
+  RLX_CHECK(ids.rank() == 2 && dims_compatible(ids.dims[0], x.dims[0]) && w.dtype == DType::F32 &&
+                w.rank() == 2 && dims_compatible(w.dims[0], x.dims[0]) &&
+                dims_compatible(w.dims[1], ids.dims[1]),
+            "moe_ffn: ids and weights must be [tokens, k] (i64, f32) for x ", x.str(), ", got ",
+            ids.str(), " and ", w.str());
+  const int64_t D = x.dims[1].value;
+  // Rows and row length of an expert weight: [experts * rows, row_bytes(k)].
+  auto expert_rows = [&](const Shape& s, const char* what) {
+    RLX_CHECK(s.dtype == DType::U8 && s.rank() == 2 && s.is_static(), "moe_ffn: ", what,
+              " must be static u8 [experts * rows, row_bytes], got ", s.str());
+    const int64_t rows = s.dims[0].value;
+    RLX_CHECK(rows % a.experts == 0, "moe_ffn: ", what, " ", s.str(), " does not hold ", a.experts,
+              " experts' rows");
+    return rows / a.experts;
+  };
+  auto check_k = [&](const Shape& s, const std::string& scheme, int64_t k, const char* what) {
+    const quant::GgmlType t = quant::parse_type_name(scheme);
+    RLX_CHECK(
+        k % quant::traits(t).block_size == 0 && s.dims[1].value == int64_t(quant::row_size(t, k)),
+        "moe_ffn: ", what, " ", s.str(), " is not rows of ", k, " ", scheme, " elements");
+  };
+  const int64_t F = expert_rows(*in[3], "gate"), F2 = expert_rows(*in[4], "up"),
+                D2 = expert_rows(*in[5], "down");
+  RLX_CHECK(F == F2 && D2 == D, "moe_ffn: gate ", in[3]->str(), ", up ", in[4]->str(), " and down ",
+            in[5]->str(), " do not agree on ", a.experts, " experts of d = ", D);
+  check_k(*in[3], a.gate_scheme, D, "gate");
+  check_k(*in[4], a.up_scheme, D, "up");
+  check_k(*in[5], a.down_scheme, F, "down");
+  return Shape({x.dims[0], Dim(D)}, DType::F32);
+}
+
 // rms/layer/group_norm_grad (x, dy[, gamma]): dx has x's shape; dgamma/dbeta have the
 // parameter's (trailing `naxes` dims of x, or [C] for group_norm), gamma or not.
 std::vector<Shape> infer_norm_grad(const Node& n, const In& in) {

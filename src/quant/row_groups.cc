@@ -175,14 +175,15 @@ void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a
     const uint8_t* grp = w.data + size_t(g) * w.group_bytes;
     const int64_t n0 = g * kGroupRows, live = std::min(kGroupRows, w.rows - n0);
     float tail[kGroupRows];
-    float* out = live == kGroupRows ? y + n0 : tail;
+    float* yg = y + (g - g0) * kGroupRows;
+    float* out = live == kGroupRows ? yg : tail;
     if (fn)
       fn(grp, w.scale_bytes, nb, a, out);
     else if (traits(t).block_size == 256)
       detail::group_dot_k_portable(t, grp, nb, a, out);
     else
       group_dot_portable(t, grp, w.scale_bytes, nb, a, out);
-    if (out == tail) std::copy_n(tail, live, y + n0);
+    if (out == tail) std::copy_n(tail, live, yg);
   }
 }
 

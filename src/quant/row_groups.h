@@ -93,8 +93,8 @@ inline int64_t group_activation_entries(int64_t K) { return K / 16; }
 void prepare_group_activation(GgmlType weight, const uint8_t* q8, int64_t K, float* d,
                               int32_t* sum);
 
-// y[n] = row n . activation for the rows of groups [g0, g1) (rows >= N are not
-// written), on kernel k (not none).
+// y[n - 16 g0] = row n . activation for the rows n of groups [g0, g1) (rows >=
+// N are not written), on kernel k (not none).
 void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a, int64_t g0,
                      int64_t g1, float* y);
 

@@ -88,6 +88,13 @@ std::vector<Sample> samples() {
       {Op::DequantMatmul,
        {f32({2, 32}), bytes({3, 34})},
        {{"scheme", std::string("q8_0")}, {"k", 32}}},
+      {Op::MoeFfn,  // 2 tokens, 1 of 2 experts of 32 x 32, q8_0 rows
+       {f32({2, 32}), idx({2, 1}, 1), f32({2, 1}), bytes({64, 34}), bytes({64, 34}),
+        bytes({64, 34})},
+       {{"experts", 2},
+        {"gate_scheme", std::string("q8_0")},
+        {"up_scheme", std::string("q8_0")},
+        {"down_scheme", std::string("q8_0")}}},
       {Op::Conv, {f32({1, 2, 5, 5}), f32({3, 2, 3, 3}), f32({3})}, {{"pads", Ints{1, 1, 1, 1}}}},
       {Op::Conv, {f32({1, 2, 5, 5}), f32({3, 2, 1, 1})}, {{"activation", std::string("relu6")}}},
       {Op::ConvTranspose, {f32({1, 2, 3, 3}), f32({2, 3, 3, 3})}, {{"stride", Ints{2, 2}}}},
@@ -215,8 +222,9 @@ bool bound_leaf(Op op) {
 // Ops CoreML declares it cannot lower (the answer of coreml::supports); empty
 // today: every op lowers.
 // MIL has no pool that returns its argmax; the exporter lists the op as unsupported.
-// MIL has no cumulative product either.
-const std::set<Op> kCoreMLUnsupported = {Op::MaxPool2dIndices, Op::CumProd};
+// MIL has no cumulative product either, and moe_ffn (GGUF MoE models) has no
+// lowering yet.
+const std::set<Op> kCoreMLUnsupported = {Op::MaxPool2dIndices, Op::CumProd, Op::MoeFfn};
 
 std::string label(const Sample& s) {
   return std::string(op_name(s.op)) + " {" + s.attrs.str() + "}";

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "rlx/llm.h"
+#include "support/testing.h"
 #include "support/tiny_llm.h"
 
 namespace rlx {
@@ -107,16 +108,41 @@ TinyLlm gemma3() {
   return m;
 }
 
+// A mixture of 4 experts, 2 per token (llama: mixtral's layout).
+TinyLlm moe(std::string a) {
+  TinyLlm m = arch(std::move(a));
+  m.n_expert = 4;
+  return m;
+}
+
 std::string arch_name(const TinyLlm& m) {
   return m.arch + (m.tied ? "_tied" : "") + (m.rope_freqs ? "_freqs" : "") +
-         (m.n_swa > 0 ? "_swa" : "") + (m.final_softcap > 0 ? "_softcap" : "");
+         (m.n_swa > 0 ? "_swa" : "") + (m.final_softcap > 0 ? "_softcap" : "") +
+         (m.n_expert > 0 && m.arch != "qwen3moe" ? "_moe" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, LlmArch,
                          ::testing::Values(arch("llama"), arch("llama", true, true), arch("qwen2"),
                                            arch("qwen3", true), arch("phi3"), arch("gemma2"),
-                                           gemma2(), arch("gemma3"), gemma3()),
+                                           gemma2(), arch("gemma3"), gemma3(), moe("llama"),
+                                           moe("qwen3moe")),
                          [](const auto& info) { return arch_name(info.param); });
+
+// The experts kept in the file's blocks (moe_ffn on "f32" rows) give the
+// logits of the dequantized graph, and the config reads the expert keys.
+TEST(LlmMoe, QuantizedWeightsMatchF32AndKeysAreRead) {
+  for (const char* a : {"llama", "qwen3moe"}) {
+    Loaded l = load(moe(a));
+    EXPECT_EQ(l.config.n_expert, 4) << a;
+    EXPECT_EQ(l.config.n_expert_used, 2) << a;
+    EXPECT_EQ(l.config.n_ff_exp, 48) << a;
+    EXPECT_NE(l.config.summary().find("2 of 4 experts x ff 48"), std::string::npos)
+        << l.config.summary();
+    Tensor q = all_logits(l, kTokens, llm::Weights::Quantized),
+           f = all_logits(l, kTokens, llm::Weights::F32);
+    EXPECT_TRUE(testing::all_close(q, f, 1e-4, 1e-4)) << a;
+  }
+}
 
 TEST(LlmConfig, NewArchitecturesReadTheirKeys) {
   Loaded phi = load(arch("phi3"));
@@ -255,6 +281,17 @@ TEST(LlmConfig, NewArchitecturesNameMissingTensorsAndBadKeys) {
   EXPECT_NE(
       error_of(gemma3(), "blk.2.attn_k_norm.weight").find("'blk.2.attn_k_norm.weight' is missing"),
       std::string::npos);
+  EXPECT_NE(error_of(moe("qwen3moe"), "blk.1.ffn_down_exps.weight")
+                .find("'blk.1.ffn_down_exps.weight' is missing"),
+            std::string::npos);
+  TinyLlm dense_qwen3moe = arch("qwen3moe");
+  EXPECT_NE(error_of(dense_qwen3moe, "").find("qwen3moe needs qwen3moe.expert_count"),
+            std::string::npos);
+  TinyLlm greedy = moe("llama");
+  greedy.n_expert_used = 5;
+  EXPECT_NE(error_of(greedy, "").find("bad expert counts: 5 used of 4"), std::string::npos);
+  TinyLlm phi_moe = moe("phi3");
+  EXPECT_NE(error_of(phi_moe, "").find("phi3 with experts is not supported"), std::string::npos);
   const std::string e = error_of(gemma3(), "", "gemma3.rope.scaling.type");
   EXPECT_NE(e.find("z.gguf: metadata key 'gemma3.rope.scaling.type': 'yarn' is not supported"),
             std::string::npos)

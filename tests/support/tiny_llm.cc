@@ -1,5 +1,6 @@
 #include "support/tiny_llm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -53,18 +54,23 @@ Weights make_weights(const TinyLlm& m) {
       w.add(b + "attn_k.bias", {kv}, rng, 0, 0.1f);
       w.add(b + "attn_v.bias", {kv}, rng, 0, 0.1f);
     }
-    if (m.arch == "qwen3" || m.arch == "gemma3") {
+    if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3") {
       w.add(b + "attn_q_norm.weight", {m.head_dim}, rng, 1, 0.1f);
       w.add(b + "attn_k_norm.weight", {m.head_dim}, rng, 1, 0.1f);
     }
     w.add(b + "ffn_norm.weight", {m.n_embd}, rng, 1, 0.1f);
-    if (m.arch == "phi3") {  // gate rows, then up rows
+    if (m.n_expert > 0) {  // router logits of std ~5: no near-ties in the top-k
+      w.add(b + "ffn_gate_inp.weight", {m.n_expert, m.n_embd}, rng, 0, 1.0f);
+      w.add(b + "ffn_gate_exps.weight", {m.n_expert, m.n_ff, m.n_embd}, rng, 0, 0.2f);
+      w.add(b + "ffn_up_exps.weight", {m.n_expert, m.n_ff, m.n_embd}, rng, 0, 0.2f);
+      w.add(b + "ffn_down_exps.weight", {m.n_expert, m.n_embd, m.n_ff}, rng, 0, 0.2f);
+    } else if (m.arch == "phi3") {  // gate rows, then up rows
       w.add(b + "ffn_up.weight", {2 * m.n_ff, m.n_embd}, rng, 0, 0.2f);
     } else {
       w.add(b + "ffn_gate.weight", {m.n_ff, m.n_embd}, rng, 0, 0.2f);
       w.add(b + "ffn_up.weight", {m.n_ff, m.n_embd}, rng, 0, 0.2f);
     }
-    w.add(b + "ffn_down.weight", {m.n_embd, m.n_ff}, rng, 0, 0.2f);
+    if (m.n_expert == 0) w.add(b + "ffn_down.weight", {m.n_embd, m.n_ff}, rng, 0, 0.2f);
   }
   w.add("output_norm.weight", {m.n_embd}, rng, 1, 0.1f);
   if (!m.tied && m.arch != "gemma2") w.add("output.weight", {m.n_vocab, m.n_embd}, rng, 0, 0.2f);
@@ -136,6 +142,12 @@ std::string TinyLlm::gguf_bytes() const {
       {"tokenizer.ggml.bos_token_id", Value::of_u32(1)},
       {"tokenizer.ggml.eos_token_id", Value::of_u32(2)},
   };
+  if (n_expert > 0) {
+    meta.emplace_back(arch + ".expert_count", Value::of_u32(uint32_t(n_expert)));
+    meta.emplace_back(arch + ".expert_used_count", Value::of_u32(uint32_t(n_expert_used)));
+    if (arch == "qwen3moe")
+      meta.emplace_back(arch + ".expert_feed_forward_length", Value::of_u32(uint32_t(n_ff)));
+  }
   if (n_swa > 0)
     meta.emplace_back(arch + ".attention.sliding_window", Value::of_u32(uint32_t(n_swa)));
   if (swa_pattern > 0)
@@ -180,6 +192,36 @@ static double gelu_tanh(double x) {
 
 static double cap(double x, double c) { return c > 0 ? c * std::tanh(x / c) : x; }
 
+// A mixture-of-experts FFN: the n_expert_used experts of highest softmax
+// probability, weighted by their probabilities renormalized to sum 1.
+static Vec mixture(const TinyLlm& m, const Weights& w, const std::string& b, const Vec& x) {
+  Vec p = matvec(w.at(b + "ffn_gate_inp.weight"), x);
+  const double mx = *std::max_element(p.begin(), p.end());
+  for (double& v : p) v = std::exp(v - mx);
+  std::vector<int64_t> order(size_t(m.n_expert));
+  for (int64_t e = 0; e < m.n_expert; ++e) order[size_t(e)] = e;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t c) { return p[size_t(a)] > p[size_t(c)]; });
+  double chosen = 0;
+  for (int64_t j = 0; j < m.n_expert_used; ++j) chosen += p[size_t(order[size_t(j)])];
+  // Expert e's [n_ff, n_embd] (gate, up) or [n_embd, n_ff] (down) block.
+  auto slice = [&](const char* what, int64_t e) {
+    const auto& all = w.at(b + what);
+    const int64_t n = m.n_ff * m.n_embd;
+    return std::vector<float>(all.begin() + e * n, all.begin() + (e + 1) * n);
+  };
+  Vec y(size_t(m.n_embd), 0.0);
+  for (int64_t j = 0; j < m.n_expert_used; ++j) {
+    const int64_t e = order[size_t(j)];
+    Vec g = matvec(slice("ffn_gate_exps.weight", e), x),
+        u = matvec(slice("ffn_up_exps.weight", e), x);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+    const Vec d = matvec(slice("ffn_down_exps.weight", e), g);
+    for (int64_t i = 0; i < m.n_embd; ++i) y[size_t(i)] += p[size_t(e)] / chosen * d[size_t(i)];
+  }
+  return y;
+}
+
 std::vector<Vec> TinyLlm::reference_logits(const std::vector<int32_t>& tokens) const {
   Weights w = make_weights(*this);
   const bool gemma = arch == "gemma2" || arch == "gemma3";
@@ -222,7 +264,7 @@ std::vector<Vec> TinyLlm::reference_logits(const std::vector<int32_t>& tokens) c
                                     std::tuple{&k[t], n_head_kv, "attn_k_norm"}}) {
         for (int64_t h = 0; h < heads; ++h) {
           double* hv = vec->data() + h * head_dim;
-          if (arch == "qwen3" || arch == "gemma3") {
+          if (arch == "qwen3" || arch == "qwen3moe" || arch == "gemma3") {
             Vec n = rms_norm(Vec(hv, hv + head_dim), w.at(b + nm + ".weight").data(), eps);
             std::copy(n.begin(), n.end(), hv);
           }
@@ -252,6 +294,10 @@ std::vector<Vec> TinyLlm::reference_logits(const std::vector<int32_t>& tokens) c
       }
       add_norm(x[t], matvec(w.at(b + "attn_output.weight"), att), b + "post_attention_norm.weight");
       Vec n2 = rms_norm(x[t], w.at(b + "ffn_norm.weight").data(), eps);
+      if (n_expert > 0) {
+        add_norm(x[t], mixture(*this, w, b, n2), "");
+        continue;
+      }
       Vec g, u;
       if (arch == "phi3") {
         Vec gu = matvec(w.at(b + "ffn_up.weight"), n2);

@@ -10,7 +10,7 @@
 namespace rlx::testing {
 
 struct TinyLlm {
-  std::string arch = "llama";  // llama | qwen2 | qwen3 | phi3 | gemma2 | gemma3
+  std::string arch = "llama";  // llama | qwen2 | qwen3 | qwen3moe | phi3 | gemma2 | gemma3
   int64_t n_layer = 2, n_embd = 32, n_ff = 48, n_head = 4, n_head_kv = 2, head_dim = 8;
   int64_t n_vocab = 50, n_rot = 8;
   double rope_base = 10000, eps = 1e-5;
@@ -20,6 +20,10 @@ struct TinyLlm {
   // <arch>.rope.freq_base_swa and <arch>.rope.scaling.factor when > 0.
   int64_t n_swa = 0, swa_pattern = 0;
   double attn_softcap = 0, final_softcap = 0, rope_base_swa = 0, rope_scale = 0;
+  // > 0: every FFN is a mixture of n_expert experts of n_ff (llama: mixtral's
+  // layout; qwen3moe, which needs it: written as expert_feed_forward_length),
+  // n_expert_used per token.
+  int64_t n_expert = 0, n_expert_used = 2;
   uint64_t seed = 1;
 
   // Writes the model (f32 tensors) as GGUF bytes.

@@ -44,10 +44,12 @@ void quantize_file(const std::string& in, const std::string& out, const std::str
   for (size_t i = 0; i < f.tensors.size(); ++i) {
     const gguf::TensorInfo& t = f.tensors[i];
     progress(i + 1, f.tensors.size(), t.name);
-    // Matrices whose rows fit the block size are quantized; norms, biases and
-    // odd shapes stay as they are (as llama-quantize does).
-    const bool matrix =
-        t.ne.size() == 2 && t.ne[0] % tr.block_size == 0 && quant::traits(t.type).dequantize_row;
+    // Matrices (and MoE expert stacks) whose rows fit the block size are
+    // quantized; norms, biases, odd shapes and MoE routers stay as they are
+    // (as llama-quantize does: routing is decided on the router's exact logits).
+    const bool router = t.name.find("ffn_gate_inp.weight") != std::string::npos;
+    const bool matrix = (t.ne.size() == 2 || t.ne.size() == 3) && !router &&
+                        t.ne[0] % tr.block_size == 0 && quant::traits(t.type).dequantize_row;
     if (!matrix || t.type == type) {
       tensors.push_back({t.name, t.type, t.ne,
                          std::string_view(reinterpret_cast<const char*>(t.data), t.nbytes)});
@@ -55,7 +57,7 @@ void quantize_file(const std::string& in, const std::string& out, const std::str
       continue;
     }
     Tensor w = gguf::to_f32(f, t);
-    const int64_t rows = t.ne[1], cols = t.ne[0];
+    const int64_t rows = w.numel() / t.ne[0], cols = t.ne[0];
     const size_t row_bytes = quant::row_size(type, cols);
     storage[i].resize(row_bytes * size_t(rows));
     parallel_for(rows, 1, [&](int64_t b, int64_t e) {

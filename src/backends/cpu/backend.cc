@@ -47,13 +47,18 @@ KernelEntry checked_kernel(const Node& n) {
 
 // A weight that is a param or constant (bound once, never changes between
 // runs): a matmul's B or a conv's weight in f32, packed once for rlx's sgemm;
-// a dequant_matmul's rows, regrouped once for the decode GEMV (the types of
-// quant/row_groups.h), unless CpuOptions::regroup_weights is off.
+// a dequant_matmul's rows (a moe_ffn's three expert weights), regrouped once
+// for the decode GEMV (the types of quant/row_groups.h), unless
+// CpuOptions::regroup_weights is off.
 bool has_packable_weight(const Graph& g, const Node& n, const Context& ctx) {
-  if (n.inputs.size() < 2) return false;
-  const Node& w = g.node(n.inputs[1]);
-  if (w.op != Op::Param && w.op != Op::Constant) return false;
-  if (n.op == Op::MatMul || n.op == Op::Conv) return w.shape.dtype == DType::F32;
+  auto constant = [&](size_t i) {
+    const Op op = g.node(n.inputs[i]).op;
+    return op == Op::Param || op == Op::Constant;
+  };
+  // moe_ffn: gate, up and down, each in its own slot.
+  if (n.op == Op::MoeFfn) return ctx.regroup_weights && constant(3) && constant(4) && constant(5);
+  if (n.inputs.size() < 2 || !constant(1)) return false;
+  if (n.op == Op::MatMul || n.op == Op::Conv) return g.node(n.inputs[1]).shape.dtype == DType::F32;
   return n.op == Op::DequantMatmul && ctx.regroup_weights;
 }
 

@@ -31,6 +31,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/quant_matmul.h"
 #include "backends/cpu/weight_pack.h"
 #include "quant/dequant_cache.h"
 #include "quant/qgemm.h"
@@ -115,7 +116,7 @@ void direct(const Problem& p, const TypeTraits& tr) {
 // quantized to the type's vec_dot_type once, groups of 16 weight rows split
 // over the pool, every activation row run against a group while it is in cache.
 void grouped(const Problem& p, const TypeTraits& tr, const quant::RowGroups& rg,
-             quant::GroupKernel kernel) {
+             int64_t first_group, quant::GroupKernel kernel) {
   const int64_t nsum = quant::group_activation_entries(p.K);
   const size_t ab = quant::row_size(tr.vec_dot_type, p.K);
   std::vector<uint8_t> qa(size_t(p.M) * ab);
@@ -133,9 +134,11 @@ void grouped(const Problem& p, const TypeTraits& tr, const quant::RowGroups& rg,
   // A task of >= ~64K multiply-adds.
   const int64_t grain =
       std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, quant::kGroupRows * p.K * p.M));
-  parallel_for(rg.groups(), grain, [&](int64_t b, int64_t e) {
+  const int64_t groups = (p.N + quant::kGroupRows - 1) / quant::kGroupRows;
+  parallel_for(groups, grain, [&](int64_t b, int64_t e) {
     for (int64_t m = 0; m < p.M; ++m)
-      quant::gemv_row_groups(kernel, rg, acts[size_t(m)], b, e, p.y + m * p.N);
+      quant::gemv_row_groups(kernel, rg, acts[size_t(m)], first_group + b, first_group + e,
+                             p.y + m * p.N + b * quant::kGroupRows);
   });
   if (p.bias)
     for (int64_t m = 0; m < p.M; ++m)
@@ -147,12 +150,6 @@ void add_bias(const Problem& p) {
   for (int64_t m = 0; m < p.M; ++m)
     for (int64_t n = 0; n < p.N; ++n) p.y[m * p.N + n] += p.bias[n];
 }
-
-// Activation rows from which dequantize-a-tile + sgemm beats one integer dot
-// per (row, weight row) pair: the dequantization is paid once per tile and
-// sgemm runs near peak, while per-pair dots redo block scale decoding M
-// times (measured on q4_K / q6_K, K = N = 4096: ~2x at M = 64).
-constexpr int64_t kGemmMinRows = 16;
 
 void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>& owner,
            quant::DequantCache* cache) {
@@ -223,35 +220,50 @@ void dequant_matmul(const KernelCall& c) {
               "dequant_matmul: bias must be f32 [", N, "]");
     bias = c.in[2].data<float>();
   }
-  float* y = c.out.data<float>();
+  QuantRows rows{.type = type,
+                 .w = static_cast<const uint8_t*>(w.raw()),
+                 .rb = rb,
+                 .N = N,
+                 .K = K,
+                 .owner = w.buffer()};
+  if (M < kGemmMinRows) rows.groups = regrouped(c.pack, 0, type, rows.w, rb, N, K);
+  quant_matmul(c.ctx, rows, x.data<float>(), M, bias, c.out.data<float>());
+}
+
+const quant::RowGroups* regrouped(WeightPack* pack, int slot, GgmlType type, const uint8_t* w,
+                                  size_t rb, int64_t N, int64_t K) {
+  if (!pack || quant::group_kernel(type) == quant::GroupKernel::none) return nullptr;
+  const quant::RowGroups* rg =
+      pack->row_groups(slot, w, [&] { return quant::make_row_groups(type, w, rb, N, K); });
+  return rg && rg->rows == N && rg->k == K ? rg : nullptr;
+}
+
+void quant_matmul(const Context& ctx, const QuantRows& w, const float* x, int64_t M,
+                  const float* bias, float* y) {
+  const int64_t N = w.N, K = w.K;
+  const TypeTraits& tr = quant::traits(w.type);
   if (M == 0 || N == 0) return;
   if (K == 0) {
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.f;
     return;
   }
-  const Problem p{x.data<float>(), static_cast<const uint8_t*>(w.raw()), bias, y, M, N, K, rb};
-  // Decode on a constant weight of a regrouped type: its rows regrouped on first use.
-  if (M < kGemmMinRows && c.pack) {
-    const quant::GroupKernel kernel = quant::group_kernel(type);
-    if (kernel != quant::GroupKernel::none) {
-      const quant::RowGroups* rg =
-          c.pack->row_groups(p.w, [&] { return quant::make_row_groups(type, p.w, rb, N, K); });
-      if (rg && rg->rows == N && rg->k == K) return grouped(p, tr, *rg, kernel);
-    }
-  }
+  const Problem p{x, w.w, bias, y, M, N, K, w.rb};
+  // Decode on constant rows of a regrouped type: their rows regrouped on first use.
+  if (M < kGemmMinRows && w.groups)
+    return grouped(p, tr, *w.groups, w.first_group, quant::group_kernel(w.type));
   // Many rows of a type with an integer GEMM: activations quantized once
   // (as the direct path and ggml do), integer products on the blocks.
-  if (M >= kGemmMinRows && quant::qgemm::path_for(type) != quant::qgemm::Path::none) {
-    quant::qgemm::matmul(type, p.x, M, K, p.w, rb, N, bias, y);
+  if (M >= kGemmMinRows && quant::qgemm::path_for(w.type) != quant::qgemm::Path::none) {
+    quant::qgemm::matmul(w.type, p.x, M, K, p.w, w.rb, N, bias, y);
     return;
   }
   // ggml_numerics quantizes activations at every M, as ggml does, so logits
   // can be compared with llama.cpp's rounding for rounding.
-  if (tr.vec_dot && (M < kGemmMinRows || c.ctx.ggml_numerics))
+  if (tr.vec_dot && (M < kGemmMinRows || ctx.ggml_numerics))
     direct(p, tr);
   else  // types with a direct kernel stream tiles instead of filling the cache
-    tiled(p, tr, w.buffer(), tr.vec_dot ? nullptr : c.ctx.dequant_cache);
+    tiled(p, tr, w.owner, tr.vec_dot ? nullptr : ctx.dequant_cache);
 }
 
 }  // namespace rlx::cpu

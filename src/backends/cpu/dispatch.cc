@@ -84,6 +84,7 @@ KernelEntry kernel_for(Op op) {
     case Op::Resize: return {resize, f32};
     case Op::GridSample: return {grid_sample, f32};
     case Op::DequantMatmul: return {dequant_matmul, f32};
+    case Op::MoeFfn: return {moe_ffn, f32};
 
     case Op::RmsNormGrad: return {rms_norm_grad, f32};
     case Op::LayerNormGrad: return {layer_norm_grad, f32};

@@ -84,6 +84,8 @@ void grid_sample(const KernelCall& c);
 
 // dequant_matmul.cc
 void dequant_matmul(const KernelCall& c);
+// moe_ffn.cc
+void moe_ffn(const KernelCall& c);
 // grad_norm.cc, grad_activation.cc, grad_loss.cc
 void rms_norm_grad(const KernelCall& c);
 void layer_norm_grad(const KernelCall& c);

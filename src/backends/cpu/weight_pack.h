@@ -45,14 +45,15 @@ class WeightPack {
   const PackedOperand* get(const float* source, const std::function<PackedOperand()>& pack) {
     return sgemm_.get(source, pack);
   }
-  const quant::RowGroups* row_groups(const uint8_t* source,
+  // slot: which of the node's weights (moe_ffn: gate, up, down).
+  const quant::RowGroups* row_groups(int slot, const uint8_t* source,
                                      const std::function<quant::RowGroups()>& make) {
-    return groups_.get(source, make);
+    return groups_[slot].get(source, make);
   }
 
  private:
   PackSlot<PackedOperand> sgemm_;
-  PackSlot<quant::RowGroups> groups_;
+  PackSlot<quant::RowGroups> groups_[3];
 };
 
 }  // namespace rlx::cpu

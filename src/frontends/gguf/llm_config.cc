@@ -77,13 +77,35 @@ Config Config::from_gguf(const gguf::File& f) {
   c.arch = a->as_string();
   const std::string& arch = c.arch;
   const bool gemma = arch == "gemma2" || arch == "gemma3";
-  RLX_CHECK(arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "phi3" || gemma,
+  RLX_CHECK(arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3moe" ||
+                arch == "phi3" || gemma,
             f.source, ": architecture '", arch,
-            "' is not supported (llama, qwen2, qwen3, phi3, gemma2, gemma3)");
+            "' is not supported (llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3)");
   Meta m{f, arch};
   c.n_layer = m.integer("block_count");
   c.n_embd = m.integer("embedding_length");
-  c.n_ff = m.integer("feed_forward_length");
+  c.n_expert = m.integer("expert_count", 0);
+  c.n_expert_used = m.integer("expert_used_count", 0);
+  RLX_CHECK(arch != "qwen3moe" || (c.n_expert > 0 && c.n_expert_used > 0), f.source,
+            ": qwen3moe needs ", arch, ".expert_count and ", arch, ".expert_used_count > 0");
+  RLX_CHECK(c.n_expert >= 0 && c.n_expert <= 4096 && c.n_expert_used >= 0 &&
+                c.n_expert_used <= c.n_expert && (c.n_expert == 0 || c.n_expert_used > 0),
+            f.source, ": bad expert counts: ", c.n_expert_used, " used of ", c.n_expert);
+  RLX_CHECK(c.n_expert == 0 || arch == "llama" || arch == "qwen3moe", f.source, ": ", arch,
+            " with experts is not supported (MoE: llama, qwen3moe)");
+  // MoE files may leave out the dense size (llama.cpp reads it as optional).
+  c.n_ff = c.n_expert > 0 ? m.integer("feed_forward_length", 0) : m.integer("feed_forward_length");
+  if (c.n_expert > 0) {
+    // llama (mixtral) experts are n_ff wide; qwen3moe's have their own key,
+    // n_ff / n_expert_used when absent, as llama.cpp reads it.
+    c.n_ff_exp = arch == "qwen3moe" ? m.scalar_or_default("expert_feed_forward_length", 0) : c.n_ff;
+    if (c.n_ff_exp == 0 && c.n_ff > 0) c.n_ff_exp = c.n_ff / c.n_expert_used;
+    RLX_CHECK(c.n_ff_exp > 0, f.source, ": MoE model without a usable ", arch,
+              ".expert_feed_forward_length or feed_forward_length");
+    c.expert_weights_scale = m.real("expert_weights_scale", 0.0);
+    RLX_CHECK(std::isfinite(c.expert_weights_scale), f.source, ": bad expert_weights_scale");
+    if (c.n_ff <= 0) c.n_ff = c.n_ff_exp;
+  }
   c.n_head = m.integer("attention.head_count");
   c.n_head_kv = m.integer("attention.head_count_kv", c.n_head);
   c.n_ctx_train = m.integer("context_length", 0);
@@ -196,13 +218,18 @@ Config Config::from_gguf(const gguf::File& f) {
     }
     expect_tensor(f, b + "attn_output.weight", {c.n_embd, q});
     expect_tensor(f, b + "ffn_norm.weight", {c.n_embd});
-    if (c.fused_gate_up) {
+    if (c.n_expert > 0) {
+      expect_tensor(f, b + "ffn_gate_inp.weight", {c.n_expert, c.n_embd});
+      expect_tensor(f, b + "ffn_gate_exps.weight", {c.n_expert, c.n_ff_exp, c.n_embd});
+      expect_tensor(f, b + "ffn_up_exps.weight", {c.n_expert, c.n_ff_exp, c.n_embd});
+      expect_tensor(f, b + "ffn_down_exps.weight", {c.n_expert, c.n_embd, c.n_ff_exp});
+    } else if (c.fused_gate_up) {
       expect_tensor(f, b + "ffn_up.weight", {2 * c.n_ff, c.n_embd});
     } else {
       expect_tensor(f, b + "ffn_gate.weight", {c.n_ff, c.n_embd});
       expect_tensor(f, b + "ffn_up.weight", {c.n_ff, c.n_embd});
     }
-    expect_tensor(f, b + "ffn_down.weight", {c.n_embd, c.n_ff});
+    if (c.n_expert == 0) expect_tensor(f, b + "ffn_down.weight", {c.n_embd, c.n_ff});
     if (c.post_norms) {
       expect_tensor(f, b + "post_attention_norm.weight", {c.n_embd});
       expect_tensor(f, b + "post_ffw_norm.weight", {c.n_embd});
@@ -233,6 +260,8 @@ std::string Config::summary() const {
       s << swa_pattern - 1 << " of " << swa_pattern << " layers";
     s << ", rope base " << rope_base_swa << ")";
   }
+  if (n_expert > 0)
+    s << ", " << n_expert_used << " of " << n_expert << " experts x ff " << n_ff_exp;
   if (attn_softcap > 0) s << ", attention softcap " << attn_softcap;
   if (final_softcap > 0) s << ", final softcap " << final_softcap;
   return s.str();

@@ -137,13 +137,38 @@ class LlmBuilder {
     return weights_.linear(b_, b_.mul(gate, up), blk + "ffn_down.weight");
   }
 
+  // A mixture of experts, routed as llama.cpp's build_moe_ffn does for
+  // llama and qwen3moe: softmax over the router's logits, the top
+  // n_expert_used, their probabilities renormalized (the sum clamped to f16's
+  // smallest normal).
+  NodeId moe(NodeId x, const std::string& blk) {
+    NodeId probs = b_.softmax(weights_.linear(b_, x, blk + "ffn_gate_inp.weight"));
+    std::vector<NodeId> top = b_.results(Op::TopK, {probs}, {{"k", c_.n_expert_used}});
+    NodeId sum =
+        b_.op(Op::Clamp, {b_.reduce(Op::ReduceSum, top[0], {-1}, true)}, {{"min", 6.103515625e-5}});
+    NodeId w = b_.div(top[0], sum);
+    if (c_.expert_weights_scale != 0 && c_.expert_weights_scale != 1)
+      w = scale(w, c_.expert_weights_scale);
+    std::string gs, us, ds;
+    NodeId gate = weights_.experts(b_, blk + "ffn_gate_exps.weight", gs);
+    NodeId up = weights_.experts(b_, blk + "ffn_up_exps.weight", us);
+    NodeId down = weights_.experts(b_, blk + "ffn_down_exps.weight", ds);
+    return b_.op(Op::MoeFfn, {x, top[1], w, gate, up, down},
+                 {{"experts", c_.n_expert},
+                  {"gate_scheme", gs},
+                  {"up_scheme", us},
+                  {"down_scheme", ds},
+                  {"activation", std::string(c_.ffn_act)}});
+  }
+
   NodeId layer(NodeId x, int64_t l, bool kv_cache) {
     const std::string blk = "blk." + std::to_string(l) + ".";
     b_.set_origin(blk.substr(0, blk.size() - 1));
     NodeId a = attention(norm(x, blk + "attn_norm.weight"), l, blk, kv_cache);
     if (c_.post_norms) a = norm(a, blk + "post_attention_norm.weight");
     x = b_.add(x, a);
-    NodeId f = ffn(norm(x, blk + "ffn_norm.weight"), blk);
+    NodeId n2 = norm(x, blk + "ffn_norm.weight");
+    NodeId f = c_.n_expert > 0 ? moe(n2, blk) : ffn(n2, blk);
     if (c_.post_norms) f = norm(f, blk + "post_ffw_norm.weight");
     return b_.add(x, f);
   }

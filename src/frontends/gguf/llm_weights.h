@@ -18,6 +18,10 @@ class WeightBinder {
   NodeId dense(Builder& b, const std::string& name);
   // x @ W^T for W [out, in] stored as GGUF ne [in, out].
   NodeId linear(Builder& b, NodeId x, const std::string& name);
+  // A 3-D expert weight (GGUF ne [k, rows, experts]) as u8 [experts * rows,
+  // row_bytes]: the file's blocks in place (Quantized) or f32 rows (F32);
+  // `scheme` gets their ggml type name, as moe_ffn takes it.
+  NodeId experts(Builder& b, const std::string& name, std::string& scheme);
   // Rows of table [V, D] selected by ids.
   NodeId embedding(Builder& b, const std::string& name, NodeId ids);
 

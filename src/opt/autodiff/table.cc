@@ -167,6 +167,9 @@ VjpEntry vjp_entry(Op op) {
       return rule(vjp_matmul);
     case Op::DequantMatmul:
       return rule(vjp_dequant_matmul);  // x and bias; the quantized weight carries none
+    case Op::MoeFfn:
+      return gap(
+          "an inference op of GGUF MoE models: x and the routing weights' gradients not written");
 
     case Op::Conv:
       return rule(vjp_conv);
