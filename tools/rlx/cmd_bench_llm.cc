@@ -117,7 +117,10 @@ void add_bench_llm_command(CLI::App& app) {
       "bench-llm",
       "Prefill and decode speed of a GGUF language model in llama-bench's terms: pp<P> (one "
       "batch of P tokens) and tg<N> (N single-token steps), mean ± sd tokens/s over the reps");
-  cmd->add_option("model", o->model, "GGUF model (llama, qwen2, qwen3, phi3, gemma2, gemma3)")->required();
+  cmd->add_option(
+         "model", o->model,
+         "GGUF model (llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3; MoE llama as mixtral)")
+      ->required();
   cmd->add_option("-p,--n-prompt", o->prompt, "Prompt tokens of the prefill test (0: skip it)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -70,7 +70,10 @@ void generate(const GenerateOptions& o) {
 void add_generate_command(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
   auto* cmd = app.add_subcommand("generate", "Generate text with a GGUF language model");
-  cmd->add_option("model", o->model, "GGUF model (llama, qwen2, qwen3, phi3, gemma2, gemma3)")->required();
+  cmd->add_option(
+         "model", o->model,
+         "GGUF model (llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3; MoE llama as mixtral)")
+      ->required();
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
   cmd->add_option("--tokens", o->tokens, "Prompt as token ids instead of text (\"1 15043\")");
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")
