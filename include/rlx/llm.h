@@ -76,6 +76,12 @@ struct GraphOptions {
   // > 0: the graph takes exactly this many tokens (export targets that need
   // static lengths, CoreML); 0: a symbolic token count.
   int64_t n_tokens = 0;
+  // One decode step of B sequences at once (BatchDecoder): token i is the
+  // next of sequence i; caches [B, n_head_kv, P, head_dim] padded to a common
+  // P, with bool inputs kv_mask (and kv_mask_swa on models with sliding
+  // layers) [B, 1, 1, P + 1] saying which keys each sequence sees; logits
+  // for every sequence. Needs kv_cache.
+  bool batch = false;
 };
 
 // Graph inputs: tokens i64[T], positions i64[T] and, with kv_cache,
@@ -86,6 +92,8 @@ Model build_model(const gguf::File& f, const Config& c, const GraphOptions& g, W
 // The `tokens` and `positions` inputs for tokens placed at positions
 // first_position..; throws naming any id outside [0, n_vocab).
 TensorMap token_inputs(std::span<const int32_t> tokens, int64_t first_position, int64_t n_vocab);
+
+class BatchDecoder;
 
 // Prefill then one-token decode steps over a compiled KV-cache graph.
 class Session {
@@ -102,10 +110,29 @@ class Session {
   void reset();
 
  private:
+  friend class BatchDecoder;
   Config c_;
   rlx::Session session_;
   TensorMap cache_;
   std::vector<int32_t> tokens_;
+};
+
+// One decode step of several sessions at once over a batched graph
+// (GraphOptions::batch): the new tokens' projections and FFNs run as one
+// matrix product, so every weight is read once for all of them, and each
+// token attends to its own session's cache. The caches are gathered into one
+// padded batch and the grown ones handed back, a copy of each per step.
+class BatchDecoder {
+ public:
+  BatchDecoder(std::shared_ptr<const Executable> batched, Config c);
+  // Feeds tokens[i] to sessions[i] (distinct sessions of this model); returns
+  // each one's logits, as sessions[i]->feed(tokens[i]) would.
+  std::vector<std::vector<float>> feed(std::span<Session* const> sessions,
+                                       std::span<const int32_t> tokens);
+
+ private:
+  Config c_;
+  rlx::Session session_;
 };
 
 struct SamplerOptions {

@@ -25,6 +25,8 @@ struct ChatModel {
   Config config;
   Tokenizer tokenizer;
   std::shared_ptr<const Executable> exe;
+  // The batched decode graph (GraphOptions::batch) when loaded with one.
+  std::shared_ptr<const Executable> batch_exe;
   ChatTemplate chat_template;
   // Where the template came from: "gguf" (tokenizer.chat_template), "file",
   // or "chatml" (the fallback for files without one, as llama.cpp does).
@@ -32,8 +34,9 @@ struct ChatModel {
 
   // Reads, builds and compiles `path`. A non-empty template_source replaces
   // the file's template. Throws rlx::Error naming the file and what is wrong.
+  // batched: also compile the batched decode graph (rlx serve with several slots).
   static ChatModel load(const std::string& path, Weights w = Weights::Quantized,
-                        const std::string& template_source = "");
+                        const std::string& template_source = "", bool batched = false);
   // The rendered conversation (with the generation prompt) as token ids:
   // control tokens spelled in the text become those tokens, and BOS is added
   // when the model wants one and the template did not write it.
@@ -97,12 +100,19 @@ class Generation {
   // Samples and streams one token; returns false once finished (then the
   // last text has gone to the sink and result() is complete).
   bool step(const TextSink& sink = {});
+  // The token the next step() would feed its session, or -1 when that step
+  // feeds none (it samples the prompt's logits, or the length limit ends it).
+  // A scheduler may feed it itself, batched with other generations' tokens
+  // (BatchDecoder), then call step(sink, logits) with what came back.
+  int32_t pending_feed() const;
+  bool step(const TextSink& sink, std::vector<float> fed_logits);
   // Ends the generation now, as Finish::Cancelled; nothing more is sent.
   void cancel();
   bool finished() const { return finished_; }
   const GenerateResult& result() const { return res_; }
 
  private:
+  bool at_length() const;  // the token budget or the context is used up
   void finish(Finish f, const TextSink& sink);
   void emit(const std::string& text, const TextSink& sink);
 

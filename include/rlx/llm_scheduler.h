@@ -4,7 +4,9 @@
 // reply does not hold back a short one (continuous scheduling). A new request
 // takes the free slot whose cache shares the longest prefix with its prompt.
 //
-// Decode steps run one slot after another, not yet as one batched matmul.
+// With the model's batched graph (ChatModel::batch_exe), the slots that
+// decode in the same round feed their tokens as one batch (BatchDecoder), so
+// every weight is read once per round instead of once per slot.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -80,12 +82,15 @@ class Scheduler {
   };
   void run();
   void start(Slot& slot, Job job);
-  void step(Slot& slot);
+  void step_all();
+  // fed_logits: the slot's pending token was fed in a batch, with these logits.
+  void step(Slot& slot, std::vector<float>* fed_logits);
   Slot* slot_for(const std::vector<int32_t>& prompt);
   void release();
 
   const ChatModel& model_;
   std::vector<Slot> slots_;
+  std::unique_ptr<BatchDecoder> batch_;  // null: slots decode one after another
   size_t max_waiting_;
   mutable std::mutex m_;
   std::condition_variable cv_;

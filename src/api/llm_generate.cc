@@ -27,7 +27,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-ChatModel ChatModel::load(const std::string& path, Weights w, const std::string& template_source) {
+ChatModel ChatModel::load(const std::string& path, Weights w, const std::string& template_source,
+                          bool batched) {
   gguf::File f = gguf::read(path);
   Config c = Config::from_gguf(f);
   Tokenizer tok = Tokenizer::from_gguf(f);
@@ -49,7 +50,14 @@ ChatModel ChatModel::load(const std::string& path, Weights w, const std::string&
   ChatTemplate tmpl = parsed();
   Model m = build_model(f, c, {}, w);
   auto exe = Executable::compile(std::move(m.graph), m.weights);
-  return ChatModel{path, std::move(c), std::move(tok), std::move(exe), std::move(tmpl), origin};
+  std::shared_ptr<const Executable> batch_exe;
+  if (batched) {
+    Model b = build_model(f, c, {.batch = true}, w);
+    batch_exe = Executable::compile(std::move(b.graph), b.weights);
+  }
+  return ChatModel{path,           std::move(c),         std::move(tok),
+                   std::move(exe), std::move(batch_exe), std::move(tmpl),
+                   origin};
 }
 
 std::vector<int32_t> ChatModel::text_prompt(const std::string& text) const {
@@ -149,10 +157,24 @@ void Generation::finish(Finish f, const TextSink& sink) {
   finished_ = true;
 }
 
+bool Generation::at_length() const {
+  const int64_t next_position = session_.n_past() + (unfed_ >= 0);
+  return int64_t(res_.tokens.size()) >= r_.max_tokens ||
+         (r_.n_ctx > 0 && next_position >= r_.n_ctx);
+}
+
+int32_t Generation::pending_feed() const { return finished_ || at_length() ? -1 : unfed_; }
+
+bool Generation::step(const TextSink& sink, std::vector<float> fed_logits) {
+  RLX_CHECK(pending_feed() >= 0, "generation: step with logits, but no token was pending");
+  logits_ = std::move(fed_logits);
+  unfed_ = -1;
+  return step(sink);
+}
+
 bool Generation::step(const TextSink& sink) {
   if (finished_) return false;
-  const int64_t next_position = session_.n_past() + (unfed_ >= 0);
-  if (int64_t(res_.tokens.size()) >= r_.max_tokens || (r_.n_ctx > 0 && next_position >= r_.n_ctx)) {
+  if (at_length()) {
     finish(Finish::Length, sink);
     return false;
   }

@@ -44,6 +44,8 @@ Scheduler::Scheduler(const ChatModel& model, int n_slots, size_t max_waiting)
   RLX_CHECK(n_slots >= 1, "serve: the number of slots must be at least 1, got ", n_slots);
   slots_.resize(size_t(n_slots));
   for (Slot& s : slots_) s.session = std::make_unique<Session>(model.exe, model.config);
+  if (model.batch_exe && n_slots > 1)
+    batch_ = std::make_unique<BatchDecoder>(model.batch_exe, model.config);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -94,15 +96,18 @@ void Scheduler::start(Slot& slot, Job job) {
   }
 }
 
-void Scheduler::step(Slot& slot) {
+void Scheduler::step(Slot& slot, std::vector<float>* fed_logits) {
   Ticket& t = *slot.job->ticket;  // held by slot.job until the end
   bool more = false;
   std::string error;
   try {
     if (t.cancelled())
       slot.generation->cancel();
-    else
-      more = slot.generation->step([&t](std::string_view s) { return t.push(s); });
+    else {
+      const TextSink sink = [&t](std::string_view s) { return t.push(s); };
+      more = fed_logits ? slot.generation->step(sink, std::move(*fed_logits))
+                        : slot.generation->step(sink);
+    }
   } catch (const std::exception& e) {
     error = e.what();
     slot.session->reset();
@@ -156,7 +161,7 @@ void Scheduler::run() {
         j.ticket->close(std::move(r), "");
       }
       for (Slot& s : slots_)
-        if (s.job) s.job->ticket->cancel(), step(s);
+        if (s.job) s.job->ticket->cancel(), step(s, nullptr);
       std::lock_guard lock(m_);
       in_flight_ = 0;
       return;
@@ -168,8 +173,37 @@ void Scheduler::run() {
       Slot& slot = *slot_for(j.request.prompt);
       start(slot, std::move(j));
     }
+    step_all();
+  }
+}
+
+void Scheduler::step_all() {
+  // The slots whose next step feeds a token feed them in one batched step.
+  std::vector<Slot*> batch;
+  if (batch_)
     for (Slot& s : slots_)
-      if (s.job) step(s);
+      if (s.job && !s.job->ticket->cancelled() && s.generation->pending_feed() >= 0)
+        batch.push_back(&s);
+  std::vector<std::vector<float>> logits;
+  if (batch.size() >= 2) {
+    std::vector<Session*> sessions;
+    std::vector<int32_t> tokens;
+    for (Slot* s : batch) {
+      sessions.push_back(s->session.get());
+      tokens.push_back(s->generation->pending_feed());
+    }
+    try {
+      logits = batch_->feed(sessions, tokens);
+    } catch (const std::exception&) {
+      logits.clear();  // the sessions are as they were: each slot feeds alone below
+    }
+  }
+  if (logits.empty()) batch.clear();
+  size_t next = 0;
+  for (Slot& s : slots_) {
+    if (!s.job) continue;
+    const bool fed = next < batch.size() && batch[next] == &s;
+    step(s, fed ? &logits[next++] : nullptr);
   }
 }
 

@@ -62,3 +62,78 @@ std::vector<float> Session::feed(std::span<const int32_t> tokens) {
 }
 
 }  // namespace rlx::llm
+
+namespace rlx::llm {
+
+BatchDecoder::BatchDecoder(std::shared_ptr<const Executable> batched, Config c)
+    : c_(std::move(c)), session_(std::move(batched)) {}
+
+std::vector<std::vector<float>> BatchDecoder::feed(std::span<Session* const> sessions,
+                                                   std::span<const int32_t> tokens) {
+  const int64_t B = int64_t(sessions.size());
+  RLX_CHECK(B > 0 && size_t(B) == tokens.size(), "llm batch: ", B, " sessions for ", tokens.size(),
+            " tokens");
+  int64_t P = 0;  // the longest cache: every other is padded to it
+  std::vector<int32_t> ids(tokens.begin(), tokens.end());
+  for (const Session* s : sessions) P = std::max(P, s->n_past());
+  TensorMap in = token_inputs(ids, 0, c_.n_vocab);
+  int64_t* pos = in.at("positions").data<int64_t>();
+  // Sequence b sees its own keys [0, n_past) and its new one at P; sliding
+  // layers the last n_swa of those.
+  Tensor mask({B, 1, 1, P + 1}, DType::Bool), mask_swa({B, 1, 1, P + 1}, DType::Bool);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = sessions[size_t(b)]->n_past();
+    pos[b] = n;
+    bool* m = mask.data<bool>() + b * (P + 1);
+    bool* w = mask_swa.data<bool>() + b * (P + 1);
+    for (int64_t j = 0; j <= P; ++j) {
+      const bool own = j < n || j == P;
+      const int64_t position = j == P ? n : j;
+      m[j] = own;
+      w[j] = own && (c_.n_swa <= 0 || n - position < c_.n_swa);
+    }
+  }
+  in["kv_mask"] = mask;
+  bool sliding = false;
+  for (int64_t l = 0; l < c_.n_layer; ++l) sliding = sliding || c_.is_swa(l);
+  if (sliding) in["kv_mask_swa"] = mask_swa;
+  const int64_t H = c_.n_head_kv, hd = c_.head_dim;
+  // Padding keys are masked but multiplied by zero weights: they must be finite.
+  for (const auto& [name, first] : sessions[0]->cache_) {
+    Tensor batch({B, H, P, hd}, DType::F32);
+    std::fill_n(batch.data<float>(), batch.numel(), 0.f);
+    for (int64_t b = 0; b < B; ++b) {
+      const Tensor& t = sessions[size_t(b)]->cache_.at(name);
+      const int64_t n = t.dims()[2];
+      for (int64_t h = 0; h < H; ++h)
+        std::copy_n(t.data<float>() + h * n * hd, n * hd,
+                    batch.data<float>() + (b * H + h) * P * hd);
+    }
+    in[name] = std::move(batch);
+  }
+  TensorMap out = session_.run(in);
+  for (auto& [name, grown] : out) {  // [B, H, P + 1, hd]: each session's keys and its new one
+    if (name == "logits") continue;
+    for (int64_t b = 0; b < B; ++b) {
+      Session& s = *sessions[size_t(b)];
+      const int64_t n = s.n_past();
+      Tensor t({1, H, n + 1, hd}, DType::F32);
+      for (int64_t h = 0; h < H; ++h) {
+        const float* src = grown.data<float>() + (b * H + h) * (P + 1) * hd;
+        float* dst = t.data<float>() + h * (n + 1) * hd;
+        std::copy_n(src, n * hd, dst);
+        std::copy_n(src + P * hd, hd, dst + n * hd);
+      }
+      s.cache_[name] = std::move(t);
+    }
+  }
+  std::vector<std::vector<float>> logits(static_cast<size_t>(B));
+  const float* l = out.at("logits").data<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    logits[size_t(b)].assign(l + b * c_.n_vocab, l + (b + 1) * c_.n_vocab);
+    sessions[size_t(b)]->tokens_.push_back(tokens[size_t(b)]);
+  }
+  return logits;
+}
+
+}  // namespace rlx::llm

@@ -19,7 +19,8 @@ const llm::ChatModel& tiny_model() {
   static const llm::ChatModel m = [] {
     const auto path = testing::process_temp_dir("rlx_llm_scheduler_test") / "tiny.gguf";
     std::ofstream(path, std::ios::binary) << testing::TinyLlm{}.gguf_bytes();
-    return llm::ChatModel::load(path.string(), llm::Weights::F32);
+    // With the batched graph: slots decoding together feed one batch.
+    return llm::ChatModel::load(path.string(), llm::Weights::F32, "", true);
   }();
   return m;
 }

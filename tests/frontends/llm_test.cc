@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "rlx/llm.h"
 #include "support/testing.h"
@@ -127,6 +128,43 @@ INSTANTIATE_TEST_SUITE_P(Archs, LlmArch,
                                            gemma2(), arch("gemma3"), gemma3(), moe("llama"),
                                            moe("qwen3moe")),
                          [](const auto& info) { return arch_name(info.param); });
+
+// A batched decode step gives each session the logits (and cache) its own
+// feed would: caches of different lengths padded into one batch, sliding
+// layers masked per sequence, a mixture of experts routed per token.
+TEST(LlmBatch, BatchedDecodeMatchesEachSessionAlone) {
+  for (const TinyLlm& m : {arch("llama"), gemma2(), moe("qwen3moe")}) {
+    Loaded l = load(m);
+    Model single = llm::build_model(l.file, l.config, {}, llm::Weights::Quantized);
+    Model batched = llm::build_model(l.file, l.config, {.batch = true}, llm::Weights::Quantized);
+    auto exe = Executable::compile(std::move(single.graph), single.weights);
+    llm::BatchDecoder decoder(Executable::compile(std::move(batched.graph), batched.weights),
+                              l.config);
+    // Three sequences with 6, 2 and 4 tokens of prompt (gemma2's window is 4).
+    const std::vector<std::vector<int32_t>> prompts{{3, 17, 42, 0, 8, 8}, {31, 49}, {5, 6, 7, 9}};
+    std::vector<std::unique_ptr<llm::Session>> together, alone;
+    for (const auto& p : prompts) {
+      together.push_back(std::make_unique<llm::Session>(exe, l.config));
+      alone.push_back(std::make_unique<llm::Session>(exe, l.config));
+      together.back()->feed(p);
+      alone.back()->feed(p);
+    }
+    std::vector<int32_t> next{11, 12, 13};
+    for (int step = 0; step < 4; ++step) {
+      std::vector<llm::Session*> s{together[0].get(), together[1].get(), together[2].get()};
+      const auto got = decoder.feed(s, next);
+      for (size_t i = 0; i < 3; ++i) {
+        const std::vector<float> want = alone[i]->feed(std::span(&next[i], 1));
+        ASSERT_EQ(got[i].size(), want.size());
+        for (size_t v = 0; v < want.size(); ++v)
+          ASSERT_NEAR(got[i][v], want[v], 1e-4)
+              << m.arch << " step " << step << " sequence " << i << " vocab " << v;
+        EXPECT_EQ(together[i]->tokens(), alone[i]->tokens());
+        next[i] = int32_t(3 + (next[i] * 7 + step) % 40);
+      }
+    }
+  }
+}
 
 // The experts kept in the file's blocks (moe_ffn on "f32" rows) give the
 // logits of the dequantized graph, and the config reads the expert keys.

@@ -31,7 +31,7 @@ struct ServeOptions {
   int port = 8080, parallel = 1, threads = 0;
   int64_t ctx = 0, max_tokens = 0;
   size_t queue = 8, max_body = 1 << 20;
-  bool dequantize = false;
+  bool dequantize = false, no_batch = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -184,7 +184,9 @@ class Server {
 void run_server(const ServeOptions& given) {
   ServeOptions o = given;
   set_num_threads(o.threads);
-  llm::ChatModel model = load_chat_model(o.model, o.dequantize, o.chat_template);
+  // Several slots decode together through the batched graph.
+  llm::ChatModel model =
+      load_chat_model(o.model, o.dequantize, o.chat_template, o.parallel > 1 && !o.no_batch);
   o.ctx = context_size(model.config, o.ctx);
   RLX_CHECK(o.ctx >= 2, "serve: --ctx must be at least 2, got ", o.ctx);
   std::fprintf(stderr, "%s\nchat template: %s\n", model.config.summary().c_str(),
@@ -203,8 +205,9 @@ void run_server(const ServeOptions& given) {
   });
   std::printf("rlx serve: listening on http://%s:%d (pid %d)\n", o.host.c_str(), port,
               int(getpid()));
-  std::printf("  model %s, %d slot(s), context %lld tokens per slot, %d threads\n",
-              server.model_id().c_str(), o.parallel, (long long)o.ctx, num_threads());
+  std::printf("  model %s, %d slot(s)%s, context %lld tokens per slot, %d threads\n",
+              server.model_id().c_str(), o.parallel,
+              model.batch_exe ? " decoding as one batch" : "", (long long)o.ctx, num_threads());
   std::fflush(stdout);
   server.listen();
   g_stop = true;
@@ -245,6 +248,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--dequantize", o->dequantize, "Dequantize every weight to f32 up front");
+  cmd->add_flag("--no-batch", o->no_batch,
+                "Decode the slots one after another instead of as one batch");
   cmd->callback([o] { run_server(*o); });
 }
 

@@ -22,7 +22,7 @@ void add_sampling_flags(CLI::App* cmd, llm::SamplerOptions& s) {
 }
 
 llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
-                               const std::string& template_file) {
+                               const std::string& template_file, bool batched) {
   std::string source;
   if (!template_file.empty()) {
     std::ifstream in(template_file, std::ios::binary);
@@ -32,7 +32,7 @@ llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
     source = text.str();
     RLX_CHECK(!source.empty(), template_file, ": the chat template is empty");
   }
-  return llm::ChatModel::load(path, weight_mode(dequantize), source);
+  return llm::ChatModel::load(path, weight_mode(dequantize), source, batched);
 }
 
 int64_t context_size(const llm::Config& c, int64_t requested) {

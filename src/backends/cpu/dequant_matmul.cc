@@ -27,6 +27,9 @@
 //    q3_K and of every direct type under RLX_ISA=portable still takes it.
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "backends/cpu/gemm.h"
@@ -234,8 +237,22 @@ const quant::RowGroups* regrouped(WeightPack* pack, int slot, GgmlType type, con
                                   size_t rb, int64_t N, int64_t K) {
   if (!pack || quant::group_kernel(type) == quant::GroupKernel::none) return nullptr;
   const quant::RowGroups* rg =
-      pack->row_groups(slot, w, [&] { return quant::make_row_groups(type, w, rb, N, K); });
+      pack->row_groups(slot, w, [&] { return shared_row_groups(type, w, rb, N, K); });
   return rg && rg->rows == N && rg->k == K ? rg : nullptr;
+}
+
+SharedRowGroups shared_row_groups(GgmlType type, const uint8_t* w, size_t rb, int64_t N,
+                                  int64_t K) {
+  static std::mutex m;
+  static std::map<const void*, std::weak_ptr<const quant::RowGroups>> made;
+  std::lock_guard lock(m);
+  std::erase_if(made, [](const auto& e) { return e.second.expired(); });
+  std::shared_ptr<const quant::RowGroups> g = made[w].lock();
+  if (!g || g->type != type || g->rows != N || g->k != K) {
+    g = std::make_shared<const quant::RowGroups>(quant::make_row_groups(type, w, rb, N, K));
+    made[w] = g;
+  }
+  return {w, std::move(g)};
 }
 
 void quant_matmul(const Context& ctx, const QuantRows& w, const float* x, int64_t M,

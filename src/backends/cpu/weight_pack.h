@@ -6,6 +6,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -40,6 +41,16 @@ class PackSlot {
   std::atomic<const T*> ready_{nullptr};
 };
 
+// Regrouped rows depend only on the weight's bytes, so every compiled graph
+// over the same mapped weight (rlx serve's single and batched graphs) shares
+// one copy: made by the first, kept while any holds it.
+struct SharedRowGroups {
+  const void* source = nullptr;
+  std::shared_ptr<const quant::RowGroups> groups;
+};
+SharedRowGroups shared_row_groups(quant::GgmlType type, const uint8_t* w, size_t row_bytes,
+                                  int64_t N, int64_t K);
+
 class WeightPack {
  public:
   const PackedOperand* get(const float* source, const std::function<PackedOperand()>& pack) {
@@ -47,13 +58,14 @@ class WeightPack {
   }
   // slot: which of the node's weights (moe_ffn: gate, up, down).
   const quant::RowGroups* row_groups(int slot, const uint8_t* source,
-                                     const std::function<quant::RowGroups()>& make) {
-    return groups_[slot].get(source, make);
+                                     const std::function<SharedRowGroups()>& make) {
+    const SharedRowGroups* g = groups_[slot].get(source, make);
+    return g ? g->groups.get() : nullptr;
   }
 
  private:
   PackSlot<PackedOperand> sgemm_;
-  PackSlot<quant::RowGroups> groups_[3];
+  PackSlot<SharedRowGroups> groups_[3];
 };
 
 }  // namespace rlx::cpu

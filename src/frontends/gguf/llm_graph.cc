@@ -5,6 +5,7 @@
 
 #include "frontends/gguf/llm_weights.h"
 #include "rlx/builder.h"
+#include "rlx/error.h"
 #include "rlx/llm.h"
 
 namespace rlx::llm {
@@ -16,9 +17,18 @@ class LlmBuilder {
       : c_(c), b_(m.graph), weights_(f, w, m.weights) {}
 
   void build(const GraphOptions& o) {
+    RLX_CHECK(!o.batch || o.kv_cache, "llm graph: a batched decode graph needs the KV cache");
+    batch_ = o.batch;
     const Dim T = o.n_tokens > 0 ? Dim(o.n_tokens) : Dim::symbol("tokens");
     NodeId tokens = b_.input("tokens", Shape({T}, DType::I64));
     positions_ = b_.input("positions", Shape({T}, DType::I64));
+    if (batch_) {
+      const Shape keys({T, Dim(1), Dim(1), Dim::symbol("keys")}, DType::Bool);
+      masks_[0] = b_.input("kv_mask", keys);
+      bool sliding = false;
+      for (int64_t l = 0; l < c_.n_layer; ++l) sliding = sliding || c_.is_swa(l);
+      masks_[1] = sliding ? b_.input("kv_mask_swa", keys) : masks_[0];
+    }
     if (c_.rope_freqs) freq_factors_ = weights_.dense(b_, "rope_freqs.weight");
     b_.set_origin("token_embd");
     NodeId x = weights_.embedding(b_, "token_embd.weight", tokens);
@@ -26,7 +36,8 @@ class LlmBuilder {
     for (int64_t l = 0; l < c_.n_layer; ++l) x = layer(x, l, o.kv_cache);
     b_.set_origin("output");
     x = norm(x, "output_norm.weight");
-    if (!o.all_logits) x = b_.op(Op::Slice, {x}, {{"axis", int64_t(0)}, {"start", int64_t(-1)}});
+    if (!o.all_logits && !batch_)
+      x = b_.op(Op::Slice, {x}, {{"axis", int64_t(0)}, {"start", int64_t(-1)}});
     NodeId logits = weights_.linear(b_, x, c_.tied_output ? "token_embd.weight" : "output.weight");
     if (c_.final_softcap > 0) logits = softcap(logits, c_.final_softcap);
     b_.graph().add_output("logits", logits);
@@ -37,6 +48,8 @@ class LlmBuilder {
   Builder b_;
   WeightBinder weights_;
   NodeId positions_ = -1, freq_factors_ = -1;
+  bool batch_ = false;
+  NodeId masks_[2] = {-1, -1};  // batch: the keys each sequence sees (global, sliding layers)
   // Rope frequency divisors per kind of layer (global, sliding): rope_freqs
   // times the linear scaling factor; -1 when neither applies.
   NodeId divisors_[2] = {-2, -2};
@@ -63,18 +76,22 @@ class LlmBuilder {
   }
 
   // [T, H*hd] -> [1, H, T, hd], with the optional per-head rms-norm (qwen3,
-  // gemma3) and rope applied (the sliding layers' base when swa).
+  // gemma3) and rope applied (the sliding layers' base when swa). A batch's
+  // tokens are rotated the same way (each at its own position), then become
+  // [B, H, 1, hd]: one query per sequence.
   NodeId heads(NodeId x, int64_t h, const std::string& qk_norm, bool rope, bool swa) {
     x = b_.reshape(x, {1, -1, h, c_.head_dim});
     if (!qk_norm.empty()) x = norm(x, qk_norm);
     x = b_.transpose(x, {0, 2, 1, 3});
-    if (!rope) return x;
-    std::vector<NodeId> in{x, positions_};
-    if (NodeId d = rope_divisors(swa); d >= 0) in.push_back(d);
-    return b_.op(Op::Rope, in,
-                 {{"theta", swa ? c_.rope_base_swa : c_.rope_base},
-                  {"style", c_.rope_style},
-                  {"rotary_dims", c_.n_rot}});
+    if (rope) {
+      std::vector<NodeId> in{x, positions_};
+      if (NodeId d = rope_divisors(swa); d >= 0) in.push_back(d);
+      x = b_.op(Op::Rope, in,
+                {{"theta", swa ? c_.rope_base_swa : c_.rope_base},
+                 {"style", c_.rope_style},
+                 {"rotary_dims", c_.n_rot}});
+    }
+    return batch_ ? b_.transpose(x, {2, 1, 0, 3}) : x;
   }
 
   NodeId project(NodeId x, const std::string& blk, const std::string& what) {
@@ -90,7 +107,8 @@ class LlmBuilder {
 
   NodeId cached(NodeId fresh, const std::string& name, bool kv_cache) {
     if (!kv_cache) return fresh;
-    Shape s({Dim(1), Dim(c_.n_head_kv), Dim::symbol("past"), Dim(c_.head_dim)}, DType::F32);
+    const Dim b = batch_ ? Dim::symbol("tokens") : Dim(1);
+    Shape s({b, Dim(c_.n_head_kv), Dim::symbol("past"), Dim(c_.head_dim)}, DType::F32);
     NodeId all = b_.concat({b_.input(name, s), fresh}, 2);
     b_.graph().add_output(name, all);
     return all;
@@ -115,10 +133,15 @@ class LlmBuilder {
     v = heads(v, c_.n_head_kv, "", false, swa);
     k = cached(k, "cache_k." + std::to_string(l), kv_cache);
     v = cached(v, "cache_v." + std::to_string(l), kv_cache);
-    Attrs a{{"mask", std::string(swa ? "sliding" : "causal")}, {"scale", c_.attn_scale}};
-    if (swa) a.set("window", c_.n_swa);
+    Attrs a{{"mask", std::string(batch_ ? "bias"
+                                 : swa  ? "sliding"
+                                        : "causal")},
+            {"scale", c_.attn_scale}};
+    if (swa && !batch_) a.set("window", c_.n_swa);
     if (c_.attn_softcap > 0) a.set("softcap", c_.attn_softcap);
-    NodeId o = b_.op(Op::Attention, {q, k, v}, a);
+    std::vector<NodeId> qkv{q, k, v};
+    if (batch_) qkv.push_back(masks_[swa]);
+    NodeId o = b_.op(Op::Attention, qkv, a);
     o = b_.reshape(b_.transpose(o, {0, 2, 1, 3}), {-1, qn});
     return weights_.linear(b_, o, blk + "attn_output.weight");
   }
