@@ -68,6 +68,10 @@ void moe_ffn(const KernelCall& c) {
   idx::check_index_tensor(c, ids);
   float* y = c.out.data<float>();
   if (T == 0) return;
+  if (k == 0) {  // no expert: a zero FFN output
+    std::fill_n(y, T * D, 0.f);
+    return;
+  }
 
   // Counting sort of the T * k (token, slot) pairs by expert.
   const int64_t P = T * k;
