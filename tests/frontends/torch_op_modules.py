@@ -350,6 +350,10 @@ case("all_any_count", "reduce",
                    torch.count_nonzero(m, (0, 1)), x[:, :0].all(1), x[:, :0].any(1), *torch.aminmax(x),
                    *torch.aminmax(x, dim=1, keepdim=True)),
      torch.tensor([[0.0, 1.0, float("nan")], [2.0, -1.0, 3.0]]), torch.rand(3, 4) > 0.3)
+case("histc", "reduce",
+     lambda x, e: (torch.histc(x), torch.histc(x, 7, -1.0, 2.0), torch.histc(e, 4, 0, 10), torch.histc(e, 3),
+                   torch.histc(e[:1], 5)),
+     r(40), torch.tensor([0.0, 10.0, 2.5, 5.0, 7.5, 9.99, -1.0, 11.0, 3.0]))
 case("dist_vdot", "reduce",
      lambda a, b: (torch.dist(a, b), torch.dist(a, b, 1), torch.dist(a, b, float("inf")), torch.dist(a, b, 0.5),
                    torch.vdot(a.flatten(), b.flatten()), torch.linalg.vecdot(a, b)),

@@ -151,6 +151,51 @@ void register_reductions(Registry& r) {
     const NodeId p = c.b.mul(c.cast(c.tensor(0, "self"), t), c.cast(c.tensor(1, "other"), t));
     return Value::tensor(c.reshape_to_out(c.b.reduce(Op::ReduceSum, p, {}, false)));
   });
+  // histc(x, bins, min, max): the count of elements in each of `bins` equal
+  // bins over [min, max] (the last bin closed), elements outside ignored; min
+  // = max takes the data's range (widened by 1 each way when that is one
+  // value). Bin b holds the elements >= edge b less those >= edge b + 1, edge
+  // k = min + k (max - min) / bins (PyTorch's linspace edges up to rounding,
+  // which matters only for an element on an edge).
+  r.add("aten.histc", [](LowerCtx& c) {
+    const DType t = c.out_dtype();
+    const NodeId x = c.b.reshape(c.cast(c.tensor(0, "self"), t), {-1});
+    const int64_t bins = c.i(1, "bins", 100);
+    RLX_CHECK(bins > 0, "histc: bins must be positive, got ", bins);
+    double lo = c.f(2, "min", 0), hi = c.f(3, "max", 0);
+    RLX_CHECK(lo <= hi, "histc: max must be >= min, got ", lo, " and ", hi);
+    NodeId mn, mx;
+    if (lo == hi && numel(c.dims(x)) > 0) {
+      mn = c.b.reduce(Op::ReduceMin, x, {0}, false);
+      mx = c.b.reduce(Op::ReduceMax, x, {0}, false);
+      const NodeId same = c.b.op(Op::Eq, {mn, mx});
+      mn = c.b.op(Op::Where, {same, c.b.sub(mn, c.scalar(1, t)), mn});
+      mx = c.b.op(Op::Where, {same, c.b.add(mx, c.scalar(1, t)), mx});
+    } else {
+      if (lo == hi) lo -= 1, hi += 1;
+      mn = c.scalar(lo, t);
+      mx = c.scalar(hi, t);
+    }
+    if (numel(c.dims(x)) == 0) return Value::tensor(c.b.full({bins}, 0, t));
+    // edge k = min + k (max - min) / bins, the last one max itself.
+    const NodeId k = c.b.arange(bins + 1, 0, 1, t);
+    NodeId edges = c.b.add(mn, c.b.mul(k, c.b.div(c.b.sub(mx, mn), c.scalar(double(bins), t))));
+    edges = c.b.op(Op::Where, {c.b.op(Op::Eq, {k, c.scalar(double(bins), t)}), mx, edges});
+    const NodeId in = c.b.op(Op::LogicalAnd, {c.b.op(Op::Ge, {x, mn}), c.b.op(Op::Le, {x, mx})});
+    const int64_t n = c.dims(x)[0];
+    const NodeId above =
+        c.b.op(Op::LogicalAnd,
+               {c.b.reshape(in, {n, 1}),
+                c.b.op(Op::Ge, {c.b.reshape(x, {n, 1}), c.b.reshape(edges, {1, bins + 1})})});
+    const NodeId count = c.b.reduce(Op::ReduceSum, c.cast(above, DType::I64), {0});  // [bins + 1]
+    auto part = [&](int64_t a, int64_t b) {
+      return c.b.op(Op::Slice, {count}, {{"axis", int64_t(0)}, {"start", a}, {"end", b}});
+    };
+    NodeId next = part(1, bins);
+    next =
+        c.b.op(Op::Pad, {next}, {{"pads", std::vector<int64_t>{0, 1}}});  // the last bin keeps max
+    return Value::tensor(c.cast(c.b.sub(part(0, bins), next), t));
+  });
   // all / any: no element is zero / some element is not, counted in i64 so an
   // empty reduction gives all = true and any = false.
   for (auto [name, all] : {std::pair{"aten.all", true}, std::pair{"aten.any", false}}) {

@@ -106,6 +106,12 @@ Value pad(LowerCtx& c, const std::vector<int64_t>& pad, const std::string& mode,
     pads[d] = pad[2 * k];
     pads[d + size_t(r)] = pad[2 * k + 1];
   }
+  // Nothing to pad, or an empty result (reflecting a 0-size dim by 0 is
+  // allowed in PyTorch): no pad node.
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }))
+    return Value::tensor(x);
+  if (c.shape(x).is_static() && numel(c.out().shape) == 0)
+    return Value::tensor(c.b.full(c.out().shape, 0, c.shape(x).dtype));
   Attrs a{{"pads", pads}, {"mode", mode}};
   if (mode == "constant") a.set("value", value);
   return Value::tensor(c.b.op(Op::Pad, {x}, a));
