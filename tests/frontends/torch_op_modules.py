@@ -311,6 +311,123 @@ case("avg_pool_ceil_divisor", "pool",
                 F.avg_pool2d(x, 2, ceil_mode=True, divisor_override=3),
                 F.avg_pool2d(x, (3, 2), (2, 2), (1, 0), ceil_mode=True, count_include_pad=False, divisor_override=5)),
      r(1, 2, 7, 6))
+# ---- composed math (ops_math.cc): edge values where a naive formula loses digits or NaN / inf
+# handling differs (|x| near 1, tiny and huge x, signed zeros, NaN operands)
+edge = torch.tensor([-1.0, -0.999999, -0.7, -1e-3, -1e-8, -0.0, 0.0, 1e-8, 1e-3, 0.5, 0.999999, 1.0,
+                     1.5, -2.0, float("nan")])
+wide = torch.tensor([-1e30, -90.0, -20.0, -3.0, -1.0, -1e-4, -1e-9, 0.0, 1e-9, 1e-4, 0.9, 1.0, 1.0001,
+                     2.5, 20.0, 80.0, 1e30, float("inf"), float("-inf"), float("nan")])
+case("math_inverse_trig", "unary",
+     lambda x: (torch.asin(x), torch.acos(x), torch.atanh(x), torch.acosh(x + 2), torch.acosh(1 + x.abs())), edge)
+case("math_hyperbolic", "unary",
+     lambda x: (torch.asinh(x), torch.sinh(x.clamp(-80, 80)), torch.cosh(x.clamp(-80, 80)), torch.expm1(x),
+                torch.log1p(x.abs())), wide)
+case("math_log_exp", "unary",
+     lambda x, p: (torch.log2(p), torch.log10(p), torch.exp2(x.clamp(-100, 100)), torch.special.erfc(x),
+                   torch.logit(p / 40), torch.logit(p / 20, eps=1e-3), torch.special.entr(x)),
+     wide, torch.tensor([1e-30, 1e-5, 0.5, 1.0, 1.5, 7.0, 19.0, 1e30]))
+case("math_round_classify", "unary",
+     lambda x: (torch.trunc(x), torch.frac(x.clamp(-1e6, 1e6)), torch.sinc(x.clamp(-50, 50)), torch.sgn(x),
+                torch.signbit(x), torch.isinf(x), torch.isposinf(x), torch.isneginf(x), torch.deg2rad(x.clamp(-1e6, 1e6)),
+                torch.rad2deg(x.clamp(-1e6, 1e6)), torch.nan_to_num(x), torch.nan_to_num(x, 1.0, 2.0, -3.0)),
+     torch.cat([wide, torch.tensor([-2.5, -0.5, 0.25, 3.75])]))
+quad = torch.tensor([1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -3.0, 1e-30, float("nan"), float("inf"), 5.0])
+case("math_binary", "binary",
+     lambda y, x: (torch.atan2(y, x), torch.copysign(y, x), torch.copysign(y, -1.0), torch.fmax(y, x), torch.fmin(y, x),
+                   torch.heaviside(y, x), torch.hypot(y.clamp(-1e3, 1e3), x.clamp(-1e3, 1e3)),
+                   torch.logical_xor(y, x), torch.special.xlog1py(y, x), torch.special.xlog1py(y, 0.5),
+                   torch.logaddexp2(y, x)),
+     quad, torch.tensor([0.0, 0.0, 0.0, 0.0, -1.0, -1.0, -0.0, 4.0, 2.0, 1.0, 3.0, float("nan")]))
+case("math_lerp_addc", "binary",
+     lambda a, b, w, c: (torch.lerp(a, b, 0.3), torch.lerp(a, b, 0.9), torch.lerp(a, b, w), torch.addcdiv(a, b, c),
+                         torch.addcdiv(a, b, c, value=-0.5), torch.addcmul(a, b, c, value=2)),
+     r(3, 4), r(3, 4), torch.rand(3, 4) * 1.4 - 0.2, r(4).abs() + 0.5)
+
+# ---- reductions, linear algebra, nn and indexing compositions (ops_reduce / ops_linalg /
+# ops_nn_pointwise / ops_indexing)
+case("all_any_count", "reduce",
+     lambda x, m: (x.all(), x.any(1), m.all(0), m.any(), torch.count_nonzero(x), torch.count_nonzero(x, 1),
+                   torch.count_nonzero(m, (0, 1)), x[:, :0].all(1), x[:, :0].any(1), *torch.aminmax(x),
+                   *torch.aminmax(x, dim=1, keepdim=True)),
+     torch.tensor([[0.0, 1.0, float("nan")], [2.0, -1.0, 3.0]]), torch.rand(3, 4) > 0.3)
+case("histc", "reduce",
+     lambda x, e: (torch.histc(x), torch.histc(x, 7, -1.0, 2.0), torch.histc(e, 4, 0, 10), torch.histc(e, 3),
+                   torch.histc(e[:1], 5)),
+     r(40), torch.tensor([0.0, 10.0, 2.5, 5.0, 7.5, 9.99, -1.0, 11.0, 3.0]))
+case("dist_vdot", "reduce",
+     lambda a, b: (torch.dist(a, b), torch.dist(a, b, 1), torch.dist(a, b, float("inf")), torch.dist(a, b, 0.5),
+                   torch.vdot(a.flatten(), b.flatten()), torch.linalg.vecdot(a, b)),
+     r(3, 4), r(3, 4))
+case("linalg_compose", "matmul",
+     lambda s, b1, b2, v, m, a3, c3: (torch.addbmm(s, b1, b2), torch.addbmm(s, b1, b2, beta=0.5, alpha=2),
+                                      torch.addmv(v[:3], m, v), torch.addmv(v[:3], m, v, beta=0, alpha=-1),
+                                      torch.addr(s[:3, :3], v[:3], v[1:], alpha=0.5), torch.linalg.cross(a3, c3),
+                                      torch.cross(a3.transpose(0, 1), c3.transpose(0, 1), dim=0)),
+     r(3, 5), r(2, 3, 4), r(2, 4, 5), r(4), r(3, 4), r(4, 3), r(4, 3))
+case("distances", "matmul",
+     lambda a, b: (torch.cdist(a, b), torch.cdist(a, b, p=1), torch.cdist(a, b, p=float("inf")), torch.cdist(a, b, p=0.7),
+                   F.pdist(a[0]), F.pdist(a[1], p=3)),
+     r(2, 5, 3), r(2, 4, 3))
+case("bilinear", "matmul", nn.Bilinear(3, 4, 5), r(6, 3), r(6, 4))
+case("diag_embed_scatter", "shape",
+     lambda x, m, v: (torch.diag_embed(x), torch.diag_embed(x, 1), torch.diag_embed(x, -2, 0, 2),
+                      torch.diag_embed(x, 1, 2, 0), torch.diagonal_scatter(m, v),
+                      torch.diagonal_scatter(m, v[:3], 2), torch.diagonal_scatter(m, v[:4], -1),
+                      torch.diagonal_scatter(m[:3], v[:2], 3), torch.diagonal_scatter(m[:3], v[:2], -1),
+                      torch.block_diag(v[:2], m[:2, :3], torch.tensor(7.0))),
+     r(2, 3), r(5, 5)[:, :5], r(5))
+case("renorm", "norm", lambda x: (torch.renorm(x, 2, 0, 1.0), torch.renorm(x, 1, 1, 0.5), torch.renorm(x, 3, -1, 2.0)),
+     r(3, 4, 2) * 2)
+case("nn_pointwise", "binary",
+     lambda x, y: (F.glu(x), F.glu(x, 0), F.hardshrink(x), F.hardshrink(x, 1.2), F.softshrink(x), F.softshrink(x, 1.0),
+                   F.threshold(x, 0.3, -2.0), F.huber_loss(x, y), F.huber_loss(x, y, reduction="none", delta=0.5),
+                   F.smooth_l1_loss(x, y, reduction="sum"), F.smooth_l1_loss(x, y, beta=0.0),
+                   F.smooth_l1_loss(x, y, reduction="none", beta=2.0)),
+     r(4, 6) * 2, r(4, 6) * 2)
+case("index_scatter_ops", "indexing",
+     lambda x, s, i, j: (x.index_add(1, i, s), x.index_add(1, i, s, alpha=2.0), x.index_copy(1, j, s),
+                         x.index_fill(0, i[:2] % 3, -1.0), x.scatter_add(1, i.view(1, 3).expand(2, 3), s[:2]),
+                         x.index_reduce(1, i, s, "amax"), x.index_reduce(1, i, s, "mean", include_self=False)),
+     r(3, 5), r(3, 3), torch.tensor([0, 4, 0]), torch.tensor([2, 0, 3]))
+case("linspace_logspace", "range",
+     lambda x: (torch.linspace(-1, 2, 7) + x[:7], torch.linspace(3, 3, 1), torch.linspace(0, 1, 10) * x,
+                torch.logspace(-2, 2, 10), torch.logspace(0, 3, 4, base=2)), r(10))
+
+
+# ---- order statistics and running reductions (ops_order.cc), NaN included
+nanrows = torch.tensor([[3.0, float("nan"), 1.0, 2.0, float("nan")], [5.0, -1.0, 4.0, 0.5, 2.0],
+                        [float("nan")] * 5, [1.0, 7.0, -3.0, float("inf"), -2.0]])
+case("median_kth", "reduce",
+     lambda x, y: (*x.median(1), *x.nanmedian(1), *y.median(0, keepdim=True), y.median(), y.nanmedian(), x[1].median(),
+                   *y.kthvalue(2, 1), *x[[0, 1, 3]].kthvalue(4, 1, keepdim=True), *torch.cummax(x, 1), *torch.cummin(y, 0),
+                   torch.logcumsumexp(x, 1), torch.logcumsumexp(y * 30, 0)),
+     nanrows, r(5, 6))
+# ---- attention, pooling and resampling compositions (ops_nn.cc, ops_pool.cc)
+case("sdpa", "matmul",
+     lambda q, k, v, m: (*F._scaled_dot_product_attention(q, k, v, need_attn_weights=True),
+                         F._scaled_dot_product_attention(q, k, v, is_causal=True)[0],
+                         F._scaled_dot_product_attention(q, k, v, attn_mask=m)[0],
+                         F._scaled_dot_product_attention(q, k, v, attn_mask=m > 0)[0]),
+     r(2, 4, 6), r(2, 3, 6), r(2, 3, 5), r(4, 3))
+case("adaptive_max_pool", "pool",
+     lambda x, v: (*F.adaptive_max_pool2d(x, (3, 2), return_indices=True), F.adaptive_max_pool2d(x, 4),
+                   *F.adaptive_max_pool1d(x[0], 3, return_indices=True),
+                   *F.adaptive_max_pool3d(v, (2, 3, 2), return_indices=True), F.adaptive_avg_pool3d(v, (3, 2, 4))),
+     r(1, 2, 7, 6), r(1, 2, 4, 5, 6))
+case("pool3d", "pool",
+     lambda v: (*F.max_pool3d(v, 3, 2, 1, return_indices=True), F.max_pool3d(v, 2, ceil_mode=True),
+                *F.max_pool3d(v, (2, 3, 2), 1, 0, dilation=(1, 2, 1), return_indices=True), F.avg_pool3d(v, 2),
+                F.avg_pool3d(v, 3, 2, 1), F.avg_pool3d(v, 3, 2, 1, count_include_pad=False),
+                F.avg_pool3d(v, 3, 2, 1, ceil_mode=True), F.avg_pool3d(v, 2, divisor_override=3)),
+     r(1, 2, 5, 7, 6))
+case("upsample3d", "resample",
+     lambda v: (F.interpolate(v, scale_factor=2, mode="nearest"), F.interpolate(v, size=(3, 7, 4), mode="nearest"),
+                F.interpolate(v, scale_factor=2, mode="trilinear"), F.interpolate(v, size=(6, 4, 9), mode="trilinear"),
+                F.interpolate(v, size=(6, 4, 9), mode="trilinear", align_corners=True),
+                F.interpolate(v, scale_factor=(1.5, 0.7, 2.2), mode="trilinear")),
+     r(1, 2, 4, 5, 6))
+
+
 def _pool_ties_nan():
     x = torch.randn(2, 2, 7, 6)
     x[0, 0, 1:4, 1:4] = 0.5   # ties: the first maximum's index

@@ -237,6 +237,11 @@ const Registry& registry() {
     Registry r;
     register_creation(r);
     register_elementwise(r);
+    register_math(r);
+    register_linalg(r);
+    register_nn_pointwise(r);
+    register_order(r);
+    register_pool(r);
     register_shape_ops(r);
     register_reductions(r);
     register_indexing(r);

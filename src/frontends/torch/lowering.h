@@ -125,8 +125,18 @@ void register_reductions(Registry& r);
 void register_nn(Registry& r);
 void register_indexing(Registry& r);
 void register_creation(Registry& r);
-void register_quant(Registry& r);      // fake quantization (ops_quant.cc)
-void register_recurrent(Registry& r);  // lstm / gru / rnn (ops_recurrent.cc)
+void register_quant(Registry& r);         // fake quantization (ops_quant.cc)
+void register_recurrent(Registry& r);     // lstm / gru / rnn (ops_recurrent.cc)
+void register_math(Registry& r);          // composed element-wise math (ops_math.cc)
+void register_linalg(Registry& r);        // matmul family, distances, diagonals (ops_linalg.cc)
+void register_nn_pointwise(Registry& r);  // glu, shrinkage, huber (ops_nn_pointwise.cc)
+void register_order(Registry& r);         // median, kthvalue, cummax, logcumsumexp (ops_order.cc)
+void register_pool(Registry& r);  // adaptive max and 3-d pooling, 3-d upsampling (ops_pool.cc)
+
+// log1p(x) composed so that small x keep their digits (ops_math.cc).
+NodeId log1p_of(const LowerCtx& c, NodeId x);
+// The ord-norm of x over axes (all when empty), as linalg_vector_norm (ops_reduce.cc).
+NodeId vector_norm(LowerCtx& c, NodeId x, double ord, std::vector<int64_t> axes, bool keep);
 
 // PyTorch's type promotion for two operands (tensors rank >= 1 beat 0-d
 // tensors, which beat Python numbers, within the same category).

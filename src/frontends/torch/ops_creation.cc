@@ -52,6 +52,26 @@ void register_creation(Registry& r) {
     RLX_CHECK(o.shape.size() == 1, "arange must produce a 1-d tensor");
     return Value::tensor(c.b.arange(o.shape[0], start, step, o.dtype));
   });
+  // linspace(start, end, steps) / logspace(..., base): PyTorch's CPU kernel,
+  // start + i step for the first half and end - (steps - 1 - i) step for the
+  // rest (exact at both ends), base to that power for logspace; a constant.
+  for (const bool log : {false, true}) {
+    r.add(log ? "aten.logspace" : "aten.linspace", [log](LowerCtx& c) {
+      const TensorMeta& o = c.out();
+      RLX_CHECK(o.shape.size() == 1, c.node.op, " must produce a 1-d tensor");
+      const int64_t steps = o.shape[0];
+      const double start = c.f(0, "start"), end = c.f(1, "end"), base = c.f(3, "base", 10);
+      const double step = steps > 1 ? (end - start) / double(steps - 1) : 0;
+      Tensor v({steps}, DType::F64);
+      double* p = v.data<double>();
+      for (int64_t i = 0; i < steps; ++i) {
+        p[i] = i < steps / 2 ? start + step * double(i) : end - step * double(steps - 1 - i);
+        if (steps == 1) p[i] = start;
+        if (log) p[i] = std::pow(base, p[i]);
+      }
+      return Value::tensor(c.b.constant(v.to(o.dtype)));
+    });
+  }
   // eye(n[, m]): row index == column index, from two aranges (no n x m constant).
   r.add("aten.eye", [](LowerCtx& c) {
     const TensorMeta& o = c.out();

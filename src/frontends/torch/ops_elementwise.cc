@@ -223,16 +223,6 @@ void register_elementwise(Registry& r) {
     const NodeId x = c.tensor(0, "self");
     return Value::tensor(c.b.op(Op::Ne, {x, x}));  // only NaN differs from itself
   });
-  // log1p(x) = log(u) * x / (u - 1) with u = 1 + x (Goldberg): the rounding of u
-  // cancels, so small x keep their digits; x where u rounds to 1, and u = inf, as is.
-  r.add("aten.log1p", [](LowerCtx& c) {
-    const NodeId x = c.cast(c.tensor(0, "self"), c.out_dtype());
-    const DType t = c.out_dtype();
-    const NodeId u = c.b.add(x, c.scalar(1, t));
-    const NodeId ratio = c.b.div(c.b.mul(c.b.unary(Op::Log, u), x), c.b.sub(u, c.scalar(1, t)));
-    const NodeId exact = c.b.op(Op::Where, {c.b.op(Op::Eq, {u, c.scalar(INFINITY, t)}), u, ratio});
-    return Value::tensor(c.b.op(Op::Where, {c.b.op(Op::Eq, {u, c.scalar(1, t)}), x, exact}));
-  });
   // round(x, decimals): PyTorch scales by 10^|d|, rounds half to even, scales back.
   r.add("aten.round.decimals", [](LowerCtx& c) {
     int64_t d = c.i(1, "decimals", 0);
@@ -248,6 +238,14 @@ void register_elementwise(Registry& r) {
   });
   r.add("aten.leaky_relu", [](LowerCtx& c) {
     return unary(c, Op::LeakyRelu, {{"slope", c.f(1, "negative_slope", 0.01)}});
+  });
+  // rrelu_with_noise(x, noise, lower, upper, training, generator): in eval mode a
+  // leaky relu with the mean slope; training mode draws slopes at random.
+  r.add("aten.rrelu_with_noise", [](LowerCtx& c) {
+    RLX_CHECK(!c.flag(4, "training", false),
+              "rrelu in training mode is random; only eval is supported");
+    const double slope = (c.f(2, "lower", 1.0 / 8) + c.f(3, "upper", 1.0 / 3)) / 2;
+    return unary(c, Op::LeakyRelu, {{"slope", slope}});
   });
   r.add("aten.elu", [](LowerCtx& c) {
     double alpha = c.f(1, "alpha", 1), scale = c.f(2, "scale", 1),

@@ -158,12 +158,10 @@ Value repeat_interleave_indices(LowerCtx& c) {
 // first take the reduction's identity. mean sums, then divides by how many
 // values reached each place (floor division for integers, as PyTorch does);
 // untouched places keep self.
-Value scatter_reduce(LowerCtx& c) {
-  NodeId x = c.tensor(0, "self"), idx = as_index(c, c.tensor(2, "index")), src = c.tensor(3, "src");
-  const int64_t axis = c.i(1, "dim");
-  const std::string reduce = c.str(4, "reduce", "");
-  const bool include_self = c.flag(5, "include_self", true);
+NodeId scatter_reduce_into(LowerCtx& c, NodeId x, int64_t axis, NodeId idx, NodeId src,
+                           const std::string& reduce, bool include_self) {
   const DType t = c.shape(x).dtype;
+  src = c.cast(src, t);
   auto scatter = [&](NodeId into, NodeId upd, const char* how) {
     return c.b.op(Op::ScatterElements, {into, idx, upd},
                   {{"axis", axis}, {"reduction", std::string(how)}});
@@ -184,14 +182,46 @@ Value scatter_reduce(LowerCtx& c) {
     identity = reduce == "amax" ? 0 : 255;
   NodeId base = include_self ? x : scatter(x, c.b.full(c.dims(idx), identity, t), "none");
   NodeId y = scatter(base, src, how);
-  if (reduce != "mean") return Value::tensor(y);
+  if (reduce != "mean") return y;
   NodeId count =
       scatter(c.b.full(c.dims(x), include_self ? 1 : 0, t), c.b.full(c.dims(idx), 1, t), "add");
   NodeId touched = c.b.op(Op::Gt, {count, c.scalar(0, t)});
   NodeId safe = c.b.op(Op::Max, {count, c.scalar(1, t)});
   Attrs div;
   if (integer) div.set("rounding", std::string("floor"));
-  return Value::tensor(c.b.op(Op::Where, {touched, c.b.op(Op::Div, {y, safe}, div), x}));
+  return c.b.op(Op::Where, {touched, c.b.op(Op::Div, {y, safe}, div), x});
+}
+
+Value scatter_reduce(LowerCtx& c) {
+  return Value::tensor(scatter_reduce_into(
+      c, c.tensor(0, "self"), c.i(1, "dim"), as_index(c, c.tensor(2, "index")), c.tensor(3, "src"),
+      c.str(4, "reduce", ""), c.flag(5, "include_self", true)));
+}
+
+// index_* (self, dim, index [K], source): index laid along dim and expanded to
+// source's shape, for a scatter along dim. A 0-d self (and source) is [1].
+struct IndexAlong {
+  NodeId x, idx, src;
+  int64_t axis;
+  bool scalar;
+};
+IndexAlong index_along(LowerCtx& c, NodeId x, NodeId src) {
+  NodeId idx = as_index(c, c.tensor(2, "index"));
+  const bool scalar = c.rank(x) == 0;
+  if (scalar) x = c.b.reshape(x, {1});
+  if (c.rank(idx) == 0) idx = c.b.reshape(idx, {1});
+  const int64_t axis = normalize_axis(c.i(1, "dim"), c.rank(x));
+  Dims sd = c.dims(x);
+  sd[size_t(axis)] = c.dims(idx)[0];
+  src = c.b.reshape(c.cast(src, c.shape(x).dtype), sd);
+  Dims lay(sd.size(), 1);
+  lay[size_t(axis)] = sd[size_t(axis)];
+  idx = c.b.op(Op::Expand, {c.b.reshape(idx, lay)}, {{"shape", sd}});
+  return {x, idx, src, axis, scalar};
+}
+
+Value index_scatter(LowerCtx& c, const IndexAlong& a, NodeId y) {
+  return Value::tensor(a.scalar ? c.b.reshape(y, {}) : y);
 }
 
 // take(self, index): self flattened, gathered at index (any shape).
@@ -246,9 +276,80 @@ void register_indexing(Registry& r) {
   r.add("aten.repeat_interleave.Tensor", repeat_interleave_indices);
   r.add("aten.index_put", index_put);
   r.add("aten.gather", [](LowerCtx& c) {
-    return Value::tensor(c.b.op(Op::GatherElements,
-                                {c.tensor(0, "self"), as_index(c, c.tensor(2, "index"))},
-                                {{"axis", c.i(1, "dim")}}));
+    NodeId x = c.tensor(0, "self"), idx = as_index(c, c.tensor(2, "index"));
+    if (c.rank(x) == 0) {  // a 0-d self reads as [1]; the result has index's shape
+      const Dims d = c.dims(idx);
+      const NodeId y = c.b.op(Op::GatherElements, {c.b.reshape(x, {1}), c.b.reshape(idx, {-1})},
+                              {{"axis", int64_t(0)}});
+      return Value::tensor(c.b.reshape(y, d));
+    }
+    return Value::tensor(c.b.op(Op::GatherElements, {x, idx}, {{"axis", c.i(1, "dim")}}));
+  });
+  // isin(elements, test_elements, assume_unique, invert): each element compared
+  // with every test element.
+  r.add("aten.isin", [](LowerCtx& c) {
+    const Value* e = c.arg(0, "elements");
+    const Value* t = c.arg(1, "test_elements");
+    RLX_CHECK(e && t, "isin needs elements and test_elements");
+    const DType dt = promote(c, *e, *t);
+    const NodeId x = c.as_tensor(*e, dt), tests = c.b.reshape(c.as_tensor(*t, dt), {-1});
+    const bool invert = c.flag(3, "invert", false);
+    const int64_t n = c.dims(tests)[0];
+    if (n == 0) return Value::tensor(c.b.full(c.dims(x), invert ? 1 : 0, DType::Bool));
+    Dims d = c.dims(x);
+    d.push_back(1);
+    const NodeId hits = c.b.reduce(
+        Op::ReduceSum, c.cast(c.b.op(Op::Eq, {c.b.reshape(x, d), tests}), DType::I64), {-1});
+    return Value::tensor(c.b.op(invert ? Op::Eq : Op::Gt, {hits, c.scalar(0, DType::I64)}));
+  });
+  // searchsorted(seq, values, *, out_int32, right, side, sorter) and
+  // bucketize(values, boundaries, *, out_int32, right): how many sequence
+  // elements are < v (left) or <= v (right), counted over the last dim.
+  for (const bool bucket : {false, true}) {
+    r.add(bucket ? "aten.bucketize" : "aten.searchsorted", [bucket](LowerCtx& c) {
+      NodeId seq = c.tensor(bucket ? 1 : 0, bucket ? "boundaries" : "sorted_sequence");
+      const Value* vv = c.arg(bucket ? 0 : 1, "self");
+      RLX_CHECK(vv, c.node.op, " needs values");
+      const DType dt = promote(c, Value::tensor(seq), *vv);
+      NodeId v = c.as_tensor(*vv, dt);
+      seq = c.cast(seq, dt);
+      bool right = c.flag(99, "right", false);
+      if (!bucket && c.str(99, "side", "") == "right") right = true;
+      if (!bucket && c.has(99, "sorter"))
+        seq = c.b.op(Op::GatherElements, {seq, as_index(c, c.tensor(99, "sorter"))},
+                     {{"axis", int64_t(-1)}});
+      const Dims vd = c.dims(v);
+      Dims vcol = vd;
+      vcol.push_back(1);
+      NodeId s = seq;
+      if (c.rank(seq) > 1) {  // [..., M] against [..., K]: seq as [..., 1, M]
+        Dims sd = c.dims(seq);
+        sd.insert(sd.end() - 1, 1);
+        s = c.b.reshape(seq, sd);
+      }
+      const NodeId below = c.b.op(right ? Op::Le : Op::Lt, {s, c.b.reshape(v, vcol)});
+      const NodeId n = c.b.reduce(Op::ReduceSum, c.cast(below, DType::I64), {-1});
+      return Value::tensor(c.cast(n, c.out_dtype()));
+    });
+  }
+  // masked_scatter(self, mask, source): source's elements, in order, where the
+  // mask (broadcast to self) is true: the k-th true place takes source[k], k
+  // from a running count of the mask.
+  r.add("aten.masked_scatter", [](LowerCtx& c) {
+    const NodeId x = c.tensor(0, "self");
+    const Dims od = c.out().shape;
+    NodeId m = c.cast(c.tensor(1, "mask"), DType::Bool);
+    if (c.dims(m) != od) m = c.b.op(Op::Expand, {m}, {{"shape", od}});
+    const NodeId xs = c.dims(x) == od ? x : c.b.op(Op::Expand, {x}, {{"shape", od}});
+    const NodeId src = c.b.reshape(c.cast(c.tensor(2, "source"), c.shape(x).dtype), {-1});
+    if (numel(od) == 0 || numel(c.dims(src)) == 0) return Value::tensor(xs);
+    const NodeId flat = c.b.reshape(m, {-1});
+    NodeId k = c.b.op(Op::CumSum, {c.cast(flat, DType::I64)}, {{"axis", int64_t(0)}});
+    k = c.b.op(Op::Min,
+               {c.b.op(Op::Max, {c.b.sub(k, c.scalar(1, DType::I64)), c.scalar(0, DType::I64)}),
+                c.scalar(double(numel(c.dims(src)) - 1), DType::I64)});
+    const NodeId taken = c.b.reshape(c.b.op(Op::Gather, {src, k}, {{"axis", int64_t(0)}}), od);
+    return Value::tensor(c.b.op(Op::Where, {m, taken, xs}));
   });
   r.add("aten.index_select", [](LowerCtx& c) {
     // PyTorch treats a 0-d index as [1] and a 0-d self as [1] whose result
@@ -264,6 +365,74 @@ void register_indexing(Registry& r) {
   r.add("aten.index", index_tensor);
   r.add("aten.scatter_reduce", scatter_reduce);
   r.add("aten.take", take);
+  // index_add(self, dim, index, source, alpha): source (times alpha) added at index along dim.
+  r.add("aten.index_add", [](LowerCtx& c) {
+    const NodeId x = c.tensor(0, "self");
+    NodeId src = c.cast(c.tensor(3, "source"), c.shape(x).dtype);
+    if (c.has(4, "alpha") && c.f(4, "alpha") != 1)
+      src = c.b.mul(src, c.scalar(c.f(4, "alpha"), c.shape(x).dtype));
+    const IndexAlong a = index_along(c, x, src);
+    return index_scatter(c, a,
+                         c.b.op(Op::ScatterElements, {a.x, a.idx, a.src},
+                                {{"axis", a.axis}, {"reduction", std::string("add")}}));
+  });
+  r.add("aten.index_copy", [](LowerCtx& c) {
+    const IndexAlong a = index_along(c, c.tensor(0, "self"), c.tensor(3, "source"));
+    return index_scatter(c, a,
+                         c.b.op(Op::ScatterElements, {a.x, a.idx, a.src}, {{"axis", a.axis}}));
+  });
+  // index_reduce(self, dim, index, source, reduce, include_self): scatter_reduce
+  // with the index expanded along dim.
+  r.add("aten.index_reduce", [](LowerCtx& c) {
+    const IndexAlong a = index_along(c, c.tensor(0, "self"), c.tensor(3, "source"));
+    return index_scatter(c, a,
+                         scatter_reduce_into(c, a.x, a.axis, a.idx, a.src, c.str(4, "reduce", ""),
+                                             c.flag(5, "include_self", true)));
+  });
+  // index_fill(self, dim, index, value): value wherever dim's position is in index.
+  r.add("aten.index_fill", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self");
+    NodeId idx = as_index(c, c.tensor(2, "index"));
+    const DType t = c.shape(x).dtype;
+    const bool scalar = c.rank(x) == 0;
+    if (scalar) x = c.b.reshape(x, {1});
+    idx = c.b.reshape(idx, {-1});
+    const int64_t axis = normalize_axis(c.i(1, "dim"), c.rank(x));
+    const int64_t n = c.dims(x)[size_t(axis)];
+    const NodeId hit =
+        c.b.op(Op::ScatterElements,
+               {c.b.full({n}, 0, DType::I64), idx, c.b.full(c.dims(idx), 1, DType::I64)},
+               {{"axis", int64_t(0)}});
+    Dims lay(size_t(c.rank(x)), 1);
+    lay[size_t(axis)] = n;
+    const NodeId mask = c.b.reshape(c.b.op(Op::Gt, {hit, c.scalar(0, DType::I64)}), lay);
+    const Value* v = c.arg(3, "value");
+    RLX_CHECK(v, "index_fill needs a value");
+    NodeId val = c.as_tensor(*v, t);
+    if (c.rank(val) > 0) val = c.b.reshape(val, {});
+    const NodeId y = c.b.op(Op::Where, {mask, val, x});
+    return Value::tensor(scalar ? c.b.reshape(y, {}) : y);
+  });
+  // scatter_add(self, dim, index, src): src cut to index's shape, added at index.
+  r.add("aten.scatter_add", [](LowerCtx& c) {
+    NodeId x = c.tensor(0, "self"), idx = as_index(c, c.tensor(2, "index"));
+    NodeId src = c.cast(c.tensor(3, "src"), c.shape(x).dtype);
+    if (numel(c.dims(idx)) == 0) return Value::tensor(x);
+    if (c.rank(x) == 0) {  // 0-d self, index and src: one element at [0]
+      auto one = [&](NodeId v) { return c.b.reshape(v, {1}); };
+      return Value::tensor(
+          c.b.reshape(c.b.op(Op::ScatterElements, {one(x), one(idx), one(src)},
+                             {{"axis", int64_t(0)}, {"reduction", std::string("add")}}),
+                      {}));
+    }
+    const Dims id = c.dims(idx), sd = c.dims(src);
+    for (size_t k = 0; k < id.size(); ++k)
+      if (sd[k] != id[k])
+        src =
+            c.b.op(Op::Slice, {src}, {{"axis", int64_t(k)}, {"start", int64_t(0)}, {"end", id[k]}});
+    return Value::tensor(c.b.op(Op::ScatterElements, {x, idx, src},
+                                {{"axis", c.i(1, "dim")}, {"reduction", std::string("add")}}));
+  });
   r.add("aten.put", put);
   r.add("aten.max_unpool2d", max_unpool);
   r.add("aten.max_unpool3d", max_unpool);
@@ -277,6 +446,12 @@ void register_indexing(Registry& r) {
                      : c.b.full(c.dims(idx), src->number(), c.shape(x).dtype);
     std::string reduce = c.str(4, "reduce", "none");
     if (reduce == "multiply") reduce = "mul";
+    if (c.rank(x) == 0) {  // 0-d self, index and src: one element at [0]
+      auto one = [&](NodeId v) { return c.b.reshape(v, {1}); };
+      return Value::tensor(c.b.reshape(c.b.op(Op::ScatterElements, {one(x), one(idx), one(upd)},
+                                              {{"axis", int64_t(0)}, {"reduction", reduce}}),
+                                       {}));
+    }
     return Value::tensor(c.b.op(Op::ScatterElements, {x, idx, upd},
                                 {{"axis", c.i(1, "dim")}, {"reduction", reduce}}));
   });

@@ -444,6 +444,46 @@ void register_nn(Registry& r) {
       return Value::tuple({sdpa(c).id, -1, -1, -1, -1, -1, -1, -1, -1});
     });
   r.add("aten._native_multi_head_attention", native_mha);
+  // _scaled_dot_product_attention_forward(q, k, v, attn_mask, dropout_p,
+  // need_attn_weights, is_causal): PyTorch 1.13's math path, softmax(q / sqrt(E)
+  // k^T + mask) v, with a top-left causal mask [L, S] and a bool mask as -inf
+  // where false; the attention weights are the second output.
+  r.add("aten._scaled_dot_product_attention_forward", [](LowerCtx& c) {
+    NodeId q = c.tensor(0, "query");
+    const NodeId k = c.tensor(1, "key"), v = c.tensor(2, "value");
+    RLX_CHECK(
+        c.f(4, "dropout_p", 0) == 0,
+        "scaled_dot_product_attention with dropout is random; only dropout_p = 0 is supported");
+    const DType t = c.shape(q).dtype;
+    const int r = c.rank(q);
+    const Dims qd = c.dims(q), kd = c.dims(k);
+    const int64_t L = qd[size_t(r - 2)], S = kd[size_t(r - 2)];
+    q = c.b.div(q, c.scalar(std::sqrt(double(qd[size_t(r - 1)])), t));
+    std::vector<int64_t> perm;
+    for (int i = 0; i < r; ++i) perm.push_back(i);
+    std::swap(perm[size_t(r - 1)], perm[size_t(r - 2)]);
+    NodeId s = c.b.matmul(q, c.b.transpose(k, perm));
+    const NodeId ninf = c.scalar(-INFINITY, t);
+    if (c.flag(6, "is_causal", false)) {
+      const NodeId rows = c.b.reshape(c.b.arange(L), {L, 1}),
+                   cols = c.b.reshape(c.b.arange(S), {1, S});
+      s = c.b.op(Op::Where, {c.b.op(Op::Le, {cols, rows}), s, ninf});
+    }
+    if (c.has(3, "attn_mask")) {
+      const NodeId m = c.tensor(3, "attn_mask");
+      s = c.shape(m).dtype == DType::Bool ? c.b.op(Op::Where, {m, s, ninf})
+                                          : c.b.add(s, c.cast(m, t));
+    }
+    const NodeId a = c.b.softmax(s, -1);
+    const NodeId out = c.b.matmul(a, v);
+    // The math path returns the weights whether asked for or not; another
+    // kernel's empty tensor is given as recorded.
+    NodeId w = a;
+    if (c.node.out.tuple.size() > 1 && c.node.out.tuple[1] &&
+        c.node.out.tuple[1]->shape != c.dims(a))
+      w = c.b.full(c.node.out.tuple[1]->shape, 0, t);
+    return Value::tuple({out, w});
+  });
   r.add("aten._transformer_encoder_layer_fwd", transformer_encoder_layer);
   r.add("aten.upsample_nearest2d",
         [](LowerCtx& c) { return upsample(c, "nearest", false, false); });

@@ -98,6 +98,28 @@ Value arg(LowerCtx& c, Op op) {
   return Value::tensor(c.b.op(op, {x}, {{"axis", c.i(1, "dim")}, {"keepdims", int64_t(keep)}}));
 }
 
+}  // namespace
+
+// The ord-norm of x over axes (all when empty): inf / -inf as max / min of
+// |x|, 0 as the count of nonzeros, 2 as sqrt(sum x^2), else (sum |x|^p)^(1/p).
+NodeId vector_norm(LowerCtx& c, NodeId x, double ord, std::vector<int64_t> axes, bool keep) {
+  const DType t = c.shape(x).dtype;
+  if (c.rank(x) == 0) {
+    x = c.b.reshape(x, {1});
+    axes = {};
+  }
+  const NodeId a = c.b.unary(Op::Abs, x);
+  if (std::isinf(ord)) return c.b.reduce(ord > 0 ? Op::ReduceMax : Op::ReduceMin, a, axes, keep);
+  if (ord == 0)
+    return c.b.reduce(Op::ReduceSum, c.cast(c.b.op(Op::Ne, {x, c.scalar(0, t)}), t), axes, keep);
+  if (ord == 1) return c.b.reduce(Op::ReduceSum, a, axes, keep);
+  if (ord == 2) return c.b.unary(Op::Sqrt, c.b.reduce(Op::ReduceSum, c.b.mul(x, x), axes, keep));
+  const NodeId s = c.b.reduce(Op::ReduceSum, c.b.binary(Op::Pow, a, c.scalar(ord, t)), axes, keep);
+  return c.b.binary(Op::Pow, s, c.scalar(1 / ord, t));
+}
+
+namespace {
+
 // sort / topk of a 0-d tensor: (x, index 0).
 Value itself_at_zero(LowerCtx& c, NodeId x) {
   Value t;
@@ -112,34 +134,107 @@ void register_reductions(Registry& r) {
   r.add("aten.sum", [](LowerCtx& c) { return reduce(c, Op::ReduceSum); });
   r.add("aten.mean", [](LowerCtx& c) { return reduce(c, Op::ReduceMean); });
   r.add("aten.amax", [](LowerCtx& c) { return reduce(c, Op::ReduceMax); });
-  // linalg_vector_norm(x, ord, dim, keepdim, *, dtype): inf / -inf as max / min
-  // of |x|, 0 as the count of nonzeros, 2 as sqrt(sum x^2), else (sum |x|^p)^(1/p).
-  r.add("aten.linalg_vector_norm", [](LowerCtx& c) {
+  r.add("aten.linalg_vector_norm", [](LowerCtx& c) {  // (x, ord, dim, keepdim, *, dtype)
+    const NodeId x = c.cast(c.tensor(0, "self"), c.out_dtype());
+    return Value::tensor(c.reshape_to_out(
+        vector_norm(c, x, c.f(1, "ord", 2), dims_arg(c, 2, "dim"), c.flag(3, "keepdim", false))));
+  });
+  // dist(a, b, p) = ||a - b||_p over every element.
+  r.add("aten.dist", [](LowerCtx& c) {
     const DType t = c.out_dtype();
-    NodeId x = c.cast(c.tensor(0, "self"), t);
-    const double ord = c.f(1, "ord", 2);
-    auto axes = dims_arg(c, 2, "dim");
-    const bool keep = c.flag(3, "keepdim", false);
-    if (c.rank(x) == 0) {
-      x = c.b.reshape(x, {1});
-      axes = {};
-    }
-    const NodeId a = c.b.unary(Op::Abs, x);
-    NodeId y;
-    if (std::isinf(ord)) {
-      y = c.b.reduce(ord > 0 ? Op::ReduceMax : Op::ReduceMin, a, axes, keep);
-    } else if (ord == 0) {
-      y = c.b.reduce(Op::ReduceSum, c.cast(c.b.op(Op::Ne, {x, c.scalar(0, t)}), t), axes, keep);
-    } else if (ord == 1) {
-      y = c.b.reduce(Op::ReduceSum, a, axes, keep);
-    } else if (ord == 2) {
-      y = c.b.unary(Op::Sqrt, c.b.reduce(Op::ReduceSum, c.b.mul(x, x), axes, keep));
+    const NodeId d = c.b.sub(c.cast(c.tensor(0, "self"), t), c.cast(c.tensor(1, "other"), t));
+    return Value::tensor(c.reshape_to_out(vector_norm(c, d, c.f(2, "p", 2), {}, false)));
+  });
+  // vdot(a, b) = sum(a * b) of two vectors (real tensors: no conjugate).
+  r.add("aten.vdot", [](LowerCtx& c) {
+    const DType t = c.out_dtype();
+    const NodeId p = c.b.mul(c.cast(c.tensor(0, "self"), t), c.cast(c.tensor(1, "other"), t));
+    return Value::tensor(c.reshape_to_out(c.b.reduce(Op::ReduceSum, p, {}, false)));
+  });
+  // histc(x, bins, min, max): the count of elements in each of `bins` equal
+  // bins over [min, max] (the last bin closed), elements outside ignored; min
+  // = max takes the data's range (widened by 1 each way when that is one
+  // value). Bin b holds the elements >= edge b less those >= edge b + 1, edge
+  // k = min + k (max - min) / bins (PyTorch's linspace edges up to rounding,
+  // which matters only for an element on an edge).
+  r.add("aten.histc", [](LowerCtx& c) {
+    const DType t = c.out_dtype();
+    const NodeId x = c.b.reshape(c.cast(c.tensor(0, "self"), t), {-1});
+    const int64_t bins = c.i(1, "bins", 100);
+    RLX_CHECK(bins > 0, "histc: bins must be positive, got ", bins);
+    double lo = c.f(2, "min", 0), hi = c.f(3, "max", 0);
+    RLX_CHECK(lo <= hi, "histc: max must be >= min, got ", lo, " and ", hi);
+    NodeId mn, mx;
+    if (lo == hi && numel(c.dims(x)) > 0) {
+      mn = c.b.reduce(Op::ReduceMin, x, {0}, false);
+      mx = c.b.reduce(Op::ReduceMax, x, {0}, false);
+      const NodeId same = c.b.op(Op::Eq, {mn, mx});
+      mn = c.b.op(Op::Where, {same, c.b.sub(mn, c.scalar(1, t)), mn});
+      mx = c.b.op(Op::Where, {same, c.b.add(mx, c.scalar(1, t)), mx});
     } else {
-      const NodeId s =
-          c.b.reduce(Op::ReduceSum, c.b.binary(Op::Pow, a, c.scalar(ord, t)), axes, keep);
-      y = c.b.binary(Op::Pow, s, c.scalar(1 / ord, t));
+      if (lo == hi) lo -= 1, hi += 1;
+      mn = c.scalar(lo, t);
+      mx = c.scalar(hi, t);
     }
-    return Value::tensor(c.reshape_to_out(y));
+    if (numel(c.dims(x)) == 0) return Value::tensor(c.b.full({bins}, 0, t));
+    // edge k = min + k (max - min) / bins, the last one max itself.
+    const NodeId k = c.b.arange(bins + 1, 0, 1, t);
+    NodeId edges = c.b.add(mn, c.b.mul(k, c.b.div(c.b.sub(mx, mn), c.scalar(double(bins), t))));
+    edges = c.b.op(Op::Where, {c.b.op(Op::Eq, {k, c.scalar(double(bins), t)}), mx, edges});
+    const NodeId in = c.b.op(Op::LogicalAnd, {c.b.op(Op::Ge, {x, mn}), c.b.op(Op::Le, {x, mx})});
+    const int64_t n = c.dims(x)[0];
+    const NodeId above =
+        c.b.op(Op::LogicalAnd,
+               {c.b.reshape(in, {n, 1}),
+                c.b.op(Op::Ge, {c.b.reshape(x, {n, 1}), c.b.reshape(edges, {1, bins + 1})})});
+    const NodeId count = c.b.reduce(Op::ReduceSum, c.cast(above, DType::I64), {0});  // [bins + 1]
+    auto part = [&](int64_t a, int64_t b) {
+      return c.b.op(Op::Slice, {count}, {{"axis", int64_t(0)}, {"start", a}, {"end", b}});
+    };
+    NodeId next = part(1, bins);
+    next =
+        c.b.op(Op::Pad, {next}, {{"pads", std::vector<int64_t>{0, 1}}});  // the last bin keeps max
+    return Value::tensor(c.cast(c.b.sub(part(0, bins), next), t));
+  });
+  // all / any: no element is zero / some element is not, counted in i64 so an
+  // empty reduction gives all = true and any = false.
+  for (auto [name, all] : {std::pair{"aten.all", true}, std::pair{"aten.any", false}}) {
+    r.add(name, [all = all, name = std::string(name)](LowerCtx& c) {
+      const NodeId x = c.tensor(0, "self");
+      const DType t = c.shape(x).dtype;
+      const NodeId hit = c.cast(c.b.op(all ? Op::Eq : Op::Ne, {x, c.scalar(0, t)}), DType::I64);
+      NodeId n = hit;
+      if (c.rank(x) > 0) {
+        const bool whole = c.node.op == name + ".default";
+        n = c.b.reduce(Op::ReduceSum, hit, whole ? std::vector<int64_t>{} : dims_arg(c, 1, "dim"),
+                       whole ? false : c.flag(2, "keepdim", false));
+      }
+      const NodeId y = c.b.op(all ? Op::Eq : Op::Gt, {n, c.scalar(0, DType::I64)});
+      return Value::tensor(c.reshape_to_out(c.cast(y, c.out_dtype())));
+    });
+  }
+  r.add("aten.count_nonzero", [](LowerCtx& c) {  // (x, dim: int | int[] | None)
+    const NodeId x = c.tensor(0, "self");
+    const NodeId hit = c.cast(c.b.op(Op::Ne, {x, c.scalar(0, c.shape(x).dtype)}), DType::I64);
+    if (c.rank(x) == 0) return Value::tensor(hit);
+    return Value::tensor(c.reshape_to_out(c.b.reduce(Op::ReduceSum, hit, dims_arg(c, 1, "dim"))));
+  });
+  // aminmax(x, *, dim=None, keepdim=False) -> (min, max), each in the shape
+  // PyTorch recorded (a 0-d x with keepdim gives [1]).
+  r.add("aten.aminmax", [](LowerCtx& c) {
+    const NodeId x = c.tensor(0, "self");
+    const bool keep = c.flag(2, "keepdim", false);
+    std::vector<int64_t> axes;
+    if (c.has(1, "dim") && c.rank(x) > 0) axes = {c.i(1, "dim")};
+    std::vector<NodeId> out;
+    for (Op op : {Op::ReduceMin, Op::ReduceMax}) {
+      NodeId y = c.rank(x) == 0 ? x : c.b.reduce(op, x, axes, keep);
+      const auto& meta = c.node.out.tuple.at(out.size());
+      if (meta && c.shape(y).is_static() && c.dims(y) != meta->shape)
+        y = c.b.reshape(y, meta->shape);
+      out.push_back(y);
+    }
+    return Value::tuple(out);
   });
   r.add("aten.nansum", [](LowerCtx& c) {  // (x, dim, keepdim, *, dtype)
     const DType t = c.out_dtype();

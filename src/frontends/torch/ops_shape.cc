@@ -106,6 +106,12 @@ Value pad(LowerCtx& c, const std::vector<int64_t>& pad, const std::string& mode,
     pads[d] = pad[2 * k];
     pads[d + size_t(r)] = pad[2 * k + 1];
   }
+  // Nothing to pad, or an empty result (reflecting a 0-size dim by 0 is
+  // allowed in PyTorch): no pad node.
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }))
+    return Value::tensor(x);
+  if (c.shape(x).is_static() && numel(c.out().shape) == 0)
+    return Value::tensor(c.b.full(c.out().shape, 0, c.shape(x).dtype));
   Attrs a{{"pads", pads}, {"mode", mode}};
   if (mode == "constant") a.set("value", value);
   return Value::tensor(c.b.op(Op::Pad, {x}, a));
@@ -141,7 +147,7 @@ Value roll(LowerCtx& c) {
 // x's flat element src(i) (x row-major as its own storage). The flat indices
 // are a constant built at import (static shapes: 8 bytes per output element).
 template <class Src>
-Value strided_copy(LowerCtx& c, NodeId x, const Dims& out, const Src& src) {
+NodeId strided_index(LowerCtx& c, NodeId x, const Dims& out, const Src& src) {
   const int64_t numel = checked_numel(c.dims(x), "strided view input");
   const int64_t count = checked_numel(out, "strided view");
   RLX_CHECK(count <= (int64_t(1) << 26), "strided view of ", count,
@@ -159,8 +165,14 @@ Value strided_copy(LowerCtx& c, NodeId x, const Dims& out, const Src& src) {
       i[d] = 0;
     }
   }
+  return c.b.constant(idx);
+}
+
+template <class Src>
+Value strided_copy(LowerCtx& c, NodeId x, const Dims& out, const Src& src) {
+  const NodeId idx = strided_index(c, x, out, src);
   return Value::tensor(
-      c.b.op(Op::Gather, {c.b.reshape(x, {numel}), c.b.constant(idx)}, {{"axis", int64_t(0)}}));
+      c.b.op(Op::Gather, {c.b.reshape(x, {numel(c.dims(x))}), idx}, {{"axis", int64_t(0)}}));
 }
 
 // as_strided(self, size, stride, storage_offset): self taken as contiguous,
@@ -350,6 +362,7 @@ void register_shape_ops(Registry& r) {
   };
   r.add("aten.expand", expand);
   r.add("aten.expand_as", expand);
+  r.add("aten.expand_copy", expand);
   r.add("aten.slice", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
     return Value::tensor(slice(c, x, axis(c, x, c.i(1, "dim", 0)), c.i(2, "start", 0),
@@ -361,9 +374,27 @@ void register_shape_ops(Registry& r) {
   r.add("aten.slice_scatter", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
     int ax = axis(c, x, c.i(2, "dim", 0));
-    RLX_CHECK(c.i(5, "step", 1) == 1, "slice_scatter with a step other than 1 is not supported");
-    return Value::tensor(
-        scatter_range(c, x, c.tensor(1, "src"), ax, c.i(3, "start", 0), c.i(4, "end", INT64_MAX)));
+    const int64_t step = c.i(5, "step", 1);
+    if (step == 1)
+      return Value::tensor(scatter_range(c, x, c.tensor(1, "src"), ax, c.i(3, "start", 0),
+                                         c.i(4, "end", INT64_MAX)));
+    // A strided slice: src scattered along dim at start, start + step, ...
+    RLX_CHECK(step > 0, "slice_scatter: step must be positive, got ", step);
+    const int64_t len = c.dims(x)[size_t(ax)];
+    auto clampi = [len](int64_t v) { return std::clamp(v < 0 ? v + len : v, int64_t(0), len); };
+    const int64_t start = clampi(c.i(3, "start", 0)), end = clampi(c.i(4, "end", INT64_MAX));
+    const NodeId src = c.cast(c.tensor(1, "src"), c.shape(x).dtype);
+    const Dims sd = c.dims(src);
+    const int64_t n = end > start ? (end - start + step - 1) / step : 0;
+    RLX_CHECK(sd[size_t(ax)] == n, "slice_scatter: src ", c.shape(src).str(), " does not fit ", n,
+              " strided positions of axis ", ax);
+    if (n == 0) return Value::tensor(x);
+    Dims lay(sd.size(), 1);
+    lay[size_t(ax)] = n;
+    const NodeId at = c.b.reshape(c.b.arange(n, double(start), double(step)), lay);
+    return Value::tensor(c.b.op(Op::ScatterElements,
+                                {x, c.b.op(Op::Expand, {at}, {{"shape", sd}}), src},
+                                {{"axis", int64_t(ax)}}));
   });
   r.add("aten.select_scatter", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self"), src = c.tensor(1, "src");
@@ -382,6 +413,7 @@ void register_shape_ops(Registry& r) {
     if (start < 0) start += c.dims(x)[size_t(ax)];
     return Value::tensor(slice(c, x, ax, start, start + c.i(3, "length")));
   });
+  r.alias("aten.narrow_copy", "aten.narrow");
   r.add("aten.select", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
     int ax = axis(c, x, c.i(1, "dim"));
@@ -462,6 +494,29 @@ void register_shape_ops(Registry& r) {
   });
   r.add("aten.roll", roll);
   r.add("aten.as_strided", as_strided);
+  // as_strided_scatter(self, src, size, stride, storage_offset): src written
+  // through the strided view of self (self as its own storage): a scatter at
+  // the view's flat indices.
+  r.add("aten.as_strided_scatter", [](LowerCtx& c) {
+    const NodeId x = c.tensor(0, "self");
+    const auto size = c.ints(2, "size"), stride = c.ints(3, "stride");
+    const int64_t offset = c.i(4, "storage_offset", 0);
+    RLX_CHECK(size.size() == stride.size(), "as_strided_scatter: ", size.size(), " sizes but ",
+              stride.size(), " strides");
+    const Dims out(size.begin(), size.end());
+    const int64_t numel = checked_numel(c.dims(x), "as_strided_scatter input");
+    if (numel == 0 || checked_numel(out, "as_strided_scatter") == 0) return Value::tensor(x);
+    const NodeId idx = strided_index(c, x, out, [&](const Dims& i) {
+      int64_t at = offset;
+      for (size_t d = 0; d < i.size(); ++d) at += i[d] * stride[d];
+      return at;
+    });
+    const NodeId src = c.b.reshape(c.cast(c.tensor(1, "src"), c.shape(x).dtype), {-1});
+    const NodeId y =
+        c.b.op(Op::ScatterElements, {c.b.reshape(x, {numel}), c.b.reshape(idx, {-1}), src},
+               {{"axis", int64_t(0)}});
+    return Value::tensor(c.b.reshape(y, c.dims(x)));
+  });
   r.add("aten.unfold", unfold);
   r.add("aten.flip", [](LowerCtx& c) {
     return Value::tensor(c.b.op(Op::Flip, {c.tensor(0, "self")}, {{"axes", c.ints(1, "dims")}}));
