@@ -179,6 +179,47 @@ Shape infer_reshape(const Node& n, const In& in) {
   return Shape(out, in[0]->dtype);
 }
 
+Shape infer_reshape_like(const Node& n, const In& in) {
+  const Shape &x = *in[0], &like = *in[1];
+  const auto& target = n.attrs_as<ReshapeLikeAttrs>().shape;
+  std::vector<Dim> out;
+  int inferred = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const int64_t v = target[i];
+    if (v == -1) {
+      RLX_CHECK(inferred < 0, "reshape_like: more than one -1 in ", short_dims_str(target));
+      inferred = int(i);
+      out.push_back(kUnknown);
+    } else if (v <= -2) {
+      const int64_t axis = -2 - v;
+      RLX_CHECK(axis < like.rank(), "reshape_like: entry ", v, " names dim ", axis, " of ",
+                like.str());
+      out.push_back(like.dims[size_t(axis)]);
+    } else {
+      out.push_back(Dim(v));
+    }
+  }
+  if (!x.is_static()) return Shape(out, x.dtype);
+  int64_t known = 1;
+  bool all_static = true;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (int(i) != inferred) {
+      all_static = all_static && out[i].is_static();
+      if (out[i].is_static()) known = checked_mul(known, out[i].value, "reshape_like");
+    }
+  if (!all_static) return Shape(out, x.dtype);
+  const int64_t total = x.numel();
+  if (inferred >= 0) {
+    RLX_CHECK(known != 0 && total % known == 0, "reshape_like: cannot reshape ", x.str(), " to ",
+              short_dims_str(target), " of ", like.str());
+    out[size_t(inferred)] = Dim(total / known);
+  } else {
+    RLX_CHECK(known == total, "reshape_like: cannot reshape ", x.str(), " (", total,
+              " elements) to ", Shape(out, x.dtype).str());
+  }
+  return Shape(out, x.dtype);
+}
+
 Shape infer_transpose(const Node& n, const In& in) {
   const auto& perm = n.attrs_as<TransposeAttrs>().perm;
   const int r = in[0]->rank();

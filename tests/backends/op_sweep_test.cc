@@ -60,6 +60,7 @@ std::vector<Sample> samples() {
       {Op::CumSum, {x}, {{"axis", 1}, {"reverse", true}}},
       {Op::CumProd, {x}, {{"axis", 0}, {"exclusive", true}}},
       {Op::Reshape, {x}, {{"shape", Ints{3, -1}}}},
+      {Op::ReshapeLike, {x, idx({3, 5}, 4)}, {{"shape", Ints{-2, -1}}}},  // like: dims only
       {Op::Transpose, {x}, {{"perm", Ints{1, 0}}}},
       {Op::Slice, {x}, {{"axis", 1}, {"start", 1}, {"step", 2}}},
       {Op::Concat, {x, f32({1, 3})}, {{"axis", 0}}},

@@ -167,6 +167,7 @@ std::vector<Case> cases() {
 
       // ---- movement
       {Op::Reshape, {f({2, 3, 2})}, {{"shape", Ints{3, -1}}}},
+      {Op::ReshapeLike, {f({2, 3, 2}), f({3, 4})}, {{"shape", Ints{-2, -1}}}},
       {Op::Transpose, {f({2, 3, 4})}, {{"perm", Ints{2, 0, 1}}}},
       {Op::Slice, {f({3, 7})}, {{"axis", 1}, {"start", 1}, {"end", 6}}},
       {Op::Slice, {f({3, 7})}, {{"axis", 1}, {"start", 1}, {"step", 3}}},

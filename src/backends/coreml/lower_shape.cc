@@ -267,6 +267,7 @@ void register_shape(LowerTable& t) {
   set(Op::LogSoftmax, lower_log_softmax);
   set(Op::CumSum, lower_cumsum);
   set(Op::Reshape, lower_reshape);
+  set(Op::ReshapeLike, lower_reshape);  // the dims are static at export
   set(Op::Transpose, lower_transpose);
   set(Op::Slice, lower_slice);
   set(Op::Concat, lower_concat);

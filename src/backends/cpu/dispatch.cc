@@ -43,7 +43,8 @@ KernelEntry kernel_for(Op op) {
     case Op::Softmax: case Op::LogSoftmax: return {softmax, f32};
     case Op::CumSum: case Op::CumProd: return {cumsum, f32};
 
-    case Op::Reshape: return {reshape, any};
+    case Op::Reshape:
+    case Op::ReshapeLike: return {reshape, any};
     case Op::Transpose: return {transpose, any};
     case Op::Slice: return {slice, any};
     case Op::Concat: return {concat, any};

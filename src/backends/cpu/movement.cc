@@ -75,7 +75,9 @@ Dims strides_of(const Dims& d) { return contiguous_strides(d); }
 }  // namespace
 
 void reshape(const KernelCall& c) {
-  check_dtype(c);
+  // reshape_like's second input lends only its dims.
+  RLX_CHECK(c.in[0].dtype() == c.out.dtype(), c.node.label(), ": dtype ",
+            dtype_name(c.in[0].dtype()), " differs from output ", dtype_name(c.out.dtype()));
   RLX_CHECK(c.in[0].numel() == c.out.numel(), c.node.label(), ": cannot reshape ",
             c.in[0].shape().str(), " to ", dims_str(c.out.dims()));
   par_copy(c.out.raw(), c.in[0].raw(), c.out.nbytes());

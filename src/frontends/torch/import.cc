@@ -137,11 +137,13 @@ Model import_document(const Document& doc, TensorMap weights, const std::string&
   LowerCtx::Symbols symbols;
   for (const auto& in : doc.inputs) {
     std::vector<Dim> dims;
-    for (size_t i = 0; i < in.shape.size(); ++i) {
+    for (size_t i = 0; i < in.shape.size(); ++i)
       dims.push_back(in.dynamic[i].empty() ? Dim(in.shape[i]) : Dim::symbol(in.dynamic[i]));
-      if (!in.dynamic[i].empty()) symbols.emplace(in.dynamic[i], in.shape[i]);
-    }
-    env[in.id] = Value::tensor(g.input(in.id, Shape(dims, in.dtype)));
+    const NodeId id = g.input(in.id, Shape(dims, in.dtype));
+    for (size_t i = 0; i < in.shape.size(); ++i)
+      if (!in.dynamic[i].empty())
+        symbols.emplace(in.dynamic[i], LowerCtx::Symbol{in.shape[i], id, int(i)});
+    env[in.id] = Value::tensor(id);
   }
   for (const auto& w : doc.weights) {
     env[w.id] = Value::tensor(g.param(w.key, Shape(w.shape, w.dtype)));

@@ -1,5 +1,7 @@
 #include "frontends/torch/lowering.h"
 
+#include <set>
+
 #include "rlx/checked.h"
 #include "rlx/error.h"
 
@@ -169,7 +171,7 @@ Dims symbolic_target(const Shape& in, const Dims& example, const LowerCtx::Symbo
               "' over several dims, which rlx resolves only in models with one dynamic dim");
     // The one dim that is a multiple of the symbol's example size; with
     // several, guessing could be silently wrong, so it is an error.
-    const int64_t es = symbols.begin()->second;
+    const int64_t es = symbols.begin()->second.example;
     int found = 0;
     for (size_t j : cover)
       if (example[j] % es == 0) at = j, ++found;
@@ -182,13 +184,128 @@ Dims symbolic_target(const Shape& in, const Dims& example, const LowerCtx::Symbo
   return target;
 }
 
+// A view of `in` with several symbolic dims (or a merge of them, "?") to the
+// recorded `example` shape. Input and output dims are grouped where their
+// example sizes' running products meet (a merge, a split or a dim kept). A
+// group without symbols keeps its static sizes; a merge becomes the one -1; a
+// split gives each output dim whose example size is that of exactly one of the
+// group's symbols that symbol, read at run time from the graph input it comes
+// from (reshape_like), and its other dims stay static. Anything ambiguous is
+// an error, never a guess.
+struct SymbolicView {
+  Dims target;       // sizes, -1, and -2 - axis for a dim of `like`
+  NodeId like = -1;  // the graph input the symbols are read from
+};
+
+SymbolicView multi_symbolic_target(const Shape& in, const Dims& example,
+                                   const LowerCtx::Symbols& symbols) {
+  const std::string what = "a view of " + in.str() + " to " + dims_str(example);
+  const int64_t total = checked_numel(example, "view");
+  Dims ex(size_t(in.rank()));
+  int unknown = -1;
+  int64_t known = 1;
+  for (int k = 0; k < in.rank(); ++k) {
+    const Dim& d = in.dims[size_t(k)];
+    if (d.is_static()) {
+      ex[size_t(k)] = d.value;
+    } else if (auto it = symbols.find(d.sym); it != symbols.end()) {
+      ex[size_t(k)] = it->second.example;
+    } else {
+      RLX_CHECK(unknown < 0, what, ": more than one dim of unknown size");
+      unknown = k;
+      continue;
+    }
+    known = checked_mul(known, ex[size_t(k)], "view");
+  }
+  RLX_CHECK(known > 0 && total % known == 0, what, ": the dims do not divide the recorded size");
+  if (unknown >= 0) ex[size_t(unknown)] = total / known;
+  RLX_CHECK(unknown >= 0 || known == total, what, ": the element counts differ");
+  SymbolicView v;
+  v.target = example;
+  int merges = 0;
+  auto refer = [&](const std::string& sym) {
+    const LowerCtx::Symbol& s = symbols.at(sym);
+    RLX_CHECK(v.like < 0 || v.like == s.input, what,
+              ": its symbolic dims come from different inputs, which rlx cannot combine");
+    v.like = s.input;
+    return int64_t(-2 - s.axis);
+  };
+  size_t i = 0, j = 0;
+  const size_t nin = ex.size(), nout = example.size();
+  while (i < nin || j < nout) {
+    const size_t i0 = i, j0 = j;
+    int64_t pi = 1, pj = 1;
+    do {
+      if (j >= nout || (i < nin && pi <= pj))
+        pi = checked_mul(pi, ex[i++], "view");
+      else
+        pj = checked_mul(pj, example[j++], "view");
+    } while ((pi != pj || i == i0 || j == j0) && (i < nin || j < nout));
+    RLX_CHECK(pi == pj, what, ": the dims do not line up");
+    // The group's symbols (a "?" dim stands for any of the model's).
+    std::vector<std::string> syms;
+    bool any = false;
+    for (size_t k = i0; k < i; ++k) {
+      const Dim& d = in.dims[k];
+      if (d.is_static()) continue;
+      if (int(k) == unknown)
+        any = true;
+      else
+        syms.push_back(d.sym);
+    }
+    if (any)
+      for (const auto& [name, s] : symbols) syms.push_back(name);
+    if (syms.empty()) continue;  // static: the recorded sizes
+    if (j - j0 == 1) {
+      if (i - i0 == 1 && !any) {
+        v.target[j0] = refer(syms[0]);  // a symbolic dim kept as it is
+      } else {
+        RLX_CHECK(++merges == 1, what, ": more than one output dim merges symbolic dims");
+        v.target[j0] = -1;
+      }
+      continue;
+    }
+    // Several output dims: each symbol lands in the one dim its example size
+    // divides (none of the others may: that is ambiguous); a dim that is one
+    // symbol's size is that symbol, a dim holding more (batch * heads) is the
+    // -1, and a dim holding none is static.
+    std::vector<std::vector<std::string>> held(j - j0);
+    for (const std::string& sym : std::set<std::string>(syms.begin(), syms.end())) {
+      const int64_t es = symbols.at(sym).example;
+      std::vector<size_t> cands;
+      for (size_t k = j0; k < j; ++k)
+        if (example[k] % es == 0) cands.push_back(k);
+      RLX_CHECK(cands.size() == 1 || (any && cands.empty()), what, ": cannot tell which dim is '",
+                sym, "' (example size ", es,
+                "); export with example sizes that divide no other dim of the view");
+      if (!cands.empty()) held[cands[0] - j0].push_back(sym);
+    }
+    for (size_t k = j0; k < j; ++k) {
+      const auto& h = held[k - j0];
+      if (h.empty()) continue;
+      if (h.size() == 1 && symbols.at(h[0]).example == example[k]) {
+        v.target[k] = refer(h[0]);
+      } else {
+        RLX_CHECK(++merges == 1, what, ": more than one output dim merges symbolic dims");
+        v.target[k] = -1;
+      }
+    }
+  }
+  return v;
+}
+
 }  // namespace
 
 NodeId LowerCtx::reshape_to_out(NodeId x) {
   const Dims& target = out().shape;
   const Shape& s = shape(x);
-  if (!s.is_static()) return b.reshape(x, symbolic_target(s, target, symbols));
-  return s.concrete() == target ? x : b.reshape(x, target);
+  if (s.is_static()) return s.concrete() == target ? x : b.reshape(x, target);
+  int n_sym = 0;
+  for (const Dim& d : s.dims) n_sym += !d.is_static();
+  if (n_sym == 1 && symbols.size() == 1) return b.reshape(x, symbolic_target(s, target, symbols));
+  const SymbolicView v = multi_symbolic_target(s, target, symbols);
+  if (v.like < 0) return b.reshape(x, v.target);
+  return b.op(Op::ReshapeLike, {x, v.like}, {{"shape", v.target}});
 }
 
 Dims LowerCtx::reshape_dims(NodeId id) const {

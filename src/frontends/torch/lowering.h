@@ -50,8 +50,14 @@ struct Value {
 
 class LowerCtx {
  public:
-  // The model's symbolic dims and their sizes in the export's example inputs.
-  using Symbols = std::map<std::string, int64_t>;
+  // The model's symbolic dims: their sizes in the export's example inputs and
+  // the graph input (and axis) each first appears on.
+  struct Symbol {
+    int64_t example = 0;
+    NodeId input = -1;
+    int axis = 0;
+  };
+  using Symbols = std::map<std::string, Symbol>;
 
   LowerCtx(Builder& b, const Node& node, std::vector<Value> args, std::map<std::string, Value> kw,
            const Symbols& symbols)

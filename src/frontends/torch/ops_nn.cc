@@ -267,8 +267,21 @@ Value sdpa(LowerCtx& c) {
 // packed in-projection wqkv [3E, E] / bqkv [3E], out-projection wo, bo.
 NodeId fused_mha(LowerCtx& c, NodeId q, NodeId k, NodeId v, int64_t E, int64_t H, NodeId wqkv,
                  NodeId bqkv, NodeId wo, NodeId bo) {
-  const Dims qd = c.reshape_dims(q);  // -1 for a symbolic batch or length
-  RLX_CHECK(qd.size() == 3, "fused multi-head attention expects batch-first [B, L, E]");
+  RLX_CHECK(c.shape(q).rank() == 3, "fused multi-head attention expects batch-first [B, L, E]");
+  // [B, L, ...] -> [B, L, rest...]: a reshape with B or L as its -1, or, when
+  // both are symbolic, a reshape_like reading them from `like`.
+  auto lead2 = [&](NodeId x, NodeId like, Dims rest) {
+    const Shape& s = c.shape(like);
+    if (s.dims[0].is_static() || s.dims[1].is_static()) {
+      Dims d = c.reshape_dims(like);
+      d.resize(2);
+      d.insert(d.end(), rest.begin(), rest.end());
+      return c.b.reshape(x, d);
+    }
+    Dims d{-2, -3};
+    d.insert(d.end(), rest.begin(), rest.end());
+    return c.b.op(Op::ReshapeLike, {x, like}, {{"shape", d}});
+  };
   RLX_CHECK(H > 0 && E % H == 0, "fused multi-head attention: embed_dim ", E,
             " not divisible by num_heads ", H);
   auto proj = [&](NodeId x, int64_t part) {
@@ -276,13 +289,12 @@ NodeId fused_mha(LowerCtx& c, NodeId q, NodeId k, NodeId v, int64_t E, int64_t H
                       {{"axis", int64_t(0)}, {"start", part * E}, {"end", (part + 1) * E}});
     NodeId bb = c.b.op(Op::Slice, {bqkv},
                        {{"axis", int64_t(0)}, {"start", part * E}, {"end", (part + 1) * E}});
-    const Dims d = c.reshape_dims(x);
     NodeId y = c.b.linear(x, w, bb);
-    return c.b.transpose(c.b.reshape(y, {d[0], d[1], H, E / H}), {0, 2, 1, 3});
+    return c.b.transpose(lead2(y, x, {H, E / H}), {0, 2, 1, 3});
   };
   NodeId y =
       c.b.op(Op::Attention, {proj(q, 0), proj(k, 1), proj(v, 2)}, {{"mask", std::string("none")}});
-  y = c.b.reshape(c.b.transpose(y, {0, 2, 1, 3}), qd);
+  y = lead2(c.b.transpose(y, {0, 2, 1, 3}), q, {E});
   return c.b.linear(y, wo, bo);
 }
 

@@ -53,6 +53,7 @@ void vjp_cumprod(VjpCall&);  // inclusive only (PyTorch's), zeros included
 
 // ---- rules_movement.cc
 void vjp_reshape(VjpCall&);
+void vjp_reshape_like(VjpCall&);
 void vjp_transpose(VjpCall&);
 void vjp_slice(VjpCall&);
 void vjp_concat(VjpCall&);

@@ -44,6 +44,14 @@ NodeId place_strided(Emit& e, NodeId g, int axis, int64_t start, int64_t step, i
 
 void vjp_reshape(VjpCall& c) { c.dx[0] = c.e.reshape(c.grad(), c.in_shape(0).dims); }
 
+// Back to x's dims, symbolic ones included, read from x itself; `like` lends
+// only dims and gets no gradient.
+void vjp_reshape_like(VjpCall& c) {
+  std::vector<int64_t> all;
+  for (int a = 0; a < c.in_shape(0).rank(); ++a) all.push_back(-2 - a);
+  c.dx[0] = c.e.op(Op::ReshapeLike, {c.grad(), c.in(0)}, ReshapeLikeAttrs{.shape = all});
+}
+
 void vjp_transpose(VjpCall& c) {
   const auto& perm = c.n.attrs_as<TransposeAttrs>().perm;
   std::vector<int64_t> inv(perm.size());

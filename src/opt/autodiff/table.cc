@@ -127,6 +127,8 @@ VjpEntry vjp_entry(Op op) {
 
     case Op::Reshape:
       return rule(vjp_reshape);
+    case Op::ReshapeLike:
+      return rule(vjp_reshape_like);
     case Op::Transpose:
       return rule(vjp_transpose);
     case Op::Slice:

@@ -178,6 +178,7 @@ std::vector<OpCase> cases() {
                {{"axis", int64_t(1)}, {"exclusive", int64_t(1)}, {"reverse", int64_t(1)}}});
   // movement
   c.push_back({"reshape", Op::Reshape, {f(s)}, {{"shape", v({4, -1})}}, 0, 0});
+  c.push_back({"reshape_like", Op::ReshapeLike, {f(s), f({4, 1})}, {{"shape", v({-2, -1})}}, 0, 0});
   c.push_back({"transpose", Op::Transpose, {f(s)}, {{"perm", v({2, 0, 1})}}, 0, 0});
   auto slice = [&](const std::string& n, int64_t axis, int64_t start, int64_t end, int64_t step) {
     c.push_back({n,
