@@ -47,6 +47,8 @@ std::vector<Sample> samples() {
       {Op::LogicalAnd, {boolean({2, 3}), boolean({2, 3})}, {}},
       {Op::LogicalOr, {boolean({2, 3}), boolean({1, 3})}, {}},
       {Op::Div, {x, pos}, {{"rounding", std::string("floor")}}},
+      {Op::SpecialUnary, {pos}, {{"fn", std::string("digamma")}}},
+      {Op::SpecialBinary, {pos, f32({1, 3}, 0, 4)}, {{"fn", std::string("legendre_p")}}},
       {Op::Where, {boolean({2, 3}), x, f32({1, 3})}, {}},
       {Op::Cast, {x}, {{"dtype", std::string("f16")}}},
       {Op::FusedElementwise,
@@ -224,8 +226,9 @@ bool bound_leaf(Op op) {
 // today: every op lowers.
 // MIL has no pool that returns its argmax; the exporter lists the op as unsupported.
 // MIL has no cumulative product either, and moe_ffn (GGUF MoE models) has no
-// lowering yet.
-const std::set<Op> kCoreMLUnsupported = {Op::MaxPool2dIndices, Op::CumProd, Op::MoeFfn};
+// lowering yet; MIL has no special functions (lgamma, bessel, polygamma, ...).
+const std::set<Op> kCoreMLUnsupported = {Op::MaxPool2dIndices, Op::CumProd, Op::MoeFfn,
+                                         Op::SpecialUnary, Op::SpecialBinary};
 
 std::string label(const Sample& s) {
   return std::string(op_name(s.op)) + " {" + s.attrs.str() + "}";

@@ -331,6 +331,28 @@ case("math_round_classify", "unary",
                 torch.signbit(x), torch.isinf(x), torch.isposinf(x), torch.isneginf(x), torch.deg2rad(x.clamp(-1e6, 1e6)),
                 torch.rad2deg(x.clamp(-1e6, 1e6)), torch.nan_to_num(x), torch.nan_to_num(x, 1.0, 2.0, -3.0)),
      torch.cat([wide, torch.tensor([-2.5, -0.5, 0.25, 3.75])]))
+# ---- special functions (special_unary / special_binary): PyTorch computes them in float with
+# Cephes' float tables, rlx in double, so the family's tolerance is the OpInfo sweep's
+S = torch.special
+case("special_gamma", "special",
+     lambda x, p: (torch.lgamma(x), torch.digamma(x), torch.polygamma(1, p), torch.polygamma(3, p),
+                   torch.mvlgamma(p + 2, 3), S.zeta(p + 1, p), torch.igamma(p, 2 * p), torch.igammac(p, p / 2)),
+     torch.tensor([-3.5, -0.5, 0.25, 1.0, 2.5, 7.0, 19.0, 30.0]), pos(8) * 4)
+case("special_bessel", "special",
+     lambda x, p: (torch.i0(x), S.i0e(x), S.i1(x), S.i1e(x), S.bessel_j0(x), S.bessel_j1(x), S.bessel_y0(p),
+                   S.bessel_y1(p), S.modified_bessel_k0(p), S.modified_bessel_k1(p),
+                   S.scaled_modified_bessel_k0(p), S.scaled_modified_bessel_k1(p), S.spherical_bessel_j0(x),
+                   S.airy_ai(x)),
+     r(24) * 5, pos(24) * 10)
+case("special_erf", "special",
+     lambda x, u: (torch.erfinv(u * 1.98 - 0.99), S.ndtri(u), S.log_ndtr(x), S.erfcx(x)),
+     r(16) * 4, torch.rand(16) * 0.98 + 0.01)
+case("special_polynomials", "special",
+     lambda x, n: (S.chebyshev_polynomial_t(x, n), S.chebyshev_polynomial_u(x, n), S.chebyshev_polynomial_v(x, n),
+                   S.chebyshev_polynomial_w(x, n), S.shifted_chebyshev_polynomial_t(x, n),
+                   S.hermite_polynomial_h(x, n), S.hermite_polynomial_he(x, n), S.laguerre_polynomial_l(x, n),
+                   S.legendre_polynomial_p(x, n)),
+     torch.tensor([[-1.0], [-0.3], [0.0], [0.7], [1.0]]), torch.tensor([-1.0, 0.0, 1.0, 2.0, 5.0, 9.0]))
 quad = torch.tensor([1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -3.0, 1e-30, float("nan"), float("inf"), 5.0])
 case("math_binary", "binary",
      lambda y, x: (torch.atan2(y, x), torch.copysign(y, x), torch.copysign(y, -1.0), torch.fmax(y, x), torch.fmin(y, x),

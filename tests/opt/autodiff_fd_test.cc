@@ -576,7 +576,9 @@ const std::set<Op> kGaps = {Op::MoeFfn,  // an inference op of GGUF MoE models
                             Op::SoftmaxCrossEntropyGrad,
                             Op::FakeQuantizeGrad,
                             Op::BatchNormTrainGrad,
-                            Op::AttentionGrad};
+                            Op::AttentionGrad,
+                            Op::SpecialUnary,  // lgamma, bessel, polygamma, ...: forward only
+                            Op::SpecialBinary};
 
 // Rules that are surrogates by design (straight-through estimators): finite differences of a
 // rounding op are zero almost everywhere, so they are not samples here. Each is checked against

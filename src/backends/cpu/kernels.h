@@ -16,6 +16,8 @@ void compare(const KernelCall& c);
 void logical(const KernelCall& c);  // logical_and/or/not, bitwise_not
 void where(const KernelCall& c);
 void cast(const KernelCall& c);
+// special.cc: special_unary and special_binary (lgamma, bessel, polygamma, polynomials, ...)
+void special(const KernelCall& c);
 // fused_elementwise.cc
 void fused_elementwise(const KernelCall& c);
 

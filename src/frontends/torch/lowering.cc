@@ -355,6 +355,7 @@ const Registry& registry() {
     register_creation(r);
     register_elementwise(r);
     register_math(r);
+    register_special(r);
     register_linalg(r);
     register_nn_pointwise(r);
     register_order(r);

@@ -87,6 +87,9 @@ VjpEntry vjp_entry(Op op) {
       return rule(vjp_mod);
     case Op::Fmod:
       return rule(vjp_fmod);
+    case Op::SpecialUnary:
+    case Op::SpecialBinary:
+      return gap("special functions (lgamma, bessel, ...) have no gradient rules yet");
 
     case Op::Eq:
     case Op::Ne:
