@@ -133,9 +133,7 @@ const std::vector<int64_t>& pool_stride(const PoolAttrs& a) {
 
 // A conv node's inputs: (x, w[, bias][, residual]); the residual is there
 // when the attribute says so, the bias when one input more than x and w is.
-inline bool conv_has_bias(bool residual, size_t inputs) {
-  return inputs - (residual ? 1 : 0) == 3;
-}
+inline bool conv_has_bias(bool residual, size_t inputs) { return inputs - (residual ? 1 : 0) == 3; }
 // The same for a matmul's (a, b[, bias][, residual]).
 inline bool matmul_has_bias(bool residual, size_t inputs) {
   return inputs - (residual ? 1 : 0) == 3;

@@ -25,7 +25,7 @@ void fused_elementwise(const KernelCall& c);
 void reduce(const KernelCall& c);  // sum mean max min prod
 void arg_reduce(const KernelCall& c);
 void softmax(const KernelCall& c);  // softmax and log_softmax
-void cumsum(const KernelCall& c);  // cumsum and cumprod
+void cumsum(const KernelCall& c);   // cumsum and cumprod
 // The max of x[0..n) as reduce computes it: NaN when any element is NaN, -inf when n == 0.
 float reduce_row_max(const float* x, int64_t n);
 double reduce_row_max(const double* x, int64_t n);
