@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "frontends/torch/import.h"
+#include "frontends/torch/lowering.h"
 #include "frontends/torch/torch_ir.h"
 #include "rlx/model.h"
 #include "rlx/runtime.h"
@@ -201,6 +204,37 @@ TEST(TorchIrParse, InfinityAndNanFloats) {
     "nodes": [{"id": "a", "op": "aten.add.Scalar", "args": [{"float": "bogus"}]}], "outputs": []})",
                                "mem"),
                Error);
+}
+
+// Every registered lowering, given the fuzzer's seed arguments (x; x and a
+// weight; x and an int), must give a model or an rlx::Error: a library
+// exception inside a rule (ImportInternalError) is an rlx bug.
+TEST(TorchIrLowering, EveryRuleRejectsWrongArgumentsCleanly) {
+  const std::vector<json> arg_sets = {json::parse(R"([{"ref": "x"}])"),
+                                      json::parse(R"([{"ref": "x"}, {"ref": "w"}])"),
+                                      json::parse(R"([{"ref": "x"}, {"int": 1}])")};
+  std::vector<std::string> internal;
+  for (const std::string& name : torch_ir::registry().names()) {
+    const std::string op =
+        std::count(name.begin(), name.end(), '.') == 2 ? name : name + ".default";
+    for (const json& args : arg_sets) {
+      json doc = json::parse(R"({"format": "rlx-torch-ir", "version": 1, "model_name": "seed",
+        "decomposition": "high", "inputs": [{"id": "x", "shape": [2, 3], "dtype": "f32"}],
+        "weights": [{"id": "w", "key": "w", "shape": [2, 3], "dtype": "f32", "kind": "param"}],
+        "outputs": [{"ref": "n", "shape": [2, 3], "dtype": "f32"}]})");
+      doc["nodes"] = json::array(
+          {{{"id", "n"}, {"op", op}, {"args", args}, {"out", {{"shape", {2, 3}}, {"dtype", "f32"}}}}});
+      TensorMap weights{{"w", Tensor({2, 3}, DType::F32)}};
+      try {
+        import_torch_ir(doc.dump(), "seed.json", std::move(weights));
+      } catch (const ImportInternalError& e) {
+        internal.push_back(e.what());
+      } catch (const Error&) {
+      }
+    }
+  }
+  EXPECT_TRUE(internal.empty()) << internal.size() << " internal errors, first: "
+                                << (internal.empty() ? "" : internal.front());
 }
 
 }  // namespace

@@ -142,11 +142,32 @@ std::vector<Span> kernel_spans(int64_t in, int64_t out, int64_t k, int64_t st, i
   return s;
 }
 
-std::vector<int64_t> triple(LowerCtx& c, size_t pos, const char* name, std::vector<int64_t> def) {
+std::vector<int64_t> triple(LowerCtx& c, size_t pos, const char* name, std::vector<int64_t> def,
+                            int64_t least) {
   std::vector<int64_t> v = c.ints(pos, name, def);
-  if (v.empty()) return def;
+  if (v.empty()) v = def;
   if (v.size() == 1) v.assign(3, v[0]);
+  RLX_CHECK(v.size() == 3, c.node.op, ": ", name, " needs 1 or 3 entries, got ", v.size());
+  for (int64_t e : v) RLX_CHECK(e >= least, c.node.op, ": ", name, " entries must be >= ", least);
   return v;
+}
+
+// Checks that x has at least S dims and the recorded output o the same rank,
+// with at most kMaxCells cells over its last S dims (so the spans stay small);
+// returns the number of leading dims.
+size_t pooled_lead(LowerCtx& c, const Dims& d, const Dims& o, size_t S) {
+  RLX_CHECK(d.size() >= S && o.size() == d.size(), c.node.op, ": expected ", S,
+            " pooled dims and an output of the input's rank, got ", dims_str(d), " -> ",
+            dims_str(o));
+  int64_t cells = 1;
+  for (size_t k = d.size() - S; k < d.size(); ++k) {
+    RLX_CHECK(o[k] >= 0 && o[k] <= kMaxCells, c.node.op, ": output dims ", dims_str(o),
+              " out of range");
+    cells *= o[k];
+  }
+  RLX_CHECK(cells <= kMaxCells, c.node.op, ": ", cells,
+            " output cells per plane is more than the ", kMaxCells, " this composition allows");
+  return d.size() - S;
 }
 
 // The output dims PyTorch recorded for element `k` of a tuple result (or the
@@ -164,7 +185,7 @@ Value adaptive_max(LowerCtx& c) {
   const NodeId x = c.tensor(0, "self");
   const std::vector<int64_t> size = c.ints(1, "output_size");
   const Dims d = c.dims(x), o = recorded(c);
-  const size_t S = size.size(), lead = d.size() - S;
+  const size_t S = size.size(), lead = pooled_lead(c, d, o, S);
   std::vector<std::vector<Span>> spans;
   for (size_t k = 0; k < S; ++k) spans.push_back(adaptive_spans(d[lead + k], o[lead + k]));
   auto [y, i] = pool_windows(c, x, spans, Reduce::Max);
@@ -210,7 +231,7 @@ void register_pool(Registry& r) {
   r.add("aten._adaptive_avg_pool3d", [](LowerCtx& c) {
     const NodeId x = c.tensor(0, "self");
     const Dims d = c.dims(x), o = c.out().shape;
-    const size_t lead = d.size() - 3;
+    const size_t lead = pooled_lead(c, d, o, 3);
     std::vector<std::vector<Span>> spans;
     for (size_t k = 0; k < 3; ++k) spans.push_back(adaptive_spans(d[lead + k], o[lead + k]));
     return Value::tensor(pool_windows(c, x, spans, Reduce::Mean).first);
@@ -218,10 +239,11 @@ void register_pool(Registry& r) {
   // max_pool3d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).
   r.add("aten.max_pool3d_with_indices", [](LowerCtx& c) {
     const NodeId x = c.tensor(0, "self");
-    const auto k = triple(c, 1, "kernel_size", {}), st = triple(c, 2, "stride", k),
-               p = triple(c, 3, "padding", {0, 0, 0}), dl = triple(c, 4, "dilation", {1, 1, 1});
+    const auto k = triple(c, 1, "kernel_size", {}, 1), st = triple(c, 2, "stride", k, 1),
+               p = triple(c, 3, "padding", {0, 0, 0}, 0),
+               dl = triple(c, 4, "dilation", {1, 1, 1}, 1);
     const Dims d = c.dims(x), o = recorded(c);
-    const size_t lead = d.size() - 3;
+    const size_t lead = pooled_lead(c, d, o, 3);
     std::vector<std::vector<Span>> spans;
     for (size_t j = 0; j < 3; ++j)
       spans.push_back(kernel_spans(d[lead + j], o[lead + j], k[j], st[j], p[j], dl[j]));
@@ -231,13 +253,13 @@ void register_pool(Registry& r) {
   // avg_pool3d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override).
   r.add("aten.avg_pool3d", [](LowerCtx& c) {
     const NodeId x = c.tensor(0, "self");
-    const auto k = triple(c, 1, "kernel_size", {}), st = triple(c, 2, "stride", k),
-               p = triple(c, 3, "padding", {0, 0, 0});
+    const auto k = triple(c, 1, "kernel_size", {}, 1), st = triple(c, 2, "stride", k, 1),
+               p = triple(c, 3, "padding", {0, 0, 0}, 0);
     const bool include_pad = c.flag(5, "count_include_pad", true);
     const int64_t divisor = c.i(6, "divisor_override", 0);  // 0: none
     // divisor_override: any nonzero divisor, negative too, as PyTorch allows.
     const Dims d = c.dims(x), o = c.out().shape;
-    const size_t lead = d.size() - 3;
+    const size_t lead = pooled_lead(c, d, o, 3);
     std::vector<std::vector<Span>> spans;
     for (size_t j = 0; j < 3; ++j)
       spans.push_back(kernel_spans(d[lead + j], o[lead + j], k[j], st[j], p[j], 1));

@@ -226,6 +226,8 @@ void register_reductions(Registry& r) {
     const bool keep = c.flag(2, "keepdim", false);
     std::vector<int64_t> axes;
     if (c.has(1, "dim") && c.rank(x) > 0) axes = {c.i(1, "dim")};
+    RLX_CHECK(c.node.out.kind == Out::Tuple && c.node.out.tuple.size() == 2, c.node.op,
+              ": expected a recorded (min, max) pair of outputs");
     std::vector<NodeId> out;
     for (Op op : {Op::ReduceMin, Op::ReduceMax}) {
       NodeId y = c.rank(x) == 0 ? x : c.b.reduce(op, x, axes, keep);
