@@ -49,6 +49,9 @@ std::vector<Sample> samples() {
       {Op::Div, {x, pos}, {{"rounding", std::string("floor")}}},
       {Op::SpecialUnary, {pos}, {{"fn", std::string("digamma")}}},
       {Op::SpecialBinary, {pos, f32({1, 3}, 0, 4)}, {{"fn", std::string("legendre_p")}}},
+      {Op::Linalg, {f32({2, 3, 3})}, {{"fn", std::string("lu")}}},
+      {Op::Linalg, {f32({2, 3, 3}), f32({2, 3, 2})}, {{"fn", std::string("solve")}}},
+      {Op::Linalg, {f32({4, 3})}, {{"fn", std::string("svd")}, {"full_matrices", true}}},
       {Op::Where, {boolean({2, 3}), x, f32({1, 3})}, {}},
       {Op::Cast, {x}, {{"dtype", std::string("f16")}}},
       {Op::FusedElementwise,
@@ -226,9 +229,10 @@ bool bound_leaf(Op op) {
 // today: every op lowers.
 // MIL has no pool that returns its argmax; the exporter lists the op as unsupported.
 // MIL has no cumulative product either, and moe_ffn (GGUF MoE models) has no
-// lowering yet; MIL has no special functions (lgamma, bessel, polygamma, ...).
+// lowering yet; MIL has no special functions (lgamma, bessel, polygamma, ...) and no
+// factorizations (linalg).
 const std::set<Op> kCoreMLUnsupported = {Op::MaxPool2dIndices, Op::CumProd, Op::MoeFfn,
-                                         Op::SpecialUnary, Op::SpecialBinary};
+                                         Op::SpecialUnary, Op::SpecialBinary, Op::Linalg};
 
 std::string label(const Sample& s) {
   return std::string(op_name(s.op)) + " {" + s.attrs.str() + "}";

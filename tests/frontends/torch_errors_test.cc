@@ -222,8 +222,10 @@ TEST(TorchIrLowering, EveryRuleRejectsWrongArgumentsCleanly) {
         "decomposition": "high", "inputs": [{"id": "x", "shape": [2, 3], "dtype": "f32"}],
         "weights": [{"id": "w", "key": "w", "shape": [2, 3], "dtype": "f32", "kind": "param"}],
         "outputs": [{"ref": "n", "shape": [2, 3], "dtype": "f32"}]})");
-      doc["nodes"] = json::array(
-          {{{"id", "n"}, {"op", op}, {"args", args}, {"out", {{"shape", {2, 3}}, {"dtype", "f32"}}}}});
+      doc["nodes"] = json::array({{{"id", "n"},
+                                   {"op", op},
+                                   {"args", args},
+                                   {"out", {{"shape", {2, 3}}, {"dtype", "f32"}}}}});
       TensorMap weights{{"w", Tensor({2, 3}, DType::F32)}};
       try {
         import_torch_ir(doc.dump(), "seed.json", std::move(weights));

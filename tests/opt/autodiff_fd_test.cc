@@ -578,7 +578,8 @@ const std::set<Op> kGaps = {Op::MoeFfn,  // an inference op of GGUF MoE models
                             Op::BatchNormTrainGrad,
                             Op::AttentionGrad,
                             Op::SpecialUnary,  // lgamma, bessel, polygamma, ...: forward only
-                            Op::SpecialBinary};
+                            Op::SpecialBinary,
+                            Op::Linalg};  // cholesky, solve, qr, svd, eigh, ...: forward only
 
 // Rules that are surrogates by design (straight-through estimators): finite differences of a
 // rounding op are zero almost everywhere, so they are not samples here. Each is checked against

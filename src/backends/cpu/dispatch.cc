@@ -29,6 +29,7 @@ KernelEntry kernel_for(Op op) {
     case Op::Pow: case Op::Mod: case Op::Fmod:
       return {binary, f32};
     case Op::SpecialUnary: case Op::SpecialBinary: return {special, f32};
+    case Op::Linalg: return {linalg, any};  // f32 / f64 only (LAPACK)
     case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       return {compare, f32};
     case Op::LogicalNot: case Op::LogicalAnd: case Op::LogicalOr: case Op::BitwiseNot:

@@ -18,6 +18,8 @@ void where(const KernelCall& c);
 void cast(const KernelCall& c);
 // special.cc: special_unary and special_binary (lgamma, bessel, polygamma, polynomials, ...)
 void special(const KernelCall& c);
+// linalg.cc: cholesky, lu, det, inverse, solves, qr, svd, eigh (OpenBLAS's LAPACK)
+void linalg(const KernelCall& c);
 // fused_elementwise.cc
 void fused_elementwise(const KernelCall& c);
 

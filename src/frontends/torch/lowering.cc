@@ -357,6 +357,7 @@ const Registry& registry() {
     register_math(r);
     register_special(r);
     register_linalg(r);
+    register_linalg_decompositions(r);
     register_nn_pointwise(r);
     register_order(r);
     register_pool(r);

@@ -165,8 +165,8 @@ size_t pooled_lead(LowerCtx& c, const Dims& d, const Dims& o, size_t S) {
               " out of range");
     cells *= o[k];
   }
-  RLX_CHECK(cells <= kMaxCells, c.node.op, ": ", cells,
-            " output cells per plane is more than the ", kMaxCells, " this composition allows");
+  RLX_CHECK(cells <= kMaxCells, c.node.op, ": ", cells, " output cells per plane is more than the ",
+            kMaxCells, " this composition allows");
   return d.size() - S;
 }
 

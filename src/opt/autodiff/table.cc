@@ -90,6 +90,8 @@ VjpEntry vjp_entry(Op op) {
     case Op::SpecialUnary:
     case Op::SpecialBinary:
       return gap("special functions (lgamma, bessel, ...) have no gradient rules yet");
+    case Op::Linalg:
+      return gap("linalg (cholesky, solve, qr, svd, eigh, ...) has no gradient rules yet");
 
     case Op::Eq:
     case Op::Ne:
