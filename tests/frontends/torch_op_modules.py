@@ -353,6 +353,27 @@ case("special_polynomials", "special",
                    S.hermite_polynomial_h(x, n), S.hermite_polynomial_he(x, n), S.laguerre_polynomial_l(x, n),
                    S.legendre_polynomial_p(x, n)),
      torch.tensor([[-1.0], [-0.3], [0.0], [0.7], [1.0]]), torch.tensor([-1.0, 0.0, 1.0, 2.0, 5.0, 9.0]))
+# ---- factorizations and solves (the linalg op: LAPACK's routines, the ones PyTorch's CPU build
+# calls, so the signs of U, Q and eigenvectors agree); well-conditioned inputs
+LA = torch.linalg
+spd = r(2, 4, 4)
+spd = spd @ spd.mT + 4 * torch.eye(4)
+chol = LA.cholesky(spd)
+case("linalg_factor", "linalg",
+     lambda a, m: (LA.cholesky(a), LA.cholesky(a, upper=True), *LA.lu(m), *LA.lu(m.mT), LA.det(a),
+                   *LA.slogdet(a), LA.inv(a), *LA.qr(m), *LA.qr(m, mode="complete"), LA.qr(m, mode="r")[1],
+                   *LA.eigh(a), LA.eigvalsh(a, UPLO="U"), *LA.svd(m, full_matrices=False),
+                   LA.svdvals(m), LA.pinv(m), LA.pinv(a, hermitian=True), *torch.geqrf(m),
+                   LA.householder_product(*torch.geqrf(m))),
+     spd, r(2, 4, 3))
+case("linalg_solve", "linalg",
+     lambda a, b, f, v: (LA.solve(a, b), LA.solve(a, v), LA.solve(a, b.mT, left=False),
+                         LA.solve_triangular(f, b, upper=False), LA.solve_triangular(f.mT, b.mT, upper=True, left=False),
+                         torch.triangular_solve(b, f.mT)[0], torch.triangular_solve(b, f, upper=False, transpose=True)[0],
+                         torch.cholesky_solve(b, f), torch.cholesky_solve(b, f.mT, upper=True),
+                         torch.cholesky_inverse(f), torch.ormqr(*torch.geqrf(a), b),
+                         torch.ormqr(*torch.geqrf(a), b.mT, left=False, transpose=True)),
+     spd, r(2, 4, 3), chol, r(2, 4))
 quad = torch.tensor([1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -3.0, 1e-30, float("nan"), float("inf"), 5.0])
 case("math_binary", "binary",
      lambda y, x: (torch.atan2(y, x), torch.copysign(y, x), torch.copysign(y, -1.0), torch.fmax(y, x), torch.fmin(y, x),

@@ -92,6 +92,9 @@ Tol tolerance(const std::string& family) {
       {"range", {1e-6, 1e-6, 0.999999}},
       // lgamma, bessel, ...: PyTorch's float Cephes code against rlx's double (the OpInfo sweep's)
       {"special", {1e-5, 1e-4, 0.99999}},
+      // factorizations in float: LAPACK's blocking orders the sums as PyTorch's does, but
+      // not every composition (pinv, cholesky_inverse) rounds alike
+      {"linalg", {1e-4, 1e-4, 0.9999}},
   };
   auto it = t.find(family);
   return it == t.end() ? Tol{1e-5, 1e-5, 0.99999} : it->second;

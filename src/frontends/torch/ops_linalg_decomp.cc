@@ -93,7 +93,13 @@ Value pinv(LowerCtx& c) {
   const DType t = c.shape(A).dtype;
   const bool hermitian = c.flag(3, "hermitian", false);
   const Dims d = c.dims(A);
+  RLX_CHECK(d.size() >= 2, c.node.op, ": expected a matrix, got ", c.shape(A).str());
   const int64_t m = d[d.size() - 2], n = d.back();
+  if (m == 0 || n == 0) {  // no singular values: the [..., n, m] zeros
+    Dims z = d;
+    std::swap(z[z.size() - 1], z[z.size() - 2]);
+    return Value::tensor(c.b.full(z, 0, t));
+  }
   // rtol defaults to eps * max(m, n), or 0 when a positive atol is given instead.
   const double eps = t == DType::F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
   const NodeId zero = c.scalar(0, t);
@@ -143,9 +149,9 @@ void register_linalg_decompositions(Registry& r) {
   r.add("aten.cholesky_solve", [](LowerCtx& c) {
     const NodeId B = c.tensor(0, "self"), F = c.tensor(1, "input2");
     const bool upper = c.flag(2, "upper", false);
-    const NodeId first = upper ? mT(c, F) : F, second = upper ? F : mT(c, F);
-    const NodeId y = tri_solve(c, first, B, !upper, true, false);
-    return Value::tensor(tri_solve(c, second, y, upper, true, false));
+    const NodeId lower = upper ? mT(c, F) : F, upper_f = upper ? F : mT(c, F);
+    const NodeId y = tri_solve(c, lower, B, false, true, false);
+    return Value::tensor(tri_solve(c, upper_f, y, true, true, false));
   });
   // cholesky_inverse(F, upper): (F F^T)^-1 = F^-T F^-1 (upper: F^-1 F^-T).
   r.add("aten.cholesky_inverse", [](LowerCtx& c) {
