@@ -40,7 +40,29 @@ Dims reshape_target(const std::vector<Dim>& t, const char* what) {
 NodeId reshape_to(Ctx& c, NodeId x, const std::vector<Dim>& target) {
   const Shape& s = c.shape_of(x);
   if (s.dims == target) return x;
-  return c.b().reshape(x, reshape_target(target, "Reshape"));
+  int unknown = 0;
+  for (const Dim& d : target) unknown += !d.is_static() || d.value == -1;
+  if (unknown <= 1) return c.b().reshape(x, reshape_target(target, "Reshape"));
+  // Several dims unknown at import: each named symbol that is one of x's own dims is read from
+  // x at run time (reshape_like with x as the model), which leaves one -1 at most.
+  Dims like;
+  int rest = 0;
+  for (const Dim& d : target) {
+    int64_t axis = -1;
+    if (!d.is_static() && d.sym != "?")
+      for (size_t k = 0; k < s.dims.size(); ++k)
+        if (s.dims[k] == d) axis = axis == -1 ? int64_t(k) : -2;  // -2: ambiguous
+    if (axis >= 0) {
+      like.push_back(-2 - axis);
+    } else {
+      like.push_back(d.is_static() ? d.value : -1);
+      rest += like.back() == -1;
+    }
+  }
+  RLX_CHECK(rest <= 1, "Reshape of ", s.str(), " to ", Shape(target, s.dtype).str(),
+            ": more than one dim unknown at import that is not a dim of the input (rlx reshapes ",
+            "take one -1; give the inputs static dims)");
+  return c.b().op(Op::ReshapeLike, {x, x}, {{"shape", like}});
 }
 
 std::vector<Val> lower_reshape(Ctx& c) {
@@ -49,7 +71,10 @@ std::vector<Val> lower_reshape(Ctx& c) {
   if (c.opset < 5) {
     for (int64_t d : c.ints_attr("shape")) target.emplace_back(d);
   } else {
-    for (int64_t d : c.static_ints(1, "shape")) target.emplace_back(d);
+    auto l = c.ints(1);
+    RLX_CHECK(l, "shape (input 1) must be an integer tensor known at import (rlx cannot compute ",
+              "shapes at run time)");
+    target = l->v;  // symbolic entries stay symbols (a dim of the input, read at run time)
   }
   const bool allowzero = c.i("allowzero", 0) != 0;
   for (size_t k = 0; k < target.size(); ++k) {
