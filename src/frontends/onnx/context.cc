@@ -14,8 +14,10 @@ bool IntList::is_static() const {
 Dims IntList::values() const {
   Dims r;
   for (const auto& d : v) {
-    RLX_CHECK(d.is_static(), "needs a static value, got the symbolic dim '", d.sym,
-              "' (rlx cannot compute shapes at run time; give the input static dims)");
+    RLX_CHECK(d.is_static(), "needs a static value, got ",
+              d.sym[0] == '%' ? "a dim computed at run time (" + d.sym + ": node:axis)"
+                              : "the symbolic dim '" + d.sym + "'",
+              " (rlx cannot compute shapes at run time; give the input static dims)");
     r.push_back(d.value);
   }
   return r;

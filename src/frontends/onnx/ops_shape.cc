@@ -3,6 +3,10 @@
 // folds at import: the ops here work on IntList values when their inputs are
 // known, so a reshape target is known by the time Reshape needs it. Axes and
 // other parameters come from attributes or inputs depending on the opset.
+#include <charconv>
+#include <optional>
+#include <string>
+
 #include "frontends/onnx/context.h"
 #include "rlx/checked.h"
 #include "rlx/error.h"
@@ -37,32 +41,63 @@ Dims reshape_target(const std::vector<Dim>& t, const char* what) {
   return r;
 }
 
+// An anonymous dim ('?', e.g. a conv's output width over a symbolic input width) as Shape
+// reports it: "%<node>:<axis>", that node's dim read at run time. Only shape code holds these
+// names; a Reshape turns them into reshape_like entries.
+std::string dim_ref(NodeId node, int64_t axis) {
+  return "%" + std::to_string(node) + ":" + std::to_string(axis);
+}
+
+// The (node, axis) of a dim_ref name, checked against the graph; nullopt for other dims.
+std::optional<std::pair<NodeId, int64_t>> parse_dim_ref(Ctx& c, const Dim& d) {
+  if (d.is_static() || d.sym.empty() || d.sym[0] != '%') return std::nullopt;
+  const char *p = d.sym.data() + 1, *end = d.sym.data() + d.sym.size();
+  int64_t node = -1, axis = -1;
+  auto r = std::from_chars(p, end, node);
+  RLX_CHECK(r.ec == std::errc() && r.ptr < end && *r.ptr == ':', "bad dim name '", d.sym, "'");
+  r = std::from_chars(r.ptr + 1, end, axis);
+  RLX_CHECK(r.ec == std::errc() && r.ptr == end && node >= 0 && size_t(node) < c.g().size() &&
+                axis >= 0 && axis < c.shape_of(NodeId(node)).rank(),
+            "bad dim name '", d.sym, "'");
+  return std::pair{NodeId(node), axis};
+}
+
 NodeId reshape_to(Ctx& c, NodeId x, const std::vector<Dim>& target) {
   const Shape& s = c.shape_of(x);
   if (s.dims == target) return x;
   int unknown = 0;
-  for (const Dim& d : target) unknown += !d.is_static() || d.value == -1;
-  if (unknown <= 1) return c.b().reshape(x, reshape_target(target, "Reshape"));
-  // Several dims unknown at import: each named symbol that is one of x's own dims is read from
-  // x at run time (reshape_like with x as the model), which leaves one -1 at most.
-  Dims like;
+  NodeId like = x;
+  for (const Dim& d : target) {
+    unknown += !d.is_static() || d.value == -1;
+    if (auto ref = parse_dim_ref(c, d)) like = ref->first;
+  }
+  if (unknown <= 1 && like == x) return c.b().reshape(x, reshape_target(target, "Reshape"));
+  // Dims unknown at import are read at run time from one tensor (reshape_like): the one a
+  // Shape's "%node:axis" entries name, else x itself for the named symbols among its dims.
+  const Shape& model = c.shape_of(like);
+  Dims entries;
   int rest = 0;
   for (const Dim& d : target) {
     int64_t axis = -1;
-    if (!d.is_static() && d.sym != "?")
-      for (size_t k = 0; k < s.dims.size(); ++k)
-        if (s.dims[k] == d) axis = axis == -1 ? int64_t(k) : -2;  // -2: ambiguous
+    if (auto ref = parse_dim_ref(c, d)) {
+      RLX_CHECK(ref->first == like, "Reshape of ", s.str(), ": its target reads dims of two ",
+                "tensors computed at run time (rlx reads them from one)");
+      axis = ref->second;
+    } else if (!d.is_static() && d.sym != "?") {
+      for (size_t k = 0; k < model.dims.size(); ++k)
+        if (model.dims[k] == d) axis = axis == -1 ? int64_t(k) : -2;  // -2: ambiguous
+    }
     if (axis >= 0) {
-      like.push_back(-2 - axis);
+      entries.push_back(-2 - axis);
     } else {
-      like.push_back(d.is_static() ? d.value : -1);
-      rest += like.back() == -1;
+      entries.push_back(d.is_static() ? d.value : -1);
+      rest += entries.back() == -1;
     }
   }
   RLX_CHECK(rest <= 1, "Reshape of ", s.str(), " to ", Shape(target, s.dtype).str(),
-            ": more than one dim unknown at import that is not a dim of the input (rlx reshapes ",
+            ": more than one dim unknown at import that rlx cannot read at run time (reshapes ",
             "take one -1; give the inputs static dims)");
-  return c.b().op(Op::ReshapeLike, {x, x}, {{"shape", like}});
+  return c.b().op(Op::ReshapeLike, {x, like}, {{"shape", entries}});
 }
 
 std::vector<Val> lower_reshape(Ctx& c) {
@@ -430,9 +465,7 @@ std::vector<Val> lower_shape(Ctx& c) {
   IntList l{{0}, DType::I64, {}};
   for (int64_t k = start; k < end; ++k) {
     const Dim& d = s.dims[size_t(k)];
-    RLX_CHECK(d.is_static() || d.sym != "?", "Shape of ", s.str(), ": dim ", k,
-              " is unknown at import (a reshape of a symbolic shape)");
-    l.v.push_back(d);
+    l.v.push_back(d.is_static() || d.sym != "?" ? d : Dim::symbol(dim_ref(c.in(0), k)));
   }
   l.dims = {int64_t(l.v.size())};
   return {int_val(l)};

@@ -65,10 +65,13 @@ ValueInfo to_value_info(const rlx_onnx::ValueInfoProto& v) {
       RLX_CHECK(d.dim_value() >= 0 && d.dim_value() <= kMaxElements, "value '", v.name(), "': dim ",
                 i, " is ", d.dim_value());
       r.dims.emplace_back(d.dim_value());
-    } else if (d.has_dim_param() && !d.dim_param().empty()) {
-      r.dims.push_back(Dim::symbol(d.dim_param()));
-    } else {  // unknown and unnamed: a symbol of its own
-      r.dims.push_back(Dim::symbol(v.name() + "." + std::to_string(i)));
+    } else {  // named, or unknown and unnamed: a symbol of its own
+      std::string name = d.has_dim_param() && !d.dim_param().empty()
+                             ? d.dim_param()
+                             : v.name() + "." + std::to_string(i);
+      // '%' starts the importer's own names for dims computed at run time (ops_shape.cc).
+      if (name[0] == '%') name.insert(0, "_");
+      r.dims.push_back(Dim::symbol(std::move(name)));
     }
   }
   return r;
