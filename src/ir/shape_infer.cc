@@ -929,14 +929,31 @@ Shape infer_resize(const Node& n, const In& in) {
   RLX_CHECK(x.rank() == 4, "resize: expected NCHW, got ", x.str());
   const auto& a = n.attrs_as<ResizeAttrs>();
   const auto& size = a.size;
-  RLX_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0, "resize: bad size");
   RLX_CHECK(a.scales.empty() || a.scales.size() == 2, "resize: scales needs 2 values, got ",
             a.scales.size());
+  RLX_CHECK(size.size() == 2, "resize: size needs 2 values, got ", size.size());
+  std::vector<Dim> out{x.dims[0], x.dims[1]};
+  for (size_t k = 0; k < 2; ++k) {
+    const Dim& in_dim = x.dims[2 + k];
+    if (size[k] > 0) {
+      out.emplace_back(size[k]);
+      continue;
+    }
+    RLX_CHECK(size[k] == 0 && !a.scales.empty() && a.scales[k] > 0 && a.scales[k] < 0x1p20,
+              "resize: size ", short_dims_str(size), " needs positive entries (0 only with scales)");
+    if (!in_dim.is_static()) {
+      out.push_back(Dim::symbol("?"));
+      continue;
+    }
+    const double v = std::floor(double(in_dim.value) * a.scales[k]);
+    RLX_CHECK(v >= 1 && v < 0x1p40, "resize: ", x.str(), " scaled by ", a.scales[k], " is empty");
+    out.emplace_back(int64_t(v));
+  }
   const bool interp = a.mode == ResizeMode::bilinear || a.mode == ResizeMode::bicubic;
   RLX_CHECK(interp || (!a.align_corners && !a.antialias),
             "resize: align_corners and antialias need mode bilinear or bicubic, not '",
             to_string(a.mode), "'");
-  return Shape({x.dims[0], x.dims[1], Dim(size[0]), Dim(size[1])}, x.dtype);
+  return Shape(std::move(out), x.dtype);
 }
 
 Shape infer_grid_sample(const Node&, const In& in) {

@@ -168,10 +168,12 @@ NodeId resize_general(Ctx& c, const Params& p, NodeId x, DType t) {
 
 std::vector<Val> lower_resize(Ctx& c) {
   const Shape xs = c.shape(0);
-  RLX_CHECK(xs.is_static() && xs.rank() >= 1, "Resize needs a static input shape, got ", xs.str());
+  RLX_CHECK(xs.rank() >= 1, "Resize of a scalar");
   const bool upsample = c.node.op_type == "Upsample";
+  // Dims unknown at import (0 here) resize by their scale at run time: rlx's resize op only.
+  const bool known = xs.is_static();
   Params p;
-  p.in = xs.concrete();
+  for (const Dim& d : xs.dims) p.in.push_back(d.is_static() ? d.value : 0);
   const size_t r = p.in.size();
   p.mode = c.s("mode", "nearest");
   if (p.mode == "bilinear") p.mode = "linear";  // Upsample-7 spelling
@@ -189,6 +191,7 @@ std::vector<Val> lower_resize(Ctx& c) {
             "Resize keep_aspect_ratio_policy is not supported");
   const size_t scales_at = v11 ? 2 : 1;
   if (v11 && c.has(3)) {
+    RLX_CHECK(known, "Resize to sizes needs a static input shape, got ", xs.str());
     p.out = c.static_ints(3, "sizes");
     RLX_CHECK(p.out.size() == r, "Resize sizes has ", p.out.size(), " values for rank ", r);
     for (size_t k = 0; k < r; ++k) p.scales.push_back(double(p.out[k]) / double(p.in[k]));
@@ -205,7 +208,11 @@ std::vector<Val> lower_resize(Ctx& c) {
     for (size_t k = 0; k < r; ++k) {
       RLX_CHECK(p.scales[k] > 0 && double(p.in[k]) * p.scales[k] < 0x1p62, "Resize scale ",
                 p.scales[k], " for a dim of ", p.in[k]);
-      p.out.push_back(int64_t(std::floor(double(p.in[k]) * p.scales[k])));
+      RLX_CHECK(xs.dims[k].is_static() || k >= 2 || p.scales[k] == 1, "Resize of ", xs.str(),
+                " by ", p.scales[k], " on dim ", k,
+                ", unknown at import (rlx resizes H and W only)");
+      p.out.push_back(xs.dims[k].is_static() ? int64_t(std::floor(double(p.in[k]) * p.scales[k]))
+                                             : 0);  // floor(dim * scale) at run time
     }
   }
   check_dims(p.out, "Resize output");
@@ -220,7 +227,7 @@ std::vector<Val> lower_resize(Ctx& c) {
   // The fast path: rlx's resize op, where its PyTorch semantics are ONNX's.
   bool nc_kept = r == 4 && p.out[0] == p.in[0] && p.out[1] == p.in[1] && p.scales[0] == 1 &&
                  p.scales[1] == 1 && is_float(t);
-  bool big = p.out[2] > 1 && p.out[3] > 1;
+  bool big = (p.out[2] > 1 || p.out[2] == 0) && (p.out[3] > 1 || p.out[3] == 0);
   std::string rmode;
   bool align = false;
   if (nc_kept && p.mode == "nearest" && p.ctm == "asymmetric" && p.nearest_mode == "floor") {
@@ -229,7 +236,7 @@ std::vector<Val> lower_resize(Ctx& c) {
     if (p.ctm == "half_pixel" || p.ctm == "pytorch_half_pixel")
       rmode = p.mode == "linear" ? "bilinear" : "bicubic";
     // align_corners with scales uses the unrounded length: only exact when it is whole.
-    if (p.ctm == "align_corners" &&
+    if (p.ctm == "align_corners" && known &&
         (!p.scales_given || (double(p.out[2]) == double(p.in[2]) * p.scales[2] &&
                              double(p.out[3]) == double(p.in[3]) * p.scales[3]))) {
       rmode = p.mode == "linear" ? "bilinear" : "bicubic";
@@ -241,6 +248,9 @@ std::vector<Val> lower_resize(Ctx& c) {
     if (p.scales_given && !align) a.set("scales", std::vector<double>{p.scales[2], p.scales[3]});
     return one(c.b().op(Op::Resize, {x}, a));
   }
+  RLX_CHECK(known, "Resize of ", xs.str(), " (mode ", p.mode, ", ", p.ctm, "): with dims unknown ",
+            "at import, only the forms rlx's resize op takes (nearest asymmetric floor, linear "
+            "or cubic half_pixel) run; give the input static dims");
   RLX_CHECK(p.mode == "nearest" || is_float(t), "Resize ", p.mode, " of ", xs.str());
   return one(resize_general(c, p, x, t));
 }

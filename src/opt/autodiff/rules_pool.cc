@@ -227,7 +227,10 @@ void vjp_resize(VjpCall& c) {
   const Dims x = e.dims(c.in(0), "resize's gradient");
   const DType t = e.dtype(c.in(0));
   auto matrix_t = [&](int axis) {  // [in, out] of axis 0 (H) or 1 (W)
-    const int64_t in = x[size_t(2 + axis)], out = a.size[size_t(axis)];
+    const int64_t in = x[size_t(2 + axis)];
+    const int64_t out = a.size[size_t(axis)] > 0
+                            ? a.size[size_t(axis)]
+                            : int64_t(std::floor(double(in) * a.scales.at(size_t(axis))));
     Tensor eye({in, in}, DType::F64);
     for (int64_t i = 0; i < in; ++i) eye.data<double>()[i * in + i] = 1;
     const Dims basis = axis == 0 ? Dims{1, in, in, 1} : Dims{1, in, 1, in};
