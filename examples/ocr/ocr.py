@@ -41,9 +41,10 @@ def missing_files(models_dir):
 
 
 class Models:
-    """The three networks, one rlx import per input shape (rlx takes these
-    models at static shapes only), and with `record` every call's input and
-    output kept for the comparison with ONNX Runtime."""
+    """The three networks, each imported once with its dynamic dims (batch,
+    height, width: rlx plans each new input shape on first use), and with
+    `record` every call's input and output kept for the comparison with ONNX
+    Runtime."""
 
     def __init__(self, models_dir, record=False):
         missing = missing_files(models_dir)
@@ -56,10 +57,9 @@ class Models:
         self.cache, self.record, self.calls = {}, record, {"det": [], "cls": [], "rec": []}
 
     def run(self, kind, x):
-        key = (kind, x.shape)
-        if key not in self.cache:
-            self.cache[key] = self.rlx.load(self.paths[kind], input_shapes={"x": list(x.shape)})
-        (y,) = self.cache[key].run({"x": x}).values()
+        if kind not in self.cache:
+            self.cache[kind] = self.rlx.load(self.paths[kind])
+        (y,) = self.cache[kind].run({"x": x}).values()
         if self.record:
             self.calls[kind].append((x, y))
         return y

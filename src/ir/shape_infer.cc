@@ -940,7 +940,8 @@ Shape infer_resize(const Node& n, const In& in) {
       continue;
     }
     RLX_CHECK(size[k] == 0 && !a.scales.empty() && a.scales[k] > 0 && a.scales[k] < 0x1p20,
-              "resize: size ", short_dims_str(size), " needs positive entries (0 only with scales)");
+              "resize: size ", short_dims_str(size),
+              " needs positive entries (0 only with scales)");
     if (!in_dim.is_static()) {
       out.push_back(Dim::symbol("?"));
       continue;

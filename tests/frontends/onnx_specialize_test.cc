@@ -248,5 +248,65 @@ TEST_F(OnnxSpecialize, CliFreezesFromTheCommandLineOrTheInputs) {
   EXPECT_NE(r.output.find("cannot freeze 'rate'"), std::string::npos) << r.output;
 }
 
+Pb str_attr(const std::string& name, const std::string& v) {
+  Pb a;
+  a.bytes(1, name).varint(20, 3).bytes(4, v);
+  return a;
+}
+
+// x [N, 2, H, W] (all three symbolic) -> a stride-2 conv y [N, 4, ?, ?], whose H and W only run
+// time knows; then shape code on y: r = Reshape(y, [n, 2, 2, h, w]) with n, h, w gathered from
+// Shape(y), u = Unsqueeze(y, 1), z = Resize(y, scales [1, 1, 2, 2], nearest).
+std::string dynamic_dims_model() {
+  std::vector<float> w(4 * 2 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) / 4;
+  Pb g;
+  g.msg(1, node("Conv", {"x", "w"}, {"y"},
+                {ints_attr("strides", {2, 2}), ints_attr("pads", {1, 1, 1, 1}),
+                 ints_attr("kernel_shape", {3, 3})}));
+  g.msg(1, node("Shape", {"y"}, {"s"}));
+  for (const char* d : {"n", "h", "w_"})
+    g.msg(1, node("Gather", {"s", std::string("at_") + d}, {d}, {int_attr("axis", 0)}));
+  g.msg(1, node("Concat", {"n", "two", "two", "h", "w_"}, {"target"}, {int_attr("axis", 0)}));
+  g.msg(1, node("Reshape", {"y", "target"}, {"r"}));
+  g.msg(1, node("Unsqueeze", {"y", "one"}, {"u"}));
+  g.msg(1,
+        node("Resize", {"y", "", "scales"}, {"z"},
+             {str_attr("mode", "nearest"), str_attr("coordinate_transformation_mode", "asymmetric"),
+              str_attr("nearest_mode", "floor")}));
+  g.bytes(2, "g").msg(5, tensor("w", {4, 2, 3, 3}, kF32, floats(w)));
+  g.msg(5, tensor("at_n", {1}, kI64, int64s({0}))).msg(5, tensor("at_h", {1}, kI64, int64s({2})));
+  g.msg(5, tensor("at_w_", {1}, kI64, int64s({3}))).msg(5, tensor("two", {1}, kI64, int64s({2})));
+  g.msg(5, tensor("one", {1}, kI64, int64s({1})));
+  g.msg(5, tensor("scales", {4}, kF32, floats({1.f, 1.f, 2.f, 2.f})));
+  g.msg(11, value_info("x", kF32, {"N", "2", "H", "W"}));
+  for (const char* o : {"r", "u", "z"}) g.msg(12, value_info(o, kF32, {}));
+  return model(g);
+}
+
+// Imported once with symbolic dims, the model runs at any size: dims only run time knows are
+// read from the tensors they belong to (reshape_like, resize by scale), and every output equals
+// the one of an import specialized to that size.
+TEST_F(OnnxSpecialize, DimsComputedAtRunTimeNeedNoReimport) {
+  const std::string p = write("dyn.onnx", dynamic_dims_model());
+  const Model m = load_model(p);
+  EXPECT_EQ(count(m.graph, Op::ReshapeLike), 2u) << to_text(m.graph);
+  Session dyn(Executable::compile(m.graph, m.weights));
+  for (const Dims& d : {Dims{1, 2, 8, 8}, Dims{2, 2, 7, 10}, Dims{3, 2, 5, 4}}) {
+    SCOPED_TRACE(dims_str(d));
+    const Model st = load_model(p, {.input_shapes = {{"x", d}}});
+    EXPECT_EQ(count(st.graph, Op::ReshapeLike), 0u);
+    Session fixed(Executable::compile(st.graph, st.weights));
+    const TensorMap in{{"x", testing::random_tensor(d, DType::F32, uint64_t(d[2] * d[3]))}};
+    const TensorMap got = dyn.run(in), want = fixed.run(in);
+    const int64_t h = (d[2] + 1) / 2, w = (d[3] + 1) / 2;
+    EXPECT_EQ(got.at("r").dims(), (Dims{d[0], 2, 2, h, w}));
+    EXPECT_EQ(got.at("u").dims(), (Dims{d[0], 1, 4, h, w}));
+    EXPECT_EQ(got.at("z").dims(), (Dims{d[0], 4, 2 * h, 2 * w}));
+    for (const char* o : {"r", "u", "z"})
+      EXPECT_TRUE(testing::all_equal(got.at(o), want.at(o))) << o;
+  }
+}
+
 }  // namespace
 }  // namespace rlx

@@ -215,8 +215,8 @@ std::vector<Val> lower_batch_norm_training(Ctx& c) {
   NodeId d = b.sub(x, mean);
   NodeId var = b.reduce(Op::ReduceMean, b.mul(d, d), axes, true);
   NodeId inv = b.unary(Op::Rsqrt, b.add(var, c.scalar_const(c.f("epsilon", 1e-5), t)));
-  NodeId y = b.add(b.mul(b.mul(d, inv), b.reshape(c.in(1), per_channel)),
-                   b.reshape(c.in(2), per_channel));
+  NodeId y =
+      b.add(b.mul(b.mul(d, inv), b.reshape(c.in(1), per_channel)), b.reshape(c.in(2), per_channel));
   std::vector<Val> out = one(y);
   const double m = c.f("momentum", 0.9);
   auto running = [&](int input, NodeId batch) {

@@ -65,6 +65,23 @@ std::optional<std::pair<NodeId, int64_t>> parse_dim_ref(Ctx& c, const Dim& d) {
 NodeId reshape_to(Ctx& c, NodeId x, const std::vector<Dim>& target) {
   const Shape& s = c.shape_of(x);
   if (s.dims == target) return x;
+  // Inserting or dropping 1s only (Unsqueeze, Squeeze) keeps x's other dims in order, anonymous
+  // ones included: each is read from x at run time.
+  auto non_unit = [](const std::vector<Dim>& d) {
+    std::vector<size_t> at;
+    for (size_t k = 0; k < d.size(); ++k)
+      if (!d[k].is_static() || d[k].value != 1) at.push_back(k);
+    return at;
+  };
+  const std::vector<size_t> from = non_unit(s.dims), to = non_unit(target);
+  bool kept = from.size() == to.size();
+  for (size_t j = 0; kept && j < from.size(); ++j) kept = s.dims[from[j]] == target[to[j]];
+  if (kept && !s.is_static()) {
+    Dims entries(target.size(), 1);
+    for (size_t j = 0; j < from.size(); ++j)
+      entries[to[j]] = s.dims[from[j]].is_static() ? s.dims[from[j]].value : -2 - int64_t(from[j]);
+    return c.b().op(Op::ReshapeLike, {x, x}, {{"shape", entries}});
+  }
   int unknown = 0;
   NodeId like = x;
   for (const Dim& d : target) {
