@@ -374,6 +374,26 @@ case("linalg_solve", "linalg",
                          torch.cholesky_inverse(f), torch.ormqr(*torch.geqrf(a), b),
                          torch.ormqr(*torch.geqrf(a), b.mT, left=False, transpose=True)),
      spd, r(2, 4, 3), chol, r(2, 4))
+# ---- reductions over runs an input delimits, and class-indexed losses (masks built at run time)
+seg_data = torch.cat([r(5, 3), torch.tensor([[float("nan"), 1.0, 2.0]])])
+case("segment_reduce", "segment",
+     lambda d, ln, off: tuple(torch.segment_reduce(d, red, lengths=ln) for red in ("sum", "mean", "max", "min", "prod"))
+     + (torch.segment_reduce(d, "max", lengths=ln, initial=0.5), torch.segment_reduce(d, "mean", lengths=ln, initial=2.0),
+        torch.segment_reduce(d, "sum", offsets=off), torch.segment_reduce(d.T.contiguous(), "min", lengths=ln.expand(3, 4), axis=1)),
+     seg_data, torch.tensor([2, 0, 3, 1]), torch.tensor([0, 1, 1, 4, 6]))
+emb = r(10, 4)
+case("embedding_bag", "segment",
+     lambda w, i, off, psw: (F.embedding_bag(i, w, off), F.embedding_bag(i, w, off, mode="mean"),
+                             F.embedding_bag(i, w, off, mode="max"), F.embedding_bag(i, w, off, per_sample_weights=psw, mode="sum"),
+                             F.embedding_bag(i, w, off, padding_idx=2, mode="mean"),
+                             F.embedding_bag(i.reshape(2, 4), w), F.embedding_bag(i, w, torch.cat([off, torch.tensor([8])]), include_last_offset=True)),
+     emb, torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 3, 3, 6]), pos(8))
+case("class_losses", "segment",
+     lambda x4, t3, w, x2, t1, ml: (F.cross_entropy(x4, t3), F.cross_entropy(x4, t3, weight=w, ignore_index=1, reduction="sum"),
+                                    F.nll_loss(x4.log_softmax(1), t3, reduction="none"),
+                                    F.multi_margin_loss(x2, t1), F.multi_margin_loss(x2, t1, p=2, margin=0.5, weight=w, reduction="none"),
+                                    F.multilabel_margin_loss(x2, ml), F.multilabel_margin_loss(x2, ml, reduction="none")),
+     r(2, 3, 4, 5), ri(0, 3, 2, 4, 5), pos(3), r(4, 3), ri(0, 3, 4), torch.tensor([[2, 0, -1], [1, -1, 2], [0, 1, 2], [-1, 0, 0]]))
 quad = torch.tensor([1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -3.0, 1e-30, float("nan"), float("inf"), 5.0])
 case("math_binary", "binary",
      lambda y, x: (torch.atan2(y, x), torch.copysign(y, x), torch.copysign(y, -1.0), torch.fmax(y, x), torch.fmin(y, x),
