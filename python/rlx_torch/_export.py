@@ -12,7 +12,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import _safetensors as st
-from . import _recurrent, _trace, _train
+from . import _leaf, _recurrent, _trace, _train
 
 VERSION = "0.1"
 
@@ -397,7 +397,8 @@ def _export(model, args, kw, out_dir, decomposition, dynamic, name, atol, train_
                 op = "_getitem"
             elif isinstance(n.target, torch._ops.OpOverload):
                 op = str(n.target)
-                op = _recurrent.ATEN_NAME.get(op, op)  # rlx_rnn.lstm.default -> aten.lstm.input
+                # rlx_rnn.lstm.default -> aten.lstm.input, rlx_leaf.cov.default -> aten.cov.default
+                op = _recurrent.ATEN_NAME.get(op, _leaf.ATEN_NAME.get(op, op))
             else:
                 raise NotImplementedError(f"non-aten call in graph: {n.target} ({n.format_node()})")
             ids[n] = unique(n.name)

@@ -147,6 +147,7 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level, forward=None, extra_dec
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.utils.stateless import functional_call
 
+    from ._leaf import leaf_ops
     from ._recurrent import recurrent_as_one_node
 
     state, aliases = _named_state(model)
@@ -161,7 +162,7 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level, forward=None, extra_dec
         pb.update({a: pb[b] for a, b in aliases.items()})
         def run(*a, **k):
             return functional_call(model, pb, a, k)
-        with recurrent_as_one_node():
+        with recurrent_as_one_node(), leaf_ops():
             out = forward(run, args, kwargs) if forward else run(*args, **kwargs)
         leaves, spec = pytree.tree_flatten(out)
         out_spec[:] = [spec]

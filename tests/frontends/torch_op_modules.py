@@ -394,6 +394,20 @@ case("class_losses", "segment",
                                     F.multi_margin_loss(x2, t1), F.multi_margin_loss(x2, t1, p=2, margin=0.5, weight=w, reduction="none"),
                                     F.multilabel_margin_loss(x2, ml), F.multilabel_margin_loss(x2, ml, reduction="none")),
      r(2, 3, 4, 5), ri(0, 3, 2, 4, 5), pos(3), r(4, 3), ri(0, 3, 4), torch.tensor([[2, 0, -1], [1, -1, 2], [0, 1, 2], [-1, 0, 0]]))
+# ---- statistics whose PyTorch code reads values (rlx_torch traces them as one aten node each)
+qx = r(3, 7)
+qn = qx.clone()
+qn[0, 2] = float("nan")
+case("quantile_cov", "stats",
+     lambda x, xn, q, fw, aw: (torch.quantile(x, 0.3), torch.quantile(x, q, dim=1, keepdim=True),
+                               torch.quantile(x, 0.5, dim=0, interpolation="lower"),
+                               torch.quantile(x, q, dim=1, interpolation="nearest"),
+                               torch.quantile(x, 0.75, dim=-1, interpolation="midpoint"),
+                               torch.quantile(xn, 0.4, dim=1), torch.nanquantile(xn, q, dim=1),
+                               torch.nanquantile(xn, 0.9, interpolation="higher"),
+                               torch.cov(x), torch.cov(x, correction=0), torch.cov(x, fweights=fw, aweights=aw),
+                               torch.cov(x[0]), torch.corrcoef(x), torch.corrcoef(x[:1])),
+     qx, qn, torch.tensor([0.0, 0.25, 0.6, 1.0]), ri(1, 4, 7), pos(7))
 quad = torch.tensor([1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -3.0, 1e-30, float("nan"), float("inf"), 5.0])
 case("math_binary", "binary",
      lambda y, x: (torch.atan2(y, x), torch.copysign(y, x), torch.copysign(y, -1.0), torch.fmax(y, x), torch.fmin(y, x),

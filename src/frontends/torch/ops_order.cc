@@ -1,6 +1,6 @@
 // Order statistics and running reductions composed from a full sort (topk of
 // every element, NaN above all, ties in index order) or from an n x n prefix
-// mask: median, nanmedian, kthvalue, cummax, cummin, logcumsumexp.
+// mask: quantile, nanquantile, median, nanmedian, kthvalue, cummax, cummin, logcumsumexp.
 #include <cmath>
 
 #include "frontends/torch/lowering.h"
@@ -137,9 +137,95 @@ Value logcumsumexp(LowerCtx& c) {
   return Value::tensor(c.b.reshape(c.b.add(c.b.unary(Op::Log, s), m), c.dims(x)));
 }
 
+// quantile / nanquantile(x, q, dim, keepdim, interpolation): per slice along dim (all of x
+// when dim is None), the value at rank q (m - 1) of the sorted slice, m its length (nanquantile:
+// its non-NaN count), interpolated as asked; NaN when the slice holds a NaN (quantile) or
+// nothing else (nanquantile). A 1-d q adds a leading dim of its length.
+Value quantile(LowerCtx& c, bool ignore_nan) {
+  NodeId x = c.tensor(0, "self");
+  const DType t = c.shape(x).dtype;
+  const Dims in = c.dims(x);
+  const Value* qv = c.arg(1, "q");
+  RLX_CHECK(qv, c.node.op, ": q is required");
+  NodeId q = qv->kind == Value::Tensor ? c.cast(qv->id, t) : c.scalar(qv->number(), t);
+  const bool q_vector = c.rank(q) == 1;
+  RLX_CHECK(c.rank(q) <= 1, c.node.op, ": q must be a scalar or 1-d, got ", c.shape(q).str());
+  const bool keep = c.flag(3, "keepdim", false);
+  const std::string how = c.str(4, "interpolation", "linear");
+  RLX_CHECK(
+      how == "linear" || how == "lower" || how == "higher" || how == "midpoint" || how == "nearest",
+      c.node.op, ": unknown interpolation '", how, "'");
+  // The slices as the last dim of [rest..., n].
+  Dims out_dims;  // the reduced shape, keepdim applied
+  int64_t axis;
+  if (!c.has(2, "dim")) {
+    x = c.b.reshape(x, {numel(in)});
+    axis = 0;
+    if (keep) out_dims.assign(in.size(), 1);
+  } else {
+    axis = normalize_axis(c.i(2, "dim"), int(std::max<size_t>(in.size(), 1)));
+    if (in.empty()) x = c.b.reshape(x, {1});
+    out_dims = in;
+    if (!in.empty()) {
+      if (keep)
+        out_dims[size_t(axis)] = 1;
+      else
+        out_dims.erase(out_dims.begin() + axis);
+    }
+  }
+  const int r = c.rank(x);
+  std::vector<int64_t> perm;
+  for (int k = 0; k < r; ++k)
+    if (k != axis) perm.push_back(k);
+  perm.push_back(axis);
+  x = c.b.transpose(x, perm);
+  const Dims xd = c.dims(x);
+  const int64_t n = xd.back();
+  RLX_CHECK(n > 0, c.node.op, ": quantile of an empty slice");
+  const NodeId sorted = sort_up(c, x, r - 1).first;
+  const NodeId nans = c.cast(nan_count(c, x, r - 1), t);  // [rest..., 1]
+  const NodeId m = ignore_nan ? c.b.sub(c.scalar(double(n), t), nans) : c.scalar(double(n), t);
+  // rank [Q, rest..., 1] from q [Q] (a scalar q: Q = 1, dropped at the end)
+  const int64_t Q = q_vector ? c.dims(q)[0] : 1;
+  Dims qd(size_t(r) + 1, 1);
+  qd[0] = Q;
+  NodeId rank = c.b.mul(c.b.reshape(q, qd), c.b.sub(m, c.scalar(1, t)));
+  rank = c.b.binary(Op::Max, rank, c.scalar(0, t));  // nanquantile of an all-NaN slice
+  Dims big = xd;
+  big.insert(big.begin(), Q);
+  const NodeId vals = c.b.op(Op::Expand, {sorted}, {{"shape", big}});
+  Dims idx_dims = big;
+  idx_dims.back() = 1;
+  auto at = [&](NodeId pos) {
+    const NodeId i = c.b.op(Op::Expand, {c.cast(pos, DType::I64)}, {{"shape", idx_dims}});
+    return c.b.op(Op::GatherElements, {vals, i}, {{"axis", int64_t(r)}});
+  };
+  const NodeId lo = c.b.unary(Op::Floor, rank), hi = c.b.unary(Op::Ceil, rank);
+  NodeId y;
+  if (how == "lower") {
+    y = at(lo);
+  } else if (how == "higher") {
+    y = at(hi);
+  } else if (how == "nearest") {
+    y = at(c.b.unary(Op::Round, rank));  // half to even, as PyTorch rounds
+  } else {
+    const NodeId a = at(lo), b = at(hi);
+    const NodeId w = how == "midpoint" ? c.scalar(0.5, t) : c.b.sub(rank, lo);
+    y = c.b.add(a, c.b.mul(w, c.b.sub(b, a)));
+  }
+  const NodeId bad =
+      ignore_nan ? c.b.op(Op::Eq, {m, c.scalar(0, t)}) : c.b.op(Op::Gt, {nans, c.scalar(0, t)});
+  y = c.b.op(Op::Where, {bad, c.scalar(NAN, t), y});
+  Dims final_dims = out_dims;
+  if (q_vector) final_dims.insert(final_dims.begin(), Q);
+  return Value::tensor(c.b.reshape(y, final_dims));
+}
+
 }  // namespace
 
 void register_order(Registry& r) {
+  r.add("aten.quantile", [](LowerCtx& c) { return quantile(c, false); });
+  r.add("aten.nanquantile", [](LowerCtx& c) { return quantile(c, true); });
   r.add("aten.median", [](LowerCtx& c) { return median(c, false); });
   r.add("aten.nanmedian", [](LowerCtx& c) { return median(c, true); });
   // kthvalue(x, k, dim, keepdim): the k-th smallest (NaN largest) and its index.

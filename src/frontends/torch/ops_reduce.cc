@@ -128,9 +128,65 @@ Value itself_at_zero(LowerCtx& c, NodeId x) {
   return t;
 }
 
+// cov(x, *, correction, fweights, aweights): x [vars, obs] (a 1-d x is one variable; one
+// variable gives a 0-d result); with w = fweights * aweights, avg = sum(x w) / sum(w) and
+// cov = (x - avg) w (x - avg)^T / (sum(w) - correction * sum(w aweights) / sum(w)), the divisor
+// clamped at 0 as PyTorch does.
+NodeId covariance(LowerCtx& c, NodeId x0, int64_t correction, NodeId fw, NodeId aw) {
+  const DType t = is_float(c.shape(x0).dtype) ? c.shape(x0).dtype : DType::F32;
+  NodeId x = c.cast(x0, t);
+  RLX_CHECK(c.rank(x) <= 2, c.node.op, ": expected a 1-d or 2-d input, got ", c.shape(x).str());
+  if (c.rank(x) < 2) x = c.b.reshape(x, {1, -1});
+  const bool single = c.dims(x)[0] == 1;  // PyTorch squeezes the [1, 1] result
+  const int64_t obs = c.dims(x)[1];
+  NodeId w = -1;
+  if (fw >= 0) w = c.cast(fw, t);
+  if (aw >= 0) w = w >= 0 ? c.b.mul(w, c.cast(aw, t)) : c.cast(aw, t);
+  NodeId wsum, avg;
+  if (w < 0) {
+    wsum = c.scalar(double(obs), t);
+    avg = c.b.reduce(Op::ReduceMean, x, {1}, true);
+  } else {
+    wsum = c.b.reduce(Op::ReduceSum, w, {}, false);
+    avg = c.b.div(c.b.reduce(Op::ReduceSum, c.b.mul(x, w), {1}, true), wsum);
+  }
+  NodeId norm = wsum;
+  if (correction != 0) {
+    NodeId corr = c.scalar(double(correction), t);
+    if (w >= 0 && aw >= 0)
+      corr = c.b.mul(
+          corr, c.b.div(c.b.reduce(Op::ReduceSum, c.b.mul(w, c.cast(aw, t)), {}, false), wsum));
+    norm = c.b.sub(wsum, corr);
+  }
+  norm = c.b.binary(Op::Max, norm, c.scalar(0, t));
+  const NodeId xm = c.b.sub(x, avg);
+  const NodeId lhs = w >= 0 ? c.b.mul(xm, w) : xm;
+  NodeId cov = c.b.div(c.b.matmul(lhs, c.b.transpose(xm, {1, 0})), norm);
+  return single ? c.b.reshape(cov, {}) : cov;
+}
+
 }  // namespace
 
 void register_reductions(Registry& r) {
+  r.add("aten.cov", [](LowerCtx& c) {
+    const NodeId fw = c.has(2, "fweights") ? c.tensor(2, "fweights") : -1;
+    const NodeId aw = c.has(3, "aweights") ? c.tensor(3, "aweights") : -1;
+    return Value::tensor(covariance(c, c.tensor(0, "self"), c.i(1, "correction", 1), fw, aw));
+  });
+  // corrcoef(x): cov / (stddev_i stddev_j), clamped to [-1, 1] (a 0-d cov divides by itself).
+  r.add("aten.corrcoef", [](LowerCtx& c) {
+    const NodeId cov = covariance(c, c.tensor(0, "self"), 1, -1, -1);
+    if (c.rank(cov) == 0) return Value::tensor(c.b.div(cov, cov));
+    const int64_t n = c.dims(cov)[0];
+    const NodeId eye = c.b.op(Op::Eq, {c.b.reshape(c.b.arange(n), {n, 1}), c.b.arange(n)});
+    const DType t = c.shape(cov).dtype;
+    const NodeId diag =
+        c.b.reduce(Op::ReduceSum, c.b.op(Op::Where, {eye, cov, c.scalar(0, t)}), {1});
+    const NodeId sd = c.b.op(Op::Sqrt, {diag});
+    NodeId y = c.b.div(c.b.div(cov, c.b.reshape(sd, {n, 1})), c.b.reshape(sd, {1, n}));
+    return Value::tensor(c.b.op(Op::Clamp, {y}, {{"min", -1.0}, {"max", 1.0}}));
+  });
+
   r.add("aten.sum", [](LowerCtx& c) { return reduce(c, Op::ReduceSum); });
   r.add("aten.mean", [](LowerCtx& c) { return reduce(c, Op::ReduceMean); });
   r.add("aten.amax", [](LowerCtx& c) { return reduce(c, Op::ReduceMax); });

@@ -1,0 +1,79 @@
+"""aten ops whose composite implementation reads tensor values in Python.
+
+torch.quantile / nanquantile check q's range with .item(), and torch.cov /
+corrcoef check their weights the same way: under make_fx's tracing tensors
+that is an error ("trying to get value out of a tracing tensor"), so such
+models would not export. While tracing, these functions are routed (through a
+TorchFunctionMode) to custom ops rlx_leaf::<op> with the aten schema, whose
+CPU kernel is the real aten op; each call becomes one node, written to the
+JSON under its aten name, which rlx lowers.
+"""
+import contextlib
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+_SCHEMA = {
+    "quantile": "quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, "
+                "str interpolation='linear') -> Tensor",
+    "quantile.scalar": "quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, "
+                       "*, str interpolation='linear') -> Tensor",
+    "cov": "cov(Tensor self, *, int correction=1, Tensor? fweights=None, "
+           "Tensor? aweights=None) -> Tensor",
+    "corrcoef": "corrcoef(Tensor self) -> Tensor",
+}
+for _k in ("quantile", "quantile.scalar"):
+    _SCHEMA["nan" + _k] = "nan" + _SCHEMA[_k]
+
+# custom op -> the aten overload it stands for (the name written to torch-ir.json)
+ATEN_NAME = {f"rlx_leaf.{k}" + ("" if "." in k else ".default"): f"aten.{k}"
+             + ("" if "." in k else ".default") for k in _SCHEMA}
+
+_lib = None
+
+
+def _library():
+    global _lib
+    if _lib is None:
+        lib = torch.library.Library("rlx_leaf", "DEF")
+        for key, schema in _SCHEMA.items():
+            lib.define(schema)
+            name, _, overload = key.partition(".")
+            real = getattr(getattr(torch.ops.aten, name), overload or "default")
+
+            def impl(*args, _real=real, **kwargs):
+                return _real(*args, **kwargs)
+            lib.impl(key, impl, "CPU")
+        _lib = lib
+    return _lib
+
+
+def _route(name, args, kwargs):
+    """The custom op for a call of torch.<name> / Tensor.<name>, or None."""
+    ops = torch.ops.rlx_leaf
+    if name in ("quantile", "nanquantile"):
+        q = args[1] if len(args) > 1 else kwargs.get("q")
+        return getattr(getattr(ops, name), "default" if isinstance(q, torch.Tensor) else "scalar")
+    return getattr(ops, name).default
+
+
+class _Leaves(TorchFunctionMode):
+    FUNCS = {f: f.__name__ for f in (torch.quantile, torch.nanquantile, torch.cov,
+                                     torch.corrcoef, torch.Tensor.quantile,
+                                     torch.Tensor.nanquantile, torch.Tensor.cov,
+                                     torch.Tensor.corrcoef)}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = self.FUNCS.get(func)
+        if name is None or kwargs.get("out") is not None:
+            return func(*args, **kwargs)
+        return _route(name, args, kwargs)(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def leaf_ops():
+    """While active, torch.quantile & co. trace to one rlx_leaf::<op> node each."""
+    _library()
+    with _Leaves():
+        yield
