@@ -6,7 +6,8 @@ that is an error ("trying to get value out of a tracing tensor"), so such
 models would not export. While tracing, these functions are routed (through a
 TorchFunctionMode) to custom ops rlx_leaf::<op> with the aten schema, whose
 CPU kernel is the real aten op; each call becomes one node, written to the
-JSON under its aten name, which rlx lowers.
+JSON under its aten name, which rlx lowers. F.gaussian_nll_loss, which has no aten op, is traced without
+its value check instead.
 """
 import contextlib
 
@@ -57,6 +58,24 @@ def _route(name, args, kwargs):
     return getattr(ops, name).default
 
 
+def _gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """F.gaussian_nll_loss without its check that no variance is negative (the check reads
+    values; eager raises where this clamps to eps): the same ops otherwise."""
+    import math
+    if var.size() != input.size():
+        if input.size()[:-1] == var.size():
+            var = torch.unsqueeze(var, -1)
+        elif not (input.size()[:-1] == var.size()[:-1] and var.size(-1) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var.clamp(min=eps)
+    loss = 0.5 * (torch.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+
+
 class _Leaves(TorchFunctionMode):
     FUNCS = {f: f.__name__ for f in (torch.quantile, torch.nanquantile, torch.cov,
                                      torch.corrcoef, torch.Tensor.quantile,
@@ -65,6 +84,8 @@ class _Leaves(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is torch.nn.functional.gaussian_nll_loss:
+            return _gaussian_nll_loss(*args, **kwargs)
         name = self.FUNCS.get(func)
         if name is None or kwargs.get("out") is not None:
             return func(*args, **kwargs)

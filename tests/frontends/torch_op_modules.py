@@ -408,6 +408,11 @@ case("quantile_cov", "stats",
                                torch.cov(x), torch.cov(x, correction=0), torch.cov(x, fweights=fw, aweights=aw),
                                torch.cov(x[0]), torch.corrcoef(x), torch.corrcoef(x[:1])),
      qx, qn, torch.tensor([0.0, 0.25, 0.6, 1.0]), ri(1, 4, 7), pos(7))
+case("mode_gaussian_nll", "stats",
+     lambda m, x, y, v: (*torch.mode(m, 1), *torch.mode(m, 0, keepdim=True), F.gaussian_nll_loss(x, y, v),
+                         F.gaussian_nll_loss(x, y, v[:, :1], full=True, reduction="sum"),
+                         F.gaussian_nll_loss(x, y, v.sum(1), eps=0.5, reduction="none")),
+     torch.tensor([[3., 1., 3., 1., 2.], [5., 5., 4., 4., 4.], [2., 7., 7., 2., 9.]]), r(3, 5), r(3, 5), pos(3, 5))
 quad = torch.tensor([1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -3.0, 1e-30, float("nan"), float("inf"), 5.0])
 case("math_binary", "binary",
      lambda y, x: (torch.atan2(y, x), torch.copysign(y, x), torch.copysign(y, -1.0), torch.fmax(y, x), torch.fmin(y, x),

@@ -1,6 +1,6 @@
 // Order statistics and running reductions composed from a full sort (topk of
 // every element, NaN above all, ties in index order) or from an n x n prefix
-// mask: quantile, nanquantile, median, nanmedian, kthvalue, cummax, cummin, logcumsumexp.
+// mask: quantile, nanquantile, mode, median, nanmedian, kthvalue, cummax, cummin, logcumsumexp.
 #include <cmath>
 
 #include "frontends/torch/lowering.h"
@@ -221,10 +221,47 @@ Value quantile(LowerCtx& c, bool ignore_nan) {
   return Value::tensor(c.b.reshape(y, final_dims));
 }
 
+// mode(x, dim, keepdim) -> (values, indices): the most frequent value of each slice (the smallest
+// of a tie) and the last index holding it, over an n x n equality mask.
+Value mode(LowerCtx& c) {
+  NodeId x = c.tensor(0, "self");
+  if (c.rank(x) == 0) return pair(x, c.b.full({}, 0, DType::I64));
+  const DType t = c.shape(x).dtype;
+  const Dims in = c.dims(x);
+  const int r = c.rank(x);
+  const int64_t axis = normalize_axis(c.i(1, "dim", -1), r), n = in[size_t(axis)];
+  RLX_CHECK(n > 0, c.node.op, ": mode of an empty slice");
+  std::vector<int64_t> perm;
+  for (int k = 0; k < r; ++k)
+    if (k != axis) perm.push_back(k);
+  perm.push_back(axis);
+  x = c.b.transpose(x, perm);
+  Dims row = c.dims(x), col = row;
+  row.insert(row.end() - 1, 1);  // [R..., 1, n]
+  col.push_back(1);              // [R..., n, 1]
+  const NodeId same = c.b.op(Op::Eq, {c.b.reshape(x, col), c.b.reshape(x, row)});
+  const NodeId count = c.b.reduce(Op::ReduceSum, c.cast(same, DType::I64), {r});  // [R..., n]
+  const NodeId top = c.b.reduce(Op::ReduceMax, count, {r - 1}, true);
+  const NodeId cand = c.b.op(Op::Eq, {count, top});
+  const NodeId v =
+      c.b.reduce(Op::ReduceMin, c.b.op(Op::Where, {cand, x, c.scalar(INFINITY, t)}), {r - 1}, true);
+  const NodeId i = c.b.reduce(
+      Op::ReduceMax,
+      c.b.op(Op::Where, {c.b.op(Op::Eq, {x, v}), c.b.arange(n), c.b.full({1}, -1, DType::I64)}),
+      {r - 1}, true);
+  Dims out = in;
+  if (c.flag(2, "keepdim", false))
+    out[size_t(axis)] = 1;
+  else
+    out.erase(out.begin() + axis);
+  return pair(c.b.reshape(v, out), c.b.reshape(i, out));
+}
+
 }  // namespace
 
 void register_order(Registry& r) {
   r.add("aten.quantile", [](LowerCtx& c) { return quantile(c, false); });
+  r.add("aten.mode", mode);
   r.add("aten.nanquantile", [](LowerCtx& c) { return quantile(c, true); });
   r.add("aten.median", [](LowerCtx& c) { return median(c, false); });
   r.add("aten.nanmedian", [](LowerCtx& c) { return median(c, true); });
