@@ -413,6 +413,11 @@ case("mode_gaussian_nll", "stats",
                          F.gaussian_nll_loss(x, y, v[:, :1], full=True, reduction="sum"),
                          F.gaussian_nll_loss(x, y, v.sum(1), eps=0.5, reduction="none")),
      torch.tensor([[3., 1., 3., 1., 2.], [5., 5., 4., 4., 4.], [2., 7., 7., 2., 9.]]), r(3, 5), r(3, 5), pos(3, 5))
+case("histogram", "stats",
+     lambda x, e, w: (*torch.histogram(x, 5), *torch.histogram(x, 4, range=(-1.0, 0.5), weight=w, density=True),
+                      torch.histogram(x, e)[0], torch.histogram(x, e.flip(0), weight=w)[0],
+                      torch.histogram(torch.full((3,), 2.0), 2)[1]),
+     r(4, 6), torch.tensor([-2.0, -0.5, 0.0, 0.3, 2.0]), pos(4, 6))
 quad = torch.tensor([1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -3.0, 1e-30, float("nan"), float("inf"), 5.0])
 case("math_binary", "binary",
      lambda y, x: (torch.atan2(y, x), torch.copysign(y, x), torch.copysign(y, -1.0), torch.fmax(y, x), torch.fmin(y, x),
