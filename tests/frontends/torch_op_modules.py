@@ -418,6 +418,10 @@ case("histogram", "stats",
                       torch.histogram(x, e)[0], torch.histogram(x, e.flip(0), weight=w)[0],
                       torch.histogram(torch.full((3,), 2.0), 2)[1]),
      r(4, 6), torch.tensor([-2.0, -0.5, 0.0, 0.3, 2.0]), pos(4, 6))
+case("histogramdd", "stats",
+     lambda p, e0, e1, w: (*torch.histogramdd(p, [3, 4]), torch.histogramdd(p, 2, range=[-1.0, 1.0, 0.0, 2.0], weight=w, density=True)[0],
+                           torch.histogramdd(p, [e0, e1])[0]),
+     r(5, 4, 2), torch.tensor([-2.0, 0.0, 2.0]), torch.tensor([-1.0, -0.2, 0.1, 1.5]), pos(5, 4))
 quad = torch.tensor([1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -3.0, 1e-30, float("nan"), float("inf"), 5.0])
 case("math_binary", "binary",
      lambda y, x: (torch.atan2(y, x), torch.copysign(y, x), torch.copysign(y, -1.0), torch.fmax(y, x), torch.fmin(y, x),

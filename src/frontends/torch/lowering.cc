@@ -359,6 +359,7 @@ const Registry& registry() {
     register_linalg(r);
     register_linalg_decompositions(r);
     register_segment(r);
+    register_histogram(r);
     register_nn_pointwise(r);
     register_order(r);
     register_pool(r);

@@ -139,6 +139,7 @@ void register_nn_pointwise(Registry& r);  // glu, shrinkage, huber (ops_nn_point
 void register_order(Registry& r);         // median, kthvalue, cummax, logcumsumexp (ops_order.cc)
 void register_pool(Registry& r);     // adaptive max and 3-d pooling, 3-d upsampling (ops_pool.cc)
 void register_linalg_decompositions(Registry& r);  // cholesky, lu, solves, qr, svd, eigh
+void register_histogram(Registry& r);  // histogram, histogramdd (ops_histogram.cc)
 void register_segment(Registry& r);  // segment_reduce, embedding_bag, class losses (ops_segment.cc)
 void register_special(Registry& r);  // lgamma, polygamma, bessel, polynomials (ops_special.cc)
 

@@ -165,50 +165,6 @@ NodeId covariance(LowerCtx& c, NodeId x0, int64_t correction, NodeId fw, NodeId 
   return single ? c.b.reshape(cov, {}) : cov;
 }
 
-// histogram's counts of x (flattened) in the bins of edges [B + 1], as PyTorch's kernel bins
-// them: values outside [edges[0], edges[B]] (and NaN) in none, else bin upper_bound(edges, x) - 1
-// found by binary search (so edges in any order bin as PyTorch bins them), the last edge in the
-// last bin. Each element adds its weight (1 without weights); density divides by the total and
-// by each bin's width. Returns (hist, edges).
-Value histogram_of(LowerCtx& c, NodeId x, NodeId edges) {
-  const DType t = c.shape(x).dtype;
-  const int64_t n = numel(c.dims(x)), E = c.dims(edges)[0], B = E - 1;
-  RLX_CHECK(B >= 1, c.node.op, ": needs at least 2 bin edges, got ", c.shape(edges).str());
-  x = c.b.reshape(x, {n, 1});
-  auto part = [&](int64_t a, int64_t b) {
-    return c.b.op(Op::Slice, {edges}, {{"axis", int64_t(0)}, {"start", a}, {"end", b}});
-  };
-  const NodeId inside =
-      c.b.op(Op::LogicalAnd, {c.b.op(Op::Ge, {x, part(0, 1)}), c.b.op(Op::Le, {x, part(B, E)})});
-  // std::upper_bound, step by step: first / count per element.
-  auto i64 = [&](double v) { return c.b.full({1}, v, DType::I64); };
-  NodeId first = c.b.full({n, 1}, 0, DType::I64), count = c.b.full({n, 1}, double(E), DType::I64);
-  for (int64_t left = E; left > 0; left /= 2) {
-    const NodeId half = c.b.op(Op::Div, {count, i64(2)}, {{"rounding", std::string("floor")}});
-    const NodeId mid = c.b.add(first, half);
-    const NodeId at = c.b.op(Op::Gather, {edges, c.b.binary(Op::Min, mid, i64(double(B)))},
-                             {{"axis", int64_t(0)}});
-    const NodeId right =
-        c.b.op(Op::LogicalAnd, {c.b.op(Op::Le, {at, x}), c.b.op(Op::Gt, {count, i64(0)})});
-    first = c.b.op(Op::Where, {right, c.b.add(mid, i64(1)), first});
-    count = c.b.op(Op::Where, {right, c.b.sub(c.b.sub(count, half), i64(1)), half});
-  }
-  const NodeId bin = c.b.binary(Op::Min, c.b.sub(first, i64(1)), i64(double(B - 1)));  // [n, 1]
-  const NodeId hit = c.b.op(Op::LogicalAnd, {inside, c.b.op(Op::Eq, {bin, c.b.arange(B)})});
-  NodeId w = c.cast(hit, t);
-  if (c.has(2, "weight") || c.has(3, "weight")) {
-    const NodeId wt = c.tensor(c.node.op == "aten.histogram.bin_ct" ? 3 : 2, "weight");
-    w = c.b.mul(w, c.b.reshape(c.cast(wt, t), {n, 1}));
-  }
-  NodeId hist = c.b.reduce(Op::ReduceSum, w, {0});  // [B]
-  const size_t density_at = c.node.op == "aten.histogram.bin_ct" ? 4 : 3;
-  if (c.flag(density_at, "density", false)) {
-    const NodeId width = c.b.sub(part(1, B + 1), part(0, B));
-    hist = c.b.div(hist, c.b.mul(c.b.reduce(Op::ReduceSum, hist, {}, false), width));
-  }
-  return Value::tuple({hist, edges});
-}
-
 }  // namespace
 
 void register_reductions(Registry& r) {
@@ -295,46 +251,6 @@ void register_reductions(Registry& r) {
     next =
         c.b.op(Op::Pad, {next}, {{"pads", std::vector<int64_t>{0, 1}}});  // the last bin keeps max
     return Value::tensor(c.cast(c.b.sub(part(0, bins), next), t));
-  });
-  // histogram.bins_tensor(x, bins: edges, *, weight, density) -> (hist, edges)
-  r.add("aten.histogram.bins_tensor", [](LowerCtx& c) {
-    const NodeId x = c.tensor(0, "self");
-    return histogram_of(c, x, c.cast(c.tensor(1, "bins"), c.shape(x).dtype));
-  });
-  // histogram.bin_ct(x, bins, *, range, weight, density): `bins` equal bins over range (x's
-  // min and max by default, widened by 0.5 each way when equal; [0, 1] for no values), edges as
-  // torch.linspace places them (from the left end for the first half, from the right end after).
-  r.add("aten.histogram.bin_ct", [](LowerCtx& c) {
-    const NodeId x = c.tensor(0, "self");
-    const DType t = c.shape(x).dtype;
-    const int64_t bins = c.i(1, "bins", 100);
-    RLX_CHECK(bins > 0, c.node.op, ": bins must be positive, got ", bins);
-    NodeId lo, hi;
-    if (const Value* range = c.arg(2, "range"); range && range->kind == Value::List) {
-      RLX_CHECK(range->items.size() == 2, c.node.op, ": range needs 2 values");
-      const double a = range->items[0].number(), b = range->items[1].number();
-      RLX_CHECK(a <= b, c.node.op, ": range must be increasing, got ", a, " and ", b);
-      lo = c.scalar(a == b ? a - 0.5 : a, t);
-      hi = c.scalar(a == b ? b + 0.5 : b, t);
-    } else if (numel(c.dims(x)) == 0) {  // PyTorch's range for no values
-      lo = c.scalar(0, t);
-      hi = c.scalar(1, t);
-    } else {
-      const NodeId flat = c.b.reshape(x, {-1});
-      lo = c.b.reduce(Op::ReduceMin, flat, {0}, false);
-      hi = c.b.reduce(Op::ReduceMax, flat, {0}, false);
-      const NodeId same = c.b.op(Op::Eq, {lo, hi});
-      lo = c.b.op(Op::Where, {same, c.b.sub(lo, c.scalar(0.5, t)), lo});
-      hi = c.b.op(Op::Where, {same, c.b.add(hi, c.scalar(0.5, t)), hi});
-    }
-    const NodeId k = c.b.arange(bins + 1, 0, 1, t);
-    const NodeId step = c.b.div(c.b.sub(hi, lo), c.scalar(double(bins), t));
-    const NodeId from_left = c.b.add(lo, c.b.mul(step, k));
-    const NodeId from_right = c.b.sub(hi, c.b.mul(step, c.b.sub(c.scalar(double(bins), t), k)));
-    const NodeId edges =
-        c.b.op(Op::Where,
-               {c.b.op(Op::Lt, {k, c.scalar(double((bins + 1) / 2), t)}), from_left, from_right});
-    return histogram_of(c, x, edges);
   });
   // all / any: no element is zero / some element is not, counted in i64 so an
   // empty reduction gives all = true and any = false.
