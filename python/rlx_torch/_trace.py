@@ -5,6 +5,7 @@ described by `roles` (("param"|"buffer"|"const", state_dict key) or
 ("input", index into the flat tensor inputs)), the concrete value of every
 placeholder, and the pytree spec of the model's output.
 """
+import contextlib
 import warnings
 
 import torch
@@ -154,6 +155,7 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level, forward=None, extra_dec
     names = [n for n, _, _ in state]
     nw = len(state)
     out_spec = []
+    route = [False]  # route value-reading ops to leaf nodes (see below)
 
     def fn(*flat):
         args, kwargs = rebuild(list(flat[nw:]))
@@ -162,7 +164,7 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level, forward=None, extra_dec
         pb.update({a: pb[b] for a, b in aliases.items()})
         def run(*a, **k):
             return functional_call(model, pb, a, k)
-        with recurrent_as_one_node(), leaf_ops():
+        with recurrent_as_one_node(), leaf_ops() if route[0] else contextlib.nullcontext():
             out = forward(run, args, kwargs) if forward else run(*args, **kwargs)
         leaves, spec = pytree.tree_flatten(out)
         out_spec[:] = [spec]
@@ -173,11 +175,25 @@ def _trace_make_fx(model, tensor_inputs, rebuild, level, forward=None, extra_dec
     # values returned (the weights written and the graph's check run).
     values = [t.detach() if kind == "param" else t.detach().clone() for _, t, kind in state]
     values += list(tensor_inputs)
-    scratch = [v.clone() if kind != "param" else v for v, (_, _, kind) in zip(values, state)]
-    scratch += values[nw:]
     table = {**decomposition_table_113(level), **(extra_decomp or {})}
-    with torch.no_grad():
-        gm = make_fx(functionalize(fn), decomposition_table=table, tracing_mode="real")(*scratch)
+
+    def make():
+        scratch = [v.clone() if kind != "param" else v for v, (_, _, kind) in zip(values, state)]
+        scratch += values[nw:]
+        with torch.no_grad():
+            return make_fx(functionalize(fn), decomposition_table=table,
+                           tracing_mode="real")(*scratch)
+
+    # Ops whose composite code reads values (quantile, cov, ...) stop tracing; only then is the
+    # trace redone with them routed to leaf nodes, since the routing (a TorchFunctionMode) also
+    # turns off fast paths such as nn.TransformerEncoderLayer's fused kernel.
+    try:
+        gm = make()
+    except RuntimeError as e:
+        if "get value out of a tracing tensor" not in str(e):
+            raise
+        route[0] = True
+        gm = make()
     roles = [(kind, name) for name, _, kind in state]
     roles += [("input", i) for i in range(len(tensor_inputs))]
     notes = []
