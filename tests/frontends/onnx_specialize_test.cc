@@ -256,7 +256,8 @@ Pb str_attr(const std::string& name, const std::string& v) {
 
 // x [N, 2, H, W] (all three symbolic) -> a stride-2 conv y [N, 4, ?, ?], whose H and W only run
 // time knows; then shape code on y: r = Reshape(y, [n, 2, 2, h, w]) with n, h, w gathered from
-// Shape(y), u = Unsqueeze(y, 1), z = Resize(y, scales [1, 1, 2, 2], nearest).
+// Shape(y), u = Unsqueeze(y, 1), z = Resize(y, scales [1, 1, 2, 2], nearest) and
+// zs = Resize(y, sizes Concat(Shape(y)[0:2], [6, 8])).
 std::string dynamic_dims_model() {
   std::vector<float> w(4 * 2 * 3 * 3);
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) / 4;
@@ -270,17 +271,22 @@ std::string dynamic_dims_model() {
   g.msg(1, node("Concat", {"n", "two", "two", "h", "w_"}, {"target"}, {int_attr("axis", 0)}));
   g.msg(1, node("Reshape", {"y", "target"}, {"r"}));
   g.msg(1, node("Unsqueeze", {"y", "one"}, {"u"}));
-  g.msg(1,
-        node("Resize", {"y", "", "scales"}, {"z"},
-             {str_attr("mode", "nearest"), str_attr("coordinate_transformation_mode", "asymmetric"),
-              str_attr("nearest_mode", "floor")}));
+  const std::vector<Pb> nearest = {str_attr("mode", "nearest"),
+                                   str_attr("coordinate_transformation_mode", "asymmetric"),
+                                   str_attr("nearest_mode", "floor")};
+  g.msg(1, node("Resize", {"y", "", "scales"}, {"z"}, nearest));
+  g.msg(1, node("Gather", {"s", "at_nc"}, {"nc"}, {int_attr("axis", 0)}));
+  g.msg(1, node("Concat", {"nc", "hw"}, {"sizes"}, {int_attr("axis", 0)}));
+  g.msg(1, node("Resize", {"y", "", "", "sizes"}, {"zs"}, nearest));
   g.bytes(2, "g").msg(5, tensor("w", {4, 2, 3, 3}, kF32, floats(w)));
   g.msg(5, tensor("at_n", {1}, kI64, int64s({0}))).msg(5, tensor("at_h", {1}, kI64, int64s({2})));
   g.msg(5, tensor("at_w_", {1}, kI64, int64s({3}))).msg(5, tensor("two", {1}, kI64, int64s({2})));
   g.msg(5, tensor("one", {1}, kI64, int64s({1})));
+  g.msg(5, tensor("at_nc", {2}, kI64, int64s({0, 1})))
+      .msg(5, tensor("hw", {2}, kI64, int64s({6, 8})));
   g.msg(5, tensor("scales", {4}, kF32, floats({1.f, 1.f, 2.f, 2.f})));
   g.msg(11, value_info("x", kF32, {"N", "2", "H", "W"}));
-  for (const char* o : {"r", "u", "z"}) g.msg(12, value_info(o, kF32, {}));
+  for (const char* o : {"r", "u", "z", "zs"}) g.msg(12, value_info(o, kF32, {}));
   return model(g);
 }
 
@@ -303,7 +309,8 @@ TEST_F(OnnxSpecialize, DimsComputedAtRunTimeNeedNoReimport) {
     EXPECT_EQ(got.at("r").dims(), (Dims{d[0], 2, 2, h, w}));
     EXPECT_EQ(got.at("u").dims(), (Dims{d[0], 1, 4, h, w}));
     EXPECT_EQ(got.at("z").dims(), (Dims{d[0], 4, 2 * h, 2 * w}));
-    for (const char* o : {"r", "u", "z"})
+    EXPECT_EQ(got.at("zs").dims(), (Dims{d[0], 4, 6, 8}));
+    for (const char* o : {"r", "u", "z", "zs"})
       EXPECT_TRUE(testing::all_equal(got.at(o), want.at(o))) << o;
   }
 }

@@ -190,8 +190,27 @@ std::vector<Val> lower_resize(Ctx& c) {
   RLX_CHECK(c.s("keep_aspect_ratio_policy", "stretch") == "stretch",
             "Resize keep_aspect_ratio_policy is not supported");
   const size_t scales_at = v11 ? 2 : 1;
-  if (v11 && c.has(3)) {
-    RLX_CHECK(known, "Resize to sizes needs a static input shape, got ", xs.str());
+  if (v11 && c.has(3) && !known) {
+    // Sizes of a symbolic input (exporters write Concat(Shape(x)[:2], [h, w])): each entry is
+    // the input's own dim, kept, or a static size.
+    const auto sizes = c.ints(3);
+    RLX_CHECK(sizes && sizes->v.size() == r, "Resize sizes must be ", r,
+              " values known at import for ", xs.str());
+    for (size_t k = 0; k < r; ++k) {
+      const Dim& want = sizes->v[k];
+      const bool kept = want == xs.dims[k];
+      RLX_CHECK(kept || want.is_static(), "Resize of ", xs.str(), " to sizes ",
+                Shape(sizes->v, xs.dtype).str(), ": entry ", k, " is unknown at import");
+      RLX_CHECK(kept || k >= 2 || xs.dims[k].is_static(), "Resize of ", xs.str(), " to sizes ",
+                Shape(sizes->v, xs.dtype).str(), ": dim ", k, " may change (rlx resizes H and W)");
+      RLX_CHECK(k < 2 || !kept || xs.dims[k].is_static(), "Resize of ", xs.str(), " to sizes ",
+                Shape(sizes->v, xs.dtype).str(), ": keeps dim ", k, ", unknown at import");
+      p.out.push_back(kept ? p.in[k] : want.value);
+      p.scales.push_back(kept                     ? 1.0
+                         : xs.dims[k].is_static() ? double(want.value) / double(p.in[k])
+                                                  : 0.0);  // 0: unknown until run time
+    }
+  } else if (v11 && c.has(3)) {
     p.out = c.static_ints(3, "sizes");
     RLX_CHECK(p.out.size() == r, "Resize sizes has ", p.out.size(), " values for rank ", r);
     for (size_t k = 0; k < r; ++k) p.scales.push_back(double(p.out[k]) / double(p.in[k]));
