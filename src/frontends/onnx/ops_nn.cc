@@ -320,6 +320,54 @@ std::vector<Val> lower_dropout(Ctx& c) {
   return out;
 }
 
+// NegativeLogLikelihoodLoss(input [N, C, d...] log-probabilities, target [N, d...], weight [C]):
+// loss = -input[n, target, d...] * weight[target], 0 (and weight 0) where target is ignore_index;
+// reduction none (target's shape), sum, or mean (the sum over the weights' sum).
+NodeId nll_loss(Ctx& c, NodeId logp, NodeId target, NodeId weight) {
+  auto& b = c.b();
+  const Shape ls = c.shape_of(logp), ts = c.shape_of(target);
+  RLX_CHECK(ls.rank() >= 2 && ts.rank() == ls.rank() - 1, "input ", ls.str(), " and target ",
+            ts.str(), " must be [N, C, d...] and [N, d...]");
+  const DType t = ls.dtype;
+  const NodeId tgt = c.cast(target, DType::I64);
+  NodeId valid = -1, safe = tgt;
+  if (c.has_attr("ignore_index")) {
+    valid = b.op(Op::Ne, {tgt, b.full({1}, double(c.i("ignore_index")), DType::I64)});
+    safe = b.op(Op::Where, {valid, tgt, b.full({1}, 0, DType::I64)});
+  }
+  std::vector<Dim> col = ts.dims;
+  col.insert(col.begin() + 1, Dim(1));
+  Dims col_dims;
+  for (const Dim& d : col) col_dims.push_back(d.is_static() ? d.value : -1);
+  const NodeId picked =
+      b.op(Op::GatherElements, {logp, b.reshape(safe, col_dims)}, {{"axis", int64_t(1)}});
+  NodeId w =
+      weight >= 0 ? b.op(Op::Gather, {weight, safe}, {{"axis", int64_t(0)}}) : b.full({1}, 1, t);
+  if (valid >= 0) w = b.mul(w, c.cast(valid, t));
+  NodeId loss = b.mul(b.unary(Op::Neg, b.reduce(Op::ReduceSum, picked, {1}, false)), w);
+  const std::string how = c.s("reduction", "mean");
+  if (how == "none") return loss;
+  if (how == "sum") return b.reduce(Op::ReduceSum, loss, {}, false);
+  RLX_CHECK(how == "mean", "unknown reduction '", how, "'");
+  // w over every target position (w is [1] without weights or ignore_index)
+  const NodeId every = b.op(Op::Where, {b.op(Op::Eq, {tgt, tgt}), w, b.full({1}, 0, t)});
+  const NodeId total = b.reduce(Op::ReduceSum, every, {}, false);
+  return b.div(b.reduce(Op::ReduceSum, loss, {}, false), total);
+}
+
+std::vector<Val> lower_nll_loss(Ctx& c) {
+  return one(nll_loss(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : -1));
+}
+
+// SoftmaxCrossEntropyLoss(scores [N, C, d...], labels, weights) -> (loss, log_prob): the
+// negative log-likelihood of log_softmax over C.
+std::vector<Val> lower_softmax_cross_entropy(Ctx& c) {
+  const NodeId logp = c.b().op(Op::LogSoftmax, {c.in(0)}, {{"axis", int64_t(1)}});
+  std::vector<Val> out = one(nll_loss(c, logp, c.in(1), c.has(2) ? c.in(2) : -1));
+  if (c.node.outputs.size() > 1) out.push_back(node_val(logp));
+  return out;
+}
+
 std::vector<Val> lower_grid_sample(Ctx& c) {
   std::string mode = c.s("mode", c.opset >= 20 ? "linear" : "bilinear");
   if (mode == "linear") mode = "bilinear";
@@ -334,6 +382,11 @@ std::vector<Val> lower_grid_sample(Ctx& c) {
 
 void register_nn(Registry& r) {
   r.add("GridSample", lower_grid_sample);
+  r.add("NegativeLogLikelihoodLoss", lower_nll_loss);
+  r.add("SoftmaxCrossEntropyLoss", lower_softmax_cross_entropy);
+  r.add("Det", [](Ctx& c) {  // the linalg op's det (LU through LAPACK)
+    return one(c.b().results(Op::Linalg, {c.in(0)}, {{"fn", std::string("det")}})[0]);
+  });
   r.add("Conv", lower_conv);
   r.add("ConvTranspose", lower_conv_transpose);
   r.add("MaxPool", [](Ctx& c) { return lower_pool(c, true); });
