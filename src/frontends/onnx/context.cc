@@ -63,6 +63,7 @@ const Registry& registry() {
     register_resize(x);
     register_recurrent(x);
     register_control(x);
+    register_einsum(x);
     return x;
   }();
   return r;
