@@ -64,6 +64,7 @@ const Registry& registry() {
     register_recurrent(x);
     register_control(x);
     register_einsum(x);
+    register_composed(x);
     return x;
   }();
   return r;

@@ -147,6 +147,7 @@ void register_resize(Registry& r);
 void register_recurrent(Registry& r);  // LSTM, GRU, RNN (ops_recurrent.cc)
 void register_control(Registry& r);    // If, Loop, Scan (ops_control.cc)
 void register_einsum(Registry& r);     // Einsum (ops_einsum.cc)
+void register_composed(Registry& r);   // Hardmax, LRN, windows, quantization (ops_composed.cc)
 
 // Shared helpers.
 int64_t norm_axis(int64_t axis, int64_t rank, const char* what);

@@ -1,0 +1,192 @@
+// ONNX ops without an rlx op of their own, composed from rlx ops: Hardmax, LRN,
+// MeanVarianceNormalization (as its ONNX function body), ReverseSequence, the window functions
+// (values computed at import for the size given), and the linear quantization ops
+// (QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear: round half to even, saturate).
+#include <cmath>
+#include <numbers>
+
+#include "frontends/onnx/context.h"
+#include "rlx/error.h"
+
+namespace rlx::onnx {
+namespace {
+
+std::vector<Val> one(NodeId id) { return {node_val(id)}; }
+
+// x's dim `axis` as a [1, .., n, .., 1] tensor of 0 .. n - 1 (i64).
+NodeId positions(Ctx& c, int rank, int64_t axis, int64_t n) {
+  Dims d(size_t(rank), 1);
+  d[size_t(axis)] = n;
+  return c.b().reshape(c.b().arange(n), d);
+}
+
+// Hardmax: 1 at the first maximum along axis, 0 elsewhere (opset 13; before it, the input is
+// coerced to 2-d at axis, default 1, like Softmax).
+std::vector<Val> lower_hardmax(Ctx& c) {
+  const Shape xs = c.shape(0);
+  NodeId x = c.in(0);
+  int64_t axis = c.i("axis", c.opset >= 13 ? -1 : 1);
+  axis = norm_axis(axis, xs.rank(), "Hardmax");
+  RLX_CHECK(xs.is_static(), "Hardmax needs a static shape, got ", xs.str());
+  const Dims d = xs.concrete();
+  if (c.opset < 13) {
+    int64_t lead = 1;
+    for (int64_t k = 0; k < axis; ++k) lead *= d[size_t(k)];
+    x = c.b().reshape(x, {lead, xs.numel() / std::max<int64_t>(lead, 1)});
+    axis = 1;
+  }
+  const int rank = c.shape_of(x).rank();
+  const int64_t n = c.shape_of(x).concrete()[size_t(axis)];
+  const NodeId at = c.b().op(Op::ArgMax, {x}, {{"axis", axis}, {"keepdims", int64_t(1)}});
+  NodeId y = c.cast(c.b().op(Op::Eq, {positions(c, rank, axis, n), at}), xs.dtype);
+  if (c.opset < 13) y = c.b().reshape(y, d);
+  return one(y);
+}
+
+// LRN over channels: x / (bias + alpha / size * sum of x^2 over the window)^beta, the window
+// [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)].
+std::vector<Val> lower_lrn(Ctx& c) {
+  const Shape xs = c.shape(0);
+  RLX_CHECK(xs.rank() >= 3 && xs.dims[1].is_static(), "LRN needs [N, C, ...] with a static C, got ",
+            xs.str());
+  const int64_t size = c.i("size"), C = xs.dims[1].value;
+  RLX_CHECK(size >= 1 && size <= 1024, "LRN size ", size, " out of range");
+  const DType t = xs.dtype;
+  auto& b = c.b();
+  const NodeId x = c.in(0);
+  std::vector<int64_t> pads(size_t(2 * xs.rank()), 0);
+  pads[1] = (size - 1) / 2;
+  pads[size_t(xs.rank()) + 1] = size / 2;
+  const NodeId sq = b.op(Op::Pad, {b.mul(x, x)}, {{"pads", pads}});
+  NodeId sum = -1;
+  for (int64_t k = 0; k < size; ++k) {
+    const NodeId part = b.op(Op::Slice, {sq}, {{"axis", int64_t(1)}, {"start", k}, {"end", k + C}});
+    sum = sum < 0 ? part : b.add(sum, part);
+  }
+  const NodeId base = b.add(c.scalar_const(c.f("bias", 1.0), t),
+                            b.mul(c.scalar_const(c.f("alpha", 1e-4) / double(size), t), sum));
+  return one(b.div(x, b.binary(Op::Pow, base, c.scalar_const(c.f("beta", 0.75), t))));
+}
+
+// MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
+std::vector<Val> lower_mvn(Ctx& c) {
+  const DType t = c.shape(0).dtype;
+  auto& b = c.b();
+  const NodeId x = c.in(0);
+  const Dims axes = c.ints_attr("axes", {0, 2, 3});
+  const NodeId mean = b.reduce(Op::ReduceMean, x, axes, true);
+  const NodeId var = b.sub(b.reduce(Op::ReduceMean, b.mul(x, x), axes, true), b.mul(mean, mean));
+  return one(b.div(b.sub(x, mean), b.add(b.unary(Op::Sqrt, var), c.scalar_const(1e-9, t))));
+}
+
+// ReverseSequence: the first sequence_lens[b] steps of batch b reversed along time_axis.
+std::vector<Val> lower_reverse_sequence(Ctx& c) {
+  const Shape xs = c.shape(0);
+  RLX_CHECK(xs.is_static() && xs.rank() >= 2, "ReverseSequence needs a static shape, got ",
+            xs.str());
+  const Dims d = xs.concrete();
+  const int64_t ta = norm_axis(c.i("time_axis", 0), xs.rank(), "ReverseSequence");
+  const int64_t ba = norm_axis(c.i("batch_axis", 1), xs.rank(), "ReverseSequence");
+  RLX_CHECK(ta != ba && ta <= 1 && ba <= 1,
+            "ReverseSequence: time_axis and batch_axis must be 0 "
+            "and 1 in some order");
+  auto& b = c.b();
+  Dims ld(d.size(), 1);
+  ld[size_t(ba)] = d[size_t(ba)];
+  const NodeId len = b.reshape(c.cast(c.in(1), DType::I64), ld);
+  const NodeId t = positions(c, xs.rank(), ta, d[size_t(ta)]);
+  const NodeId back = b.sub(b.sub(len, c.b().full({1}, 1, DType::I64)), t);
+  NodeId idx = b.op(Op::Where, {b.op(Op::Lt, {t, len}), back, t});
+  idx = b.op(Op::Expand, {idx}, {{"shape", d}});
+  return one(b.op(Op::GatherElements, {c.in(0), idx}, {{"axis", ta}}));
+}
+
+// The window functions: size known at import, periodic (divide by size) or symmetric (size - 1).
+std::vector<Val> lower_window(Ctx& c, const std::vector<double>& coef) {
+  const auto size = c.scalar_int(0, "size");
+  RLX_CHECK(size, "the window size must be known at import");
+  RLX_CHECK(*size >= 0 && *size <= (int64_t(1) << 24), "window size ", *size, " out of range");
+  const auto t = dtype_of(int32_t(c.i("output_datatype", 1)));
+  RLX_CHECK(t && is_float(*t), "window output_datatype must be a float type");
+  const double denom = double(c.i("periodic", 1) != 0 ? *size : *size - 1);
+  std::vector<double> w(static_cast<size_t>(*size));
+  for (int64_t n = 0; n < *size; ++n) {
+    double v = 0;
+    for (size_t k = 0; k < coef.size(); ++k)
+      v += coef[k] * std::cos(2 * std::numbers::pi * double(k) * double(n) / denom);
+    w[size_t(n)] = v;
+  }
+  return one(c.constant(Tensor::from_vector({*size}, w, *t)));
+}
+
+// The quantization ops' per-axis parameter: a scalar, or a 1-d [x.shape[axis]] as
+// [1, .., n, .., 1].
+NodeId per_axis(Ctx& c, NodeId p, const Shape& xs) {
+  const Shape ps = c.shape_of(p);
+  if (ps.rank() == 0 || (ps.rank() == 1 && ps.dims[0] == Dim(1) && xs.rank() != 1)) return p;
+  RLX_CHECK(ps.rank() == 1, "scale / zero point must be a scalar or 1-d, got ", ps.str());
+  const int64_t axis = norm_axis(c.i("axis", 1), xs.rank(), "quantization axis");
+  Dims d(size_t(xs.rank()), 1);
+  d[size_t(axis)] = -1;
+  return c.b().reshape(p, d);
+}
+
+// saturate(round_half_even(x / scale) + zero_point) in t's range, as t.
+NodeId quantize(Ctx& c, NodeId x, NodeId scale, NodeId zp, DType t) {
+  RLX_CHECK(t == DType::U8 || t == DType::I8, "quantize to ", dtype_name(t),
+            ": only uint8 and int8");
+  const DType f = c.shape_of(x).dtype;
+  auto& b = c.b();
+  NodeId q = b.unary(Op::Round, b.div(x, c.cast(scale, f)));
+  q = b.add(q, c.cast(zp, f));
+  const double lo = t == DType::U8 ? 0 : -128, hi = t == DType::U8 ? 255 : 127;
+  q = b.op(Op::Clamp, {q}, {{"min", lo}, {"max", hi}});
+  return c.cast(q, t);
+}
+
+std::vector<Val> lower_quantize(Ctx& c) {
+  const Shape xs = c.shape(0);
+  const NodeId scale = per_axis(c, c.in(1), xs);
+  const NodeId zp = c.has(2) ? per_axis(c, c.in(2), xs) : c.b().full({}, 0, DType::U8);
+  return one(quantize(c, c.in(0), scale, zp, c.shape_of(zp).dtype));
+}
+
+std::vector<Val> lower_dequantize(Ctx& c) {
+  const Shape xs = c.shape(0);
+  const NodeId scale = per_axis(c, c.in(1), xs);
+  const DType f = c.shape_of(scale).dtype;
+  NodeId x = c.cast(c.in(0), f);
+  if (c.has(2)) x = c.b().sub(x, c.cast(per_axis(c, c.in(2), xs), f));
+  return one(c.b().mul(x, scale));
+}
+
+// DynamicQuantizeLinear: uint8 over [min(0, min x), max(0, max x)] -> (y, scale, zero_point).
+std::vector<Val> lower_dynamic_quantize(Ctx& c) {
+  const NodeId x = c.in(0);
+  const DType f = c.shape_of(x).dtype;
+  auto& b = c.b();
+  const NodeId zero = c.scalar_const(0, f);
+  const NodeId lo = b.binary(Op::Min, b.reduce(Op::ReduceMin, x, {}, false), zero);
+  const NodeId hi = b.binary(Op::Max, b.reduce(Op::ReduceMax, x, {}, false), zero);
+  const NodeId scale = b.div(b.sub(hi, lo), c.scalar_const(255, f));
+  NodeId zp = b.unary(Op::Round, b.div(b.sub(zero, lo), scale));
+  zp = c.cast(b.op(Op::Clamp, {zp}, {{"min", 0.0}, {"max", 255.0}}), DType::U8);
+  return {node_val(quantize(c, x, scale, zp, DType::U8)), node_val(scale), node_val(zp)};
+}
+
+}  // namespace
+
+void register_composed(Registry& r) {
+  r.add("Hardmax", lower_hardmax);
+  r.add("LRN", lower_lrn);
+  r.add("MeanVarianceNormalization", lower_mvn);
+  r.add("ReverseSequence", lower_reverse_sequence);
+  r.add("HannWindow", [](Ctx& c) { return lower_window(c, {0.5, -0.5}); });
+  r.add("HammingWindow", [](Ctx& c) { return lower_window(c, {25.0 / 46, -21.0 / 46}); });
+  r.add("BlackmanWindow", [](Ctx& c) { return lower_window(c, {0.42, -0.5, 0.08}); });
+  r.add("QuantizeLinear", lower_quantize);
+  r.add("DequantizeLinear", lower_dequantize);
+  r.add("DynamicQuantizeLinear", lower_dynamic_quantize);
+}
+
+}  // namespace rlx::onnx
