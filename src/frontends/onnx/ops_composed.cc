@@ -105,7 +105,7 @@ std::vector<Val> lower_reverse_sequence(Ctx& c) {
 std::vector<Val> lower_window(Ctx& c, const std::vector<double>& coef) {
   const auto size = c.scalar_int(0, "size");
   RLX_CHECK(size, "the window size must be known at import");
-  RLX_CHECK(*size >= 0 && *size <= (int64_t(1) << 24), "window size ", *size, " out of range");
+  RLX_CHECK(*size >= 0 && *size <= (int64_t(1) << 20), "window size ", *size, " out of range");
   const auto t = dtype_of(int32_t(c.i("output_datatype", 1)));
   RLX_CHECK(t && is_float(*t), "window output_datatype must be a float type");
   const double denom = double(c.i("periodic", 1) != 0 ? *size : *size - 1);
