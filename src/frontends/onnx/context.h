@@ -137,6 +137,9 @@ class Registry {
 };
 
 const Registry& registry();
+// Conv of x and w (and bias, or -1) with the node's Conv attributes (ops_nn.cc).
+NodeId conv_node(Ctx& c, NodeId x, NodeId w, NodeId bias);
+
 void register_elementwise(Registry& r);
 void register_shape(Registry& r);
 void register_nn(Registry& r);

@@ -1,7 +1,9 @@
 // ONNX ops without an rlx op of their own, composed from rlx ops: Hardmax, LRN,
 // MeanVarianceNormalization (as its ONNX function body), ReverseSequence, the window functions
-// (values computed at import for the size given), and the linear quantization ops
-// (QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear: round half to even, saturate).
+// (values computed at import for the size given), the linear quantization ops
+// (QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear: round half to even, saturate) and
+// the integer ones (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv: the 8-bit values
+// centred in f64, where their products sum exactly, then requantized).
 #include <cmath>
 #include <numbers>
 
@@ -174,9 +176,76 @@ std::vector<Val> lower_dynamic_quantize(Ctx& c) {
   return {node_val(quantize(c, x, scale, zp, DType::U8)), node_val(scale), node_val(zp)};
 }
 
+// x - zero_point in f64 (exact for 8-bit values and their products' sums); a 1-d zero point is
+// reshaped to zp_shape (per row of MatMulInteger's A, per output channel of a conv weight).
+NodeId centered(Ctx& c, NodeId x, NodeId zp, const Dims& zp_shape) {
+  NodeId v = c.cast(x, DType::F64);
+  if (zp < 0) return v;
+  NodeId z = c.cast(zp, DType::F64);
+  if (c.shape_of(z).rank() == 1 && !zp_shape.empty()) z = c.b().reshape(z, zp_shape);
+  return c.b().sub(v, z);
+}
+
+Dims column(int64_t rank, int64_t axis) {  // [1, .., -1 at axis, .., 1]
+  Dims d(size_t(rank), 1);
+  d[size_t(axis)] = -1;
+  return d;
+}
+
+NodeId opt_in(Ctx& c, size_t i) { return c.has(i) ? c.in(i) : -1; }
+
+// MatMulInteger(A, B, a_zero_point, b_zero_point) -> i32 (A - a_zp) (B - b_zp); a_zp per row
+// of A, b_zp per column of B.
+std::vector<Val> lower_matmul_integer(Ctx& c) {
+  const int64_t ra = c.shape(0).rank();
+  const NodeId a = centered(c, c.in(0), opt_in(c, 2), ra >= 2 ? column(ra, ra - 2) : Dims{});
+  const NodeId b = centered(c, c.in(1), opt_in(c, 3), {});
+  return one(c.cast(c.b().matmul(a, b), DType::I32));
+}
+
+// ConvInteger(x, w, x_zero_point, w_zero_point) -> i32 conv(x - x_zp, w - w_zp); w_zp per
+// output channel.
+std::vector<Val> lower_conv_integer(Ctx& c) {
+  const NodeId x = centered(c, c.in(0), opt_in(c, 2), {});
+  const NodeId w = centered(c, c.in(1), opt_in(c, 3), column(c.shape(1).rank(), 0));
+  return one(c.cast(conv_node(c, x, w, -1), DType::I32));
+}
+
+// QLinearMatMul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp): the integer product scaled
+// by a_scale b_scale / y_scale, requantized.
+std::vector<Val> lower_qlinear_matmul(Ctx& c) {
+  const int64_t ra = c.shape(0).rank();
+  const NodeId a = centered(c, c.in(0), c.in(2), ra >= 2 ? column(ra, ra - 2) : Dims{});
+  const NodeId b = centered(c, c.in(3), c.in(5), {});
+  const NodeId as = c.cast(c.in(1), DType::F64), bs = c.cast(c.in(4), DType::F64);
+  const NodeId as_rows =
+      c.shape_of(as).rank() == 1 && ra >= 2 ? c.b().reshape(as, column(ra, ra - 2)) : as;
+  const NodeId acc = c.b().mul(c.b().mul(c.b().matmul(a, b), as_rows), bs);
+  const NodeId zp = c.in(7);
+  return one(quantize(c, acc, c.cast(c.in(6), DType::F64), zp, c.shape_of(zp).dtype));
+}
+
+// QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B): the integer conv plus the
+// i32 bias, scaled by x_scale w_scale (w_scale per output channel) / y_scale, requantized.
+std::vector<Val> lower_qlinear_conv(Ctx& c) {
+  const int64_t rank = c.shape(3).rank();
+  const NodeId x = centered(c, c.in(0), c.in(2), {});
+  const NodeId w = centered(c, c.in(3), c.in(5), column(rank, 0));
+  NodeId acc = conv_node(c, x, w, c.has(8) ? c.cast(c.in(8), DType::F64) : -1);
+  NodeId ws = c.cast(c.in(4), DType::F64);
+  if (c.shape_of(ws).rank() == 1) ws = c.b().reshape(ws, column(rank, 1));
+  acc = c.b().mul(c.b().mul(acc, c.cast(c.in(1), DType::F64)), ws);
+  const NodeId zp = c.in(7);
+  return one(quantize(c, acc, c.cast(c.in(6), DType::F64), zp, c.shape_of(zp).dtype));
+}
+
 }  // namespace
 
 void register_composed(Registry& r) {
+  r.add("MatMulInteger", lower_matmul_integer);
+  r.add("ConvInteger", lower_conv_integer);
+  r.add("QLinearMatMul", lower_qlinear_matmul);
+  r.add("QLinearConv", lower_qlinear_conv);
   r.add("Hardmax", lower_hardmax);
   r.add("LRN", lower_lrn);
   r.add("MeanVarianceNormalization", lower_mvn);

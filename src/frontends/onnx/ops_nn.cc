@@ -34,8 +34,10 @@ Dims conv_pads(Ctx& c, const Shape& x, const Dims& kernel, const Dims& stride, c
   return p;
 }
 
-std::vector<Val> lower_conv(Ctx& c) {
-  const Shape x = c.shape(0), w = c.shape(1);
+}  // namespace
+
+NodeId conv_node(Ctx& c, NodeId xi, NodeId wi, NodeId bias) {
+  const Shape x = c.shape_of(xi), w = c.shape_of(wi);
   RLX_CHECK(w.is_static() && w.rank() >= 3 && x.rank() == w.rank(),
             "Conv needs x [N, C, ...] and a static weight [O, C/g, k...] of the same rank, got ",
             x.str(), " and ", w.str());
@@ -45,11 +47,17 @@ std::vector<Val> lower_conv(Ctx& c) {
   const Dims stride = c.window_attr("strides", sp, 1, 1),
              dil = c.window_attr("dilations", sp, 1, 1);
   const Dims pads = conv_pads(c, x, kernel, stride, dil);
-  std::vector<NodeId> in{c.in(0), c.in(1)};
-  if (c.has(2)) in.push_back(c.in(2));
-  return one(c.b().op(
+  std::vector<NodeId> in{xi, wi};
+  if (bias >= 0) in.push_back(bias);
+  return c.b().op(
       Op::Conv, in,
-      {{"stride", stride}, {"pads", pads}, {"dilation", dil}, {"groups", c.i("group", 1)}}));
+      {{"stride", stride}, {"pads", pads}, {"dilation", dil}, {"groups", c.i("group", 1)}});
+}
+
+namespace {
+
+std::vector<Val> lower_conv(Ctx& c) {
+  return one(conv_node(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : -1));
 }
 
 std::vector<Val> lower_conv_transpose(Ctx& c) {
