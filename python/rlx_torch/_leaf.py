@@ -14,6 +14,8 @@ import contextlib
 import torch
 from torch.overrides import TorchFunctionMode
 
+from . import _stand_in
+
 _SCHEMA = {
     "quantile": "quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, "
                 "str interpolation='linear') -> Tensor",
@@ -30,27 +32,16 @@ for _k in ("quantile", "quantile.scalar"):
 ATEN_NAME = {f"rlx_leaf.{k}" + ("" if "." in k else ".default"): f"aten.{k}"
              + ("" if "." in k else ".default") for k in _SCHEMA}
 
-_lib = None
-
 
 def _library():
-    global _lib
-    if _lib is None:
-        lib = torch.library.Library("rlx_leaf", "DEF")
-        for key, schema in _SCHEMA.items():
-            lib.define(schema)
-            name, _, overload = key.partition(".")
-            real = getattr(getattr(torch.ops.aten, name), overload or "default")
-
-            def impl(*args, _real=real, **kwargs):
-                return _real(*args, **kwargs)
-            lib.impl(key, impl, "CPU")
-        _lib = lib
-    return _lib
+    def real(key):
+        name, _, overload = key.partition(".")
+        return getattr(getattr(torch.ops.aten, name), overload or "default")
+    _stand_in.define("rlx_leaf", _SCHEMA, real)
 
 
 def _route(name, args, kwargs):
-    """The custom op for a call of torch.<name> / Tensor.<name>, or None."""
+    """The custom op for a call of torch.<name> / Tensor.<name>."""
     ops = torch.ops.rlx_leaf
     if name in ("quantile", "nanquantile"):
         q = args[1] if len(args) > 1 else kwargs.get("q")

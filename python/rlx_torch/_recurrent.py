@@ -12,6 +12,8 @@ import contextlib
 
 import torch
 
+from . import _stand_in
+
 # custom op -> the aten overload it stands for (the name written to torch-ir.json)
 ATEN_NAME = {
     "rlx_rnn.lstm.default": "aten.lstm.input",
@@ -30,22 +32,9 @@ for _n in ("gru", "rnn_tanh", "rnn_relu"):
                    "int num_layers, float dropout, bool train, bool bidirectional, "
                    "bool batch_first) -> (Tensor, Tensor)")
 
-_lib = None
-
 
 def _library():
-    global _lib
-    if _lib is None:
-        lib = torch.library.Library("rlx_rnn", "DEF")
-        for name, schema in _SCHEMA.items():
-            lib.define(schema)
-            real = getattr(torch.ops.aten, name).input
-
-            def impl(*args, _real=real):
-                return _real(*args)
-            lib.impl(name, impl, "CPU")
-        _lib = lib
-    return _lib
+    _stand_in.define("rlx_rnn", _SCHEMA, lambda name: getattr(torch.ops.aten, name).input)
 
 
 @contextlib.contextmanager
