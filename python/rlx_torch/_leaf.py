@@ -1,7 +1,7 @@
 """aten ops whose composite implementation reads tensor values in Python.
 
-torch.quantile / nanquantile check q's range with .item(), and torch.cov /
-corrcoef check their weights the same way: under make_fx's tracing tensors
+torch.quantile / nanquantile check q's range with .item(), torch.cov /
+corrcoef check their weights the same way, and torch.narrow reads a tensor start: under make_fx's tracing tensors
 that is an error ("trying to get value out of a tracing tensor"), so such
 models would not export. While tracing, these functions are routed (through a
 TorchFunctionMode) to custom ops rlx_leaf::<op> with the aten schema, whose
@@ -24,6 +24,8 @@ _SCHEMA = {
     "cov": "cov(Tensor self, *, int correction=1, Tensor? fweights=None, "
            "Tensor? aweights=None) -> Tensor",
     "corrcoef": "corrcoef(Tensor self) -> Tensor",
+    # a tensor start (the aten op returns a view: the stand-in returns a copy)
+    "narrow.Tensor": "narrow.Tensor(Tensor self, int dim, Tensor start, int length) -> Tensor",
 }
 for _k in ("quantile", "quantile.scalar"):
     _SCHEMA["nan" + _k] = "nan" + _SCHEMA[_k]
@@ -36,13 +38,17 @@ ATEN_NAME = {f"rlx_leaf.{k}" + ("" if "." in k else ".default"): f"aten.{k}"
 def _library():
     def real(key):
         name, _, overload = key.partition(".")
-        return getattr(getattr(torch.ops.aten, name), overload or "default")
+        op = getattr(getattr(torch.ops.aten, name), overload or "default")
+        return (lambda *a, **k: op(*a, **k).clone()) if name == "narrow" else op
     _stand_in.define("rlx_leaf", _SCHEMA, real)
 
 
 def _route(name, args, kwargs):
-    """The custom op for a call of torch.<name> / Tensor.<name>."""
+    """The custom op for a call of torch.<name> / Tensor.<name>, or None for the plain call."""
     ops = torch.ops.rlx_leaf
+    if name == "narrow":
+        start = args[2] if len(args) > 2 else kwargs.get("start")
+        return ops.narrow.Tensor if isinstance(start, torch.Tensor) else None
     if name in ("quantile", "nanquantile"):
         q = args[1] if len(args) > 1 else kwargs.get("q")
         return getattr(getattr(ops, name), "default" if isinstance(q, torch.Tensor) else "scalar")
@@ -69,18 +75,17 @@ def _gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean
 
 class _Leaves(TorchFunctionMode):
     FUNCS = {f: f.__name__ for f in (torch.quantile, torch.nanquantile, torch.cov,
-                                     torch.corrcoef, torch.Tensor.quantile,
+                                     torch.corrcoef, torch.narrow, torch.Tensor.quantile,
                                      torch.Tensor.nanquantile, torch.Tensor.cov,
-                                     torch.Tensor.corrcoef)}
+                                     torch.Tensor.corrcoef, torch.Tensor.narrow)}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is torch.nn.functional.gaussian_nll_loss:
             return _gaussian_nll_loss(*args, **kwargs)
         name = self.FUNCS.get(func)
-        if name is None or kwargs.get("out") is not None:
-            return func(*args, **kwargs)
-        return _route(name, args, kwargs)(*args, **kwargs)
+        op = None if name is None or kwargs.get("out") is not None else _route(name, args, kwargs)
+        return func(*args, **kwargs) if op is None else op(*args, **kwargs)
 
 
 @contextlib.contextmanager

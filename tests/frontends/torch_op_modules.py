@@ -413,6 +413,9 @@ case("mode_gaussian_nll", "stats",
                          F.gaussian_nll_loss(x, y, v[:, :1], full=True, reduction="sum"),
                          F.gaussian_nll_loss(x, y, v.sum(1), eps=0.5, reduction="none")),
      torch.tensor([[3., 1., 3., 1., 2.], [5., 5., 4., 4., 4.], [2., 7., 7., 2., 9.]]), r(3, 5), r(3, 5), pos(3, 5))
+case("narrow_tensor_start", "shape",
+     lambda x, s, n: (torch.narrow(x, 1, s, 2), x.narrow(2, n, 3)),
+     r(2, 5, 4), torch.tensor(2), torch.tensor(-3))
 case("histogram", "stats",
      lambda x, e, w: (*torch.histogram(x, 5), *torch.histogram(x, 4, range=(-1.0, 0.5), weight=w, density=True),
                       torch.histogram(x, e)[0], torch.histogram(x, e.flip(0), weight=w)[0],

@@ -414,6 +414,20 @@ void register_shape_ops(Registry& r) {
     return Value::tensor(slice(c, x, ax, start, start + c.i(3, "length")));
   });
   r.alias("aten.narrow_copy", "aten.narrow");
+  // narrow.Tensor(x, dim, start: a 0-d tensor, length): the window found at run time (a
+  // gather of start + 0 .. length - 1, a negative start counted from the end).
+  r.add("aten.narrow.Tensor", [](LowerCtx& c) {
+    const NodeId x = c.tensor(0, "self");
+    const int ax = axis(c, x, c.i(1, "dim"));
+    const int64_t n = c.static_dim(x, ax), len = c.i(3, "length");
+    RLX_CHECK(len >= 0 && len <= n, c.node.op, ": length ", len, " for a dim of ", n);
+    NodeId s = c.b.reshape(c.cast(c.tensor(2, "start"), DType::I64), {1});
+    const NodeId zero = c.b.full({1}, 0, DType::I64);
+    s = c.b.op(Op::Where,
+               {c.b.op(Op::Lt, {s, zero}), c.b.add(s, c.b.full({1}, double(n), DType::I64)), s});
+    return Value::tensor(
+        c.b.op(Op::Gather, {x, c.b.add(s, c.b.arange(len))}, {{"axis", int64_t(ax)}}));
+  });
   r.add("aten.select", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
     int ax = axis(c, x, c.i(1, "dim"));
