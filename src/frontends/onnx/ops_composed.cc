@@ -1,4 +1,4 @@
-// ONNX ops without an rlx op of their own, composed from rlx ops: Hardmax, LRN,
+// ONNX ops without an rlx op of their own, composed from rlx ops: Hardmax, LRN, MaxUnpool,
 // MeanVarianceNormalization (as its ONNX function body), ReverseSequence, the window functions
 // (values computed at import for the size given), the linear quantization ops
 // (QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear: round half to even, saturate) and
@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "frontends/onnx/context.h"
+#include "rlx/checked.h"
 #include "rlx/error.h"
 
 namespace rlx::onnx {
@@ -239,9 +240,47 @@ std::vector<Val> lower_qlinear_conv(Ctx& c) {
   return one(quantize(c, acc, c.cast(c.in(6), DType::F64), zp, c.shape_of(zp).dtype));
 }
 
+// MaxUnpool(X, I, output_shape): X's values at I's flat indices (as MaxPool's Indices give them)
+// in zeros of the unpooled shape ((in - 1) stride + kernel - pads per spatial dim), then zeros
+// appended to reach output_shape when it is given, as ONNX's reference does.
+std::vector<Val> lower_max_unpool(Ctx& c) {
+  const Shape xs = c.shape(0);
+  RLX_CHECK(xs.is_static() && xs.rank() >= 3, "MaxUnpool needs a static [N, C, ...] input, got ",
+            xs.str());
+  const Dims d = xs.concrete();
+  const size_t sp = d.size() - 2;
+  const Dims kernel = c.window_attr("kernel_shape", sp, 1, 1);
+  const Dims stride = c.window_attr("strides", sp, 1, 1),
+             pads = c.window_attr("pads", 2 * sp, 0, 0);
+  Dims out{d[0], d[1]};
+  for (size_t k = 0; k < sp; ++k)
+    out.push_back((d[2 + k] - 1) * stride[k] + kernel[k] - pads[k] - pads[k + sp]);
+  const int64_t n = checked_numel(out, "MaxUnpool output");
+  auto& b = c.b();
+  const NodeId idx = b.reshape(c.cast(c.in(1), DType::I64), {-1});
+  NodeId y =
+      b.reshape(b.op(Op::ScatterElements, {b.full({n}, 0, xs.dtype), idx, b.reshape(c.in(0), {-1})},
+                     {{"axis", int64_t(0)}}),
+                out);
+  if (c.has(2)) {
+    const Dims want = c.static_ints(2, "output_shape");
+    RLX_CHECK(want.size() == out.size() && want[0] == out[0] && want[1] == out[1],
+              "MaxUnpool output_shape ", dims_str(want), " for ", xs.str());
+    std::vector<int64_t> grow(2 * out.size(), 0);
+    for (size_t k = 2; k < out.size(); ++k) {
+      RLX_CHECK(want[k] >= out[k], "MaxUnpool output_shape ", dims_str(want), " is smaller than ",
+                dims_str(out));
+      grow[out.size() + k] = want[k] - out[k];
+    }
+    if (want != out) y = b.op(Op::Pad, {y}, {{"pads", grow}});
+  }
+  return one(y);
+}
+
 }  // namespace
 
 void register_composed(Registry& r) {
+  r.add("MaxUnpool", lower_max_unpool);
   r.add("MatMulInteger", lower_matmul_integer);
   r.add("ConvInteger", lower_conv_integer);
   r.add("QLinearMatMul", lower_qlinear_matmul);
