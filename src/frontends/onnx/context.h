@@ -150,6 +150,7 @@ void register_resize(Registry& r);
 void register_recurrent(Registry& r);  // LSTM, GRU, RNN (ops_recurrent.cc)
 void register_control(Registry& r);    // If, Loop, Scan (ops_control.cc)
 void register_einsum(Registry& r);     // Einsum (ops_einsum.cc)
+void register_training(Registry& r);   // Adagrad, Momentum, Adam (ops_training.cc)
 void register_composed(Registry& r);   // Hardmax, LRN, windows, quantization (ops_composed.cc)
 
 // Shared helpers.

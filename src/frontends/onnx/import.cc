@@ -13,10 +13,15 @@ using namespace onnx;
 
 bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// The registry's name of a node's op: the op type, prefixed by its domain outside ai.onnx
+// ("ai.onnx.preview.training.Adam").
+std::string op_key(const onnx::Node& n) {
+  return (default_domain(n.domain) ? "" : n.domain + ".") + n.op_type;
+}
+
 void count_missing(const onnx::Graph& g, std::map<std::string, int>& missing) {
   for (const auto& n : g.nodes) {
-    if (!(default_domain(n.domain) && registry().find(n.op_type)))
-      ++missing[(default_domain(n.domain) ? "" : n.domain + ".") + n.op_type];
+    if (!registry().find(op_key(n))) ++missing[op_key(n)];
     for (const auto& a : n.attributes)
       if (a.kind == Attribute::GraphK && a.g) count_missing(*a.g, missing);
   }
@@ -174,7 +179,7 @@ void onnx::lower_nodes(ImportState& s, const onnx::Graph& graph, int64_t opset) 
     try {
       s.b.set_origin(provenance(n, k, c));
       const size_t first = s.b.graph().size();
-      std::vector<Val> outs = (*registry().find(n.op_type))(c);
+      std::vector<Val> outs = (*registry().find(op_key(n)))(c);
       if (inputs_foldable(c, n)) fold_known(s, first, outs);
       RLX_CHECK(outs.size() >= n.outputs.size() ||
                     (n.op_type == "Dropout" || n.op_type == "BatchNormalization" ||
