@@ -1,6 +1,6 @@
-// ONNX ops without an rlx op of their own, composed from rlx ops: Hardmax, LRN, MaxUnpool,
-// MeanVarianceNormalization (as its ONNX function body), ReverseSequence, the window functions
-// (values computed at import for the size given), the linear quantization ops
+// ONNX ops without an rlx op of their own, composed from rlx ops: BitShift (uint8), Hardmax,
+// LRN, MaxUnpool, MeanVarianceNormalization (as its ONNX function body), ReverseSequence, the
+// window functions (values computed at import for the size given), the linear quantization ops
 // (QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear: round half to even, saturate) and
 // the integer ones (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv: the 8-bit values
 // centred in f64, where their products sum exactly, then requantized).
@@ -277,9 +277,29 @@ std::vector<Val> lower_max_unpool(Ctx& c) {
   return one(y);
 }
 
+// BitShift of uint8 (rlx's one unsigned dtype): x * 2^y mod 256 (LEFT) or floor(x / 2^y)
+// (RIGHT) in i64, with shifts past 8 bits clamped to 8 (both give 0 there).
+std::vector<Val> lower_bit_shift(Ctx& c) {
+  const DType t = c.shape(0).dtype;
+  RLX_CHECK(t == DType::U8 && c.shape(1).dtype == DType::U8, "BitShift of ", c.shape(0).str(),
+            " by ", c.shape(1).str(), ": rlx shifts uint8 only");
+  const std::string dir = c.s("direction", "");
+  RLX_CHECK(dir == "LEFT" || dir == "RIGHT", "BitShift direction '", dir, "'");
+  auto& b = c.b();
+  auto i64 = [&](double v) { return b.full({1}, v, DType::I64); };
+  const NodeId x = c.cast(c.in(0), DType::I64);
+  const NodeId y = b.binary(Op::Min, c.cast(c.in(1), DType::I64), i64(8));
+  const NodeId p =
+      c.cast(b.binary(Op::Pow, c.scalar_const(2, DType::F64), c.cast(y, DType::F64)), DType::I64);
+  const NodeId r = dir == "LEFT" ? b.binary(Op::Mod, b.mul(x, p), i64(256))
+                                 : b.op(Op::Div, {x, p}, {{"rounding", std::string("floor")}});
+  return one(c.cast(r, t));
+}
+
 }  // namespace
 
 void register_composed(Registry& r) {
+  r.add("BitShift", lower_bit_shift);
   r.add("MaxUnpool", lower_max_unpool);
   r.add("MatMulInteger", lower_matmul_integer);
   r.add("ConvInteger", lower_conv_integer);
