@@ -137,11 +137,16 @@ void register_math(Registry& r);          // composed element-wise math (ops_mat
 void register_linalg(Registry& r);        // matmul family, distances, diagonals (ops_linalg.cc)
 void register_nn_pointwise(Registry& r);  // glu, shrinkage, huber (ops_nn_pointwise.cc)
 void register_order(Registry& r);         // median, kthvalue, cummax, logcumsumexp (ops_order.cc)
-void register_pool(Registry& r);     // adaptive max and 3-d pooling, 3-d upsampling (ops_pool.cc)
+void register_pool(Registry& r);  // adaptive max and 3-d pooling, 3-d upsampling (ops_pool.cc)
 void register_linalg_decompositions(Registry& r);  // cholesky, lu, solves, qr, svd, eigh
-void register_histogram(Registry& r);  // histogram, histogramdd (ops_histogram.cc)
+void register_histogram(Registry& r);              // histogram, histogramdd (ops_histogram.cc)
 void register_segment(Registry& r);  // segment_reduce, embedding_bag, class losses (ops_segment.cc)
 void register_special(Registry& r);  // lgamma, polygamma, bessel, polynomials (ops_special.cc)
+
+// PyTorch's loss reduction (argument `pos`: 0 none, 1 mean, 2 sum) of an element-wise loss;
+// mean divides the sum by `mean_by` when given (nll_loss's total weight), else by the count
+// (ops_nn_pointwise.cc).
+NodeId reduce_loss(LowerCtx& c, NodeId loss, size_t pos, NodeId mean_by = -1);
 
 // log1p(x) composed so that small x keep their digits (ops_math.cc).
 NodeId log1p_of(const LowerCtx& c, NodeId x);

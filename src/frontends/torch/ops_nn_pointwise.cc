@@ -7,14 +7,6 @@
 namespace rlx::torch_ir {
 namespace {
 
-// PyTorch's loss reduction enum: 0 none, 1 mean, 2 sum.
-Value reduce_loss(LowerCtx& c, NodeId loss, size_t pos) {
-  const int64_t how = c.i(pos, "reduction", 1);
-  if (how == 0) return Value::tensor(loss);
-  RLX_CHECK(how == 1 || how == 2, c.node.op, ": unknown reduction ", how);
-  return Value::tensor(c.b.reduce(how == 1 ? Op::ReduceMean : Op::ReduceSum, loss, {}, false));
-}
-
 // |self - target| and the pair's dtype.
 NodeId abs_diff(LowerCtx& c) {
   const DType t = c.out_dtype();
@@ -23,6 +15,15 @@ NodeId abs_diff(LowerCtx& c) {
 }
 
 }  // namespace
+
+NodeId reduce_loss(LowerCtx& c, NodeId loss, size_t pos, NodeId mean_by) {
+  const int64_t how = c.i(pos, "reduction", 1);
+  if (how == 0) return loss;
+  RLX_CHECK(how == 1 || how == 2, c.node.op, ": unknown reduction ", how);
+  if (how == 2 || mean_by < 0)
+    return c.b.reduce(how == 1 ? Op::ReduceMean : Op::ReduceSum, loss, {}, false);
+  return c.b.div(c.b.reduce(Op::ReduceSum, loss, {}, false), mean_by);
+}
 
 void register_nn_pointwise(Registry& r) {
   // glu(x, dim) = a * sigmoid(b), a and b the two halves of x along dim.
@@ -67,8 +68,8 @@ void register_nn_pointwise(Registry& r) {
     const double delta = c.f(3, "delta", 1);
     const NodeId quad = c.b.mul(c.scalar(0.5, t), c.b.mul(z, z));
     const NodeId lin = c.b.mul(c.scalar(delta, t), c.b.sub(z, c.scalar(delta / 2, t)));
-    return reduce_loss(c, c.b.op(Op::Where, {c.b.op(Op::Lt, {z, c.scalar(delta, t)}), quad, lin}),
-                       2);
+    const NodeId loss = c.b.op(Op::Where, {c.b.op(Op::Lt, {z, c.scalar(delta, t)}), quad, lin});
+    return Value::tensor(reduce_loss(c, loss, 2));
   });
   // smooth_l1_loss(x, y, reduction, beta): z^2 / (2 beta) for z < beta, else
   // z - beta / 2; beta = 0 is the L1 loss.
@@ -76,11 +77,11 @@ void register_nn_pointwise(Registry& r) {
     const DType t = c.out_dtype();
     const NodeId z = abs_diff(c);
     const double beta = c.f(3, "beta", 1);
-    if (beta == 0) return reduce_loss(c, z, 2);
+    if (beta == 0) return Value::tensor(reduce_loss(c, z, 2));
     const NodeId quad = c.b.div(c.b.mul(c.scalar(0.5, t), c.b.mul(z, z)), c.scalar(beta, t));
     const NodeId lin = c.b.sub(z, c.scalar(beta / 2, t));
-    return reduce_loss(c, c.b.op(Op::Where, {c.b.op(Op::Lt, {z, c.scalar(beta, t)}), quad, lin}),
-                       2);
+    const NodeId loss = c.b.op(Op::Where, {c.b.op(Op::Lt, {z, c.scalar(beta, t)}), quad, lin});
+    return Value::tensor(reduce_loss(c, loss, 2));
   });
 }
 

@@ -166,17 +166,6 @@ Value embedding_bag(LowerCtx& c) {
   return Value::tuple({r, -1, -1, -1});
 }
 
-// PyTorch's loss reduction enum: 0 none, 1 mean, 2 sum; `mean_by` divides the sum for mean
-// (nll_loss's total weight), else the element count.
-NodeId reduce_by(LowerCtx& c, NodeId loss, size_t pos, NodeId mean_by = -1) {
-  const int64_t how = c.i(pos, "reduction", 1);
-  if (how == 0) return loss;
-  RLX_CHECK(how == 1 || how == 2, c.node.op, ": unknown reduction ", how);
-  if (how == 2) return c.b.reduce(Op::ReduceSum, loss, {}, false);
-  if (mean_by < 0) return c.b.reduce(Op::ReduceMean, loss, {}, false);
-  return c.b.div(c.b.reduce(Op::ReduceSum, loss, {}, false), mean_by);
-}
-
 // x [N, C] (a 1-d or 0-d x is one row) and its target [N] as a column [N, 1] of i64.
 std::pair<NodeId, NodeId> rows_and_targets(LowerCtx& c, NodeId x, NodeId target) {
   const Dims d = c.dims(x);
@@ -209,7 +198,7 @@ Value nll_loss2d(LowerCtx& c) {
   }
   const NodeId loss = c.b.mul(c.b.unary(Op::Neg, picked), w);
   const NodeId total = c.b.reduce(Op::ReduceSum, w, {}, false);
-  return Value::tuple({reduce_by(c, loss, 3, total), total});
+  return Value::tuple({reduce_loss(c, loss, 3, total), total});
 }
 
 // multi_margin_loss(x, target, p, margin, weight, reduction): per row, the sum over the classes
@@ -230,7 +219,7 @@ Value multi_margin(LowerCtx& c) {
   z = c.b.op(Op::Where, {own, c.scalar(0, t), z});
   NodeId loss = c.b.div(c.b.reduce(Op::ReduceSum, z, {1}), c.scalar(double(C), t));
   if (c.rank(x0) <= 1) loss = c.b.reshape(loss, {});
-  return Value::tensor(reduce_by(c, loss, 5));
+  return Value::tensor(reduce_loss(c, loss, 5));
 }
 
 // multilabel_margin_loss_forward(x, target, reduction) -> (loss, is_target): the targets of a row
@@ -262,7 +251,7 @@ Value multilabel_margin(LowerCtx& c) {
     loss = c.b.reshape(loss, {});
     targets = c.b.reshape(targets, c.dims(x0));
   }
-  return Value::tuple({reduce_by(c, loss, 2), targets});
+  return Value::tuple({reduce_loss(c, loss, 2), targets});
 }
 
 }  // namespace
