@@ -169,7 +169,8 @@ void linalg_typed(const KernelCall& c) {
   std::vector<int> ipiv(size_t(std::max<int64_t>(1, k)));
   for (int64_t b = 0; b < batch; ++b) {
     const T* a_in = A.data<T>() + b * m * n;
-    std::vector<T> a = to_col(a_in, m, n);
+    // trsm reads the row-major matrix in place; the LAPACK routines take a column-major copy.
+    std::vector<T> a = at.fn == LinalgFn::triangular_solve ? std::vector<T>() : to_col(a_in, m, n);
     switch (at.fn) {
       case LinalgFn::cholesky: {
         const int info = L::potrf(at.upper ? 'U' : 'L', in, a.data());

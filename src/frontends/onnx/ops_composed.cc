@@ -98,7 +98,7 @@ std::vector<Val> lower_reverse_sequence(Ctx& c) {
   ld[size_t(ba)] = d[size_t(ba)];
   const NodeId len = b.reshape(c.cast(c.in(1), DType::I64), ld);
   const NodeId t = positions(c, xs.rank(), ta, d[size_t(ta)]);
-  const NodeId back = b.sub(b.sub(len, c.b().full({1}, 1, DType::I64)), t);
+  const NodeId back = b.sub(b.sub(len, c.scalar_const(1, DType::I64)), t);
   NodeId idx = b.op(Op::Where, {b.op(Op::Lt, {t, len}), back, t});
   idx = b.op(Op::Expand, {idx}, {{"shape", d}});
   return one(b.op(Op::GatherElements, {c.in(0), idx}, {{"axis", ta}}));
@@ -122,16 +122,20 @@ std::vector<Val> lower_window(Ctx& c, const std::vector<double>& coef) {
   return one(c.constant(Tensor::from_vector({*size}, w, *t)));
 }
 
+Dims column(int64_t rank, int64_t axis) {  // [1, .., -1 at axis, .., 1]
+  Dims d(size_t(rank), 1);
+  d[size_t(axis)] = -1;
+  return d;
+}
+
 // The quantization ops' per-axis parameter: a scalar, or a 1-d [x.shape[axis]] as
 // [1, .., n, .., 1].
 NodeId per_axis(Ctx& c, NodeId p, const Shape& xs) {
   const Shape ps = c.shape_of(p);
   if (ps.rank() == 0 || (ps.rank() == 1 && ps.dims[0] == Dim(1) && xs.rank() != 1)) return p;
   RLX_CHECK(ps.rank() == 1, "scale / zero point must be a scalar or 1-d, got ", ps.str());
-  const int64_t axis = norm_axis(c.i("axis", 1), xs.rank(), "quantization axis");
-  Dims d(size_t(xs.rank()), 1);
-  d[size_t(axis)] = -1;
-  return c.b().reshape(p, d);
+  return c.b().reshape(
+      p, column(xs.rank(), norm_axis(c.i("axis", 1), xs.rank(), "quantization axis")));
 }
 
 // saturate(round_half_even(x / scale) + zero_point) in t's range, as t.
@@ -185,12 +189,6 @@ NodeId centered(Ctx& c, NodeId x, NodeId zp, const Dims& zp_shape) {
   NodeId z = c.cast(zp, DType::F64);
   if (c.shape_of(z).rank() == 1 && !zp_shape.empty()) z = c.b().reshape(z, zp_shape);
   return c.b().sub(v, z);
-}
-
-Dims column(int64_t rank, int64_t axis) {  // [1, .., -1 at axis, .., 1]
-  Dims d(size_t(rank), 1);
-  d[size_t(axis)] = -1;
-  return d;
 }
 
 NodeId opt_in(Ctx& c, size_t i) { return c.has(i) ? c.in(i) : -1; }
@@ -286,7 +284,7 @@ std::vector<Val> lower_bit_shift(Ctx& c) {
   const std::string dir = c.s("direction", "");
   RLX_CHECK(dir == "LEFT" || dir == "RIGHT", "BitShift direction '", dir, "'");
   auto& b = c.b();
-  auto i64 = [&](double v) { return b.full({1}, v, DType::I64); };
+  auto i64 = [&](double v) { return c.scalar_const(v, DType::I64); };
   const NodeId x = c.cast(c.in(0), DType::I64);
   const NodeId y = b.binary(Op::Min, c.cast(c.in(1), DType::I64), i64(8));
   const NodeId p =

@@ -340,8 +340,8 @@ NodeId nll_loss(Ctx& c, NodeId logp, NodeId target, NodeId weight) {
   const NodeId tgt = c.cast(target, DType::I64);
   NodeId valid = -1, safe = tgt;
   if (c.has_attr("ignore_index")) {
-    valid = b.op(Op::Ne, {tgt, b.full({1}, double(c.i("ignore_index")), DType::I64)});
-    safe = b.op(Op::Where, {valid, tgt, b.full({1}, 0, DType::I64)});
+    valid = b.op(Op::Ne, {tgt, c.scalar_const(double(c.i("ignore_index")), DType::I64)});
+    safe = b.op(Op::Where, {valid, tgt, c.scalar_const(0, DType::I64)});
   }
   std::vector<Dim> col = ts.dims;
   col.insert(col.begin() + 1, Dim(1));
@@ -350,7 +350,7 @@ NodeId nll_loss(Ctx& c, NodeId logp, NodeId target, NodeId weight) {
   const NodeId picked =
       b.op(Op::GatherElements, {logp, b.reshape(safe, col_dims)}, {{"axis", int64_t(1)}});
   NodeId w =
-      weight >= 0 ? b.op(Op::Gather, {weight, safe}, {{"axis", int64_t(0)}}) : b.full({1}, 1, t);
+      weight >= 0 ? b.op(Op::Gather, {weight, safe}, {{"axis", int64_t(0)}}) : c.scalar_const(1, t);
   if (valid >= 0) w = b.mul(w, c.cast(valid, t));
   NodeId loss = b.mul(b.unary(Op::Neg, b.reduce(Op::ReduceSum, picked, {1}, false)), w);
   const std::string how = c.s("reduction", "mean");
@@ -358,7 +358,7 @@ NodeId nll_loss(Ctx& c, NodeId logp, NodeId target, NodeId weight) {
   if (how == "sum") return b.reduce(Op::ReduceSum, loss, {}, false);
   RLX_CHECK(how == "mean", "unknown reduction '", how, "'");
   // w over every target position (w is [1] without weights or ignore_index)
-  const NodeId every = b.op(Op::Where, {b.op(Op::Eq, {tgt, tgt}), w, b.full({1}, 0, t)});
+  const NodeId every = b.op(Op::Where, {b.op(Op::Eq, {tgt, tgt}), w, c.scalar_const(0, t)});
   const NodeId total = b.reduce(Op::ReduceSum, every, {}, false);
   return b.div(b.reduce(Op::ReduceSum, loss, {}, false), total);
 }

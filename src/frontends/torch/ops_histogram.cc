@@ -11,7 +11,7 @@
 namespace rlx::torch_ir {
 namespace {
 
-NodeId i64(LowerCtx& c, double v) { return c.b.full({1}, v, DType::I64); }
+NodeId i64(LowerCtx& c, double v) { return c.scalar(v, DType::I64); }
 
 NodeId slice(LowerCtx& c, NodeId v, int64_t a, int64_t b) {
   return c.b.op(Op::Slice, {v}, {{"axis", int64_t(0)}, {"start", a}, {"end", b}});

@@ -247,8 +247,8 @@ Value mode(LowerCtx& c) {
       c.b.reduce(Op::ReduceMin, c.b.op(Op::Where, {cand, x, c.scalar(INFINITY, t)}), {r - 1}, true);
   const NodeId i = c.b.reduce(
       Op::ReduceMax,
-      c.b.op(Op::Where, {c.b.op(Op::Eq, {x, v}), c.b.arange(n), c.b.full({1}, -1, DType::I64)}),
-      {r - 1}, true);
+      c.b.op(Op::Where, {c.b.op(Op::Eq, {x, v}), c.b.arange(n), c.scalar(-1, DType::I64)}), {r - 1},
+      true);
   Dims out = in;
   if (c.flag(2, "keepdim", false))
     out[size_t(axis)] = 1;

@@ -156,7 +156,7 @@ Value embedding_bag(LowerCtx& c) {
   }
   NodeId keep = -1;
   if (const int64_t pad = c.i(8, "padding_idx", -1); pad >= 0)
-    keep = c.b.op(Op::Ne, {idx, c.b.full({1}, double(pad), DType::I64)});
+    keep = c.b.op(Op::Ne, {idx, c.scalar(double(pad), DType::I64)});
   NodeId count = -1;
   const Seg how = mode == 2 ? Seg::Max : Seg::Sum;
   NodeId r = reduce_runs(c, rows, 0, starts, ends, how, &count, keep);
@@ -183,8 +183,8 @@ Value nll_loss2d(LowerCtx& c) {
   RLX_CHECK(c.rank(x) == 4 && c.rank(tgt) == 3, c.node.op, ": expected x [N, C, H, W] and target ",
             "[N, H, W], got ", c.shape(x).str(), " and ", c.shape(tgt).str());
   const NodeId valid =
-      c.b.op(Op::Ne, {tgt, c.b.full({1}, double(c.i(4, "ignore_index", -100)), DType::I64)});
-  const NodeId safe = c.b.op(Op::Where, {valid, tgt, c.b.full({1}, 0, DType::I64)});
+      c.b.op(Op::Ne, {tgt, c.scalar(double(c.i(4, "ignore_index", -100)), DType::I64)});
+  const NodeId safe = c.b.op(Op::Where, {valid, tgt, c.scalar(0, DType::I64)});
   Dims td = c.dims(tgt);
   Dims col = td;
   col.insert(col.begin() + 1, 1);
@@ -232,10 +232,10 @@ Value multilabel_margin(LowerCtx& c) {
   const int64_t N = c.dims(x)[0], C = c.dims(x)[1];
   RLX_CHECK(c.dims(y)[1] == C, c.node.op, ": target must have x's shape, got ",
             c.shape(c.tensor(1, "target")).str(), " for ", c.shape(x0).str());
-  const NodeId nonneg = c.cast(c.b.op(Op::Ge, {y, c.b.full({1}, 0, DType::I64)}), t);
+  const NodeId nonneg = c.cast(c.b.op(Op::Ge, {y, c.scalar(0, DType::I64)}), t);
   const NodeId valid = c.b.op(
       Op::Gt, {c.b.op(Op::CumProd, {nonneg}, {{"axis", int64_t(1)}}), c.scalar(0, t)});  // [N, J]
-  const NodeId safe = c.b.op(Op::Where, {valid, y, c.b.full({1}, 0, DType::I64)});
+  const NodeId safe = c.b.op(Op::Where, {valid, y, c.scalar(0, DType::I64)});
   const NodeId hit =
       c.b.op(Op::LogicalAnd, {c.b.op(Op::Eq, {c.b.reshape(safe, {N, C, 1}), c.b.arange(C)}),
                               c.b.reshape(valid, {N, C, 1})});                      // [N, J, I]

@@ -422,9 +422,8 @@ void register_shape_ops(Registry& r) {
     const int64_t n = c.static_dim(x, ax), len = c.i(3, "length");
     RLX_CHECK(len >= 0 && len <= n, c.node.op, ": length ", len, " for a dim of ", n);
     NodeId s = c.b.reshape(c.cast(c.tensor(2, "start"), DType::I64), {1});
-    const NodeId zero = c.b.full({1}, 0, DType::I64);
-    s = c.b.op(Op::Where,
-               {c.b.op(Op::Lt, {s, zero}), c.b.add(s, c.b.full({1}, double(n), DType::I64)), s});
+    s = c.b.op(Op::Where, {c.b.op(Op::Lt, {s, c.scalar(0, DType::I64)}),
+                           c.b.add(s, c.scalar(double(n), DType::I64)), s});
     return Value::tensor(
         c.b.op(Op::Gather, {x, c.b.add(s, c.b.arange(len))}, {{"axis", int64_t(ax)}}));
   });
