@@ -148,6 +148,9 @@ void register_special(Registry& r);  // lgamma, polygamma, bessel, polynomials (
 // (ops_nn_pointwise.cc).
 NodeId reduce_loss(LowerCtx& c, NodeId loss, size_t pos, NodeId mean_by = -1);
 
+// x with its last two dims swapped, PyTorch's .mT (ops_linalg.cc).
+NodeId mT(const LowerCtx& c, NodeId x);
+
 // log1p(x) composed so that small x keep their digits (ops_math.cc).
 NodeId log1p_of(const LowerCtx& c, NodeId x);
 // The ord-norm of x over axes (all when empty), as linalg_vector_norm (ops_reduce.cc).

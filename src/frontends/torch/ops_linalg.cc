@@ -170,6 +170,14 @@ Value trilinear(LowerCtx& c) {
 
 }  // namespace
 
+NodeId mT(const LowerCtx& c, NodeId x) {
+  std::vector<int64_t> perm(size_t(c.rank(x)));
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
+  RLX_CHECK(perm.size() >= 2, c.node.op, ": expected a matrix, got ", c.shape(x).str());
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return c.b.transpose(x, perm);
+}
+
 void register_linalg(Registry& r) {
   // addbmm(self, b1, b2, beta, alpha): the batch of products summed.
   r.add("aten.addbmm", [](LowerCtx& c) {

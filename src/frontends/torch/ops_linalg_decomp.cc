@@ -16,15 +16,6 @@ std::vector<NodeId> linalg(LowerCtx& c, const char* fn, std::vector<NodeId> in, 
   return c.b.results(Op::Linalg, std::move(in), std::move(a));
 }
 
-// x with its last two dims swapped (PyTorch's .mT).
-NodeId mT(LowerCtx& c, NodeId x) {
-  std::vector<int64_t> perm(size_t(c.rank(x)));
-  for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
-  RLX_CHECK(perm.size() >= 2, c.node.op, ": expected a matrix, got ", c.shape(x).str());
-  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-  return c.b.transpose(x, perm);
-}
-
 // x with a trailing unit dim added (a vector right-hand side as a matrix) or removed.
 NodeId with_unit_col(LowerCtx& c, NodeId x, bool add) {
   Dims d = c.dims(x);

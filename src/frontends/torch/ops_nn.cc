@@ -471,10 +471,7 @@ void register_nn(Registry& r) {
     const Dims qd = c.dims(q), kd = c.dims(k);
     const int64_t L = qd[size_t(r - 2)], S = kd[size_t(r - 2)];
     q = c.b.div(q, c.scalar(std::sqrt(double(qd[size_t(r - 1)])), t));
-    std::vector<int64_t> perm;
-    for (int i = 0; i < r; ++i) perm.push_back(i);
-    std::swap(perm[size_t(r - 1)], perm[size_t(r - 2)]);
-    NodeId s = c.b.matmul(q, c.b.transpose(k, perm));
+    NodeId s = c.b.matmul(q, mT(c, k));
     const NodeId ninf = c.scalar(-INFINITY, t);
     if (c.flag(6, "is_causal", false)) {
       const NodeId rows = c.b.reshape(c.b.arange(L), {L, 1}),
