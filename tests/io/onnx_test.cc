@@ -227,6 +227,11 @@ TEST_F(Onnx, RankAndAttributeMismatchesAreErrors) {
   EXPECT_NE(e.find("Conv_node"), std::string::npos) << e;
   e = error_for(node("Split", {"x"}, {"y", "z"}), {}, tensor("w", {1}, 1, floats({1})));
   EXPECT_NE(e.find("Split: axis 0 out of range for rank 0"), std::string::npos) << e;
+  // A 0-d ConvInteger weight has no output-channel dim for its zero point.
+  e = error_for(node("ConvInteger", {"x", "w"}, {"y"}), {"1", "1", "4", "4"},
+                tensor("w", {}, 2, std::string(1, '\1')));
+  EXPECT_NE(e.find("ConvInteger_node"), std::string::npos) << e;
+  EXPECT_NE(e.find("got rank 0"), std::string::npos) << e;
 }
 
 // The fuzzer's finding: a k, axis or depth given as a float initializer of

@@ -123,6 +123,7 @@ std::vector<Val> lower_window(Ctx& c, const std::vector<double>& coef) {
 }
 
 Dims column(int64_t rank, int64_t axis) {  // [1, .., -1 at axis, .., 1]
+  RLX_CHECK(axis >= 0 && axis < rank, "expected an input with a dim ", axis, ", got rank ", rank);
   Dims d(size_t(rank), 1);
   d[size_t(axis)] = -1;
   return d;
