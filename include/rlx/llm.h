@@ -77,7 +77,7 @@ struct GraphOptions {
   // static lengths, CoreML); 0: a symbolic token count.
   int64_t n_tokens = 0;
   // One decode step of B sequences at once (BatchDecoder): token i is the
-  // next of sequence i; caches [B, n_head_kv, P, head_dim] padded to a common
+  // next of sequence i; caches [B, P, n_head_kv, head_dim] padded to a common
   // P, with bool inputs kv_mask (and kv_mask_swa on models with sliding
   // layers) [B, 1, 1, P + 1] saying which keys each sequence sees; logits
   // for every sequence. Needs kv_cache.
@@ -85,8 +85,8 @@ struct GraphOptions {
 };
 
 // Graph inputs: tokens i64[T], positions i64[T] and, with kv_cache,
-// cache_k.N / cache_v.N [1, n_head_kv, P, head_dim] per layer; outputs: logits
-// [T or 1, n_vocab] and the updated caches [1, n_head_kv, P + T, head_dim].
+// cache_k.N / cache_v.N [1, P, n_head_kv, head_dim] per layer; outputs: logits
+// [T or 1, n_vocab] and the updated caches [1, P + T, n_head_kv, head_dim].
 Model build_model(const gguf::File& f, const Config& c, const GraphOptions& g, Weights w);
 
 // The `tokens` and `positions` inputs for tokens placed at positions

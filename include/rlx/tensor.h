@@ -2,6 +2,7 @@
 // Buffer. Buffers are owned (64-byte aligned), memory-mapped files, or
 // borrowed memory (an arena slot). Views share the buffer.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,9 +21,25 @@ class Buffer {
   std::byte* data() const { return data_; }
   size_t size() const { return size_; }
 
+  // Headroom for growing a value in place (a KV cache appended token by
+  // token): the bytes before `claimed` belong to the tensors viewing the
+  // buffer, the rest to whoever claims them next. A buffer starts fully
+  // claimed; its owner may hand out a tail with `release_tail`.
+  void release_tail(size_t claimed) { claimed_.store(claimed); }
+  // Extends the claim from `end` (where the caller's tensor ends) to
+  // `new_end`; false when another view already claimed past `end` (the same
+  // old tensor grown twice) or the buffer is too small. Never moves data.
+  bool claim(size_t end, size_t new_end) {
+    if (new_end > size_) return false;
+    return claimed_.compare_exchange_strong(end, new_end);
+  }
+
  protected:
   std::byte* data_ = nullptr;
   size_t size_ = 0;
+
+ private:
+  std::atomic<size_t> claimed_{SIZE_MAX};  // SIZE_MAX: all of it
 };
 
 // Heap memory aligned to 64 bytes, zero-initialized unless `zero` is false.

@@ -18,7 +18,7 @@ void Session::reset() {
   cache_.clear();
   for (int64_t l = 0; l < c_.n_layer; ++l)
     for (const char* kv : {"cache_k.", "cache_v."})
-      cache_[kv + std::to_string(l)] = Tensor({1, c_.n_head_kv, 0, c_.head_dim}, DType::F32);
+      cache_[kv + std::to_string(l)] = Tensor({1, 0, c_.n_head_kv, c_.head_dim}, DType::F32);
   tokens_.clear();
 }
 
@@ -26,13 +26,8 @@ void Session::truncate(int64_t n) {
   RLX_CHECK(n >= 0 && n <= n_past(), "llm session: cannot keep ", n, " of ", n_past(), " tokens");
   if (n == n_past()) return;
   if (n == 0) return reset();
-  for (auto& [name, t] : cache_) {  // [1, H, P, hd] -> [1, H, n, hd]
-    const int64_t heads = t.dims()[1], past = t.dims()[2], hd = t.dims()[3];
-    Tensor kept({1, heads, n, hd}, DType::F32);
-    for (int64_t h = 0; h < heads; ++h)
-      std::copy_n(t.data<float>() + h * past * hd, n * hd, kept.data<float>() + h * n * hd);
-    t = kept;
-  }
+  for (auto& [name, t] : cache_)  // [1, P, H, hd] -> its first n rows, a view
+    t = Tensor(t.buffer(), t.offset(), {1, n, t.dims()[2], t.dims()[3]}, DType::F32);
   tokens_.resize(size_t(n));
 }
 
@@ -97,33 +92,27 @@ std::vector<std::vector<float>> BatchDecoder::feed(std::span<Session* const> ses
   bool sliding = false;
   for (int64_t l = 0; l < c_.n_layer; ++l) sliding = sliding || c_.is_swa(l);
   if (sliding) in["kv_mask_swa"] = mask_swa;
-  const int64_t H = c_.n_head_kv, hd = c_.head_dim;
+  const int64_t row = c_.n_head_kv * c_.head_dim;  // one token's keys or values
   // Padding keys are masked but multiplied by zero weights: they must be finite.
   for (const auto& [name, first] : sessions[0]->cache_) {
-    Tensor batch({B, H, P, hd}, DType::F32);
+    Tensor batch({B, P, c_.n_head_kv, c_.head_dim}, DType::F32);
     std::fill_n(batch.data<float>(), batch.numel(), 0.f);
     for (int64_t b = 0; b < B; ++b) {
       const Tensor& t = sessions[size_t(b)]->cache_.at(name);
-      const int64_t n = t.dims()[2];
-      for (int64_t h = 0; h < H; ++h)
-        std::copy_n(t.data<float>() + h * n * hd, n * hd,
-                    batch.data<float>() + (b * H + h) * P * hd);
+      std::copy_n(t.data<float>(), t.numel(), batch.data<float>() + b * P * row);
     }
     in[name] = std::move(batch);
   }
   TensorMap out = session_.run(in);
-  for (auto& [name, grown] : out) {  // [B, H, P + 1, hd]: each session's keys and its new one
+  for (auto& [name, grown] : out) {  // [B, P + 1, H, hd]: each session's keys and its new one
     if (name == "logits") continue;
     for (int64_t b = 0; b < B; ++b) {
       Session& s = *sessions[size_t(b)];
       const int64_t n = s.n_past();
-      Tensor t({1, H, n + 1, hd}, DType::F32);
-      for (int64_t h = 0; h < H; ++h) {
-        const float* src = grown.data<float>() + (b * H + h) * (P + 1) * hd;
-        float* dst = t.data<float>() + h * (n + 1) * hd;
-        std::copy_n(src, n * hd, dst);
-        std::copy_n(src + P * hd, hd, dst + n * hd);
-      }
+      Tensor t({1, n + 1, c_.n_head_kv, c_.head_dim}, DType::F32);
+      const float* src = grown.data<float>() + b * (P + 1) * row;
+      std::copy_n(src, n * row, t.data<float>());
+      std::copy_n(src + P * row, row, t.data<float>() + n * row);
       s.cache_[name] = std::move(t);
     }
   }

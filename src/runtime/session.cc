@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 
 #include "rlx/error.h"
@@ -11,6 +12,31 @@ using Clock = std::chrono::steady_clock;
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
+
+// A concat whose first operand is a prefix of the result (every axis before
+// the concat axis has size 1) and ends where its buffer's claim ends grows
+// into that buffer's headroom: the result views it, and the kernel writes
+// only the other operands. A KV cache fed back as the next step's input so
+// grows by a token without copying what it holds (output_buffer leaves the
+// headroom). The first operand's own bytes are never written, so a caller's
+// tensor keeps its value; growing the same tensor twice finds the claim
+// taken and copies.
+std::optional<Tensor> append_in_place(const Node& n, const std::vector<Tensor>& args,
+                                      const Dims& dims) {
+  if (n.op != Op::Concat || args.empty()) return std::nullopt;
+  const Tensor& x = args[0];
+  if (!x.defined() || x.rank() != int(dims.size()) || x.dtype() != n.shape.dtype ||
+      !x.is_contiguous() || x.nbytes() == 0)
+    return std::nullopt;
+  const int ax = normalize_axis(n.attrs_as<AxisAttrs>().axis, x.rank());
+  for (int i = 0; i < ax; ++i)
+    if (dims[size_t(i)] != 1) return std::nullopt;
+  const size_t end = x.offset() + x.nbytes();
+  const size_t grown = x.offset() + size_t(numel(dims)) * dtype_size(x.dtype());
+  if (!x.buffer()->claim(end, grown)) return std::nullopt;
+  return Tensor(x.buffer(), x.offset(), dims, x.dtype());
+}
+
 }  // namespace
 
 Tensor Session::output_buffer(const Node& n, const Dims& dims) {
@@ -25,11 +51,15 @@ Tensor Session::output_buffer(const Node& n, const Dims& dims) {
   std::shared_ptr<Buffer>* spare = nullptr;
   for (auto& b : slots) {
     if (b.use_count() != 1) continue;
-    if (b->size() >= bytes) return Tensor(b, 0, dims, n.shape.dtype);
+    if (b->size() >= bytes) {
+      b->release_tail(bytes);
+      return Tensor(b, 0, dims, n.shape.dtype);
+    }
     spare = &b;
   }
   const bool grows = !n.shape.is_static();
   auto fresh = make_aligned_buffer(std::max<size_t>(grows ? bytes + bytes / 2 : bytes, 1), false);
+  fresh->release_tail(bytes);
   if (spare)
     *spare = fresh;
   else if (slots.size() < 2)
@@ -95,14 +125,16 @@ TensorMap Session::run(const TensorMap& inputs) {
       return plan->offset[at] >= 0 ? Tensor(arena_, size_t(plan->offset[at]), d, v.shape.dtype)
                                    : output_buffer(v, d);
     };
+    args.clear();
+    for (NodeId in : n.inputs) args.push_back(values[size_t(in)]);
     outs.clear();
     if (has_results(n.op))
       for (size_t i = 0; i < n.results.size(); ++i)
         outs.push_back(buffer(g.node(g.result(n.id, int(i)))));
+    else if (auto grown = append_in_place(n, args, plan->dims[id]))
+      outs.push_back(std::move(*grown));
     else
       outs.push_back(buffer(n));
-    args.clear();
-    for (NodeId in : n.inputs) args.push_back(values[size_t(in)]);
     try {
       if (!profiling_) {
         exe_->compiled_->run(n, args, outs);

@@ -391,6 +391,50 @@ TEST(RuntimeExec, F16GraphRunsThroughTheUpcastPath) {
   EXPECT_TRUE(all_equal(y, Tensor::from_vector<float>({4}, {0, 0.5f, 6, 0}, DType::F16)));
 }
 
+// A cache fed back as the next run's input grows into its buffer's headroom
+// (Session::run's append in place), yet every tensor a run returned keeps its
+// value: growing an old cache a second time, or a prefix view of one, copies.
+TEST(RuntimeExec, ConcatFedBackGrowsInPlaceAndEveryResultKeepsItsValue) {
+  Graph g;
+  Builder b(g);
+  NodeId past = b.input("cache", S({1, sym("past"), 3}));
+  NodeId fresh = b.input("fresh", S({1, sym("t"), 3}));
+  g.add_output("cache", b.concat({past, fresh}, 1));
+  Session s(Executable::compile(g, {}));
+  auto row = [](int64_t i) {
+    return Tensor::from_vector<float>({1, 1, 3}, {float(i), float(i) + 0.5f, -float(i)},
+                                      DType::F32);
+  };
+  auto expect_rows = [&](const Tensor& t, const std::vector<int64_t>& rows) {
+    ASSERT_EQ(t.dims(), (Dims{1, int64_t(rows.size()), 3}));
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (int64_t c = 0; c < 3; ++c)
+        EXPECT_EQ(t.data<float>()[r * 3 + size_t(c)], row(rows[r]).data<float>()[c])
+            << "row " << r << " column " << c;
+  };
+  std::vector<Tensor> kept{Tensor({1, 0, 3}, DType::F32)};
+  std::vector<std::vector<int64_t>> want{{}};
+  int in_place = 0;
+  for (int64_t i = 0; i < 12; ++i) {
+    Tensor grown = s.run({{"cache", kept.back()}, {"fresh", row(i)}}).at("cache");
+    in_place += grown.raw() == kept.back().raw();
+    want.push_back(want.back());
+    want.back().push_back(i);
+    kept.push_back(grown);
+  }
+  EXPECT_GE(in_place, 6);  // the headroom is half the size at each copy
+  // Branches: the cache of 5 rows grown again, and a 2-row prefix view of the last one.
+  Tensor branch = s.run({{"cache", kept[5]}, {"fresh", row(100)}}).at("cache");
+  const Tensor& last = kept.back();
+  Tensor prefix(last.buffer(), last.offset(), {1, 2, 3}, DType::F32);
+  Tensor from_prefix = s.run({{"cache", prefix}, {"fresh", row(200)}}).at("cache");
+  EXPECT_NE(branch.raw(), kept[5].raw());
+  EXPECT_NE(from_prefix.raw(), prefix.raw());
+  for (size_t i = 0; i < kept.size(); ++i) expect_rows(kept[i], want[i]);
+  expect_rows(branch, {0, 1, 2, 3, 4, 100});
+  expect_rows(from_prefix, {0, 1, 200});
+}
+
 }  // namespace
 }  // namespace rlx
 

@@ -340,7 +340,8 @@ void concat(const KernelCall& c) {
     const size_t chunk = size_t(t.dims()[size_t(ax)] * inner) * es;
     const Byte* src = static_cast<const Byte*>(t.raw());
     if (outer == 1) {
-      par_copy(dst + off, src, chunk);
+      // An operand already in place was grown into (Session::run's append).
+      if (dst + off != src) par_copy(dst + off, src, chunk);
     } else if (chunk > 0) {
       parallel_for(outer, row_grain(int64_t(chunk / es)), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o)

@@ -1,6 +1,7 @@
 // The IR of a llama-family decoder, built from a Config and bound to the
 // GGUF file's tensors. One graph serves prefill and decode: the KV cache is
-// a pair of inputs per layer and comes back, extended, as outputs.
+// a pair of inputs per layer ([1, past, n_head_kv, head_dim]) and comes back,
+// extended, as outputs.
 #include <cmath>
 
 #include "frontends/gguf/llm_weights.h"
@@ -75,23 +76,24 @@ class LlmBuilder {
     return d = b_.full({c_.n_rot / 2}, factor);
   }
 
-  // [T, H*hd] -> [1, H, T, hd], with the optional per-head rms-norm (qwen3,
-  // gemma3) and rope applied (the sliding layers' base when swa). A batch's
-  // tokens are rotated the same way (each at its own position), then become
-  // [B, H, 1, hd]: one query per sequence.
+  // [T, H*hd] -> [1, T, H, hd] (attention's bshd layout), with the optional
+  // per-head rms-norm (qwen3, gemma3) and rope applied (the sliding layers'
+  // base when swa; rope takes heads first). A batch's tokens are rotated the
+  // same way (each at its own position), then become [B, 1, H, hd]: one query
+  // per sequence.
   NodeId heads(NodeId x, int64_t h, const std::string& qk_norm, bool rope, bool swa) {
     x = b_.reshape(x, {1, -1, h, c_.head_dim});
     if (!qk_norm.empty()) x = norm(x, qk_norm);
-    x = b_.transpose(x, {0, 2, 1, 3});
     if (rope) {
-      std::vector<NodeId> in{x, positions_};
+      std::vector<NodeId> in{b_.transpose(x, {0, 2, 1, 3}), positions_};
       if (NodeId d = rope_divisors(swa); d >= 0) in.push_back(d);
       x = b_.op(Op::Rope, in,
                 {{"theta", swa ? c_.rope_base_swa : c_.rope_base},
                  {"style", c_.rope_style},
                  {"rotary_dims", c_.n_rot}});
+      x = b_.transpose(x, {0, 2, 1, 3});
     }
-    return batch_ ? b_.transpose(x, {2, 1, 0, 3}) : x;
+    return batch_ ? b_.reshape(x, {-1, 1, h, c_.head_dim}) : x;
   }
 
   NodeId project(NodeId x, const std::string& blk, const std::string& what) {
@@ -105,11 +107,14 @@ class LlmBuilder {
     return b_.op(Op::Slice, {x}, {{"axis", int64_t(1)}, {"start", start}, {"end", start + n}});
   }
 
+  // The cache [B, past, H, hd] with the fresh keys or values appended: the
+  // token axis comes first, so the past is a prefix of the result and the
+  // runtime appends in place (Session::run) instead of copying the cache.
   NodeId cached(NodeId fresh, const std::string& name, bool kv_cache) {
     if (!kv_cache) return fresh;
     const Dim b = batch_ ? Dim::symbol("tokens") : Dim(1);
-    Shape s({b, Dim(c_.n_head_kv), Dim::symbol("past"), Dim(c_.head_dim)}, DType::F32);
-    NodeId all = b_.concat({b_.input(name, s), fresh}, 2);
+    Shape s({b, Dim::symbol("past"), Dim(c_.n_head_kv), Dim(c_.head_dim)}, DType::F32);
+    NodeId all = b_.concat({b_.input(name, s), fresh}, 1);
     b_.graph().add_output(name, all);
     return all;
   }
@@ -136,13 +141,14 @@ class LlmBuilder {
     Attrs a{{"mask", std::string(batch_ ? "bias"
                                  : swa  ? "sliding"
                                         : "causal")},
-            {"scale", c_.attn_scale}};
+            {"scale", c_.attn_scale},
+            {"layout", std::string("bshd")}};
     if (swa && !batch_) a.set("window", c_.n_swa);
     if (c_.attn_softcap > 0) a.set("softcap", c_.attn_softcap);
     std::vector<NodeId> qkv{q, k, v};
     if (batch_) qkv.push_back(masks_[swa]);
     NodeId o = b_.op(Op::Attention, qkv, a);
-    o = b_.reshape(b_.transpose(o, {0, 2, 1, 3}), {-1, qn});
+    o = b_.reshape(o, {-1, qn});  // [B, S, H, hd]: rows of heads
     return weights_.linear(b_, o, blk + "attn_output.weight");
   }
 
