@@ -22,7 +22,8 @@
 // visible keys in tiles and keeps per row a running max, a running sum of exp and an unnormalized
 // output accumulator, rescaled when the max grows. Per tile, the block's scores and its P V
 // update are two small GEMMs (gemm_serial) rather than a dot and an axpy per (query, key);
-// a block of one query (decoding) takes the dots and axpys, which read the cache in place. Memory
+// a block of one query (decoding) takes dots eight keys at a time and axpys with the output
+// row in registers (AVX-512 or AVX2), which read the cache in place. Memory
 // is O(block) and Sq x Sk scores are never materialized; keys outside the causal/sliding band are
 // skipped tile by tile. Unbanded masks take 64-query blocks and 128-key tiles, banded ones 32 and
 // 64 (more tiles skipped). A row's max is reduce_row_max; its exp + sum runs on 8 lanes
@@ -36,8 +37,18 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
+
+// GCC 12's AVX-512 headers build _mm512_setzero_ps & co. from a deliberately
+// uninitialized value, which -Wuninitialized flags in every caller (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#define RLX_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
 
 namespace rlx::cpu {
 namespace {
@@ -51,45 +62,149 @@ constexpr int64_t kQBlock = 64, kKBlock = 128;  // a 128 x 128 f32 tile of K is 
 // direct dots and axpys over the cache's rows. Two GEMM calls for one row
 // would pack the key tile (transposed) and the value tile first, a copy of
 // the whole cache per step and head.
+// Eight lanes' sums of y[0..7] in one vector: lane i = sum of y[i].
+RLX_AVX2_INLINE __m256 sum_lanes8(const __m256* y) {
+  const __m256 h0 = _mm256_hadd_ps(_mm256_hadd_ps(y[0], y[1]), _mm256_hadd_ps(y[2], y[3]));
+  const __m256 h1 = _mm256_hadd_ps(_mm256_hadd_ps(y[4], y[5]), _mm256_hadd_ps(y[6], y[7]));
+  // h0 = [keys 0-3 of the low 128 bits | keys 0-3 of the high 128 bits], h1 likewise.
+  return _mm256_add_ps(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
+}
+
+// Decode's scores, s[j] = scale * q . K[j], eight keys at a time: eight
+// independent FMA chains and one shuffle tree for all eight sums (a
+// horizontal sum per key cost more than its dot).
 RLX_AVX2 void row_scores_avx2(const float* q, const float* K, int64_t ldk, int64_t n, int64_t D,
                               float scale, float* s) {
-  for (int64_t j = 0; j < n; ++j) {
-    const float* kr = K + j * ldk;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    int64_t d = 0;
-    for (; d + 16 <= D; d += 16) {
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(kr + d), a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), _mm256_loadu_ps(kr + d + 8), a1);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 a[8];
+    for (__m256& x : a) x = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D; d += 8) {
+      const __m256i m = vm::first_lanes(D - d);
+      const __m256 qv = _mm256_maskload_ps(q + d, m);
+      for (int r = 0; r < 8; ++r)
+        a[r] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(K + (j + r) * ldk + d, m), a[r]);
     }
-    for (; d < D; d += 8) {
-      const __m256i mask = vm::first_lanes(D - d);
-      a0 = _mm256_fmadd_ps(_mm256_maskload_ps(q + d, mask), _mm256_maskload_ps(kr + d, mask), a0);
+    _mm256_storeu_ps(s + j, _mm256_mul_ps(sum_lanes8(a), _mm256_set1_ps(scale)));
+  }
+  for (; j < n; ++j) {
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D; d += 8) {
+      const __m256i m = vm::first_lanes(D - d);
+      a = _mm256_fmadd_ps(_mm256_maskload_ps(q + d, m), _mm256_maskload_ps(K + j * ldk + d, m), a);
     }
     alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, _mm256_add_ps(a0, a1));
+    _mm256_store_ps(lanes, a);
     float sum = 0;
     for (float v : lanes) sum += v;
     s[j] = scale * sum;
   }
 }
 
+// Decode's P V update, acc += sum_j p[j] V[j]: 32 columns at a time held in
+// registers over every key (not loaded and stored per key), even and odd keys
+// on separate accumulators so eight FMA chains are in flight.
 RLX_AVX2 void row_pv_avx2(const float* p, const float* V, int64_t ldv, int64_t n, int64_t Dv,
                           float* acc) {
-  for (int64_t j = 0; j < n; ++j) {
-    const __m256 pj = _mm256_set1_ps(p[j]);
-    const float* vr = V + j * ldv;
-    int64_t d = 0;
-    for (; d + 8 <= Dv; d += 8)
-      _mm256_storeu_ps(acc + d,
-                       _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(acc + d)));
-    for (; d < Dv; ++d) acc[d] += p[j] * vr[d];
+  for (int64_t c = 0; c < Dv; c += 32) {
+    __m256i m[4];
+    __m256 a[4], b[4];
+    for (int i = 0; i < 4; ++i) {
+      m[i] = vm::first_lanes(Dv - c - 8 * i);
+      a[i] = _mm256_maskload_ps(acc + c + 8 * i, m[i]);
+      b[i] = _mm256_setzero_ps();
+    }
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+      const __m256 p0 = _mm256_set1_ps(p[j]), p1 = _mm256_set1_ps(p[j + 1]);
+      const float* v0 = V + j * ldv + c;
+      for (int i = 0; i < 4; ++i) {
+        a[i] = _mm256_fmadd_ps(p0, _mm256_maskload_ps(v0 + 8 * i, m[i]), a[i]);
+        b[i] = _mm256_fmadd_ps(p1, _mm256_maskload_ps(v0 + ldv + 8 * i, m[i]), b[i]);
+      }
+    }
+    if (j < n)
+      for (int i = 0; i < 4; ++i)
+        a[i] = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
+                               _mm256_maskload_ps(V + j * ldv + c + 8 * i, m[i]), a[i]);
+    for (int i = 0; i < 4; ++i)
+      _mm256_maskstore_ps(acc + c + 8 * i, m[i], _mm256_add_ps(a[i], b[i]));
+  }
+}
+
+__mmask16 lanes16(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? 0 : __mmask16((1u << n) - 1);
+}
+
+// The AVX-512 forms of the two above: 16 lanes, masked tails, each key's
+// 16-lane sum folded to 8 before the shared shuffle tree.
+RLX_AVX512 void row_scores_avx512(const float* q, const float* K, int64_t ldk, int64_t n, int64_t D,
+                                  float scale, float* s) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m512 a[8];
+    for (__m512& x : a) x = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D; d += 16) {
+      const __mmask16 m = lanes16(D - d);
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
+      for (int r = 0; r < 8; ++r)
+        a[r] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, K + (j + r) * ldk + d), a[r]);
+    }
+    __m256 y[8];
+    for (int r = 0; r < 8; ++r)
+      y[r] = _mm256_add_ps(_mm512_castps512_ps256(a[r]),
+                           _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[r]), 1)));
+    _mm256_storeu_ps(s + j, _mm256_mul_ps(sum_lanes8(y), _mm256_set1_ps(scale)));
+  }
+  for (; j < n; ++j) {
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D; d += 16) {
+      const __mmask16 m = lanes16(D - d);
+      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d),
+                          _mm512_maskz_loadu_ps(m, K + j * ldk + d), a);
+    }
+    s[j] = scale * _mm512_reduce_add_ps(a);
+  }
+}
+
+RLX_AVX512 void row_pv_avx512(const float* p, const float* V, int64_t ldv, int64_t n, int64_t Dv,
+                              float* acc) {
+  for (int64_t c = 0; c < Dv; c += 64) {
+    __mmask16 m[4];
+    __m512 a[4], b[4];
+    for (int i = 0; i < 4; ++i) {
+      m[i] = lanes16(Dv - c - 16 * i);
+      a[i] = _mm512_maskz_loadu_ps(m[i], acc + c + 16 * i);
+      b[i] = _mm512_setzero_ps();
+    }
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+      const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
+      const float* v0 = V + j * ldv + c;
+      for (int i = 0; i < 4; ++i) {
+        a[i] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m[i], v0 + 16 * i), a[i]);
+        b[i] = _mm512_fmadd_ps(p1, _mm512_maskz_loadu_ps(m[i], v0 + ldv + 16 * i), b[i]);
+      }
+    }
+    if (j < n)
+      for (int i = 0; i < 4; ++i)
+        a[i] = _mm512_fmadd_ps(_mm512_set1_ps(p[j]),
+                               _mm512_maskz_loadu_ps(m[i], V + j * ldv + c + 16 * i), a[i]);
+    for (int i = 0; i < 4; ++i)
+      _mm512_mask_storeu_ps(acc + c + 16 * i, m[i], _mm512_add_ps(a[i], b[i]));
   }
 }
 
 template <typename T>
 void row_scores(const T* q, const T* K, int64_t ldk, int64_t n, int64_t D, T scale, T* s) {
-  if constexpr (std::is_same_v<T, float>)
-    if (has_avx2_fma()) return row_scores_avx2(q, K, ldk, n, D, scale, s);
+  if constexpr (std::is_same_v<T, float>) switch (cpu_isa()) {
+      case Isa::avx512:
+        return row_scores_avx512(q, K, ldk, n, D, scale, s);
+      case Isa::avx2:
+        return row_scores_avx2(q, K, ldk, n, D, scale, s);
+      default:
+        break;
+    }
   for (int64_t j = 0; j < n; ++j) {
     T sum = 0;
     for (int64_t d = 0; d < D; ++d) sum += q[d] * K[j * ldk + d];
@@ -99,8 +214,14 @@ void row_scores(const T* q, const T* K, int64_t ldk, int64_t n, int64_t D, T sca
 
 template <typename T>
 void row_pv(const T* p, const T* V, int64_t ldv, int64_t n, int64_t Dv, T* acc) {
-  if constexpr (std::is_same_v<T, float>)
-    if (has_avx2_fma()) return row_pv_avx2(p, V, ldv, n, Dv, acc);
+  if constexpr (std::is_same_v<T, float>) switch (cpu_isa()) {
+      case Isa::avx512:
+        return row_pv_avx512(p, V, ldv, n, Dv, acc);
+      case Isa::avx2:
+        return row_pv_avx2(p, V, ldv, n, Dv, acc);
+      default:
+        break;
+    }
   for (int64_t j = 0; j < n; ++j)
     for (int64_t d = 0; d < Dv; ++d) acc[d] += p[j] * V[j * ldv + d];
 }

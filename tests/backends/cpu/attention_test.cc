@@ -125,6 +125,8 @@ TEST(Attention, MasksGqaDecodeAndShapes) {
       {2, 4, 2, 1, 37, 64, 64, {"causal"}},         // decode: sees all 37 keys
       {2, 4, 2, 3, 37, 64, 64, {"causal"}},         // chunked decode
       {1, 2, 2, 1, 37, 16, 16, {"sliding", 8}},     // decode, last 8 keys
+      {1, 3, 1, 1, 203, 40, 72, {"causal"}},        // decode, vector tails in D, Dv and keys
+      {1, 2, 2, 1, 9, 128, 136, {}},                // decode, Dv past two column blocks
       {1, 2, 1, 50, 50, 16, 24, {"sliding", 4}},    // Dv != D
       {1, 2, 2, 50, 50, 16, 16, {"sliding", 1}},    // only the diagonal
       {1, 2, 2, 20, 20, 16, 16, {"sliding", 100}},  // window wider than the sequence
