@@ -82,6 +82,10 @@ struct GraphOptions {
   // layers) [B, 1, 1, P + 1] saying which keys each sequence sees; logits
   // for every sequence. Needs kv_cache.
   bool batch = false;
+  // The KV cache's element type: f32, or f16 (half the memory and the bytes
+  // each decode step reads, as llama.cpp's default; keys and values are
+  // rounded to f16 when written and widened tile by tile by attention).
+  DType kv_dtype = DType::F32;
 };
 
 // Graph inputs: tokens i64[T], positions i64[T] and, with kv_cache,
@@ -112,6 +116,7 @@ class Session {
  private:
   friend class BatchDecoder;
   Config c_;
+  DType kv_dtype_;  // the graph's cache inputs' (GraphOptions::kv_dtype)
   rlx::Session session_;
   TensorMap cache_;
   std::vector<int32_t> tokens_;
@@ -132,6 +137,7 @@ class BatchDecoder {
 
  private:
   Config c_;
+  DType kv_dtype_;
   rlx::Session session_;
 };
 

@@ -35,8 +35,10 @@ struct ChatModel {
   // Reads, builds and compiles `path`. A non-empty template_source replaces
   // the file's template. Throws rlx::Error naming the file and what is wrong.
   // batched: also compile the batched decode graph (rlx serve with several slots).
+  // kv_dtype: the KV cache's element type (GraphOptions::kv_dtype).
   static ChatModel load(const std::string& path, Weights w = Weights::Quantized,
-                        const std::string& template_source = "", bool batched = false);
+                        const std::string& template_source = "", bool batched = false,
+                        DType kv_dtype = DType::F32);
   // The rendered conversation (with the generation prompt) as token ids:
   // control tokens spelled in the text become those tokens, and BOS is added
   // when the model wants one and the template did not write it.

@@ -9,8 +9,20 @@
 
 namespace rlx::llm {
 
+namespace {
+
+// The element type of the graph's KV cache inputs (f32 when it has none).
+DType cache_dtype(const Executable& exe) {
+  const Graph& g = exe.graph();
+  for (NodeId id : g.inputs())
+    if (g.node(id).name == "cache_k.0") return g.node(id).shape.dtype;
+  return DType::F32;
+}
+
+}  // namespace
+
 Session::Session(std::shared_ptr<const Executable> exe, Config c)
-    : c_(std::move(c)), session_(std::move(exe)) {
+    : c_(std::move(c)), kv_dtype_(cache_dtype(*exe)), session_(std::move(exe)) {
   reset();
 }
 
@@ -18,7 +30,7 @@ void Session::reset() {
   cache_.clear();
   for (int64_t l = 0; l < c_.n_layer; ++l)
     for (const char* kv : {"cache_k.", "cache_v."})
-      cache_[kv + std::to_string(l)] = Tensor({1, 0, c_.n_head_kv, c_.head_dim}, DType::F32);
+      cache_[kv + std::to_string(l)] = Tensor({1, 0, c_.n_head_kv, c_.head_dim}, kv_dtype_);
   tokens_.clear();
 }
 
@@ -27,7 +39,7 @@ void Session::truncate(int64_t n) {
   if (n == n_past()) return;
   if (n == 0) return reset();
   for (auto& [name, t] : cache_)  // [1, P, H, hd] -> its first n rows, a view
-    t = Tensor(t.buffer(), t.offset(), {1, n, t.dims()[2], t.dims()[3]}, DType::F32);
+    t = Tensor(t.buffer(), t.offset(), {1, n, t.dims()[2], t.dims()[3]}, t.dtype());
   tokens_.resize(size_t(n));
 }
 
@@ -61,13 +73,16 @@ std::vector<float> Session::feed(std::span<const int32_t> tokens) {
 namespace rlx::llm {
 
 BatchDecoder::BatchDecoder(std::shared_ptr<const Executable> batched, Config c)
-    : c_(std::move(c)), session_(std::move(batched)) {}
+    : c_(std::move(c)), kv_dtype_(cache_dtype(*batched)), session_(std::move(batched)) {}
 
 std::vector<std::vector<float>> BatchDecoder::feed(std::span<Session* const> sessions,
                                                    std::span<const int32_t> tokens) {
   const int64_t B = int64_t(sessions.size());
   RLX_CHECK(B > 0 && size_t(B) == tokens.size(), "llm batch: ", B, " sessions for ", tokens.size(),
             " tokens");
+  for (const Session* s : sessions)
+    RLX_CHECK(s->kv_dtype_ == kv_dtype_, "llm batch: a session's KV cache is ",
+              dtype_name(s->kv_dtype_), " but the batched graph's is ", dtype_name(kv_dtype_));
   int64_t P = 0;  // the longest cache: every other is padded to it
   std::vector<int32_t> ids(tokens.begin(), tokens.end());
   for (const Session* s : sessions) P = std::max(P, s->n_past());
@@ -92,14 +107,17 @@ std::vector<std::vector<float>> BatchDecoder::feed(std::span<Session* const> ses
   bool sliding = false;
   for (int64_t l = 0; l < c_.n_layer; ++l) sliding = sliding || c_.is_swa(l);
   if (sliding) in["kv_mask_swa"] = mask_swa;
-  const int64_t row = c_.n_head_kv * c_.head_dim;  // one token's keys or values
-  // Padding keys are masked but multiplied by zero weights: they must be finite.
+  // One token's keys or values, in bytes.
+  const DType kv = kv_dtype_;
+  const size_t row = size_t(c_.n_head_kv * c_.head_dim) * dtype_size(kv);
+  auto bytes = [](const Tensor& t) { return static_cast<std::byte*>(t.raw()); };
+  // Padding keys are masked but multiplied by zero weights: they must be
+  // finite (the tensor starts zeroed).
   for (const auto& [name, first] : sessions[0]->cache_) {
-    Tensor batch({B, P, c_.n_head_kv, c_.head_dim}, DType::F32);
-    std::fill_n(batch.data<float>(), batch.numel(), 0.f);
+    Tensor batch({B, P, c_.n_head_kv, c_.head_dim}, kv);
     for (int64_t b = 0; b < B; ++b) {
       const Tensor& t = sessions[size_t(b)]->cache_.at(name);
-      std::copy_n(t.data<float>(), t.numel(), batch.data<float>() + b * P * row);
+      std::copy_n(bytes(t), t.nbytes(), bytes(batch) + size_t(b * P) * row);
     }
     in[name] = std::move(batch);
   }
@@ -109,10 +127,10 @@ std::vector<std::vector<float>> BatchDecoder::feed(std::span<Session* const> ses
     for (int64_t b = 0; b < B; ++b) {
       Session& s = *sessions[size_t(b)];
       const int64_t n = s.n_past();
-      Tensor t({1, n + 1, c_.n_head_kv, c_.head_dim}, DType::F32);
-      const float* src = grown.data<float>() + b * (P + 1) * row;
-      std::copy_n(src, n * row, t.data<float>());
-      std::copy_n(src + P * row, row, t.data<float>() + n * row);
+      Tensor t({1, n + 1, c_.n_head_kv, c_.head_dim}, kv);
+      const std::byte* src = bytes(grown) + size_t(b * (P + 1)) * row;
+      std::copy_n(src, size_t(n) * row, bytes(t));
+      std::copy_n(src + size_t(P) * row, row, bytes(t) + size_t(n) * row);
       s.cache_[name] = std::move(t);
     }
   }

@@ -874,8 +874,9 @@ Shape infer_attention(const Node& n, const In& in) {
   const Shape &q = *in[0], &k = *in[1], &v = *in[2];
   RLX_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4,
             "attention: q, k, v must be [B,H,S,D], got ", q.str(), ", ", k.str(), ", ", v.str());
-  same_dtype(q, k);
-  same_dtype(q, v);
+  same_dtype(k, v);
+  // f16 keys and values beside an f32 q: an f16 KV cache.
+  if (!(q.dtype == DType::F32 && k.dtype == DType::F16)) same_dtype(q, k);
   if (q.dims[1].is_static() && k.dims[1].is_static())
     RLX_CHECK(k.dims[1].value > 0 && q.dims[1].value % k.dims[1].value == 0,
               "attention: ", q.dims[1].value, " query heads not a multiple of ", k.dims[1].value,

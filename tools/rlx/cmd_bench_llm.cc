@@ -20,6 +20,7 @@ struct BenchLlmOptions {
   std::string model;
   int prompt = 512, gen = 128, depth = 0, reps = 5, threads = 0;
   bool dequantize = false, json = false;
+  std::string kv_type = "f16";
 };
 
 struct Stat {
@@ -52,7 +53,7 @@ void bench_llm(const BenchLlmOptions& o) {
   int64_t params = 0;
   for (const auto& t : f.tensors) params += t.numel();
   const auto size = double(std::filesystem::file_size(o.model));
-  Model m = llm::build_model(f, c, {}, weight_mode(o.dequantize));
+  Model m = llm::build_model(f, c, {.kv_dtype = kv_dtype(o.kv_type)}, weight_mode(o.dequantize));
   llm::Session session(Executable::compile(std::move(m.graph), m.weights), c);
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> pick(0, int32_t(c.n_vocab - 1));
@@ -137,6 +138,7 @@ void add_bench_llm_command(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--dequantize", o->dequantize, "Dequantize every weight to f32 up front");
+  add_kv_type_flag(cmd, o->kv_type);
   cmd->add_flag("--json", o->json,
                 "One JSON line (prefill_tok_s, decode_tok_s and their sd) instead of the table");
   cmd->callback([o] { bench_llm(*o); });

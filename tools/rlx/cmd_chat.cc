@@ -20,6 +20,7 @@ struct ChatOptions {
   int64_t n_predict = 512, ctx = 0;
   int threads = 0;
   bool dequantize = false, verbose = false;
+  std::string kv_type = "f16";
   llm::SamplerOptions sampling;
 };
 
@@ -38,7 +39,7 @@ void catch_interrupts() {
 
 void chat(const ChatOptions& o) {
   set_num_threads(o.threads);
-  llm::ChatModel model = load_chat_model(o.model, o.dequantize, o.chat_template);
+  llm::ChatModel model = load_chat_model(o.model, o.dequantize, o.chat_template, false, o.kv_type);
   const int64_t ctx = context_size(model.config, o.ctx);
   llm::Session session(model.exe, model.config);
   const bool interactive = isatty(STDIN_FILENO);
@@ -120,6 +121,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--dequantize", o->dequantize, "Dequantize every weight to f32 up front");
+  add_kv_type_flag(cmd, o->kv_type);
   cmd->add_flag("-v,--verbose", o->verbose,
                 "After each reply, print its token counts (prompt, cached, reply) and speed");
   cmd->callback([o] { chat(*o); });

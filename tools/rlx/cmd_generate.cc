@@ -18,6 +18,7 @@ struct GenerateOptions {
   int n_predict = 64;
   int threads = 0;
   bool dequantize = false, ignore_eos = false, no_bos = false, warmup = false;
+  std::string kv_type = "f16";
   llm::SamplerOptions sampling;
 };
 
@@ -32,7 +33,7 @@ void generate(const GenerateOptions& o) {
       o.tokens.empty() ? tok.encode(o.prompt, !o.no_bos, true) : parse_token_list(o.tokens);
   RLX_CHECK(!ids.empty(), "generate: the prompt encodes to no tokens");
   std::fprintf(stderr, "%s\n", c.summary().c_str());
-  Model m = llm::build_model(f, c, {}, weight_mode(o.dequantize));
+  Model m = llm::build_model(f, c, {.kv_dtype = kv_dtype(o.kv_type)}, weight_mode(o.dequantize));
   llm::Session session(Executable::compile(std::move(m.graph), m.weights), c);
 
   // Whole characters only: a character split over tokens waits for its rest,
@@ -83,6 +84,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--dequantize", o->dequantize, "Dequantize every weight to f32 up front");
+  add_kv_type_flag(cmd, o->kv_type);
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep going past end-of-generation tokens");
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token to the prompt");
   cmd->add_flag("--warmup", o->warmup,

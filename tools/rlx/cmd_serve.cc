@@ -32,6 +32,7 @@ struct ServeOptions {
   int64_t ctx = 0, max_tokens = 0;
   size_t queue = 8, max_body = 1 << 20;
   bool dequantize = false, no_batch = false;
+  std::string kv_type = "f16";
 };
 
 std::atomic<bool> g_stop{false};
@@ -185,8 +186,8 @@ void run_server(const ServeOptions& given) {
   ServeOptions o = given;
   set_num_threads(o.threads);
   // Several slots decode together through the batched graph.
-  llm::ChatModel model =
-      load_chat_model(o.model, o.dequantize, o.chat_template, o.parallel > 1 && !o.no_batch);
+  llm::ChatModel model = load_chat_model(o.model, o.dequantize, o.chat_template,
+                                         o.parallel > 1 && !o.no_batch, o.kv_type);
   o.ctx = context_size(model.config, o.ctx);
   RLX_CHECK(o.ctx >= 2, "serve: --ctx must be at least 2, got ", o.ctx);
   std::fprintf(stderr, "%s\nchat template: %s\n", model.config.summary().c_str(),
@@ -248,6 +249,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--dequantize", o->dequantize, "Dequantize every weight to f32 up front");
+  add_kv_type_flag(cmd, o->kv_type);
   cmd->add_flag("--no-batch", o->no_batch,
                 "Decode the slots one after another instead of as one batch");
   cmd->callback([o] { run_server(*o); });

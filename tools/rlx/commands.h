@@ -32,7 +32,11 @@ void add_sampling_flags(CLI::App* cmd, llm::SamplerOptions& s);
 // The model compiled, with the template in template_file (if given) replacing
 // its own; throws rlx::Error naming the file.
 llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
-                               const std::string& template_file, bool batched = false);
+                               const std::string& template_file, bool batched,
+                               const std::string& kv_type);
+// --kv-type f16|f32 (generate, chat, serve, bench-llm), and its DType.
+void add_kv_type_flag(CLI::App* cmd, std::string& kv_type);
+DType kv_dtype(const std::string& kv_type);
 // The requested context, or by default the model's training context up to 4096.
 int64_t context_size(const llm::Config& c, int64_t requested);
 

@@ -1,5 +1,5 @@
-// What rlx generate, chat and serve share: the sampling flags and loading a
-// model with its chat template.
+// What rlx generate, chat, serve and bench-llm share: the sampling and KV
+// cache flags, and loading a model with its chat template.
 #include <fstream>
 #include <sstream>
 
@@ -21,8 +21,19 @@ void add_sampling_flags(CLI::App* cmd, llm::SamplerOptions& s) {
   cmd->add_option("--seed", s.seed, "Random seed")->capture_default_str();
 }
 
+void add_kv_type_flag(CLI::App* cmd, std::string& kv_type) {
+  cmd->add_option("--kv-type", kv_type,
+                  "KV cache element type: f16 (half the memory and decode reads, llama.cpp's "
+                  "default) or f32 (exact)")
+      ->check(CLI::IsMember({"f16", "f32"}))
+      ->capture_default_str();
+}
+
+DType kv_dtype(const std::string& kv_type) { return kv_type == "f32" ? DType::F32 : DType::F16; }
+
 llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
-                               const std::string& template_file, bool batched) {
+                               const std::string& template_file, bool batched,
+                               const std::string& kv_type) {
   std::string source;
   if (!template_file.empty()) {
     std::ifstream in(template_file, std::ios::binary);
@@ -32,7 +43,7 @@ llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
     source = text.str();
     RLX_CHECK(!source.empty(), template_file, ": the chat template is empty");
   }
-  return llm::ChatModel::load(path, weight_mode(dequantize), source, batched);
+  return llm::ChatModel::load(path, weight_mode(dequantize), source, batched, kv_dtype(kv_type));
 }
 
 int64_t context_size(const llm::Config& c, int64_t requested) {

@@ -297,6 +297,9 @@ Val swap_heads(Lowering& L, const Val& x, const std::string& h) {
 
 Val lower_attention(Lowering& L, const Node& n) {
   const std::string h = L.hint(n);
+  RLX_CHECK(L.type_of(n).dt == L.in(n, 1).type.dt,
+            "coreml: attention with f16 keys and values beside an f32 query (an f16 KV cache) "
+            "runs on the CPU only; build the graph with an f32 cache");
   if (n.attrs_as<AttentionAttrs>().layout == AttentionLayout::bhsd)
     return attention_bhsd(L, n, L.in(n, 0), L.in(n, 1), L.in(n, 2), L.type_of(n), h);
   // [B, S, H, D]: MIL's attention and matmuls take heads first.

@@ -35,6 +35,7 @@
 
 #include "backends/cpu/attention_impl.h"
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/half_rows.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
 #include "rlx/cpu_isa.h"
@@ -48,7 +49,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#define RLX_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
+#define RLX_AVX2F __attribute__((target("avx2,fma,f16c")))
+#define RLX_AVX2F_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
+#define RLX_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
+#define RLX_AVX512_INLINE \
+  __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c"), always_inline)) inline
 
 namespace rlx::cpu {
 namespace {
@@ -70,29 +75,40 @@ RLX_AVX2_INLINE __m256 sum_lanes8(const __m256* y) {
   return _mm256_add_ps(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
 }
 
+// Eight keys' or values' elements from p on, widened from f16 (KT =
+// uint16_t, an f16 KV cache) or as they are; n < 8 reads only n (zeros past).
+template <typename KT>
+RLX_AVX2F_INLINE __m256 load8(const KT* p, int64_t n) {
+  if constexpr (std::is_same_v<KT, float>) {
+    return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, vm::first_lanes(n));
+  } else {
+    alignas(16) uint16_t tail[8] = {};
+    if (n < 8) std::copy_n(p, std::max<int64_t>(n, 0), tail);
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(n >= 8 ? p : tail)));
+  }
+}
+
 // Decode's scores, s[j] = scale * q . K[j], eight keys at a time: eight
 // independent FMA chains and one shuffle tree for all eight sums (a
 // horizontal sum per key cost more than its dot).
-RLX_AVX2 void row_scores_avx2(const float* q, const float* K, int64_t ldk, int64_t n, int64_t D,
-                              float scale, float* s) {
+template <typename KT>
+RLX_AVX2F void row_scores_avx2(const float* q, const KT* K, int64_t ldk, int64_t n, int64_t D,
+                               float scale, float* s) {
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     __m256 a[8];
     for (__m256& x : a) x = _mm256_setzero_ps();
     for (int64_t d = 0; d < D; d += 8) {
-      const __m256i m = vm::first_lanes(D - d);
-      const __m256 qv = _mm256_maskload_ps(q + d, m);
+      const __m256 qv = load8(q + d, D - d);
       for (int r = 0; r < 8; ++r)
-        a[r] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(K + (j + r) * ldk + d, m), a[r]);
+        a[r] = _mm256_fmadd_ps(qv, load8(K + (j + r) * ldk + d, D - d), a[r]);
     }
     _mm256_storeu_ps(s + j, _mm256_mul_ps(sum_lanes8(a), _mm256_set1_ps(scale)));
   }
   for (; j < n; ++j) {
     __m256 a = _mm256_setzero_ps();
-    for (int64_t d = 0; d < D; d += 8) {
-      const __m256i m = vm::first_lanes(D - d);
-      a = _mm256_fmadd_ps(_mm256_maskload_ps(q + d, m), _mm256_maskload_ps(K + j * ldk + d, m), a);
-    }
+    for (int64_t d = 0; d < D; d += 8)
+      a = _mm256_fmadd_ps(load8(q + d, D - d), load8(K + j * ldk + d, D - d), a);
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, a);
     float sum = 0;
@@ -104,31 +120,31 @@ RLX_AVX2 void row_scores_avx2(const float* q, const float* K, int64_t ldk, int64
 // Decode's P V update, acc += sum_j p[j] V[j]: 32 columns at a time held in
 // registers over every key (not loaded and stored per key), even and odd keys
 // on separate accumulators so eight FMA chains are in flight.
-RLX_AVX2 void row_pv_avx2(const float* p, const float* V, int64_t ldv, int64_t n, int64_t Dv,
-                          float* acc) {
+template <typename KT>
+RLX_AVX2F void row_pv_avx2(const float* p, const KT* V, int64_t ldv, int64_t n, int64_t Dv,
+                           float* acc) {
   for (int64_t c = 0; c < Dv; c += 32) {
-    __m256i m[4];
     __m256 a[4], b[4];
     for (int i = 0; i < 4; ++i) {
-      m[i] = vm::first_lanes(Dv - c - 8 * i);
-      a[i] = _mm256_maskload_ps(acc + c + 8 * i, m[i]);
+      a[i] = load8(acc + c + 8 * i, Dv - c - 8 * i);
       b[i] = _mm256_setzero_ps();
     }
     int64_t j = 0;
     for (; j + 2 <= n; j += 2) {
       const __m256 p0 = _mm256_set1_ps(p[j]), p1 = _mm256_set1_ps(p[j + 1]);
-      const float* v0 = V + j * ldv + c;
+      const KT* v0 = V + j * ldv + c;
       for (int i = 0; i < 4; ++i) {
-        a[i] = _mm256_fmadd_ps(p0, _mm256_maskload_ps(v0 + 8 * i, m[i]), a[i]);
-        b[i] = _mm256_fmadd_ps(p1, _mm256_maskload_ps(v0 + ldv + 8 * i, m[i]), b[i]);
+        a[i] = _mm256_fmadd_ps(p0, load8(v0 + 8 * i, Dv - c - 8 * i), a[i]);
+        b[i] = _mm256_fmadd_ps(p1, load8(v0 + ldv + 8 * i, Dv - c - 8 * i), b[i]);
       }
     }
     if (j < n)
       for (int i = 0; i < 4; ++i)
-        a[i] = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
-                               _mm256_maskload_ps(V + j * ldv + c + 8 * i, m[i]), a[i]);
+        a[i] = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), load8(V + j * ldv + c + 8 * i, Dv - c - 8 * i),
+                               a[i]);
     for (int i = 0; i < 4; ++i)
-      _mm256_maskstore_ps(acc + c + 8 * i, m[i], _mm256_add_ps(a[i], b[i]));
+      _mm256_maskstore_ps(acc + c + 8 * i, vm::first_lanes(Dv - c - 8 * i),
+                          _mm256_add_ps(a[i], b[i]));
   }
 }
 
@@ -136,9 +152,19 @@ __mmask16 lanes16(int64_t n) {
   return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? 0 : __mmask16((1u << n) - 1);
 }
 
+// Sixteen elements under mask m, widened from f16 or as they are.
+template <typename KT>
+RLX_AVX512_INLINE __m512 load16(const KT* p, __mmask16 m) {
+  if constexpr (std::is_same_v<KT, float>)
+    return _mm512_maskz_loadu_ps(m, p);
+  else
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
 // The AVX-512 forms of the two above: 16 lanes, masked tails, each key's
 // 16-lane sum folded to 8 before the shared shuffle tree.
-RLX_AVX512 void row_scores_avx512(const float* q, const float* K, int64_t ldk, int64_t n, int64_t D,
+template <typename KT>
+RLX_AVX512 void row_scores_avx512(const float* q, const KT* K, int64_t ldk, int64_t n, int64_t D,
                                   float scale, float* s) {
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
@@ -148,7 +174,7 @@ RLX_AVX512 void row_scores_avx512(const float* q, const float* K, int64_t ldk, i
       const __mmask16 m = lanes16(D - d);
       const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
       for (int r = 0; r < 8; ++r)
-        a[r] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, K + (j + r) * ldk + d), a[r]);
+        a[r] = _mm512_fmadd_ps(qv, load16(K + (j + r) * ldk + d, m), a[r]);
     }
     __m256 y[8];
     for (int r = 0; r < 8; ++r)
@@ -160,14 +186,14 @@ RLX_AVX512 void row_scores_avx512(const float* q, const float* K, int64_t ldk, i
     __m512 a = _mm512_setzero_ps();
     for (int64_t d = 0; d < D; d += 16) {
       const __mmask16 m = lanes16(D - d);
-      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d),
-                          _mm512_maskz_loadu_ps(m, K + j * ldk + d), a);
+      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load16(K + j * ldk + d, m), a);
     }
     s[j] = scale * _mm512_reduce_add_ps(a);
   }
 }
 
-RLX_AVX512 void row_pv_avx512(const float* p, const float* V, int64_t ldv, int64_t n, int64_t Dv,
+template <typename KT>
+RLX_AVX512 void row_pv_avx512(const float* p, const KT* V, int64_t ldv, int64_t n, int64_t Dv,
                               float* acc) {
   for (int64_t c = 0; c < Dv; c += 64) {
     __mmask16 m[4];
@@ -180,23 +206,30 @@ RLX_AVX512 void row_pv_avx512(const float* p, const float* V, int64_t ldv, int64
     int64_t j = 0;
     for (; j + 2 <= n; j += 2) {
       const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
-      const float* v0 = V + j * ldv + c;
+      const KT* v0 = V + j * ldv + c;
       for (int i = 0; i < 4; ++i) {
-        a[i] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m[i], v0 + 16 * i), a[i]);
-        b[i] = _mm512_fmadd_ps(p1, _mm512_maskz_loadu_ps(m[i], v0 + ldv + 16 * i), b[i]);
+        a[i] = _mm512_fmadd_ps(p0, load16(v0 + 16 * i, m[i]), a[i]);
+        b[i] = _mm512_fmadd_ps(p1, load16(v0 + ldv + 16 * i, m[i]), b[i]);
       }
     }
     if (j < n)
       for (int i = 0; i < 4; ++i)
-        a[i] = _mm512_fmadd_ps(_mm512_set1_ps(p[j]),
-                               _mm512_maskz_loadu_ps(m[i], V + j * ldv + c + 16 * i), a[i]);
+        a[i] = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), load16(V + j * ldv + c + 16 * i, m[i]), a[i]);
     for (int i = 0; i < 4; ++i)
       _mm512_mask_storeu_ps(acc + c + 16 * i, m[i], _mm512_add_ps(a[i], b[i]));
   }
 }
 
 template <typename T>
-void row_scores(const T* q, const T* K, int64_t ldk, int64_t n, int64_t D, T scale, T* s) {
+T widen(T x) {
+  return x;
+}
+float widen(uint16_t x) { return f16_to_f32(x); }
+
+// The row kernels for T = float (keys and values f32, or f16: KT = uint16_t),
+// a scalar loop otherwise.
+template <typename T, typename KT>
+void row_scores(const T* q, const KT* K, int64_t ldk, int64_t n, int64_t D, T scale, T* s) {
   if constexpr (std::is_same_v<T, float>) switch (cpu_isa()) {
       case Isa::avx512:
         return row_scores_avx512(q, K, ldk, n, D, scale, s);
@@ -207,13 +240,13 @@ void row_scores(const T* q, const T* K, int64_t ldk, int64_t n, int64_t D, T sca
     }
   for (int64_t j = 0; j < n; ++j) {
     T sum = 0;
-    for (int64_t d = 0; d < D; ++d) sum += q[d] * K[j * ldk + d];
+    for (int64_t d = 0; d < D; ++d) sum += q[d] * T(widen(K[j * ldk + d]));
     s[j] = scale * sum;
   }
 }
 
-template <typename T>
-void row_pv(const T* p, const T* V, int64_t ldv, int64_t n, int64_t Dv, T* acc) {
+template <typename T, typename KT>
+void row_pv(const T* p, const KT* V, int64_t ldv, int64_t n, int64_t Dv, T* acc) {
   if constexpr (std::is_same_v<T, float>) switch (cpu_isa()) {
       case Isa::avx512:
         return row_pv_avx512(p, V, ldv, n, Dv, acc);
@@ -223,14 +256,19 @@ void row_pv(const T* p, const T* V, int64_t ldv, int64_t n, int64_t Dv, T* acc) 
         break;
     }
   for (int64_t j = 0; j < n; ++j)
-    for (int64_t d = 0; d < Dv; ++d) acc[d] += p[j] * V[j * ldv + d];
+    for (int64_t d = 0; d < Dv; ++d) acc[d] += p[j] * T(widen(V[j * ldv + d]));
 }
 
 template <typename T>
 void attention_t(const KernelCall& c, const AttentionGeometry& g) {
   const T* q = c.in[0].data<T>();
-  const T* k = c.in[1].data<T>();
-  const T* v = c.in[2].data<T>();
+  // An f16 cache (T = float, one query: decoding) is read by the row kernels
+  // as it is; attention() widens it first for more queries.
+  const bool half_kv = c.in[1].dtype() == DType::F16;
+  RLX_CHECK(!half_kv || g.Sq == 1, c.node.label(), ": f16 keys and values need one query here");
+  const auto* k = static_cast<const std::byte*>(c.in[1].raw());
+  const auto* v = static_cast<const std::byte*>(c.in[2].raw());
+  const size_t kv_size = half_kv ? 2 : sizeof(T);
   const AttentionBias<T> bias = attention_bias<T>(c, 3);
   T* out = c.out.data<T>();
   const bool banded = g.banded();
@@ -251,8 +289,8 @@ void attention_t(const KernelCall& c, const AttentionGeometry& g) {
           const int64_t bh = t / nqb, b = bh / g.Hq, h = bh % g.Hq;
           const int64_t i0 = (t % nqb) * qblock, rows = std::min(qblock, g.Sq - i0);
           const T* Q = q + g.q.at(b, h, i0);
-          const T* K = k + g.k.at(b, h / group, 0);
-          const T* V = v + g.v.at(b, h / group, 0);
+          const std::byte* K = k + size_t(g.k.at(b, h / group, 0)) * kv_size;
+          const std::byte* V = v + size_t(g.v.at(b, h / group, 0)) * kv_size;
           std::fill(m.begin(), m.end(), kNegInf);
           std::fill(l.begin(), l.end(), T(0));
           std::fill(acc.begin(), acc.end(), T(0));
@@ -262,10 +300,14 @@ void attention_t(const KernelCall& c, const AttentionGeometry& g) {
             const int64_t j1 = std::min(jhi, j0 + kblock), tn = j1 - j0;
             // The tile's scores for every row at once: S = scale * Q K^T.
             if (rows == 1)
-              row_scores(Q, K + j0 * g.k.row, g.k.row, tn, g.D, scale, s.data());
+              half_kv ? row_scores(Q, reinterpret_cast<const uint16_t*>(K) + j0 * g.k.row, g.k.row,
+                                   tn, g.D, scale, s.data())
+                      : row_scores(Q, reinterpret_cast<const T*>(K) + j0 * g.k.row, g.k.row, tn,
+                                   g.D, scale, s.data());
             else
-              gemm_serial(false, true, rows, tn, g.D, scale, Q, g.q.row, K + j0 * g.k.row, g.k.row,
-                          T(0), s.data(), tn);
+              gemm_serial(false, true, rows, tn, g.D, scale, Q, g.q.row,
+                          reinterpret_cast<const T*>(K) + j0 * g.k.row, g.k.row, T(0), s.data(),
+                          tn);
             for (int64_t r = 0; r < rows; ++r) {
               int64_t lo, hi;
               g.visible(i0 + r, j0, j1, lo, hi);
@@ -288,10 +330,14 @@ void attention_t(const KernelCall& c, const AttentionGeometry& g) {
               m[size_t(r)] = m_new;
             }
             if (rows == 1)
-              row_pv(s.data(), V + j0 * g.v.row, g.v.row, tn, g.Dv, acc.data());
+              half_kv ? row_pv(s.data(), reinterpret_cast<const uint16_t*>(V) + j0 * g.v.row,
+                               g.v.row, tn, g.Dv, acc.data())
+                      : row_pv(s.data(), reinterpret_cast<const T*>(V) + j0 * g.v.row, g.v.row, tn,
+                               g.Dv, acc.data());
             else
-              gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn, V + j0 * g.v.row,
-                          g.v.row, T(1), acc.data(), g.Dv);
+              gemm_serial(false, false, rows, g.Dv, tn, T(1), s.data(), tn,
+                          reinterpret_cast<const T*>(V) + j0 * g.v.row, g.v.row, T(1), acc.data(),
+                          g.Dv);
           }
           T* O = out + g.o.at(b, h, i0);
           for (int64_t r = 0; r < rows; ++r) {
@@ -314,9 +360,12 @@ AttentionGeometry attention_geometry(const KernelCall& c, const Tensor& q, const
             v.shape().str());
   RLX_CHECK(q.dtype() == DType::F32 || q.dtype() == DType::F64, who,
             ": q must be a float tensor, got ", q.shape().str());
-  RLX_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), who,
-            ": q, k, v dtypes differ: ", q.shape().str(), ", ", k.shape().str(), ", ",
-            v.shape().str());
+  // f16 keys and values with an f32 q: an f16 KV cache, widened tile by tile.
+  const bool kv_ok =
+      k.dtype() == v.dtype() &&
+      (k.dtype() == q.dtype() || (k.dtype() == DType::F16 && q.dtype() == DType::F32));
+  RLX_CHECK(kv_ok, who, ": k and v must have q's dtype (or be f16 with an f32 q), got ",
+            q.shape().str(), ", ", k.shape().str(), ", ", v.shape().str());
   const auto& a = c.node.attrs_as<AttentionAttrs>();
   const bool bshd = a.layout == AttentionLayout::bshd;
   const int h_axis = bshd ? 2 : 1, s_axis = bshd ? 1 : 2;
@@ -369,6 +418,20 @@ void attention(const KernelCall& c) {
   const AttentionGeometry g =
       attention_geometry(c, c.in[0], c.in[1], c.in[2], c.in.size() == 4 ? &c.in[3] : nullptr);
   if (c.out.numel() == 0) return;
+  if (c.in[1].dtype() == DType::F16 && g.Sq > 1) {
+    // The row kernels read f16 for one query; more queries (a prefill) run
+    // their tiles through GEMMs on f32, so the cache is widened once first.
+    std::vector<Tensor> in(c.in.begin(), c.in.end());
+    for (size_t i : {size_t(1), size_t(2)}) {
+      Tensor wide = Tensor::uninitialized(in[i].dims(), DType::F32);
+      const auto* src = in[i].data<uint16_t>();
+      parallel_for(wide.numel(), 16384, [&](int64_t b, int64_t e) {
+        f16_to_f32_run(src + b, wide.data<float>() + b, e - b);
+      });
+      in[i] = std::move(wide);
+    }
+    return attention_t<float>(KernelCall{c.node, in, c.out, c.ctx, c.outs, c.pack}, g);
+  }
   if (c.in[0].dtype() == DType::F32)
     attention_t<float>(c, g);
   else

@@ -21,8 +21,12 @@ bool is_low_precision(DType t) { return t == DType::F16 || t == DType::BF16; }
 void call_kernel(const KernelEntry& k, const Context& ctx, const Node& n,
                  std::span<const Tensor> in, std::span<Tensor> out, WeightPack* pack = nullptr) {
   RLX_CHECK(!out.empty(), n.label(), ": no output buffers");
+  auto widen = [&](size_t i) {
+    return is_low_precision(in[i].dtype()) &&
+           !(in[i].dtype() == DType::F16 && (k.f16_inputs >> i & 1u));
+  };
   bool upcast = false;
-  for (const Tensor& t : in) upcast = upcast || is_low_precision(t.dtype());
+  for (size_t i = 0; i < in.size(); ++i) upcast = upcast || widen(i);
   for (const Tensor& t : out) upcast = upcast || is_low_precision(t.dtype());
   if (k.all_dtypes || !upcast) {
     k.fn(KernelCall{n, in, out[0], ctx, out, pack});
@@ -30,7 +34,7 @@ void call_kernel(const KernelEntry& k, const Context& ctx, const Node& n,
   }
   std::vector<Tensor> wide, wide_out;
   wide.reserve(in.size());
-  for (const Tensor& t : in) wide.push_back(is_low_precision(t.dtype()) ? t.to(DType::F32) : t);
+  for (size_t i = 0; i < in.size(); ++i) wide.push_back(widen(i) ? in[i].to(DType::F32) : in[i]);
   for (const Tensor& t : out)
     wide_out.emplace_back(t.dims(), is_low_precision(t.dtype()) ? DType::F32 : t.dtype());
   k.fn(KernelCall{n, wide, wide_out[0], ctx, wide_out});

@@ -81,7 +81,7 @@ KernelEntry kernel_for(Op op) {
     case Op::BatchNormTrain: return {batch_norm_train, f32};
     case Op::BatchNormTrainGrad: return {batch_norm_train_grad, f32};
     case Op::LayerNorm2d: return {layer_norm_2d, f32};
-    case Op::Attention: return {attention, f32};
+    case Op::Attention: return {attention, f32, 0b110};  // k, v may be an f16 cache
     case Op::AttentionGrad: return {attention_grad, f32};
     case Op::Rope: return {rope, f32};
     case Op::Resize: return {resize, f32};

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/cpu/ew_util.h"
+#include "backends/cpu/half_rows.h"
 #include "backends/cpu/kernels.h"
 
 namespace rlx::cpu {
@@ -180,6 +181,10 @@ void cast(const KernelCall& c) {
   parallel_for(x.numel(), kGrainCheap, [&](int64_t b, int64_t e) {
     if (x.dtype() == c.out.dtype())
       std::memcpy(dst + size_t(b) * so, src + size_t(b) * si, size_t(e - b) * si);
+    else if (x.dtype() == DType::F32 && c.out.dtype() == DType::F16)  // an f16 KV cache's writes
+      f32_to_f16_run(x.data<float>() + b, c.out.data<uint16_t>() + b, e - b);
+    else if (x.dtype() == DType::F16 && c.out.dtype() == DType::F32)
+      f16_to_f32_run(x.data<uint16_t>() + b, c.out.data<float>() + b, e - b);
     else
       cast_elements(src + size_t(b) * si, x.dtype(), dst + size_t(b) * so, c.out.dtype(), e - b);
   });

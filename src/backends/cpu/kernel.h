@@ -41,6 +41,9 @@ struct KernelEntry {
   // True when the kernel handles every dtype itself (movement, indexing,
   // cast); false when f16/bf16 are computed by upcasting to f32.
   bool all_dtypes = false;
+  // Inputs (bit i: input i) the kernel reads in f16 itself, never widened
+  // first: attention's keys and values, an f16 KV cache read tile by tile.
+  uint32_t f16_inputs = 0;
 };
 
 KernelEntry kernel_for(Op op);

@@ -20,6 +20,9 @@ class LlmBuilder {
   void build(const GraphOptions& o) {
     RLX_CHECK(!o.batch || o.kv_cache, "llm graph: a batched decode graph needs the KV cache");
     batch_ = o.batch;
+    RLX_CHECK(o.kv_dtype == DType::F32 || o.kv_dtype == DType::F16,
+              "llm graph: the KV cache is f32 or f16, not ", dtype_name(o.kv_dtype));
+    kv_dtype_ = o.kv_dtype;
     const Dim T = o.n_tokens > 0 ? Dim(o.n_tokens) : Dim::symbol("tokens");
     NodeId tokens = b_.input("tokens", Shape({T}, DType::I64));
     positions_ = b_.input("positions", Shape({T}, DType::I64));
@@ -50,6 +53,7 @@ class LlmBuilder {
   WeightBinder weights_;
   NodeId positions_ = -1, freq_factors_ = -1;
   bool batch_ = false;
+  DType kv_dtype_ = DType::F32;
   NodeId masks_[2] = {-1, -1};  // batch: the keys each sequence sees (global, sliding layers)
   // Rope frequency divisors per kind of layer (global, sliding): rope_freqs
   // times the linear scaling factor; -1 when neither applies.
@@ -113,7 +117,8 @@ class LlmBuilder {
   NodeId cached(NodeId fresh, const std::string& name, bool kv_cache) {
     if (!kv_cache) return fresh;
     const Dim b = batch_ ? Dim::symbol("tokens") : Dim(1);
-    Shape s({b, Dim::symbol("past"), Dim(c_.n_head_kv), Dim(c_.head_dim)}, DType::F32);
+    Shape s({b, Dim::symbol("past"), Dim(c_.n_head_kv), Dim(c_.head_dim)}, kv_dtype_);
+    if (kv_dtype_ != DType::F32) fresh = b_.cast(fresh, kv_dtype_);
     NodeId all = b_.concat({b_.input(name, s), fresh}, 1);
     b_.graph().add_output(name, all);
     return all;

@@ -112,6 +112,36 @@ void check(const Qkv& t, const Spec& s, const Tensor* bias = nullptr) {
   EXPECT_TRUE(all_close(y, ref_attention(t.q, t.k, t.v, s, bias), kAtol, kRtol));
 }
 
+// f16 keys and values with an f32 query (an f16 KV cache): decode widens
+// them a key tile at a time, a prefill all at once; either equals attention
+// over the same values widened to f32 beforehand, which the f32 tests check.
+TEST(Attention, F16KeysAndValuesEqualTheirWidenedValues) {
+  struct Case {
+    int64_t Hq, Hk, Sq, Sk, D, Dv;
+    Spec s;
+  };
+  for (const Case& c : std::vector<Case>{{4, 2, 1, 301, 64, 64, {"causal"}},  // decode, 3 tiles
+                                         {2, 2, 1, 37, 40, 24, {"sliding", 9}},
+                                         {4, 1, 7, 300, 32, 48, {"causal"}},  // prefill, GQA
+                                         {2, 2, 5, 5, 16, 16, {}}}) {
+    SCOPED_TRACE("Sq " + std::to_string(c.Sq) + " Sk " + std::to_string(c.Sk));
+    const Qkv t = make(2, c.Hq, c.Hk, c.Sq, c.Sk, c.D, c.Dv, 7 + uint64_t(c.Sk));
+    const Tensor k16 = t.k.to(DType::F16), v16 = t.v.to(DType::F16);
+    const Tensor want =
+        run_op(Op::Attention, {t.q, k16.to(DType::F32), v16.to(DType::F32)}, attrs_of(c.s));
+    const Tensor got = run_op(Op::Attention, {t.q, k16, v16}, attrs_of(c.s));
+    EXPECT_EQ(got.dtype(), DType::F32);
+    EXPECT_TRUE(all_close(got, want, 1e-6, 1e-6));
+    EXPECT_FALSE(all_close(got, run_op(Op::Attention, {t.q, t.k, t.v}, attrs_of(c.s)), 1e-7, 0));
+  }
+  // Only f16 beside f32: f16 keys with f64 queries, or keys and values of two dtypes, are errors.
+  const Qkv t = make(1, 2, 2, 3, 3, 8, 8, 5);
+  EXPECT_THROW(run_op(Op::Attention, {t.q.to(DType::F64), t.k.to(DType::F16), t.v.to(DType::F16)},
+                      attrs_of({})),
+               Error);
+  EXPECT_THROW(run_op(Op::Attention, {t.q, t.k.to(DType::F16), t.v}, attrs_of({})), Error);
+}
+
 TEST(Attention, MasksGqaDecodeAndShapes) {
   struct Case {
     int64_t B, Hq, Hk, Sq, Sk, D, Dv;
