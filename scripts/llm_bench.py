@@ -35,15 +35,20 @@ from llm_common import run as run_quiet
 
 def run(cmd, shell=False, timeout=1800):
     return run_quiet(cmd, shell=shell, timeout=timeout, with_stderr=True)
-DEFAULT_RLX_CMD = ('{rlx} generate {model} --tokens "{tokens}" -n {decode} --temp 0 --threads {threads} --ignore-eos --warmup')
+# As llama_peer's bench measures them: prefill into an empty cache, decode after
+# {depth} cached tokens (rlx generate would decode after the prompt, whatever --depth says).
+DEFAULT_RLX_CMD = ('{rlx} bench-llm {model} -p {prompt} -n 0 -r 1 -t {threads} --json && '
+                   '{rlx} bench-llm {model} -p 0 -n {decode} -d {depth} -r 1 -t {threads} --json')
 
 
 def parse_speeds(text):
+    speeds = {}  # JSON lines, one or several (a prefill line and a decode line)
     for line in text.splitlines():
         line = line.strip()
-        if line.startswith("{") and "decode_tok_s" in line:
-            j = json.loads(line)
-            return float(j.get("prefill_tok_s", 0)), float(j["decode_tok_s"])
+        if line.startswith("{") and "_tok_s" in line:
+            speeds.update({k: float(v) for k, v in json.loads(line).items() if k.endswith("_tok_s")})
+    if "decode_tok_s" in speeds:
+        return speeds.get("prefill_tok_s", 0.0), speeds["decode_tok_s"]
     num = r"([0-9]+(?:\.[0-9]*)?)\s*(?:tok(?:ens)?/s|t/s)"
     pp = re.search(r"(?:prompt|prefill)[^\n]*?" + num, text, re.I)
     tg = re.search(r"(?:decode|eval|generat)[^\n]*?" + num, text, re.I)
@@ -67,7 +72,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rlx", default=os.path.join(ROOT, "build", "rlx"))
     p.add_argument("--rlx-cmd", default=DEFAULT_RLX_CMD,
-                   help="shell template; fields {rlx} {model} {tokens} {prompt} {decode} {threads}")
+                   help="shell template; fields {rlx} {model} {tokens} {prompt} {decode} {depth} {threads}")
     p.add_argument("--peer", default=default_peer())
     p.add_argument("--model", action="append", default=[], help="existing GGUF file(s) instead of presets")
     p.add_argument("--presets", default="100m")
@@ -112,7 +117,7 @@ def main():
             nv = n_vocab_of(model)
             toks = " ".join(str(rng.randrange(nv)) for _ in range(a.prompt))
             cmd = a.rlx_cmd.format(rlx=a.rlx, model=model, tokens=toks, prompt=a.prompt, decode=a.decode,
-                                   threads=a.threads)
+                                   depth=depth, threads=a.threads)
             try:
                 pp, tg = [], []
                 for _ in range(a.reps):

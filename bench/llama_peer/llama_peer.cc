@@ -308,7 +308,7 @@ int cmd_bench(const Options& o) {
     if (o.n_prompt > 0) {
       ctx.clear();
       auto t0 = clock::now();
-      decode(ctx, prompt, 0, false);
+      decode(ctx, std::vector<llama_token>(prompt.begin(), prompt.begin() + o.n_prompt), 0, false);
       llama_synchronize(ctx.c);
       pp.push_back(o.n_prompt / secs(t0, clock::now()));
     }
