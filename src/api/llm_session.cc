@@ -19,6 +19,26 @@ DType cache_dtype(const Executable& exe) {
   return DType::F32;
 }
 
+// `cache` [1, n, H, hd] with one token's row (`size` bytes) after it: written
+// into the buffer's headroom when the cache ends where the buffer's claim
+// ends (its own last result, as Session::run appends), else into a copy
+// with half as much again as headroom for the next steps.
+Tensor appended(const Tensor& cache, const std::byte* row, size_t size) {
+  Dims dims = cache.dims();
+  ++dims[1];
+  const size_t end = cache.offset() + cache.nbytes();
+  if (cache.nbytes() > 0 && cache.buffer()->claim(end, end + size)) {
+    std::copy_n(row, size, cache.buffer()->data() + end);
+    return Tensor(cache.buffer(), cache.offset(), dims, cache.dtype());
+  }
+  const size_t bytes = cache.nbytes() + size;
+  auto buffer = make_aligned_buffer(bytes + bytes / 2, false);
+  buffer->release_tail(bytes);
+  std::copy_n(static_cast<const std::byte*>(cache.raw()), cache.nbytes(), buffer->data());
+  std::copy_n(row, size, buffer->data() + cache.nbytes());
+  return Tensor(buffer, 0, dims, cache.dtype());
+}
+
 }  // namespace
 
 Session::Session(std::shared_ptr<const Executable> exe, Config c)
@@ -122,16 +142,14 @@ std::vector<std::vector<float>> BatchDecoder::feed(std::span<Session* const> ses
     in[name] = std::move(batch);
   }
   TensorMap out = session_.run(in);
-  for (auto& [name, grown] : out) {  // [B, P + 1, H, hd]: each session's keys and its new one
+  // [B, P + 1, H, hd]: each session's keys, then its new one at P, appended
+  // to the session's own cache.
+  for (auto& [name, grown] : out) {
     if (name == "logits") continue;
     for (int64_t b = 0; b < B; ++b) {
       Session& s = *sessions[size_t(b)];
-      const int64_t n = s.n_past();
-      Tensor t({1, n + 1, c_.n_head_kv, c_.head_dim}, kv);
-      const std::byte* src = bytes(grown) + size_t(b * (P + 1)) * row;
-      std::copy_n(src, size_t(n) * row, bytes(t));
-      std::copy_n(src + size_t(P) * row, row, bytes(t) + size_t(n) * row);
-      s.cache_[name] = std::move(t);
+      Tensor& cache = s.cache_[name];
+      cache = appended(cache, bytes(grown) + size_t(b * (P + 1) + P) * row, row);
     }
   }
   std::vector<std::vector<float>> logits(static_cast<size_t>(B));
