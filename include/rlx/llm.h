@@ -126,7 +126,8 @@ class Session {
 // (GraphOptions::batch): the new tokens' projections and FFNs run as one
 // matrix product, so every weight is read once for all of them, and each
 // token attends to its own session's cache. The caches are gathered into one
-// padded batch and the grown ones handed back, a copy of each per step.
+// padded batch (a copy of each per step); each session's new keys and values
+// are appended to its own cache, in place when its buffer has room.
 class BatchDecoder {
  public:
   BatchDecoder(std::shared_ptr<const Executable> batched, Config c);
