@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ class Buffer {
 
 // Heap memory aligned to 64 bytes, zero-initialized unless `zero` is false.
 std::shared_ptr<Buffer> make_aligned_buffer(size_t bytes, bool zero = true);
+// Uncleared owned memory for `bytes` with half as much again behind them,
+// released as headroom (Buffer::release_tail) for Tensor::grown_in_place.
+std::shared_ptr<Buffer> make_growable_buffer(size_t bytes);
 // Memory not owned by the buffer; `keep_alive` (may be null) outlives it.
 std::shared_ptr<Buffer> make_borrowed_buffer(void* data, size_t bytes,
                                              std::shared_ptr<void> keep_alive = nullptr);
@@ -91,6 +95,11 @@ class Tensor {
 
   // New owned tensors.
   Tensor contiguous() const;  // returns *this when already contiguous
+  // This tensor (contiguous, not empty) widened to `dims` inside its
+  // buffer's headroom, which it claims (Buffer::claim): its own bytes stay as
+  // they are, the ones after them are the caller's to write. Empty when the
+  // buffer has no unclaimed room right after this tensor.
+  std::optional<Tensor> grown_in_place(const Dims& dims) const;
   Tensor clone() const;
   Tensor to(DType t) const;  // any dtype to any dtype, element-wise cast
 

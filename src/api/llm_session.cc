@@ -26,17 +26,14 @@ DType cache_dtype(const Executable& exe) {
 Tensor appended(const Tensor& cache, const std::byte* row, size_t size) {
   Dims dims = cache.dims();
   ++dims[1];
-  const size_t end = cache.offset() + cache.nbytes();
-  if (cache.nbytes() > 0 && cache.buffer()->claim(end, end + size)) {
-    std::copy_n(row, size, cache.buffer()->data() + end);
-    return Tensor(cache.buffer(), cache.offset(), dims, cache.dtype());
+  const auto* old = static_cast<const std::byte*>(cache.raw());
+  std::optional<Tensor> grown = cache.grown_in_place(dims);
+  if (!grown) {
+    grown = Tensor(make_growable_buffer(cache.nbytes() + size), 0, dims, cache.dtype());
+    std::copy_n(old, cache.nbytes(), static_cast<std::byte*>(grown->raw()));
   }
-  const size_t bytes = cache.nbytes() + size;
-  auto buffer = make_aligned_buffer(bytes + bytes / 2, false);
-  buffer->release_tail(bytes);
-  std::copy_n(static_cast<const std::byte*>(cache.raw()), cache.nbytes(), buffer->data());
-  std::copy_n(row, size, buffer->data() + cache.nbytes());
-  return Tensor(buffer, 0, dims, cache.dtype());
+  std::copy_n(row, size, static_cast<std::byte*>(grown->raw()) + cache.nbytes());
+  return *grown;
 }
 
 }  // namespace

@@ -107,6 +107,11 @@ D store_from_double(double v, DType dt) {
 std::shared_ptr<Buffer> make_aligned_buffer(size_t bytes, bool zero) {
   return std::make_shared<AlignedBuffer>(bytes, zero);
 }
+std::shared_ptr<Buffer> make_growable_buffer(size_t bytes) {
+  auto buffer = make_aligned_buffer(std::max<size_t>(bytes + bytes / 2, 1), false);
+  buffer->release_tail(bytes);
+  return buffer;
+}
 std::shared_ptr<Buffer> make_borrowed_buffer(void* data, size_t bytes,
                                              std::shared_ptr<void> keep_alive) {
   return std::make_shared<BorrowedBuffer>(data, bytes, std::move(keep_alive));
@@ -189,6 +194,14 @@ Tensor Tensor::strided_view(const Dims& dims, const Dims& strides, int64_t elem_
   t.strides_ = strides;
   t.offset_ = offset_ + size_t(elem_offset) * dtype_size(dtype_);
   return t;
+}
+
+std::optional<Tensor> Tensor::grown_in_place(const Dims& dims) const {
+  if (!defined() || !is_contiguous() || nbytes() == 0) return std::nullopt;
+  const size_t end = offset_ + nbytes();
+  const size_t grown = offset_ + size_t(rlx::numel(dims)) * dtype_size(dtype_);
+  if (grown < end || !buf_->claim(end, grown)) return std::nullopt;
+  return Tensor(buf_, offset_, dims, dtype_);
 }
 
 Tensor Tensor::contiguous() const {

@@ -25,16 +25,12 @@ std::optional<Tensor> append_in_place(const Node& n, const std::vector<Tensor>& 
                                       const Dims& dims) {
   if (n.op != Op::Concat || args.empty()) return std::nullopt;
   const Tensor& x = args[0];
-  if (!x.defined() || x.rank() != int(dims.size()) || x.dtype() != n.shape.dtype ||
-      !x.is_contiguous() || x.nbytes() == 0)
+  if (!x.defined() || x.rank() != int(dims.size()) || x.dtype() != n.shape.dtype)
     return std::nullopt;
   const int ax = normalize_axis(n.attrs_as<AxisAttrs>().axis, x.rank());
   for (int i = 0; i < ax; ++i)
     if (dims[size_t(i)] != 1) return std::nullopt;
-  const size_t end = x.offset() + x.nbytes();
-  const size_t grown = x.offset() + size_t(numel(dims)) * dtype_size(x.dtype());
-  if (!x.buffer()->claim(end, grown)) return std::nullopt;
-  return Tensor(x.buffer(), x.offset(), dims, x.dtype());
+  return x.grown_in_place(dims);
 }
 
 }  // namespace
@@ -57,9 +53,8 @@ Tensor Session::output_buffer(const Node& n, const Dims& dims) {
     }
     spare = &b;
   }
-  const bool grows = !n.shape.is_static();
-  auto fresh = make_aligned_buffer(std::max<size_t>(grows ? bytes + bytes / 2 : bytes, 1), false);
-  fresh->release_tail(bytes);
+  auto fresh = n.shape.is_static() ? make_aligned_buffer(std::max<size_t>(bytes, 1), false)
+                                   : make_growable_buffer(bytes);
   if (spare)
     *spare = fresh;
   else if (slots.size() < 2)

@@ -148,10 +148,6 @@ RLX_AVX2F void row_pv_avx2(const float* p, const KT* V, int64_t ldv, int64_t n, 
   }
 }
 
-__mmask16 lanes16(int64_t n) {
-  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? 0 : __mmask16((1u << n) - 1);
-}
-
 // Sixteen elements under mask m, widened from f16 or as they are.
 template <typename KT>
 RLX_AVX512_INLINE __m512 load16(const KT* p, __mmask16 m) {
@@ -171,7 +167,7 @@ RLX_AVX512 void row_scores_avx512(const float* q, const KT* K, int64_t ldk, int6
     __m512 a[8];
     for (__m512& x : a) x = _mm512_setzero_ps();
     for (int64_t d = 0; d < D; d += 16) {
-      const __mmask16 m = lanes16(D - d);
+      const __mmask16 m = vm::first_lanes16(D - d);
       const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
       for (int r = 0; r < 8; ++r)
         a[r] = _mm512_fmadd_ps(qv, load16(K + (j + r) * ldk + d, m), a[r]);
@@ -185,7 +181,7 @@ RLX_AVX512 void row_scores_avx512(const float* q, const KT* K, int64_t ldk, int6
   for (; j < n; ++j) {
     __m512 a = _mm512_setzero_ps();
     for (int64_t d = 0; d < D; d += 16) {
-      const __mmask16 m = lanes16(D - d);
+      const __mmask16 m = vm::first_lanes16(D - d);
       a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load16(K + j * ldk + d, m), a);
     }
     s[j] = scale * _mm512_reduce_add_ps(a);
@@ -199,7 +195,7 @@ RLX_AVX512 void row_pv_avx512(const float* p, const KT* V, int64_t ldv, int64_t 
     __mmask16 m[4];
     __m512 a[4], b[4];
     for (int i = 0; i < 4; ++i) {
-      m[i] = lanes16(Dv - c - 16 * i);
+      m[i] = vm::first_lanes16(Dv - c - 16 * i);
       a[i] = _mm512_maskz_loadu_ps(m[i], acc + c + 16 * i);
       b[i] = _mm512_setzero_ps();
     }

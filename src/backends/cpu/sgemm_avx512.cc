@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backends/cpu/sgemm_driver.h"
+#include "backends/cpu/vmath.h"
 
 // GCC 12's AVX-512 headers build _mm512_setzero_ps & co. from a deliberately
 // uninitialized value, which -Wuninitialized flags in every caller (GCC bug 105593).
@@ -18,8 +19,6 @@ namespace rlx::cpu {
 namespace {
 
 #define RLX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-
-__mmask16 lane_mask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 
 // C[M rows, n <= 16*V cols] (+)= Ap (K x M, k-major) * Bp (K x 16V, k-major).
 // Bp rows are NR floats apart (the panel width), of which V vectors are read:
@@ -50,7 +49,7 @@ RLX_AVX512 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float*
     Bp += NR;
   }
   __mmask16 mask[V];
-  for (int v = 0; v < V; ++v) mask[v] = lane_mask(std::max<int64_t>(n - 16 * v, 0));
+  for (int v = 0; v < V; ++v) mask[v] = vm::first_lanes16(n - 16 * v);
   for (int r = 0; r < M; ++r) {
     float* c = C + r * ldc;
     for (int v = 0; v < V; ++v) {
@@ -99,7 +98,7 @@ RLX_AVX512 void transpose16(const float* src, int64_t ld, int64_t rows, float sc
     r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
     r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
   }
-  const __mmask16 m = lane_mask(lanes);
+  const __mmask16 m = vm::first_lanes16(lanes);
   for (int i = 0; i < 16; ++i) _mm512_mask_storeu_ps(dst + i * ldd, m, r[i]);
 }
 
@@ -107,7 +106,7 @@ RLX_AVX512 void transpose16(const float* src, int64_t ld, int64_t rows, float sc
 // row in vector moves (a memcpy here compiles to rep movsq, slow for 128-byte rows: it took 13%
 // of mobilenet_v2's time).
 RLX_AVX512 void copy_panel16(const float* src, int64_t ld, int64_t kc, int64_t w, float* dst) {
-  const __mmask16 m0 = lane_mask(w), m1 = lane_mask(std::max<int64_t>(w - 16, 0));
+  const __mmask16 m0 = vm::first_lanes16(w), m1 = vm::first_lanes16(w - 16);
   for (int64_t k = 0; k < kc; ++k, src += ld, dst += 32) {
     _mm512_storeu_ps(dst, _mm512_maskz_loadu_ps(m0, src));
     _mm512_storeu_ps(dst + 16, _mm512_maskz_loadu_ps(m1, src + 16));

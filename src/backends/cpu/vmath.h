@@ -25,6 +25,11 @@ RLX_AVX2_INLINE __m256i first_lanes(int64_t n) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// The same for 16 lanes, as an AVX-512 mask register value.
+inline __mmask16 first_lanes16(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
 // x[j * S] for j < 8, S = 1 or 2 (stride 2: two loads deinterleaved, so
 // x[15] is read too).
 template <int S>
