@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/file_pages.h"
 #include "rlx/checked.h"
 #include "rlx/error.h"
 
@@ -59,11 +60,14 @@ class MappedBuffer : public Buffer {
         throw make_error(path, ": mmap failed: ", std::strerror(errno));
       }
       data_ = static_cast<std::byte*>(p);
+      register_file_mapping(data_, size_);
     }
     ::close(fd);
   }
   ~MappedBuffer() override {
-    if (data_) ::munmap(data_, size_);
+    if (!data_) return;
+    unregister_file_mapping(data_);
+    ::munmap(data_, size_);
   }
 };
 

@@ -1,3 +1,8 @@
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "core/file_pages.h"
 #include "opt/pass.h"
 #include "rlx/error.h"
 #include "rlx/runtime.h"
@@ -40,6 +45,34 @@ Graph bind_params(const Graph& g, const TensorMap& weights) {
   return out;
 }
 
+// The mapped pages of weights that compiling folded away (a conv's weight
+// once batch norm is folded into a copy, a weight cast to another dtype) go
+// back to the OS: the compiled graph no longer reads them (core/file_pages.h).
+void release_folded_weights(const Graph& g, const TensorMap& weights) {
+  std::vector<std::pair<const std::byte*, const std::byte*>> kept;
+  for (const Node& n : g.nodes())
+    if (n.op == Op::Constant && n.value.nbytes() > 0) {
+      const auto* p = static_cast<const std::byte*>(n.value.raw());
+      kept.emplace_back(p, p + n.value.nbytes());
+    }
+  std::sort(kept.begin(), kept.end());
+  // reach[i]: the furthest end among the first i + 1 ranges (views may nest).
+  std::vector<const std::byte*> reach(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i)
+    reach[i] = i ? std::max(reach[i - 1], kept[i].second) : kept[i].second;
+  for (const auto& [name, w] : weights) {
+    const auto* p = static_cast<const std::byte*>(w.raw());
+    if (!p) continue;
+    const size_t i =
+        size_t(std::lower_bound(kept.begin(), kept.end(), p,
+                                [](const auto& r, const std::byte* q) { return r.first < q; }) -
+               kept.begin());
+    const bool used =
+        (i < kept.size() && kept[i].first < p + w.nbytes()) || (i > 0 && reach[i - 1] > p);
+    if (!used) release_file_pages(p, w.nbytes());
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Executable> Executable::compile(Graph graph, const TensorMap& weights,
@@ -57,6 +90,7 @@ std::shared_ptr<Executable> Executable::compile(Graph graph, const TensorMap& we
   exe->bound_.resize(g.size());
   for (const Node& n : g.nodes())
     if (n.op == Op::Constant) exe->bound_[size_t(n.id)] = n.value;
+  release_folded_weights(g, weights);
   exe->compiled_ = backend->compile(g);
   exe->backend_ = std::move(backend);
   exe->graph_ = std::move(g);

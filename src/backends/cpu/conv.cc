@@ -852,7 +852,7 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
   if (!pack && (g.k[2] <= g.out[2] || P * K > (int64_t(1) << 21))) return false;
   const PackedOperand* wt = nullptr;
   if (pack) {
-    wt = pack->get(w, [&] { return pack_b_operand(true, w, K, K, g.O); });
+    wt = pack->get(w, size_t(K * g.O), [&] { return pack_b_operand(true, w, K, K, g.O); });
     if (!wt || wt->is_a || wt->kernel != sgemm_kernel() || wt->rows != K || wt->cols != g.O)
       return false;  // the slot holds another path's packing
   }
@@ -937,7 +937,8 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
     GemmPacked packed;
     if constexpr (std::is_same_v<T, float>)
       if (pack && g.G == 1 && gemm_uses_packed_operands(tl)) {
-        packed.a = pack->get(w, [&] { return pack_a_operand(false, w, rows, g.Og, rows); });
+        packed.a = pack->get(w, size_t(g.Og * rows),
+                             [&] { return pack_a_operand(false, w, rows, g.Og, rows); });
         if (packed.a && (packed.a->rows != g.Og || packed.a->cols != rows)) packed.a = nullptr;
       }
     conv_gemm(serial, false, false, g.Og, tl, rows, wg, B, ldb, yg, g.out_sz, epi, packed);

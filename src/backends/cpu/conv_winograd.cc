@@ -247,7 +247,8 @@ bool dispatch(const Conv3x3& s, const float* x, const float* w, const float* bia
               const float* res, float* y, WeightPack& pack) {
   const SgemmKernel* kernel = sgemm_kernel();
   const int64_t orows = round_up(s.O, kernel->mr);
-  const PackedOperand* u = pack.get(w, [&] { return pack_weights<F>(s, w, orows); });
+  const PackedOperand* u =
+      pack.get(w, size_t(s.O * s.C * 9), [&] { return pack_weights<F>(s, w, orows); });
   // Another packing in this slot (another variant, or the im2col path's, or
   // for another kernel after an ISA change): not ours to use.
   if (!u || u->kernel != kernel || u->rows != F::a * F::a * orows || u->cols != s.C) return false;

@@ -98,7 +98,7 @@ void matmul_float(const Plan& p, const T* a, const T* b, T* out, const GemmEpilo
       // A constant b (a Linear weight) is packed once per compiled graph.
       GemmPacked packed;
       if (pack && gemm_uses_packed_operands(N))
-        packed.b = pack->get(b, [&] { return pack_b_operand(p.tb, b, ldb, K, N); });
+        packed.b = pack->get(b, size_t(K * N), [&] { return pack_b_operand(p.tb, b, ldb, K, N); });
       gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N, epi, packed);
     } else {
       gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N, epi);

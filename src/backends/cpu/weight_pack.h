@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "backends/cpu/sgemm.h"
+#include "core/file_pages.h"
 #include "quant/row_groups.h"
 
 namespace rlx::cpu {
@@ -53,8 +54,16 @@ SharedRowGroups shared_row_groups(quant::GgmlType type, const uint8_t* w, size_t
 
 class WeightPack {
  public:
-  const PackedOperand* get(const float* source, const std::function<PackedOperand()>& pack) {
-    return sgemm_.get(source, pack);
+  // `source_floats`: the weight's size. Once packed, its mapped pages (if it
+  // lies in a file mapping) are handed back to the OS: the packed form is
+  // what later runs read (core/file_pages.h).
+  const PackedOperand* get(const float* source, size_t source_floats,
+                           const std::function<PackedOperand()>& pack) {
+    return sgemm_.get(source, [&] {
+      PackedOperand packed = pack();
+      release_file_pages(source, source_floats * sizeof(float));
+      return packed;
+    });
   }
   // slot: which of the node's weights (moe_ffn: gate, up, down).
   const quant::RowGroups* row_groups(int slot, const uint8_t* source,

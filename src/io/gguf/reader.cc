@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/file_pages.h"
 #include "rlx/checked.h"
 #include "rlx/error.h"
 #include "rlx/gguf.h"
@@ -261,8 +262,11 @@ File read(const std::string& path) {
     }
   }
   ::close(fd);
+  register_file_mapping(p, size);
   std::shared_ptr<const void> mapping(p, [size](const void* q) {
-    if (q) ::munmap(const_cast<void*>(q), size);
+    if (!q) return;
+    unregister_file_mapping(q);
+    ::munmap(const_cast<void*>(q), size);
   });
   static const uint8_t kEmpty = 0;
   File f = read_bytes(p ? p : &kEmpty, size, path);
