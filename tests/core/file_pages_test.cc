@@ -19,12 +19,15 @@ namespace {
 
 using namespace testing;
 
-// RssFile of this process, bytes (mapped file pages it has resident).
+// Mapped file pages this process has resident, bytes: RssFile, plus RssShmem
+// for a temp dir on tmpfs (its files' pages are counted there).
 size_t rss_file() {
   std::ifstream status("/proc/self/status");
+  size_t kb = 0;
   for (std::string line; std::getline(status, line);)
-    if (line.rfind("RssFile:", 0) == 0) return size_t(std::stoull(line.substr(8))) * 1024;
-  return 0;
+    if (line.rfind("RssFile:", 0) == 0 || line.rfind("RssShmem:", 0) == 0)
+      kb += size_t(std::stoull(line.substr(line.find(':') + 1)));
+  return kb * 1024;
 }
 
 std::string pattern_file(size_t bytes) {
