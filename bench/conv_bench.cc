@@ -30,6 +30,7 @@ void register_conv() {
       {960, 7, 960, 3, 1, 1, 960},   //
       {16, 112, 96, 1, 1, 0},        // ... pointwise
       {320, 7, 1280, 1, 1, 0},       //
+      {64, 8, 64, 3, 2, 1},          // the small CNN's last conv
   };
   for (const ConvShape& s : shapes) {
     const int64_t ho = (s.hw + 2 * s.pad - s.k) / s.stride + 1;

@@ -180,6 +180,12 @@ RLX_AVX2 void copy_run_avx2(const float* src, int64_t n, float* dst) {
   }
 }
 
+// dst[0, 4) = src[0, 4) as one move (an inline SSE load and store).
+template <typename T>
+inline void copy4(const T* src, T* dst) {
+  if constexpr (std::is_same_v<T, float>) _mm_storeu_ps(dst, _mm_loadu_ps(src));
+}
+
 // dst[0, n) = src[0, n) for the short runs of small maps, where the memmove
 // call std::copy_n becomes costs more than the copy. The padded-plane
 // routines below that call it take Simd = true only inside an AVX2 wrapper
@@ -199,22 +205,28 @@ bool is_2d_unit_stride(const Geom& g) {
          g.d[1] == 1 && g.d[2] == 1;
 }
 
+// A 2-d geometry without dilation (any stride): its windows are KH runs of
+// KW elements of a zero-padded plane.
+bool is_2d_undilated(const Geom& g) {
+  return g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.d[1] == 1 && g.d[2] == 1;
+}
+
 // A zero plane big enough for an H x W plane placed at (pt, pl) and for every
-// window of OH x OW outputs of KH x KW taps, per thread.
+// window of OH x OW outputs of KH x KW taps at strides (sh, sw), per thread.
 template <typename T>
 struct PaddedPlane {
   int64_t H, W, Hp, Wp, pt, pl;
   std::vector<T>& buf;
   PaddedPlane(int64_t H_, int64_t W_, int64_t pt_, int64_t pl_, int64_t OH, int64_t OW, int64_t KH,
-              int64_t KW, std::vector<T>& b)
+              int64_t KW, std::vector<T>& b, int64_t sh = 1, int64_t sw = 1)
       : H(H_),
         W(W_),
-        Hp(std::max(pt_ + H_, OH + KH - 1)),
-        Wp(std::max(pl_ + W_, OW + KW - 1)),
+        Hp(std::max(pt_ + H_, (OH - 1) * sh + KH)),
+        Wp(std::max(pl_ + W_, (OW - 1) * sw + KW)),
         pt(pt_),
         pl(pl_),
         buf(b) {
-    buf.assign(size_t(Hp * Wp), T(0));
+    buf.assign(size_t(Hp * Wp + 4), T(0));  // + 4: copy4 from the last window may read past it
   }
   T* at(int64_t r, int64_t c) { return buf.data() + r * Wp + c; }
   // The H x W plane into its place, and back out.
@@ -247,19 +259,38 @@ void im2col_padded(const T* x, const Geom& g, T* col, int64_t tl) {
   }
 }
 
-// Rows of col^T[out_sz, Cg * k_sz] for whole stride-1 maps, plane by plane
-// through a zero-padded copy, as im2col_padded.
+// Rows [p0, p1) of col^T[out_sz, Cg * k_sz] for undilated maps (any
+// stride), plane by plane through a zero-padded copy, as im2col_padded: each
+// window row is one short run with no bounds checks. Strided, the general
+// loop below took 8 of the small CNN's 15 us 3x3/2 conv at 1 thread (a
+// memmove call per 3-float run).
 template <typename T, bool Simd>
-void im2row_padded(const T* x, const Geom& g, T* colT) {
+void im2row_padded(const T* x, const Geom& g, T* colT, int64_t p0, int64_t p1) {
   const int64_t H = g.in[1], W = g.in[2], KH = g.k[1], KW = g.k[2], rows = g.Cg * g.k_sz;
+  const int64_t sh = g.s[1], sw = g.s[2];
   thread_local std::vector<T> buf;
-  PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], g.out[1], g.out[2], KH, KW, buf);
+  thread_local std::vector<int64_t> corner;
+  PaddedPlane<T> pad(H, W, g.pb[1], g.pb[2], g.out[1], g.out[2], KH, KW, buf, sh, sw);
+  // Each position's window corner in the padded plane, once for every channel
+  // (two divisions per position and channel were half of the copy's time).
+  corner.resize(size_t(p1 - p0));
+  for (int64_t p = p0; p < p1; ++p)
+    corner[size_t(p - p0)] = pad.at(p / g.out[2] * sh, p % g.out[2] * sw) - pad.at(0, 0);
   for (int64_t c = 0; c < g.Cg; ++c) {
     pad.template load<Simd>(x + c * H * W);
-    for (int64_t p = 0; p < g.out_sz; ++p) {
-      T* dst = colT + p * rows + c * g.k_sz;
-      const int64_t oh = p / g.out[2], ow = p % g.out[2];
-      for (int64_t kh = 0; kh < KH; ++kh) copy_run<T, Simd>(pad.at(oh + kh, ow), KW, dst + kh * KW);
+    const T* plane = pad.at(0, 0);
+    T* dst = colT + p0 * rows + c * g.k_sz;
+    // 3-wide windows (most convs) as 4-float moves: the extra float lands in
+    // the next run's slot, written after it, except past a row's last run.
+    const bool wide3 = Simd && std::is_same_v<T, float> && KW == 3;
+    for (int64_t p = p0; p < p1; ++p, dst += rows) {
+      const T* window = plane + corner[size_t(p - p0)];
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        if (wide3 && (c + 1 < g.Cg || kh + 1 < KH))
+          copy4(window + kh * pad.Wp, dst + kh * KW);
+        else
+          copy_run<T, Simd>(window + kh * pad.Wp, KW, dst + kh * KW);
+      }
     }
   }
 }
@@ -269,8 +300,8 @@ RLX_AVX2 __attribute__((flatten)) void im2col_padded_avx2(const float* x, const 
   im2col_padded<float, true>(x, g, col, tl);
 }
 RLX_AVX2 __attribute__((flatten)) void im2row_padded_avx2(const float* x, const Geom& g,
-                                                          float* colT) {
-  im2row_padded<float, true>(x, g, colT);
+                                                          float* colT, int64_t p0, int64_t p1) {
+  im2row_padded<float, true>(x, g, colT, p0, p1);
 }
 
 // col[Cg * k_sz, p1 - p0] (rows `ld` apart; 0: p1 - p0) for output positions
@@ -704,10 +735,12 @@ bool is_3x3_s1(const Geom& g) {
 template <typename T>
 void im2row(const T* x, const Geom& g, T* colT, int64_t p0, int64_t p1) {
   const int64_t rows = g.Cg * g.k_sz, oHW = g.out[1] * g.out[2];
-  if (p0 == 0 && p1 == g.out_sz && is_2d_unit_stride(g)) {
+  // A part of a map too when its windows outweigh padding its planes again
+  // (resnet18's 7x7 parts of 14x14 maps do not).
+  if (is_2d_undilated(g) && (2 * (p1 - p0) * g.k_sz >= g.in_sz || (p0 == 0 && p1 == g.out_sz))) {
     if constexpr (std::is_same_v<T, float>)
-      if (has_avx2()) return im2row_padded_avx2(x, g, colT);
-    return im2row_padded<T, false>(x, g, colT);
+      if (has_avx2()) return im2row_padded_avx2(x, g, colT, p0, p1);
+    return im2row_padded<T, false>(x, g, colT, p0, p1);
   }
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t od = p / oHW, oh = p / g.out[2] % g.out[1], ow = p % g.out[2];
