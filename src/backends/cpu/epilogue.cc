@@ -4,6 +4,8 @@
 
 #include "backends/cpu/activation.h"
 #include "backends/cpu/vmath.h"
+#include "backends/cpu/vmath512.h"
+#include "rlx/cpu_isa.h"
 
 namespace rlx::cpu {
 namespace {
@@ -118,6 +120,57 @@ RowFn avx2_row(Epilogue act, Bias b) {
   return with_bias<identity>(b);
 }
 
+// row_avx2 on 16 lanes, for the activations bound by their arithmetic
+// (vmath512.h gives the same bits as vmath.h).
+template <__m512 (*F)(__m512), Bias B>
+RLX_AVX512_MATH void row_avx512(float* y, int64_t n, const float* col_bias, float row_bias,
+                                const float* res) {
+  const __m512 rb = _mm512_set1_ps(row_bias);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = vm::first_lanes16(n - j);
+    __m512 v = _mm512_maskz_loadu_ps(m, y + j);
+    if constexpr (B == Bias::row) v = _mm512_add_ps(v, rb);
+    if constexpr (B == Bias::column) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, col_bias + j));
+    if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res + j));
+    _mm512_mask_storeu_ps(y + j, m, F(v));
+  }
+}
+
+template <__m512 (*F)(__m512)>
+RowFn with_bias16(Bias b) {
+  switch (b) {
+    case Bias::none:
+      return row_avx512<F, Bias::none>;
+    case Bias::row:
+      return row_avx512<F, Bias::row>;
+    case Bias::column:
+      return row_avx512<F, Bias::column>;
+  }
+  return row_avx512<F, Bias::none>;
+}
+RLX_AVX512_MATH __m512 gelu16(__m512 x) { return vm16::gelu(x); }
+RLX_AVX512_MATH __m512 gelu_tanh16(__m512 x) { return vm16::gelu_tanh(x); }
+RLX_AVX512_MATH __m512 silu16(__m512 x) { return vm16::silu(x); }
+RLX_AVX512_MATH __m512 sigmoid16(__m512 x) { return vm16::sigmoid(x); }
+RLX_AVX512_MATH __m512 tanh16(__m512 x) { return vm16::tanh(x); }
+// Null for the cheap activations, which the AVX2 rows keep up with memory on.
+RowFn avx512_row(Epilogue act, Bias b) {
+  switch (act) {
+    case Epilogue::gelu:
+      return with_bias16<gelu16>(b);
+    case Epilogue::gelu_tanh:
+      return with_bias16<gelu_tanh16>(b);
+    case Epilogue::silu:
+      return with_bias16<silu16>(b);
+    case Epilogue::sigmoid:
+      return with_bias16<sigmoid16>(b);
+    case Epilogue::tanh:
+      return with_bias16<tanh16>(b);
+    default:
+      return nullptr;
+  }
+}
+
 template <typename T>
 void apply(const GemmEpilogue<T>& e, T* C, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
            int64_t col0) {
@@ -125,10 +178,12 @@ void apply(const GemmEpilogue<T>& e, T* C, int64_t ldc, int64_t rows, int64_t co
   const Bias b = !e.bias ? Bias::none : e.bias_per_row ? Bias::row : Bias::column;
   // Chosen once per block: the sgemm driver calls this on narrow blocks
   // (a few panels of a 1x1 conv), where a choice per row cost ~5 ns a row.
-  // The unary kernels take the same AVX2 path, so fused and separate ops agree.
+  // The unary kernels take the same paths, so fused and separate ops agree.
   RowFn vector_row = nullptr;
-  if constexpr (std::is_same_v<T, float>)
-    if (has_avx2_fma()) vector_row = avx2_row(e.act, b);
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu_isa() >= Isa::avx512) vector_row = avx512_row(e.act, b);
+    if (!vector_row && has_avx2_fma()) vector_row = avx2_row(e.act, b);
+  }
   for (int64_t i = 0; i < rows; ++i) {
     T* y = C + i * ldc;
     const T* rb = b == Bias::row ? e.bias + row0 + i : nullptr;

@@ -1,7 +1,8 @@
 // Unary element-wise kernels (relu ... clamp). f32 and f64 for every op;
 // integer dtypes for the ops PyTorch computes without promoting to float
 // (neg abs sign relu clamp round floor ceil). f32 relu/exp/sigmoid/silu/tanh/
-// gelu/gelu_tanh have AVX2 paths built on vmath.h.
+// gelu/gelu_tanh have AVX2 paths built on vmath.h, all but relu AVX-512 ones
+// on vmath512.h.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -12,6 +13,8 @@
 #include "backends/cpu/ew_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
+#include "backends/cpu/vmath512.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/dtype.h"
 
 namespace rlx::cpu {
@@ -29,6 +32,12 @@ RLX_AVX2 __m256 tanh8(__m256 x) { return vm::tanh(x); }
 RLX_AVX2 __m256 silu8(__m256 x) { return vm::silu(x); }
 RLX_AVX2 __m256 gelu8(__m256 x) { return vm::gelu(x); }
 RLX_AVX2 __m256 gelu_tanh8(__m256 x) { return vm::gelu_tanh(x); }
+RLX_AVX512_MATH __m512 exp16(__m512 x) { return vm16::exp(x); }
+RLX_AVX512_MATH __m512 sigmoid16(__m512 x) { return vm16::sigmoid(x); }
+RLX_AVX512_MATH __m512 tanh16(__m512 x) { return vm16::tanh(x); }
+RLX_AVX512_MATH __m512 silu16(__m512 x) { return vm16::silu(x); }
+RLX_AVX512_MATH __m512 gelu16(__m512 x) { return vm16::gelu(x); }
+RLX_AVX512_MATH __m512 gelu_tanh16(__m512 x) { return vm16::gelu_tanh(x); }
 
 }  // namespace
 
@@ -61,6 +70,19 @@ bool try_avx2(const T* x, T* y, int64_t n) {
     }
   }
   return false;
+}
+
+// The same for an arithmetic-bound map: its AVX-512 form (vmath512.h, the
+// same bits as the AVX2 one) where the CPU has it, else try_avx2.
+template <__m256 (*F8)(__m256), __m512 (*F16)(__m512), typename T>
+bool try_simd(const T* x, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu_isa() >= Isa::avx512) {
+      vm16::map<F16>(x, y, n);
+      return true;
+    }
+  }
+  return try_avx2<F8>(x, y, n);
 }
 
 }  // namespace
@@ -99,24 +121,24 @@ void unary_span(Op op, const OpAttrs& attrs, bool ggml_numerics, const T* x, T* 
       if (try_avx2<relu8>(x, y, n)) return;
       return map([](T x) { return relu_ref(x); });
     case UnaryOp::Gelu:
-      if (try_avx2<gelu8>(x, y, n)) return;
+      if (try_simd<gelu8, gelu16>(x, y, n)) return;
       return map([](T x) { return gelu_ref(x); });
     case UnaryOp::GeluTanh:
       if constexpr (std::is_same_v<T, float>)
         if (ggml_numerics) return map(gelu_tanh_ggml);
-      if (try_avx2<gelu_tanh8>(x, y, n)) return;
+      if (try_simd<gelu_tanh8, gelu_tanh16>(x, y, n)) return;
       return map([](T x) { return gelu_tanh_ref(x); });
     case UnaryOp::Silu:
-      if (try_avx2<silu8>(x, y, n)) return;
+      if (try_simd<silu8, silu16>(x, y, n)) return;
       return map([](T x) { return silu_ref(x); });
     case UnaryOp::Sigmoid:
-      if (try_avx2<sigmoid8>(x, y, n)) return;
+      if (try_simd<sigmoid8, sigmoid16>(x, y, n)) return;
       return map([](T x) { return sigmoid_ref(x); });
     case UnaryOp::Tanh:
-      if (try_avx2<tanh8>(x, y, n)) return;
+      if (try_simd<tanh8, tanh16>(x, y, n)) return;
       return map([](T x) { return std::tanh(x); });
     case UnaryOp::Exp:
-      if (try_avx2<exp8>(x, y, n)) return;
+      if (try_simd<exp8, exp16>(x, y, n)) return;
       return map([](T x) { return std::exp(x); });
     case UnaryOp::Log:
       return map([](T x) { return std::log(x); });
