@@ -141,7 +141,20 @@ struct Driver {
                   PackedPart pb) {
     constexpr int64_t MR = K::MR, NR = K::NR, KC = K::KC, NC = K::NC, MC = K::MC;
     // Per thread: gemm runs one call per pool thread, and nested calls never share.
-    thread_local std::vector<float> a_buf, b_buf;
+    thread_local std::vector<float> a_buf, b_buf, a_whole;
+    // A spanning several column blocks is packed once, not once per block:
+    // GPT-2's logits (128 x 50257 x 768) packed their A 49 times per thread.
+    PackedOperand whole;
+    if (!pa.op && N > NC && M * Kd <= (int64_t(1) << 20)) {
+      whole.is_a = true;
+      whole.rows = M;
+      whole.cols = Kd;
+      whole.data = aligned(a_whole, size_t(M * Kd));
+      for (int64_t pc = 0; pc < Kd; pc += KC)
+        pack_a_block(ta, A, lda, 0, pc, M, std::min<int64_t>(KC, Kd - pc), alpha,
+                     whole.data + pc * M);
+      pa = {&whole, 0};
+    }
     float* Ap = pa.op ? nullptr : aligned(a_buf, size_t(MC * KC));
     float* Bp = pb.op ? nullptr : aligned(b_buf, size_t(KC * (NC + NR)));
     const bool fused = epi.active() && in_registers(epi);
