@@ -1,5 +1,6 @@
 // softmax and log_softmax over any axis, numerically stable (the max is
-// subtracted first). f32 uses an AVX2 exp when available; f64 is scalar.
+// subtracted first). f32 contiguous rows run on 16 lanes with AVX-512, else f32
+// uses an AVX2 exp when available; f64 is scalar.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath512.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
@@ -97,6 +99,43 @@ __attribute__((target("avx2,fma"))) void exp_cols_avx2(const float* x, const flo
   }
 }
 
+// One contiguous row on 16 lanes (vmath512.h's exp), the sum in double as
+// above: max, exp and sum, then the scaling (or the log form) in place.
+RLX_AVX512_MATH void softmax_row_avx512(const float* x, float* y, int64_t n, bool log) {
+  __m512 mv = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = vm::first_lanes16(n - i);
+    mv = _mm512_mask_max_ps(mv, k, mv, _mm512_maskz_loadu_ps(k, x + i));
+  }
+  const float m = _mm512_reduce_max_ps(mv);
+  const __m512 vmax = _mm512_set1_ps(m);
+  __m512d acc = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = vm::first_lanes16(n - i);
+    const __m512 e =
+        _mm512_maskz_mov_ps(k, vm16::exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vmax)));
+    if (!log) _mm512_mask_storeu_ps(y + i, k, e);
+    acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    acc = _mm512_add_pd(
+        acc, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  const double sum = _mm512_reduce_add_pd(acc);
+  if (log) {
+    const __m512 lse = _mm512_set1_ps(float(std::log(sum)));
+    for (int64_t i = 0; i < n; i += 16) {
+      const __mmask16 k = vm::first_lanes16(n - i);
+      const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vmax);
+      _mm512_mask_storeu_ps(y + i, k, _mm512_sub_ps(v, lse));
+    }
+    return;
+  }
+  const __m512 inv = _mm512_set1_ps(float(1.0 / sum));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = vm::first_lanes16(n - i);
+    _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + i), inv));
+  }
+}
+
 template <typename T>
 T row_max(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float>)
@@ -137,6 +176,11 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log) {
                  for (int64_t r = b; r < e; ++r) {
                    const T* xr = x + r * n;
                    T* yr = y + r * n;
+                   if constexpr (std::is_same_v<T, float>)
+                     if (cpu_isa() >= Isa::avx512) {
+                       softmax_row_avx512(xr, yr, n, log);
+                       continue;
+                     }
                    // Any NaN makes the whole row NaN (through exp), as in PyTorch.
                    T m = row_max(xr, n);
                    if (log) {
