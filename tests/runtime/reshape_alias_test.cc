@@ -89,11 +89,16 @@ TEST(ReshapeAlias, OutputsNeverPointIntoTheArenaOrTheCallersData) {
   Graph g;
   Builder b(g);
   NodeId x = b.input("x", S({2, 6}));
-  g.add_output("r", b.reshape(b.relu(x), {3, 4}));  // would view an arena slot
-  g.add_output("xr", b.reshape(x, {12}));           // would view the caller's input
+  g.add_output("r", b.reshape(b.relu(x), {3, 4}));  // views relu's own output buffer
+  g.add_output("xr", b.reshape(x, {12}));           // would view the caller's input: a copy
   auto exe = compile0(g);
   auto plan = exe->static_plan();
-  for (const auto& o : exe->graph().outputs()) EXPECT_EQ(plan->alias[size_t(o.node)], -1);
+  const auto& outs = exe->graph().outputs();
+  const NodeId relu = plan->alias[size_t(outs[0].node)];
+  ASSERT_GE(relu, 0);
+  EXPECT_EQ(exe->graph().node(relu).op, Op::Relu);
+  EXPECT_LT(plan->offset[size_t(relu)], 0);  // not an arena slot
+  EXPECT_EQ(plan->alias[size_t(outs[1].node)], -1);
 
   Session s(exe);
   Tensor in1 = random_tensor({2, 6}, DType::F32, 3);
