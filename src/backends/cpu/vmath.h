@@ -78,6 +78,29 @@ RLX_AVX2_INLINE __m256 exp(__m256 x) {
   return keep_nan(_mm256_mul_ps(_mm256_mul_ps(p, s1), s2), x);
 }
 
+// exp(x) for x <= 0 where a result below 2^-126 may read as 2^-126 and NaN
+// needs no care (erf's 1 - exp(q), exactly 1 for any q < -17, restores NaN
+// itself): exp's reduction and polynomial with one scaling and no NaN pass,
+// a third fewer operations.
+RLX_AVX2_INLINE __m256 exp_nonpositive(__m256 x) {
+  const __m256 xc = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
+  p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
 // With e = exp(-|x|) in (0, 1]: 1 / (1 + e) for x >= 0 and e / (1 + e) for
 // x < 0, so tiny results (down to subnormals) keep full relative accuracy.
 RLX_AVX2_INLINE __m256 sigmoid(__m256 x) {
@@ -134,7 +157,7 @@ RLX_AVX2_INLINE __m256 erf(__m256 x) {
   q = _mm256_fmadd_ps(q, tc, _mm256_set1_ps(-6.34846687e-1f));
   q = _mm256_fmadd_ps(q, tc, _mm256_set1_ps(-1.28717512e-1f));
   q = _mm256_fmadd_ps(q, tc, _mm256_sub_ps(_mm256_setzero_ps(), tc));
-  __m256 big = _mm256_sub_ps(_mm256_set1_ps(1.0f), exp(q));
+  __m256 big = _mm256_sub_ps(_mm256_set1_ps(1.0f), exp_nonpositive(q));
   big = _mm256_or_ps(big, _mm256_and_ps(x, sign_mask));
   const __m256 use_small = _mm256_cmp_ps(t, _mm256_set1_ps(0.921875f), _CMP_LE_OQ);
   return keep_nan(_mm256_blendv_ps(big, small, use_small), x);

@@ -64,6 +64,25 @@ RLX_AVX512_MATH_INLINE V exp(V x) {
   return keep_nan(mul(mul(p, s1), s2), x);
 }
 
+RLX_AVX512_MATH_INLINE V exp_nonpositive(V x) {
+  const V xc = _mm512_max_ps(x, set1(-87.0f));
+  const V n = _mm512_roundscale_ps(mul(xc, set1(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  V r = _mm512_fnmadd_ps(n, set1(0.693145751953125f), xc);
+  r = _mm512_fnmadd_ps(n, set1(1.428606765330187045e-06f), r);
+  V p = set1(1.9875691500e-4f);
+  p = fma(p, r, set1(1.3981999507e-3f));
+  p = fma(p, r, set1(8.3334519073e-3f));
+  p = fma(p, r, set1(4.1665795894e-2f));
+  p = fma(p, r, set1(1.6666665459e-1f));
+  p = fma(p, r, set1(5.0000001201e-1f));
+  p = fma(p, mul(r, r), r);
+  p = _mm512_add_ps(p, set1(1.0f));
+  const __m512i e =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return mul(p, _mm512_castsi512_ps(e));
+}
+
 RLX_AVX512_MATH_INLINE V sigmoid(V x) {
   const V one = set1(1.0f);
   const V e = exp(_mm512_or_ps(x, set1(-0.0f)));
@@ -109,7 +128,7 @@ RLX_AVX512_MATH_INLINE V erf(V x) {
   q = fma(q, tc, set1(-6.34846687e-1f));
   q = fma(q, tc, set1(-1.28717512e-1f));
   q = fma(q, tc, _mm512_sub_ps(_mm512_setzero_ps(), tc));
-  V big = _mm512_sub_ps(set1(1.0f), exp(q));
+  V big = _mm512_sub_ps(set1(1.0f), exp_nonpositive(q));
   big = _mm512_or_ps(big, _mm512_and_ps(x, sign_mask));
   const __mmask16 use_small = _mm512_cmp_ps_mask(t, set1(0.921875f), _CMP_LE_OQ);
   return keep_nan(_mm512_mask_blend_ps(use_small, big, small), x);
