@@ -109,6 +109,7 @@ void register_elementwise() {
     add_binary("add", Op::Add, d);
     add_binary("mul", Op::Mul, d);
     add_unary("gelu", Op::Gelu, {}, d);
+    add_unary("gelu_tanh", Op::GeluTanh, {}, d);
     add_unary("silu", Op::Silu, {}, d);
   }
 }

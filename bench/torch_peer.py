@@ -93,6 +93,7 @@ def elementwise(d):
     out.append((f"add/{dims_name(d)}", lambda: torch.add(p, q)))
     out.append((f"mul/{dims_name(d)}", lambda: torch.mul(p, q)))
     out.append((f"gelu/{dims_name(d)}", lambda: F.gelu(x)))  # erf form
+    out.append((f"gelu_tanh/{dims_name(d)}", lambda: F.gelu(x, approximate="tanh")))
     out.append((f"silu/{dims_name(d)}", lambda: F.silu(x)))
     return out
 

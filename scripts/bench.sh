@@ -35,7 +35,7 @@ rm -f "$out"/rlx-*.json "$out"/torch-*.json
 # One family at a time, rlx then torch back to back, so on a shared machine
 # both sides of a row see about the same background load.
 files=()
-for family in membw sgemm 'softmax|layer_norm|add|mul|gelu|silu' conv attention; do
+for family in membw sgemm 'softmax|layer_norm|add|mul|gelu|gelu_tanh|silu' conv attention; do
   tag=${family%%|*}
   # Benchmark's POSIX regex has no look-ahead: list the family, filter here,
   # and hand both sides the exact names (they contain no regex metacharacters).

@@ -64,11 +64,8 @@ RLX_AVX512_MATH_INLINE V exp(V x) {
   return keep_nan(mul(mul(p, s1), s2), x);
 }
 
-RLX_AVX512_MATH_INLINE V exp_nonpositive(V x) {
-  const V xc = _mm512_max_ps(x, set1(-87.0f));
-  const V n = _mm512_roundscale_ps(mul(xc, set1(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  V r = _mm512_fnmadd_ps(n, set1(0.693145751953125f), xc);
+RLX_AVX512_MATH_INLINE V exp_poly(V x, V n) {
+  V r = _mm512_fnmadd_ps(n, set1(0.693145751953125f), x);
   r = _mm512_fnmadd_ps(n, set1(1.428606765330187045e-06f), r);
   V p = set1(1.9875691500e-4f);
   p = fma(p, r, set1(1.3981999507e-3f));
@@ -77,10 +74,25 @@ RLX_AVX512_MATH_INLINE V exp_nonpositive(V x) {
   p = fma(p, r, set1(1.6666665459e-1f));
   p = fma(p, r, set1(5.0000001201e-1f));
   p = fma(p, mul(r, r), r);
-  p = _mm512_add_ps(p, set1(1.0f));
-  const __m512i e =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return mul(p, _mm512_castsi512_ps(e));
+  return _mm512_add_ps(p, set1(1.0f));
+}
+RLX_AVX512_MATH_INLINE V pow2(V n) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+}
+RLX_AVX512_MATH_INLINE V round_log2e(V x) {
+  return _mm512_roundscale_ps(mul(x, set1(1.44269504088896341f)),
+                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+RLX_AVX512_MATH_INLINE V exp_nonpositive(V x) {
+  const V xc = _mm512_max_ps(x, set1(-87.0f));
+  const V n = round_log2e(xc);
+  return mul(exp_poly(xc, n), pow2(n));
+}
+RLX_AVX512_MATH_INLINE V exp_nonnegative(V x) {
+  const V xc = _mm512_min_ps(x, set1(89.0f));
+  const V n = round_log2e(xc);
+  return mul(exp_poly(xc, n), pow2(n));
 }
 
 RLX_AVX512_MATH_INLINE V sigmoid(V x) {
@@ -101,7 +113,7 @@ RLX_AVX512_MATH_INLINE V tanh(V x) {
   p = fma(p, z, set1(-3.33332819422e-1f));
   const V small = fma(mul(p, z), x, x);
   const V one = set1(1.0f);
-  const V e = exp(_mm512_add_ps(ax, ax));
+  const V e = exp_nonnegative(_mm512_add_ps(ax, ax));
   V big = _mm512_sub_ps(one, _mm512_div_ps(set1(2.0f), _mm512_add_ps(e, one)));
   big = _mm512_or_ps(big, _mm512_and_ps(x, sign_mask));
   const __mmask16 use_small = _mm512_cmp_ps_mask(ax, set1(0.625f), _CMP_LT_OQ);
