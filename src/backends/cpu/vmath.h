@@ -51,33 +51,6 @@ RLX_AVX2_INLINE __m256 keep_nan(__m256 r, __m256 x) {
   return _mm256_blendv_ps(r, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
-// exp(x): n = round(x / ln2), r = x - n ln2 (two-constant Cody-Waite with FMA),
-// exp(r) by a degree-6 polynomial on |r| <= ln2/2, then scaled by 2^n in two
-// halves so that results down to the smallest subnormal round only once.
-RLX_AVX2_INLINE __m256 exp(__m256 x) {
-  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
-  p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
-  // n in [-150, 128]: 2^n = 2^n1 * 2^n2 with both factors normal floats.
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i n1 = _mm256_srai_epi32(ni, 1);
-  const __m256i n2 = _mm256_sub_epi32(ni, n1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-  return keep_nan(_mm256_mul_ps(_mm256_mul_ps(p, s1), s2), x);
-}
-
 // exp(x - n ln2) for n = round(x / ln2): exp's reduction and polynomial.
 RLX_AVX2_INLINE __m256 exp_poly(__m256 x, __m256 n) {
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
@@ -91,10 +64,32 @@ RLX_AVX2_INLINE __m256 exp_poly(__m256 x, __m256 n) {
   p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
   return _mm256_add_ps(p, _mm256_set1_ps(1.0f));
 }
+// round(x / ln2), to nearest.
+RLX_AVX2_INLINE __m256 round_log2e(__m256 x) {
+  return _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
 // 2^n for integral n in [-126, 128] (128: inf).
 RLX_AVX2_INLINE __m256 pow2(__m256 n) {
   return _mm256_castsi256_ps(
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
+
+// exp(x): n = round(x / ln2), r = x - n ln2 (two-constant Cody-Waite with FMA),
+// exp(r) by a degree-6 polynomial on |r| <= ln2/2, then scaled by 2^n in two
+// halves so that results down to the smallest subnormal round only once.
+RLX_AVX2_INLINE __m256 exp(__m256 x) {
+  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
+  const __m256 n = round_log2e(xc);
+  const __m256 p = exp_poly(xc, n);
+  // n in [-150, 128]: 2^n = 2^n1 * 2^n2 with both factors normal floats.
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  const __m256i n1 = _mm256_srai_epi32(ni, 1);
+  const __m256i n2 = _mm256_sub_epi32(ni, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  return keep_nan(_mm256_mul_ps(_mm256_mul_ps(p, s1), s2), x);
 }
 
 // exp(x) for x <= 0 where a result below 2^-126 may read as 2^-126 and NaN
@@ -103,8 +98,7 @@ RLX_AVX2_INLINE __m256 pow2(__m256 n) {
 // a third fewer operations.
 RLX_AVX2_INLINE __m256 exp_nonpositive(__m256 x) {
   const __m256 xc = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n = round_log2e(xc);
   return _mm256_mul_ps(exp_poly(xc, n), pow2(n));
 }
 
@@ -112,8 +106,7 @@ RLX_AVX2_INLINE __m256 exp_nonpositive(__m256 x) {
 // it): one scaling, 2^128 and past read as inf, as exp gives.
 RLX_AVX2_INLINE __m256 exp_nonnegative(__m256 x) {
   const __m256 xc = _mm256_min_ps(x, _mm256_set1_ps(89.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n = round_log2e(xc);
   return _mm256_mul_ps(exp_poly(xc, n), pow2(n));
 }
 

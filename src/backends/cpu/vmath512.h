@@ -41,29 +41,6 @@ RLX_AVX512_MATH_INLINE V keep_nan(V r, V x) {
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, _mm512_add_ps(x, x));
 }
 
-RLX_AVX512_MATH_INLINE V exp(V x) {
-  const V xc = _mm512_min_ps(_mm512_max_ps(x, set1(-104.0f)), set1(89.0f));
-  const V n = _mm512_roundscale_ps(mul(xc, set1(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  V r = _mm512_fnmadd_ps(n, set1(0.693145751953125f), xc);
-  r = _mm512_fnmadd_ps(n, set1(1.428606765330187045e-06f), r);
-  V p = set1(1.9875691500e-4f);
-  p = fma(p, r, set1(1.3981999507e-3f));
-  p = fma(p, r, set1(8.3334519073e-3f));
-  p = fma(p, r, set1(4.1665795894e-2f));
-  p = fma(p, r, set1(1.6666665459e-1f));
-  p = fma(p, r, set1(5.0000001201e-1f));
-  p = fma(p, mul(r, r), r);
-  p = _mm512_add_ps(p, set1(1.0f));
-  const __m512i ni = _mm512_cvtps_epi32(n);
-  const __m512i n1 = _mm512_srai_epi32(ni, 1);
-  const __m512i n2 = _mm512_sub_epi32(ni, n1);
-  const __m512i bias = _mm512_set1_epi32(127);
-  const V s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
-  const V s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
-  return keep_nan(mul(mul(p, s1), s2), x);
-}
-
 RLX_AVX512_MATH_INLINE V exp_poly(V x, V n) {
   V r = _mm512_fnmadd_ps(n, set1(0.693145751953125f), x);
   r = _mm512_fnmadd_ps(n, set1(1.428606765330187045e-06f), r);
@@ -84,6 +61,19 @@ RLX_AVX512_MATH_INLINE V round_log2e(V x) {
   return _mm512_roundscale_ps(mul(x, set1(1.44269504088896341f)),
                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+RLX_AVX512_MATH_INLINE V exp(V x) {
+  const V xc = _mm512_min_ps(_mm512_max_ps(x, set1(-104.0f)), set1(89.0f));
+  const V n = round_log2e(xc);
+  const V p = exp_poly(xc, n);
+  const __m512i ni = _mm512_cvtps_epi32(n);
+  const __m512i n1 = _mm512_srai_epi32(ni, 1);
+  const __m512i n2 = _mm512_sub_epi32(ni, n1);
+  const __m512i bias = _mm512_set1_epi32(127);
+  const V s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+  const V s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+  return keep_nan(mul(mul(p, s1), s2), x);
+}
+
 RLX_AVX512_MATH_INLINE V exp_nonpositive(V x) {
   const V xc = _mm512_max_ps(x, set1(-87.0f));
   const V n = round_log2e(xc);
