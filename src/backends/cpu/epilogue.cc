@@ -148,24 +148,19 @@ RowFn with_bias16(Bias b) {
   }
   return row_avx512<F, Bias::none>;
 }
-RLX_AVX512_MATH __m512 gelu16(__m512 x) { return vm16::gelu(x); }
-RLX_AVX512_MATH __m512 gelu_tanh16(__m512 x) { return vm16::gelu_tanh(x); }
-RLX_AVX512_MATH __m512 silu16(__m512 x) { return vm16::silu(x); }
-RLX_AVX512_MATH __m512 sigmoid16(__m512 x) { return vm16::sigmoid(x); }
-RLX_AVX512_MATH __m512 tanh16(__m512 x) { return vm16::tanh(x); }
 // Null for the cheap activations, which the AVX2 rows keep up with memory on.
 RowFn avx512_row(Epilogue act, Bias b) {
   switch (act) {
     case Epilogue::gelu:
-      return with_bias16<gelu16>(b);
+      return with_bias16<vm16::gelu>(b);
     case Epilogue::gelu_tanh:
-      return with_bias16<gelu_tanh16>(b);
+      return with_bias16<vm16::gelu_tanh>(b);
     case Epilogue::silu:
-      return with_bias16<silu16>(b);
+      return with_bias16<vm16::silu>(b);
     case Epilogue::sigmoid:
-      return with_bias16<sigmoid16>(b);
+      return with_bias16<vm16::sigmoid>(b);
     case Epilogue::tanh:
-      return with_bias16<tanh16>(b);
+      return with_bias16<vm16::tanh>(b);
     default:
       return nullptr;
   }

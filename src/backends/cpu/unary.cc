@@ -25,20 +25,6 @@ void map_span(const T* x, T* y, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
-RLX_AVX2 __m256 relu8(__m256 x) { return vm::relu(x); }
-RLX_AVX2 __m256 exp8(__m256 x) { return vm::exp(x); }
-RLX_AVX2 __m256 sigmoid8(__m256 x) { return vm::sigmoid(x); }
-RLX_AVX2 __m256 tanh8(__m256 x) { return vm::tanh(x); }
-RLX_AVX2 __m256 silu8(__m256 x) { return vm::silu(x); }
-RLX_AVX2 __m256 gelu8(__m256 x) { return vm::gelu(x); }
-RLX_AVX2 __m256 gelu_tanh8(__m256 x) { return vm::gelu_tanh(x); }
-RLX_AVX512_MATH __m512 exp16(__m512 x) { return vm16::exp(x); }
-RLX_AVX512_MATH __m512 sigmoid16(__m512 x) { return vm16::sigmoid(x); }
-RLX_AVX512_MATH __m512 tanh16(__m512 x) { return vm16::tanh(x); }
-RLX_AVX512_MATH __m512 silu16(__m512 x) { return vm16::silu(x); }
-RLX_AVX512_MATH __m512 gelu16(__m512 x) { return vm16::gelu(x); }
-RLX_AVX512_MATH __m512 gelu_tanh16(__m512 x) { return vm16::gelu_tanh(x); }
-
 }  // namespace
 
 float gelu_tanh_ggml(float x) {
@@ -118,27 +104,27 @@ void unary_span(Op op, const OpAttrs& attrs, bool ggml_numerics, const T* x, T* 
   auto map = [&](auto f) { map_span<T>(x, y, n, f); };
   switch (family_op<UnaryOp>(op)) {
     case UnaryOp::Relu:
-      if (try_avx2<relu8>(x, y, n)) return;
+      if (try_avx2<vm::relu>(x, y, n)) return;
       return map([](T x) { return relu_ref(x); });
     case UnaryOp::Gelu:
-      if (try_simd<gelu8, gelu16>(x, y, n)) return;
+      if (try_simd<vm::gelu, vm16::gelu>(x, y, n)) return;
       return map([](T x) { return gelu_ref(x); });
     case UnaryOp::GeluTanh:
       if constexpr (std::is_same_v<T, float>)
         if (ggml_numerics) return map(gelu_tanh_ggml);
-      if (try_simd<gelu_tanh8, gelu_tanh16>(x, y, n)) return;
+      if (try_simd<vm::gelu_tanh, vm16::gelu_tanh>(x, y, n)) return;
       return map([](T x) { return gelu_tanh_ref(x); });
     case UnaryOp::Silu:
-      if (try_simd<silu8, silu16>(x, y, n)) return;
+      if (try_simd<vm::silu, vm16::silu>(x, y, n)) return;
       return map([](T x) { return silu_ref(x); });
     case UnaryOp::Sigmoid:
-      if (try_simd<sigmoid8, sigmoid16>(x, y, n)) return;
+      if (try_simd<vm::sigmoid, vm16::sigmoid>(x, y, n)) return;
       return map([](T x) { return sigmoid_ref(x); });
     case UnaryOp::Tanh:
-      if (try_simd<tanh8, tanh16>(x, y, n)) return;
+      if (try_simd<vm::tanh, vm16::tanh>(x, y, n)) return;
       return map([](T x) { return std::tanh(x); });
     case UnaryOp::Exp:
-      if (try_simd<exp8, exp16>(x, y, n)) return;
+      if (try_simd<vm::exp, vm16::exp>(x, y, n)) return;
       return map([](T x) { return std::exp(x); });
     case UnaryOp::Log:
       return map([](T x) { return std::log(x); });

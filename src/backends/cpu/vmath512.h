@@ -74,15 +74,15 @@ RLX_AVX512_MATH_INLINE V exp(V x) {
   return keep_nan(mul(mul(p, s1), s2), x);
 }
 
+RLX_AVX512_MATH_INLINE V exp_one_scale(V x) {
+  const V n = round_log2e(x);
+  return mul(exp_poly(x, n), pow2(n));
+}
 RLX_AVX512_MATH_INLINE V exp_nonpositive(V x) {
-  const V xc = _mm512_max_ps(x, set1(-87.0f));
-  const V n = round_log2e(xc);
-  return mul(exp_poly(xc, n), pow2(n));
+  return exp_one_scale(_mm512_max_ps(x, set1(-87.0f)));
 }
 RLX_AVX512_MATH_INLINE V exp_nonnegative(V x) {
-  const V xc = _mm512_min_ps(x, set1(89.0f));
-  const V n = round_log2e(xc);
-  return mul(exp_poly(xc, n), pow2(n));
+  return exp_one_scale(_mm512_min_ps(x, set1(89.0f)));
 }
 
 RLX_AVX512_MATH_INLINE V sigmoid(V x) {

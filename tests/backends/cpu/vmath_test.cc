@@ -126,11 +126,9 @@ TEST(VMath, SaturatesAndUnderflowsCorrectly) {
 }
 
 // name8 / name16: the array form of vm::name / vm16::name.
-#define RLX_LANES(name)                                                                   \
-  RLX_AVX2 __m256 name##_v8(__m256 v) { return vm::name(v); }                             \
-  RLX_AVX512_MATH __m512 name##_v16(__m512 v) { return vm16::name(v); }                   \
-  void name##8(const float* x, float* y, int64_t n) { vm::map_avx2<name##_v8>(x, y, n); } \
-  void name##16(const float* x, float* y, int64_t n) { vm16::map<name##_v16>(x, y, n); }
+#define RLX_LANES(name)                                                                  \
+  void name##8(const float* x, float* y, int64_t n) { vm::map_avx2<vm::name>(x, y, n); } \
+  void name##16(const float* x, float* y, int64_t n) { vm16::map<vm16::name>(x, y, n); }
 RLX_LANES(exp)
 RLX_LANES(sigmoid)
 RLX_LANES(tanh)
