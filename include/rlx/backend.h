@@ -50,7 +50,8 @@ class Backend {
   virtual void run_node(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) const = 0;
 };
 
-// Runs one node on `backend` into fresh tensors of its (static) output shapes.
+// Runs one node on `backend` into fresh tensors of the shapes it has on these
+// inputs (a data-dependent node's shrunk to the count it finds).
 std::vector<Tensor> evaluate(const Backend& backend, const Node& n, std::span<const Tensor> in);
 
 // One node `backend` cannot take and why.

@@ -59,6 +59,10 @@ class Builder {
   NodeId concat(std::vector<NodeId> xs, int64_t axis) {
     return op(Op::Concat, std::move(xs), {{"axis", axis}});
   }
+  // A name for a data-dependent dim (a nonzero's count) no other node of the graph uses.
+  std::string count_symbol(const std::string& stem) const {
+    return stem + "_" + std::to_string(g_.size());
+  }
   // x @ w^T + b with w [out, in] (PyTorch's Linear layout).
   NodeId linear(NodeId x, NodeId w, NodeId b = -1);
 

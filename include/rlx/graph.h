@@ -136,6 +136,17 @@ class Graph {
 // single-output nodes and throws for the others.
 std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Shape*>& inputs);
 Shape infer_shape(const Node& n, const std::vector<const Shape*>& inputs);
+// Ops whose output extents depend on input values (nonzero, unique, non_max_suppression):
+// shape inference gives that extent as the symbol data_dependent_dim(n) names (the node's
+// `count` attribute), which no graph input binds; the runtime binds it once the node has run.
+bool has_data_dependent_dims(Op op);
+const std::string& data_dependent_dim(const Node& n);
+// The output shapes for running `n` on `in`, inferred from their dims; a data-dependent count at
+// its bound (the largest input's element count): buffers the kernel shrinks to the count it finds.
+std::vector<Shape> shapes_for_run(const Node& n, std::span<const Tensor> in);
+// The count a run found, read from the node's first output as its kernel shrank it.
+int64_t data_dependent_count(const Node& n, const Shape& first_output);
+
 // Error context for a node: "node %3 (matmul) [2,3] f32, [4,5] f32 (origin)".
 std::string node_context(const Graph& g, const Node& n);
 

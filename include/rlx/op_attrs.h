@@ -160,7 +160,7 @@ ActivationGradAttrs activation_grad_attrs(Op kind, const OpAttrs& activation);
 #define RLX_OP_FAMILIES                                                                          \
   Leaf, Unary, Logical, Binary, Compare, Select, Convert, Reduce, ArgReduce, Softmax, Scan,      \
       Movement, Indexing, Linear, Conv, Pool, Norm, Attention, Resample, Grad, Random, Quantize, \
-      Recurrent, Fused, Tuple, Special, Linalg
+      Recurrent, Fused, Tuple, Special, Linalg, DataDependent
 #define RLX_STRINGIZE_(...) #__VA_ARGS__
 #define RLX_STRINGIZE(...) RLX_STRINGIZE_(__VA_ARGS__)
 enum class OpFamily : uint8_t { RLX_OP_FAMILIES };

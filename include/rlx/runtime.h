@@ -72,7 +72,12 @@ struct Plan {
   // Per node: the node whose buffer it views (a reshape of a contiguous value
   // costs no copy), or -1. Views are never graph outputs.
   std::vector<NodeId> alias;
+  // Per node (empty when none is): whether its dims wait on a data-dependent
+  // count not yet found (rlx/graph.h: has_data_dependent_dims); such a node
+  // has no dims and no slot here, and the run plans again once it knows them.
+  std::vector<bool> pending;
   size_t arena_bytes = 0;  // peak activation bytes
+  bool is_pending(NodeId id) const { return !pending.empty() && pending[size_t(id)]; }
 };
 
 class Executable {
@@ -84,8 +89,10 @@ class Executable {
                                              const CompileOptions& options = {});
 
   const Graph& graph() const { return graph_; }
-  // Plan for these input dims (cached per shape signature).
-  std::shared_ptr<const Plan> plan_for(const std::map<std::string, Dims>& input_dims) const;
+  // Plan for these input dims (cached per shape signature) and the extents
+  // of the data-dependent dims the run has found so far, by symbol.
+  std::shared_ptr<const Plan> plan_for(const std::map<std::string, Dims>& input_dims,
+                                       const std::map<std::string, int64_t>& counts = {}) const;
   // Plan for the graph's declared input shapes (needs them static).
   std::shared_ptr<const Plan> static_plan() const;
   const std::vector<Tensor>& bound() const { return bound_; }
@@ -139,7 +146,10 @@ class Session {
   std::vector<std::vector<std::shared_ptr<Buffer>>> out_cache_;  // per graph-output node
   std::shared_ptr<const Executable> exe_;
   SessionOptions options_;
-  std::shared_ptr<Buffer> arena_;
+  // One arena per stage of a run: a graph with data-dependent dims is planned
+  // again after each node that finds a count, and the values computed before
+  // stay where the earlier plan put them.
+  std::vector<std::shared_ptr<Buffer>> arenas_;
   size_t arena_bytes_ = 0;
   bool profiling_ = false;
   std::vector<NodeTime> profile_;

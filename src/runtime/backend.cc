@@ -64,7 +64,7 @@ void set_default_backend(std::shared_ptr<const Backend> backend) {
 
 std::vector<Tensor> evaluate(const Backend& backend, const Node& n, std::span<const Tensor> in) {
   std::vector<Tensor> out;
-  for (const Shape& s : n.output_shapes()) out.emplace_back(s.concrete(), s.dtype);
+  for (const Shape& s : shapes_for_run(n, in)) out.emplace_back(s.concrete(), s.dtype);
   backend.run_node(n, in, out);
   return out;
 }

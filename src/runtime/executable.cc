@@ -97,14 +97,16 @@ std::shared_ptr<Executable> Executable::compile(Graph graph, const TensorMap& we
   return exe;
 }
 
-std::shared_ptr<const Plan> Executable::plan_for(
-    const std::map<std::string, Dims>& input_dims) const {
-  std::string key = runtime::shape_signature(input_dims);
+std::shared_ptr<const Plan> Executable::plan_for(const std::map<std::string, Dims>& input_dims,
+                                                 const runtime::Counts& counts) const {
+  std::string key = runtime::shape_signature(input_dims, counts);
   std::lock_guard lk(mu_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
+  std::vector<bool> pending;
+  std::vector<Dims> dims = runtime::specialize(graph_, input_dims, counts, &pending);
   auto plan = std::make_shared<const Plan>(
-      runtime::plan_memory(graph_, runtime::specialize(graph_, input_dims)));
+      runtime::plan_memory(graph_, std::move(dims), std::move(pending)));
   // Decoding with a growing KV cache sees a new shape every step: keep the
   // most recent plans only, so the cache cannot grow without bound.
   constexpr size_t kMaxPlans = 32;

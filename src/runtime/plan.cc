@@ -17,15 +17,36 @@ bool sane_size(const Dims& d) {
   }
   return true;
 }
+
+// The node's data-dependent dim in s replaced by the count its run found.
+void bind_count(Shape& s, const Node& n, const Counts& counts) {
+  const std::string& name = data_dependent_dim(n);
+  for (Dim& d : s.dims)
+    if (!d.is_static() && d.sym == name) d = Dim(counts.at(name));
+}
 }  // namespace
 
-std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& input_dims) {
+std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& input_dims,
+                             const Counts& counts, std::vector<bool>* pending) {
   std::map<std::string, int64_t> symbols;
   std::vector<Shape> shapes(g.size());
   std::vector<Dims> dims(g.size());
   std::vector<Shape> results;  // the outputs of the last multi-output node
+  std::vector<bool> waits(g.size(), false);
   for (const Node& n : g.nodes()) {
     Shape s;
+    bool reads_pending = false;
+    for (NodeId i : n.inputs) reads_pending = reads_pending || waits[size_t(i)];
+    if (reads_pending) {
+      waits[size_t(n.id)] = true;
+      continue;
+    }
+    if (has_data_dependent_dims(n.op) && !counts.count(data_dependent_dim(n))) {
+      RLX_CHECK(pending, n.label(), ": its output dim '", data_dependent_dim(n),
+                "' depends on the input values (run the graph to know it)");
+      waits[size_t(n.id)] = true;
+      continue;
+    }
     if (n.op == Op::Input) {
       auto it = input_dims.find(n.name);
       RLX_CHECK(it != input_dims.end(), "missing input '", n.name, "' (", n.shape.str(), ")");
@@ -62,9 +83,12 @@ std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& 
         if (has_results(n.op)) {
           // The node itself holds no buffer; its results take these shapes.
           results = infer_shapes(n, in);
+          if (has_data_dependent_dims(n.op))
+            for (Shape& r : results) bind_count(r, n, counts);
           continue;
         }
         s = infer_shape(n, in);
+        if (has_data_dependent_dims(n.op)) bind_count(s, n, counts);
       } catch (const Error& e) {
         std::string ctx = n.label() + " with inputs ";
         for (size_t k = 0; k < in.size(); ++k) ctx += (k ? ", " : "") + in[k]->str();
@@ -78,11 +102,13 @@ std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& 
               n.origin.empty() ? "" : " (from " + n.origin + ")");
     shapes[size_t(n.id)] = std::move(s);
   }
+  if (pending) *pending = std::move(waits);
   return dims;
 }
 
-Plan plan_memory(const Graph& g, std::vector<Dims> dims) {
+Plan plan_memory(const Graph& g, std::vector<Dims> dims, std::vector<bool> pending) {
   Plan p;
+  pending.resize(g.size(), false);
   p.offset.assign(g.size(), -1);
   std::vector<bool> is_output(g.size(), false);
   for (const auto& o : g.outputs()) is_output[size_t(o.node)] = true;
@@ -131,7 +157,7 @@ Plan plan_memory(const Graph& g, std::vector<Dims> dims) {
   // lifetime.
   auto place = [&](const Node& n) {
     const size_t id = size_t(n.id);
-    if (!is_leaf(n.op) && !is_output[id] && p.alias[id] < 0) {
+    if (!is_leaf(n.op) && !is_output[id] && p.alias[id] < 0 && !pending[id]) {
       size_t bytes = size_t(numel(dims[id])) * dtype_size(n.shape.dtype);
       size_t need = std::max<size_t>(64, (bytes + 63) / 64 * 64);
       size_t at = 0;
@@ -160,13 +186,15 @@ Plan plan_memory(const Graph& g, std::vector<Dims> dims) {
     }
   }
   p.dims = std::move(dims);
+  p.pending = std::move(pending);
   p.arena_bytes = peak;
   return p;
 }
 
-std::string shape_signature(const std::map<std::string, Dims>& input_dims) {
+std::string shape_signature(const std::map<std::string, Dims>& input_dims, const Counts& counts) {
   std::string s;
   for (const auto& [name, d] : input_dims) s += name + dims_str(d) + ";";
+  for (const auto& [name, v] : counts) s += name + "=" + std::to_string(v) + ";";
   return s;
 }
 

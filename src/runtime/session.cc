@@ -80,12 +80,23 @@ TensorMap Session::run(const TensorMap& inputs) {
     }());
     input_dims[name] = t.dims();
   }
-  auto plan = exe_->plan_for(input_dims);
-  // Grow with headroom and without zeroing: decoding plans a slightly larger
-  // arena at every step.
-  if (!arena_ || arena_->size() < plan->arena_bytes)
-    arena_ = make_aligned_buffer(plan->arena_bytes + plan->arena_bytes / 2, false);
-  arena_bytes_ = plan->arena_bytes;
+  std::map<std::string, int64_t> counts;  // data-dependent dims found by this run
+  std::shared_ptr<const Plan> plan;
+  size_t stage = 0;
+  std::shared_ptr<Buffer> arena;
+  arena_bytes_ = 0;
+  auto plan_stage = [&] {
+    plan = exe_->plan_for(input_dims, counts);
+    // Grow with headroom and without zeroing: decoding plans a slightly larger
+    // arena at every step.
+    if (arenas_.size() <= stage) arenas_.resize(stage + 1);
+    auto& a = arenas_[stage];
+    if (!a || a->size() < plan->arena_bytes)
+      a = make_aligned_buffer(plan->arena_bytes + plan->arena_bytes / 2, false);
+    arena = a;
+    arena_bytes_ += plan->arena_bytes;
+  };
+  plan_stage();
 
   std::vector<Tensor> values(g.size());
   std::vector<Tensor> args, outs;
@@ -117,13 +128,18 @@ TensorMap Session::run(const TensorMap& inputs) {
     auto buffer = [&](const Node& v) {
       const size_t at = size_t(v.id);
       const Dims& d = plan->dims[at];
-      return plan->offset[at] >= 0 ? Tensor(arena_, size_t(plan->offset[at]), d, v.shape.dtype)
+      return plan->offset[at] >= 0 ? Tensor(arena, size_t(plan->offset[at]), d, v.shape.dtype)
                                    : output_buffer(v, d);
     };
     args.clear();
     for (NodeId in : n.inputs) args.push_back(values[size_t(in)]);
     outs.clear();
-    if (has_results(n.op))
+    const bool finds_count = plan->is_pending(n.id);
+    if (finds_count) {  // sized for the count's bound; the kernel shrinks them to what it finds
+      RLX_CHECK(has_data_dependent_dims(n.op), n.label(), ": planned without dims");
+      for (const Shape& s : shapes_for_run(n, args))
+        outs.push_back(Tensor::uninitialized(s.concrete(), s.dtype));
+    } else if (has_results(n.op))
       for (size_t i = 0; i < n.results.size(); ++i)
         outs.push_back(buffer(g.node(g.result(n.id, int(i)))));
     else if (auto grown = append_in_place(n, args, plan->dims[id]))
@@ -144,6 +160,11 @@ TensorMap Session::run(const TensorMap& inputs) {
       }
     } catch (const Error& e) {
       throw e.with_context("while running " + node_context(g, n));
+    }
+    if (finds_count) {  // the nodes after it are planned for the count it found
+      counts[data_dependent_dim(n)] = data_dependent_count(n, outs[0].shape());
+      ++stage;
+      plan_stage();
     }
     if (has_results(n.op))
       for (size_t i = 0; i < outs.size(); ++i) values[size_t(g.result(n.id, int(i)))] = outs[i];

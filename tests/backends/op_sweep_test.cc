@@ -194,6 +194,12 @@ std::vector<Sample> samples() {
        {f32({2, 3, 4}), f32({2, 3, 4}, 0.1, 1), f32({4, 2}, -1, -0.1), f32({2, 3, 2}),
         f32({2, 3, 2}), f32({4}), f32({2, 4, 2})},
        {{"d_skip", true}, {"carry", true}}},
+      {Op::NonZero, {boolean({2, 3})}, {{"count", std::string("n")}}},
+      {Op::Unique, {idx({9}, 3)}, {{"count", std::string("u")}}},
+      {Op::Unique, {idx({4, 3}, 1)}, {{"count", std::string("u")}, {"axis", 0}, {"sorted", false}}},
+      {Op::NonMaxSuppression,
+       {f32({1, 5, 4}), f32({1, 2, 5}, 0, 1)},
+       {{"count", std::string("k")}, {"max_per_class", 3}, {"iou_threshold", 0.5}}},
   };
   // Whole families with no attributes (or only defaults) take one input
   // shape each; positive values keep log/sqrt/pow/mod well defined.
@@ -230,9 +236,11 @@ bool bound_leaf(Op op) {
 // MIL has no pool that returns its argmax; the exporter lists the op as unsupported.
 // MIL has no cumulative product either, and moe_ffn (GGUF MoE models) has no
 // lowering yet; MIL has no special functions (lgamma, bessel, polygamma, ...) and no
-// factorizations (linalg).
-const std::set<Op> kCoreMLUnsupported = {Op::MaxPool2dIndices, Op::CumProd, Op::MoeFfn,
-                                         Op::SpecialUnary, Op::SpecialBinary, Op::Linalg};
+// factorizations (linalg); an ML Program's shapes are known before it runs, so no op whose
+// output extent the values decide (nonzero, unique, non_max_suppression).
+const std::set<Op> kCoreMLUnsupported = {
+    Op::MaxPool2dIndices, Op::CumProd, Op::MoeFfn, Op::SpecialUnary,     Op::SpecialBinary,
+    Op::Linalg,           Op::NonZero, Op::Unique, Op::NonMaxSuppression};
 
 std::string label(const Sample& s) {
   return std::string(op_name(s.op)) + " {" + s.attrs.str() + "}";
@@ -282,9 +290,15 @@ TEST(OpSweep, EveryOpInfersRoundTripsRunsOnCpuAndLowersToCoreML) {
     EXPECT_TRUE(cpu->supports(g.node(y)).ok) << cpu->supports(g.node(y)).reason;
     TensorMap out;
     ASSERT_NO_THROW(out = testing::run_graph(g, feed, {}, 0));
-    for (size_t i = 0; i < outs.size(); ++i) {
-      const Shape& s = g.node(outs[i]).shape;
-      EXPECT_EQ(out.at("y" + std::to_string(i)).shape(), Shape(s.concrete(), s.dtype));
+    for (size_t i = 0; i < outs.size(); ++i) {  // a data-dependent dim takes any extent
+      const Shape& want = g.node(outs[i]).shape;
+      const Tensor& got = out.at("y" + std::to_string(i));
+      EXPECT_EQ(got.dtype(), want.dtype);
+      ASSERT_EQ(got.rank(), want.rank());
+      for (int d = 0; d < want.rank(); ++d)
+        if (want.dims[size_t(d)].is_static()) {
+          EXPECT_EQ(got.dims()[size_t(d)], want.dims[size_t(d)].value) << want.str();
+        }
     }
 
     // CoreML: lowers, or is declared unsupported here.

@@ -213,6 +213,16 @@ case("var_std", "reduce",
 case("cumsum_topk", "reduce",
      lambda x, i: (x.cumsum(1), x.cumsum(-1), i.cumsum(0), *x.topk(3), *x.topk(2, dim=1, largest=False),
                    x.topk(2, 0)[0]), r(3, 6), ri(-5, 5, 4, 2))
+# data-dependent output dims: the counts are symbols rlx binds when the node has run
+x45 = r(4, 5)
+case("nonzero_unique", "indexing",
+     lambda x, m, i: (torch.nonzero(x > 0.3), x[m], x[m] * 2 + 1, x[:, m[0]],
+                      torch.masked_select(x, m), torch.masked_select(x, m[1]),
+                      *torch.unique(i, return_inverse=True, return_counts=True),
+                      *torch.unique(i.view(3, 4), dim=1, return_inverse=True, return_counts=True),
+                      *torch.unique_consecutive(i, return_inverse=True, return_counts=True),
+                      torch.argwhere(i)),
+     x45, x45 > 0, ri(0, 4, 12))
 case("softmax", "reduce",
      lambda x: (x.softmax(-1), F.softmax(x, 1), x.log_softmax(-1), F.log_softmax(x, 0),
                 torch.softmax(x, -1, dtype=torch.float64)), r(2, 5, 7) * 4)

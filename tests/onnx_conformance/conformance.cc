@@ -92,9 +92,9 @@ std::vector<std::string> declared_inputs(const onnx::Model& om) {
 }
 
 // Inputs that act as parameters rather than data: not the first input of any
-// node (axes, pads, shapes, scales, k, ...), any input of Range, ConstantOfShape and the
-// window functions (their size), or a Loop's trip count and condition; and, through any
-// chain of nodes, values used only to compute such parameters (a window
+// node (axes, pads, shapes, scales, k, ...; NonMaxSuppression's scores are data), any input of
+// Range, ConstantOfShape and the window functions (their size), or a Loop's trip count and
+// condition; and, through any chain of nodes, values used only to compute such parameters (a window
 // function's size goes through Cast and Sub before it reaches Range). The
 // retry freezes the graph inputs among them to the data set's values.
 std::set<std::string> parameter_inputs(const onnx::Model& om) {
@@ -109,11 +109,11 @@ std::set<std::string> parameter_inputs(const onnx::Model& om) {
     for (size_t i = 0; i < nodes.size(); ++i) {
       const auto& n = nodes[i];
       for (size_t k = 0; k < n.inputs.size(); ++k) {
-        const bool slot_is_data = n.op_type == "Loop"
-                                      ? k >= 2
-                                      : k == 0 && n.op_type != "Range" &&
-                                            n.op_type != "ConstantOfShape" &&
-                                            n.op_type.find("Window") == std::string::npos;
+        const bool slot_is_data =
+            n.op_type == "Loop" ? k >= 2
+                                : (k == 0 || (k == 1 && n.op_type == "NonMaxSuppression")) &&
+                                      n.op_type != "Range" && n.op_type != "ConstantOfShape" &&
+                                      n.op_type.find("Window") == std::string::npos;
         (slot_is_data && !param_only[i] ? data : param).insert(n.inputs[k]);
       }
     }

@@ -101,6 +101,9 @@ KernelEntry kernel_for(Op op) {
     case Op::Lstm: case Op::Gru: case Op::Rnn: return {recurrent, f32};
     case Op::GatedDeltaNet: return {gated_delta_net, f32};
     case Op::SelectiveScan: return {selective_scan, f32};
+    case Op::NonZero: return {nonzero, any};
+    case Op::Unique: return {unique, any};
+    case Op::NonMaxSuppression: return {non_max_suppression, any};
   }
   // clang-format on
   return {};

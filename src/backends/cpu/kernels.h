@@ -54,6 +54,11 @@ void one_hot(const KernelCall& c);
 void embedding(const KernelCall& c);
 void dequant_embedding(const KernelCall& c);
 
+// data_dependent.cc: outputs shrunk to the extent the values decide
+void nonzero(const KernelCall& c);
+void unique(const KernelCall& c);
+void non_max_suppression(const KernelCall& c);
+
 // matmul.cc
 void matmul(const KernelCall& c);
 

@@ -2,6 +2,8 @@
 // element, in double (f16/bf16 arrive widened to f32), binary with NumPy
 // broadcasting. Each element costs tens to hundreds of flops, so the grain is
 // the heavy one.
+#include <cmath>
+
 #include "backends/cpu/ew_util.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/special_math.h"
@@ -26,6 +28,13 @@ void special_typed(const KernelCall& c) {
   const T* a = c.in[0].data<T>();
   const T* b = c.in[1].data<T>();
   const int64_t sa = bc.inner_stride(0), sb = bc.inner_stride(1);
+  if (fn == SpecialFn2::nextafter) {  // in T itself: a double's neighbour rounds back to a
+    bc.parallel_runs(kGrainCheap, [&](const std::array<int64_t, 2>& off, int64_t pos, int64_t len) {
+      for (int64_t j = 0; j < len; ++j)
+        o[pos + j] = std::nextafter(a[off[0] + j * sa], b[off[1] + j * sb]);
+    });
+    return;
+  }
   bc.parallel_runs(
       kGrainHeavy / 16, [&](const std::array<int64_t, 2>& off, int64_t pos, int64_t len) {
         for (int64_t j = 0; j < len; ++j)

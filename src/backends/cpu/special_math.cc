@@ -667,6 +667,8 @@ double special_binary_value(SpecialFn2 fn, double a, double b) {
       return laguerre_l(a, degree(b));
     case SpecialFn2::legendre_p:
       return legendre_p(a, degree(b));
+    case SpecialFn2::nextafter:  // the double's neighbour; special_typed steps floats as floats
+      return std::nextafter(a, b);
   }
   return kNaN;
 }

@@ -65,6 +65,7 @@ const Registry& registry() {
     register_control(x);
     register_einsum(x);
     register_composed(x);
+    register_data_dependent(x);
     register_training(x);
     return x;
   }();

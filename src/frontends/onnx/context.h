@@ -152,6 +152,8 @@ void register_control(Registry& r);    // If, Loop, Scan (ops_control.cc)
 void register_einsum(Registry& r);     // Einsum (ops_einsum.cc)
 void register_training(Registry& r);   // Adagrad, Momentum, Adam (ops_training.cc)
 void register_composed(Registry& r);   // Hardmax, LRN, windows, quantization (ops_composed.cc)
+// NonZero, Compress, Unique, NonMaxSuppression (ops_data_dependent.cc)
+void register_data_dependent(Registry& r);
 
 // Shared helpers.
 int64_t norm_axis(int64_t axis, int64_t rank, const char* what);

@@ -146,9 +146,13 @@ void fold_known(ImportState& s, size_t first, std::vector<Val>& outs) {
         return;  // reads a graph input
       }
     }
-    for (const Shape& sh : node.output_shapes())
-      if (!sh.is_static() || sh.numel() > kMaxFoldElements) return;
     try {
+      // The shapes on these values (a data-dependent count at its bound), which a node after a
+      // NonZero has only now.
+      for (const Shape& sh : node.op == rlx::Op::Constant || node.op == rlx::Op::Param
+                                 ? std::vector<Shape>{}
+                                 : shapes_for_run(node, args))
+        if (!sh.is_static() || sh.numel() > kMaxFoldElements) return;
       computed[node.id] = node.op == rlx::Op::Constant ? std::vector<Tensor>{node.value}
                           : node.op == rlx::Op::Param ? std::vector<Tensor>{s.weights.at(node.name)}
                                                       : eval(node, args);

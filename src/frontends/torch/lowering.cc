@@ -356,6 +356,7 @@ const Registry& registry() {
     register_elementwise(r);
     register_math(r);
     register_special(r);
+    register_data_dependent(r);
     register_linalg(r);
     register_linalg_decompositions(r);
     register_segment(r);

@@ -142,6 +142,11 @@ void register_linalg_decompositions(Registry& r);  // cholesky, lu, solves, qr, 
 void register_histogram(Registry& r);              // histogram, histogramdd (ops_histogram.cc)
 void register_segment(Registry& r);  // segment_reduce, embedding_bag, class losses (ops_segment.cc)
 void register_special(Registry& r);  // lgamma, polygamma, bessel, polynomials (ops_special.cc)
+// nonzero, masked_select, unique (ops_data_dependent.cc)
+void register_data_dependent(Registry& r);
+
+// The indices of x's nonzero elements, [count, rank] i64, count a data-dependent dim.
+NodeId nonzero_of(LowerCtx& c, NodeId x);
 
 // PyTorch's loss reduction (argument `pos`: 0 none, 1 mean, 2 sum) of an element-wise loss;
 // mean divides the sum by `mean_by` when given (nll_loss's total weight), else by the count

@@ -12,8 +12,35 @@ namespace {
 NodeId as_index(LowerCtx& c, NodeId i) {
   DType t = c.shape(i).dtype;
   RLX_CHECK(t != DType::Bool && t != DType::U8,
-            "boolean mask indexing has a data-dependent shape and is not supported");
+            "a boolean mask among several indices is not supported (one mask alone is)");
   return t == DType::I32 ? i : c.cast(i, DType::I64);
+}
+
+bool is_mask(LowerCtx& c, NodeId i) {
+  const DType t = c.shape(i).dtype;
+  return t == DType::Bool || t == DType::U8;
+}
+
+// x[..., mask, ...] for a mask over dims p .. p+k-1 of x: those dims become one of the mask's
+// true-element count, at p (PyTorch expands the mask to its nonzero indices).
+NodeId masked(LowerCtx& c, NodeId x, std::pair<int, NodeId> at) {
+  const auto [p, mask] = at;
+  const int r = c.rank(x), k = c.rank(mask);
+  RLX_CHECK(p + k <= r, "index: a mask of rank ", k, " at dim ", p, " does not fit ",
+            c.shape(x).str());
+  std::vector<int64_t> perm;
+  for (int d = 0; d < k; ++d) perm.push_back(p + d);
+  for (int d = 0; d < r; ++d)
+    if (d < p || d >= p + k) perm.push_back(d);
+  const NodeId xt = p == 0 ? x : c.b.transpose(x, perm);
+  NodeId y = c.b.op(Op::GatherND, {xt, nonzero_of(c, c.cast(mask, DType::Bool))},
+                    {{"batch_dims", int64_t(0)}});
+  if (p == 0) return y;
+  std::vector<int64_t> back;  // y is [count, x's dims before p..., after...]
+  for (int d = 1; d <= p; ++d) back.push_back(d);
+  back.push_back(0);
+  for (int d = p + 1; d < c.rank(y); ++d) back.push_back(d);
+  return c.b.transpose(y, back);
 }
 
 // x[i0, i1, ...] with None for full slices. Index tensors broadcast together;
@@ -25,9 +52,12 @@ Value index_tensor(LowerCtx& c) {
   RLX_CHECK(list && list->kind == Value::List, "index: indices must be a list");
   std::vector<std::pair<int, NodeId>> idx;
   for (size_t k = 0; k < list->items.size(); ++k)
-    if (list->items[k].kind == Value::Tensor)
-      idx.push_back({int(k), as_index(c, list->items[k].id)});
+    if (list->items[k].kind == Value::Tensor) {
+      const NodeId i = list->items[k].id;
+      idx.push_back({int(k), is_mask(c, i) ? i : as_index(c, i)});
+    }
   RLX_CHECK(!idx.empty(), "index with no index tensors");
+  if (idx.size() == 1 && is_mask(c, idx[0].second)) return Value::tensor(masked(c, x, idx[0]));
   if (idx.size() == 1)
     return Value::tensor(c.b.op(Op::Gather, {x, idx[0].second}, {{"axis", int64_t(idx[0].first)}}));
   const int r = c.rank(x);
@@ -87,8 +117,18 @@ Value index_put(LowerCtx& c) {
     RLX_CHECK(idx.size() == 1, "index_put: a boolean mask must be the only index");
     NodeId m = c.cast(idx[0].second, DType::Bool);
     Dims md = c.dims(m);
-    RLX_CHECK(numel(c.dims(v)) == 1, "index_put with a boolean mask needs one value, got ",
-              c.shape(v).str(), " (a data-dependent count)");
+    if (numel(c.dims(v)) != 1) {  // one value per selected element: a scatter at the mask's
+      RLX_CHECK(idx[0].first == 0, "index_put: tensor values with a mask after a full slice are ",
+                "not supported");
+      const NodeId at = nonzero_of(c, m);  // [count, k]
+      // v broadcast to [count, x's dims after the mask]: add zeros of [count, 1, ...].
+      Dims zd(size_t(r - int(md.size())) + 1, 1);
+      zd[0] = -1;
+      NodeId zeros = c.b.reduce(Op::ReduceSum, c.b.mul(at, c.scalar(0, DType::I64)), {1}, true);
+      v = c.b.add(v, c.cast(c.b.reshape(zeros, zd), t));
+      return Value::tensor(
+          c.b.op(Op::ScatterND, {x, at, v}, {{"reduction", std::string(acc ? "add" : "none")}}));
+    }
     Dims d(size_t(idx[0].first), 1);  // mask dims sit at the index position
     d.insert(d.end(), md.begin(), md.end());
     d.resize(size_t(r), 1);

@@ -444,7 +444,7 @@ void register_shape_ops(Registry& r) {
     RLX_CHECK(!xs.empty(), "stack of no tensors");
     int ax = normalize_axis(c.i(1, "dim", 0), c.rank(xs[0]) + 1);
     for (NodeId& x : xs) {
-      Dims d = c.dims(x);
+      Dims d = c.reshape_dims(x);  // a symbolic dim (a nonzero's count) as -1
       d.insert(d.begin() + ax, 1);
       x = c.b.reshape(c.cast(x, c.out_dtype()), d);
     }
@@ -472,15 +472,15 @@ void register_shape_ops(Registry& r) {
   r.add("aten.unbind", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self");
     int ax = axis(c, x, c.i(1, "dim", 0));
-    Dims d = c.dims(x);
-    Dims piece = d;
+    const int64_t n = c.static_dim(x, ax);
+    Dims piece = c.reshape_dims(x);  // a symbolic dim elsewhere (a nonzero's count) as -1
     piece.erase(piece.begin() + ax);
-    check_piece_count(d[size_t(ax)]);
+    check_piece_count(n);
     std::vector<NodeId> parts;
-    if (d[size_t(ax)] > 0)
-      for (NodeId p : c.b.results(
-               Op::Split, {x},
-               {{"axis", int64_t(ax)}, {"sizes", std::vector<int64_t>(size_t(d[size_t(ax)]), 1)}}))
+    if (n > 0)
+      for (NodeId p :
+           c.b.results(Op::Split, {x},
+                       {{"axis", int64_t(ax)}, {"sizes", std::vector<int64_t>(size_t(n), 1)}}))
         parts.push_back(c.b.reshape(p, piece));
     return Value::tuple(parts);
   });

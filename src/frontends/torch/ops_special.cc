@@ -76,7 +76,8 @@ void register_special(Registry& r) {
            {"special_hermite_polynomial_h", "hermite_h"},
            {"special_hermite_polynomial_he", "hermite_he"},
            {"special_laguerre_polynomial_l", "laguerre_l"},
-           {"special_legendre_polynomial_p", "legendre_p"}}) {
+           {"special_legendre_polynomial_p", "legendre_p"},
+           {"nextafter", "nextafter"}}) {
     const bool poly = std::string(name).find("polynomial") != std::string::npos;
     r.add(std::string("aten.") + name, [fn = std::string(fn), poly](LowerCtx& c) {
       const NodeId a = operand(c, 0, poly ? "x" : "self"), b = operand(c, 1, poly ? "n" : "other");

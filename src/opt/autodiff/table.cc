@@ -234,6 +234,12 @@ VjpEntry vjp_entry(Op op) {
     case Op::GatedDeltaNet:
     case Op::SelectiveScan:
       return rule(vjp_sequence);
+
+    case Op::NonZero:
+    case Op::NonMaxSuppression:
+      return none("integer output (indices)");
+    case Op::Unique:
+      return gap("unique's values (a gather of x at the data-dependent first indices) not written");
   }
   return gap("unknown op id");
 }
