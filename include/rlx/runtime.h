@@ -146,10 +146,7 @@ class Session {
   std::vector<std::vector<std::shared_ptr<Buffer>>> out_cache_;  // per graph-output node
   std::shared_ptr<const Executable> exe_;
   SessionOptions options_;
-  // One arena per stage of a run: a graph with data-dependent dims is planned
-  // again after each node that finds a count, and the values computed before
-  // stay where the earlier plan put them.
-  std::vector<std::shared_ptr<Buffer>> arenas_;
+  std::shared_ptr<Buffer> arena_;
   size_t arena_bytes_ = 0;
   bool profiling_ = false;
   std::vector<NodeTime> profile_;

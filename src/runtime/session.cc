@@ -82,21 +82,25 @@ TensorMap Session::run(const TensorMap& inputs) {
   }
   std::map<std::string, int64_t> counts;  // data-dependent dims found by this run
   std::shared_ptr<const Plan> plan;
-  size_t stage = 0;
-  std::shared_ptr<Buffer> arena;
-  arena_bytes_ = 0;
-  auto plan_stage = [&] {
-    plan = exe_->plan_for(input_dims, counts);
-    // Grow with headroom and without zeroing: decoding plans a slightly larger
-    // arena at every step.
-    if (arenas_.size() <= stage) arenas_.resize(stage + 1);
-    auto& a = arenas_[stage];
-    if (!a || a->size() < plan->arena_bytes)
-      a = make_aligned_buffer(plan->arena_bytes + plan->arena_bytes / 2, false);
-    arena = a;
-    arena_bytes_ += plan->arena_bytes;
+  // Plans for the same inputs agree on the slot of every node before a count
+  // (neither their dims nor their lifetimes depend on it, and the planner
+  // places in node order), so a plan made after a count keeps the values
+  // already computed where they are; a larger arena is a new buffer, and
+  // those values stay alive in the old one.
+  auto plan_next = [&](NodeId done) {
+    auto next = exe_->plan_for(input_dims, counts);
+    const bool grows = !arena_ || arena_->size() < next->arena_bytes;
+    if (grows)  // with headroom and without zeroing: decoding plans a slightly larger arena each
+                // step
+      arena_ = make_aligned_buffer(next->arena_bytes + next->arena_bytes / 2, false);
+    for (NodeId i = 0; plan && !grows && i <= done; ++i)
+      RLX_CHECK(next->offset[size_t(i)] == plan->offset[size_t(i)] || plan->offset[size_t(i)] < 0,
+                g.node(i).label(), ": planned into another slot after a count");
+    plan = std::move(next);
+    arena_bytes_ = std::max(arena_bytes_, plan->arena_bytes);
   };
-  plan_stage();
+  arena_bytes_ = 0;
+  plan_next(-1);
 
   std::vector<Tensor> values(g.size());
   std::vector<Tensor> args, outs;
@@ -128,7 +132,7 @@ TensorMap Session::run(const TensorMap& inputs) {
     auto buffer = [&](const Node& v) {
       const size_t at = size_t(v.id);
       const Dims& d = plan->dims[at];
-      return plan->offset[at] >= 0 ? Tensor(arena, size_t(plan->offset[at]), d, v.shape.dtype)
+      return plan->offset[at] >= 0 ? Tensor(arena_, size_t(plan->offset[at]), d, v.shape.dtype)
                                    : output_buffer(v, d);
     };
     args.clear();
@@ -163,8 +167,7 @@ TensorMap Session::run(const TensorMap& inputs) {
     }
     if (finds_count) {  // the nodes after it are planned for the count it found
       counts[data_dependent_dim(n)] = data_dependent_count(n, outs[0].shape());
-      ++stage;
-      plan_stage();
+      plan_next(n.id);
     }
     if (has_results(n.op))
       for (size_t i = 0; i < outs.size(); ++i) values[size_t(g.result(n.id, int(i)))] = outs[i];

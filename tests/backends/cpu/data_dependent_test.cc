@@ -251,5 +251,36 @@ TEST(DataDependentRuntime, NodesAfterTheCountArePlannedForIt) {
   EXPECT_FALSE(pending[size_t(exe->graph().outputs()[2].node)]);
 }
 
+// Two counts in a chain: three plans per run, each stage in its own arena, and a value from the
+// first stage read in the last.
+TEST(DataDependentRuntime, ChainedCountsEachPlanTheRest) {
+  Graph g;
+  Builder b(g);
+  const NodeId x = b.input("x", Shape(Dims{64}, DType::F32));
+  const NodeId scaled = b.mul(x, b.scalar(3));  // read at the very end
+  auto select = [&](NodeId v, NodeId from, const char* count) {
+    const NodeId mask = b.binary(Op::Gt, v, b.scalar(0.25f));
+    const NodeId at = b.reshape(b.op(Op::NonZero, {mask}, {{"count", std::string(count)}}), {-1});
+    return b.op(Op::Gather, {from, at}, {{"axis", int64_t(0)}});
+  };
+  const NodeId first = select(x, x, "k1");                         // x where x > 0.25
+  const NodeId second = select(b.mul(first, first), first, "k2");  // of those, where x^2 > 0.25
+  const NodeId total = b.reduce(Op::ReduceSum, scaled, {0});
+  g.add_output("second", b.add(second, total));
+  Session s(Executable::compile(g, {}));
+  for (uint64_t seed : {5, 6, 7}) {
+    const Tensor xv = random_tensor({64}, DType::F32, seed);
+    double sum = 0;
+    for (float v : xv.to_f32_vector()) sum += 3.0 * v;
+    std::vector<float> want;
+    for (float v : xv.to_f32_vector())
+      if (v > 0.25f && v * v > 0.25f) want.push_back(v + float(sum));
+    const Tensor got = s.run({{"x", xv}}).at("second");
+    ASSERT_EQ(got.dims(), (Dims{int64_t(want.size())}));
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got.item_as_double(int64_t(i)), want[i], 1e-4) << i;
+  }
+}
+
 }  // namespace
 }  // namespace rlx
