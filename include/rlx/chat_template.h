@@ -10,14 +10,35 @@
 
 namespace rlx::llm {
 
+// A function call an assistant message made (OpenAI's tool_calls[i]); `arguments` is JSON text.
+struct ChatToolCall {
+  std::string id, name, arguments;
+};
+
 struct ChatMessage {
   std::string role, content;
+  std::vector<ChatToolCall> tool_calls = {};  // an assistant's calls
+  std::string tool_call_id = {};              // a "tool" message: the call it answers
 };
 
 struct ChatTemplateOptions {
   bool add_generation_prompt = true;
   std::string bos_token, eos_token;
+  // The tool schemas the model may call, a JSON array as OpenAI's `tools` takes it; empty: the
+  // template sees no `tools` (it is undefined, as without the argument in apply_chat_template).
+  std::string tools = {};
 };
+
+// A model's reply split into its text and the function calls it makes: <tool_call>{"name": ...,
+// "arguments": {...}}</tool_call> blocks (the Hermes format of the Qwen 2.5 / Qwen 3 templates),
+// or a reply that is one JSON object {"name": ..., "arguments" | "parameters": {...}} (Llama
+// 3.1's JSON calls). `content` is the text outside the blocks, trimmed; a block that is not such
+// JSON stays in it. Calls get ids "call_0", "call_1", ...; arguments are compact JSON text.
+struct ToolCallReply {
+  std::string content;
+  std::vector<ChatToolCall> calls;
+};
+ToolCallReply parse_tool_calls(const std::string& reply);
 
 namespace chat_detail {
 struct Program;

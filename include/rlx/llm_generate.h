@@ -42,7 +42,9 @@ struct ChatModel {
   // The rendered conversation (with the generation prompt) as token ids:
   // control tokens spelled in the text become those tokens, and BOS is added
   // when the model wants one and the template did not write it.
-  std::vector<int32_t> chat_prompt(const std::vector<ChatMessage>& messages) const;
+  // `tools`: OpenAI's tool schemas as a JSON array for the template (empty: none).
+  std::vector<int32_t> chat_prompt(const std::vector<ChatMessage>& messages,
+                                   const std::string& tools = {}) const;
   // Plain text as a prompt (BOS as the model wants; special tokens parsed).
   std::vector<int32_t> text_prompt(const std::string& text) const;
 };

@@ -64,8 +64,10 @@ std::vector<int32_t> ChatModel::text_prompt(const std::string& text) const {
   return tokenizer.encode(text, true, true);
 }
 
-std::vector<int32_t> ChatModel::chat_prompt(const std::vector<ChatMessage>& messages) const {
+std::vector<int32_t> ChatModel::chat_prompt(const std::vector<ChatMessage>& messages,
+                                            const std::string& tools) const {
   ChatTemplateOptions o;
+  o.tools = tools;
   o.bos_token = token_text_or_empty(tokenizer, tokenizer.bos());
   o.eos_token = token_text_or_empty(tokenizer, tokenizer.eos());
   std::string text = chat_template.render(messages, o);

@@ -104,6 +104,77 @@ const char* kQwen25 = R"J({%- if tools %}
 {%- endif %}
 )J";
 
+// OpenAI-style tools and calls, rendered as transformers renders them: tools and the call's
+// arguments as objects through tojson (key order kept), the tool's reply as a user turn.
+TEST(ChatTemplateFamilies, Qwen25WithToolsAndToolCalls) {
+  ChatTemplateOptions o;
+  o.tools =
+      R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather in a )"
+      R"(city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, )"
+      R"("required": ["city"]}}}])";
+  ChatMessage call{"assistant", ""};
+  call.tool_calls = {{"call_0", "get_weather", R"({"city":"Paris"})"}};
+  ChatMessage reply{"tool", "18C"};
+  reply.tool_call_id = "call_0";
+  const std::string got =
+      ChatTemplate(kQwen25).render({{"user", "Weather in Paris?"}, call, reply}, o);
+  EXPECT_EQ(got,
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+            "assistant.\n\n# Tools\n\nYou may call one or more functions to assist with the "
+            "user query.\n\nYou are provided with function signatures within <tools></tools> "
+            "XML tags:\n<tools>\n"
+            R"({"type": "function", "function": {"name": "get_weather", "description": "Weather )"
+            R"(in a city", "parameters": {"type": "object", "properties": {"city": {"type": )"
+            R"("string"}}, "required": ["city"]}}})"
+            "\n</tools>\n\nFor each function call, return a json object with function name "
+            "and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+            "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+            "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+            "{\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\n<tool_response>\n18C\n</tool_response><|im_end|>\n"
+            "<|im_start|>assistant\n");
+  // Arguments that are not JSON reach the template as the text they are.
+  call.tool_calls[0].arguments = "city=Paris";
+  EXPECT_NE(ChatTemplate(kQwen25).render({{"user", "Hi"}, call}, o).find("\"city=Paris\""),
+            std::string::npos);
+  o.tools = "[{";
+  try {
+    ChatTemplate(kQwen25).render({{"user", "Hi"}}, o);
+    ADD_FAILURE() << "bad tools JSON rendered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ToolCalls, HermesBlocksAndJsonReplies) {
+  auto r = parse_tool_calls(
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\", \"days\": 2}}\n</tool_call>\n<tool_call>{\"name\": \"now\", "
+      "\"arguments\": {}}</tool_call>");
+  EXPECT_EQ(r.content, "Let me check.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].id, "call_0");
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].arguments, R"({"city":"Paris","days":2})");  // key order kept
+  EXPECT_EQ(r.calls[1].id, "call_1");
+  EXPECT_EQ(r.calls[1].arguments, "{}");
+  // Llama 3.1's JSON call, "parameters" for the arguments.
+  r = parse_tool_calls(R"( {"name": "f", "parameters": {"x": 1}} )");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].arguments, R"({"x":1})");
+  EXPECT_TRUE(r.content.empty());
+  // A block cut off by max_tokens still counts when its JSON is whole; one that is not JSON, or
+  // JSON without a name, stays text.
+  r = parse_tool_calls("<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].arguments, R"({"a": 1})");  // arguments given as a JSON string
+  r = parse_tool_calls("<tool_call>not json</tool_call> and {\"x\": 1}");
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(r.content, "<tool_call>not json</tool_call> and {\"x\": 1}");
+  EXPECT_TRUE(parse_tool_calls("plain text").calls.empty());
+}
+
 TEST(ChatTemplateFamilies, Qwen25) {
   EXPECT_EQ(render(kQwen25, kChat, false), kChatMLPrompt);
   EXPECT_EQ(render(kQwen25, kChat, true), std::string(kChatMLPrompt) + "<|im_start|>assistant\n");

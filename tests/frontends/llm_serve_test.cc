@@ -216,6 +216,56 @@ TEST_F(LlmServe, ChatModelsHealthAndOpenAiErrors) {
   EXPECT_EQ(nowhere->status, 404);
 }
 
+// Requests with tools and with the calls and replies of an earlier turn: accepted (the tiny
+// model's ChatML template has no tools section, and its random weights call nothing, so the reply
+// is text), streamed whole at the end; a malformed call is a 400 naming it.
+TEST_F(LlmServe, ToolRequestsAndToolTurns) {
+  const json tools =
+      json::array({{{"type", "function"},
+                    {"function",
+                     {{"name", "get_weather"},
+                      {"parameters", {{"type", "object"}, {"properties", json::object()}}}}}}});
+  const json messages = json::array(
+      {{{"role", "user"}, {"content", "ab"}},
+       {{"role", "assistant"},
+        {"content", nullptr},
+        {"tool_calls",
+         json::array(
+             {{{"id", "call_0"},
+               {"type", "function"},
+               {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"x\"}"}}}}})}},
+       {{"role", "tool"}, {"tool_call_id", "call_0"}, {"content", "18C"}}});
+  int status = 0;
+  json r = post("/v1/chat/completions",
+                {{"messages", messages}, {"tools", tools}, {"max_tokens", 3}, {"temperature", 0}},
+                &status);
+  EXPECT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  EXPECT_TRUE(r["choices"][0]["message"]["content"].is_string()) << r.dump();
+
+  auto res = client().Post("/v1/chat/completions",
+                           json{{"messages", messages},
+                                {"tools", tools},
+                                {"max_tokens", 3},
+                                {"temperature", 0},
+                                {"stream", true}}
+                               .dump(),
+                           "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  // role, the whole text, the finish, [DONE]
+  size_t events = 0;
+  for (size_t at = 0; (at = res->body.find("data: ", at)) != std::string::npos; at += 6) ++events;
+  EXPECT_EQ(events, 4u) << res->body;
+  EXPECT_NE(res->body.find("\"finish_reason\":\"length\""), std::string::npos) << res->body;
+
+  json bad = messages;
+  bad[1]["tool_calls"][0].erase("function");
+  json e = post("/v1/chat/completions", {{"messages", bad}, {"max_tokens", 3}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(e["error"]["param"], "messages[1].tool_calls[0]") << e.dump();
+}
+
 TEST_F(LlmServe, AClientGoneMidStreamFreesItsSlot) {
   // Far more tokens than it could make before the test gives up on it.
   json body = greedy_completion("ab", 90000, true);

@@ -130,15 +130,16 @@ class Server {
       ticket->wait();
       if (!ticket->error().empty())
         return send_error(res, ApiError{500, ticket->error(), "server_error", "", ""});
-      res.set_content(serve::dump(serve::response(*head, ticket->result())), "application/json");
+      res.set_content(serve::dump(serve::response(*head, ticket->result(), p.tools)),
+                      "application/json");
       return;
     }
     res.set_header("Cache-Control", "no-cache");
     auto started = std::make_shared<bool>(false);
-    const bool include_usage = p.include_usage;
+    const bool include_usage = p.include_usage, tools = p.tools;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [ticket, head, started, include_usage](size_t, httplib::DataSink& sink) {
+        [ticket, head, started, include_usage, tools](size_t, httplib::DataSink& sink) {
           auto send = [&](const std::string& s) {
             if (s.empty() || sink.write(s.data(), s.size())) return true;
             ticket->cancel();  // the client went away
@@ -148,7 +149,8 @@ class Server {
           *started = true;
           std::string text;
           if (ticket->next(text, 100ms)) {
-            if (!text.empty()) return send(serve::text_event(*head, text, nullptr));
+            // With tools the reply goes out whole at the end (reply_events).
+            if (!text.empty() && !tools) return send(serve::text_event(*head, text, nullptr));
             if (!sink.is_writable()) {
               ticket->cancel();
               return false;
@@ -162,7 +164,9 @@ class Server {
                  "\n\n");
           } else {
             const llm::GenerateResult& r = ticket->result();
-            if (!send(serve::text_event(*head, "", llm::finish_name(r.finish)))) return false;
+            if (!send(tools ? serve::reply_events(*head, r)
+                            : serve::text_event(*head, "", llm::finish_name(r.finish))))
+              return false;
             if (include_usage && !send(serve::usage_event(*head, r))) return false;
           }
           send(serve::done_event());

@@ -95,6 +95,33 @@ std::vector<int32_t> completion_prompt(const json& body, const llm::ChatModel& m
             "(one prompt per request)");
 }
 
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments}}], the
+// arguments JSON text (or an object, which some clients send).
+std::vector<llm::ChatToolCall> tool_calls_of(const json& msg, const std::string& at) {
+  auto it = msg.find("tool_calls");
+  if (it == msg.end() || it->is_null()) return {};
+  if (!it->is_array()) throw bad(at + ".tool_calls", "'" + at + ".tool_calls' must be an array");
+  std::vector<llm::ChatToolCall> calls;
+  for (size_t k = 0; k < it->size(); ++k) {
+    const json& c = (*it)[k];
+    const std::string ck = at + ".tool_calls[" + std::to_string(k) + "]";
+    const json* f =
+        c.is_object() ? field(c, "function", json::value_t::object, "an object") : nullptr;
+    if (!f || !f->contains("name") || !(*f)["name"].is_string())
+      throw bad(ck, "'" + ck + "' must have a 'function' with a string 'name'");
+    llm::ChatToolCall call;
+    if (const json* id = field(c, "id", json::value_t::string, "a string"))
+      call.id = id->get<std::string>();
+    call.name = (*f)["name"].get<std::string>();
+    auto args = f->find("arguments");
+    call.arguments = args == f->end() || args->is_null() ? "{}"
+                     : args->is_string()                 ? args->get<std::string>()
+                                                         : args->dump();
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
+
 std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m) {
   const json* msgs = field(body, "messages", json::value_t::array, "an array");
   if (!msgs || msgs->empty()) throw bad("messages", "'messages' must be a non-empty array");
@@ -105,14 +132,33 @@ std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m) {
     if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string())
       throw bad(at, "'" + at + "' must be an object with a string 'role'");
     auto c = msg.find("content");
-    messages.push_back({msg["role"].get<std::string>(),
-                        c == msg.end() || c->is_null() ? "" : text_of(*c, at + ".content")});
+    llm::ChatMessage m{msg["role"].get<std::string>(),
+                       c == msg.end() || c->is_null() ? "" : text_of(*c, at + ".content")};
+    m.tool_calls = tool_calls_of(msg, at);
+    if (const json* id = field(msg, "tool_call_id", json::value_t::string, "a string"))
+      m.tool_call_id = id->get<std::string>();
+    messages.push_back(std::move(m));
   }
+  std::string tools;
+  if (const json* t = field(body, "tools", json::value_t::array, "an array"); t && !t->empty())
+    tools = t->dump();
   try {
-    return m.chat_prompt(messages);
+    return m.chat_prompt(messages, tools);
   } catch (const Error& e) {  // raise_exception in the template: roles out of order, ...
     throw bad("messages", std::string("the chat template rejects these messages: ") + e.what());
   }
+}
+
+json tool_calls_json(const std::vector<llm::ChatToolCall>& calls, bool indexed) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c{{"id", calls[i].id},
+           {"type", "function"},
+           {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (indexed) c["index"] = i;  // stream deltas say which call they extend
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 std::vector<std::string> stop_strings(const json& body) {
@@ -207,6 +253,8 @@ ParsedRequest parse_request(Endpoint e, const std::string& text, const llm::Chat
   ParsedRequest p;
   llm::GenerateRequest& g = p.generate;
   g.prompt = e == Endpoint::Completions ? completion_prompt(body, model) : chat_prompt(body, model);
+  if (const json* t = field(body, "tools", json::value_t::array, "an array"))
+    p.tools = e == Endpoint::ChatCompletions && !t->empty();
   if (int64_t(g.prompt.size()) >= limits.n_ctx)
     throw ApiError{400,
                    "the prompt has " + std::to_string(g.prompt.size()) +
@@ -240,12 +288,20 @@ ResponseHead new_head(Endpoint e, const std::string& model) {
           int64_t(std::time(nullptr))};
 }
 
-json response(const ResponseHead& h, const llm::GenerateResult& r) {
+json response(const ResponseHead& h, const llm::GenerateResult& r, bool tools) {
   json choice{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", llm::finish_name(r.finish)}};
-  if (h.endpoint == Endpoint::Completions)
+  if (h.endpoint == Endpoint::Completions) {
     choice["text"] = r.text;
-  else
+  } else if (llm::ToolCallReply calls =
+                 tools ? llm::parse_tool_calls(r.text) : llm::ToolCallReply{};
+             !calls.calls.empty()) {
+    choice["message"] = {{"role", "assistant"},
+                         {"content", calls.content.empty() ? json(nullptr) : json(calls.content)},
+                         {"tool_calls", tool_calls_json(calls.calls, false)}};
+    choice["finish_reason"] = "tool_calls";
+  } else {
     choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+  }
   json j = head_json(h, false);
   j["choices"] = json::array({choice});
   j["usage"] = usage(r);
@@ -263,6 +319,20 @@ std::string text_event(const ResponseHead& h, const std::string& text, const cha
   json j = head_json(h, true);
   j["choices"] = json::array({choice});
   return event(j);
+}
+
+std::string reply_events(const ResponseHead& h, const llm::GenerateResult& r) {
+  const llm::ToolCallReply calls = llm::parse_tool_calls(r.text);
+  if (calls.calls.empty())
+    return text_event(h, r.text, nullptr) + text_event(h, "", llm::finish_name(r.finish));
+  std::string out;
+  if (!calls.content.empty()) out += text_event(h, calls.content, nullptr);
+  json j = head_json(h, true);
+  j["choices"] = json::array({json{{"index", 0},
+                                   {"delta", {{"tool_calls", tool_calls_json(calls.calls, true)}}},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", nullptr}}});
+  return out + event(j) + text_event(h, "", "tool_calls");
 }
 
 std::string role_event(const ResponseHead& h) {

@@ -32,6 +32,9 @@ enum class Endpoint { Completions, ChatCompletions };
 struct ParsedRequest {
   llm::GenerateRequest generate;
   bool stream = false, include_usage = false;
+  // A chat request with `tools`: the reply is read for function calls (llm::parse_tool_calls)
+  // and a stream sends it whole at the end, since a call is only known once it is complete.
+  bool tools = false;
 };
 // Throws ApiError naming the field at fault.
 ParsedRequest parse_request(Endpoint e, const std::string& body, const llm::ChatModel& model,
@@ -44,9 +47,13 @@ struct ResponseHead {
   int64_t created = 0;
 };
 ResponseHead new_head(Endpoint e, const std::string& model);
-json response(const ResponseHead& h, const llm::GenerateResult& r);
+// tools: read the reply for function calls (message.tool_calls, finish_reason "tool_calls").
+json response(const ResponseHead& h, const llm::GenerateResult& r, bool tools = false);
 // One "data: {...}\n\n" event: a piece of text, or (finish set) the last one.
 std::string text_event(const ResponseHead& h, const std::string& text, const char* finish);
+// A whole chat reply as stream events up to the finish: its text, or its text and a delta
+// with its tool_calls and finish_reason "tool_calls" (a request with tools).
+std::string reply_events(const ResponseHead& h, const llm::GenerateResult& r);
 // The chat stream's first event (the assistant role), empty for completions.
 std::string role_event(const ResponseHead& h);
 std::string usage_event(const ResponseHead& h, const llm::GenerateResult& r);

@@ -442,10 +442,30 @@ std::string render(const Program& p, const std::vector<ChatMessage>& messages,
                    const ChatTemplateOptions& o) {
   Renderer r;
   std::vector<Value> ms;
-  for (const auto& m : messages)
-    ms.push_back(
-        Value::of_dict({{"role", Value::str(m.role)}, {"content", Value::str(m.content)}}));
+  for (const auto& m : messages) {
+    std::vector<std::pair<std::string, Value>> d{{"role", Value::str(m.role)},
+                                                 {"content", Value::str(m.content)}};
+    if (!m.tool_calls.empty()) {
+      // As transformers' templates expect them: arguments an object (OpenAI sends JSON text).
+      std::vector<Value> calls;
+      for (const auto& c : m.tool_calls) {
+        Value args = Value::str(c.arguments);
+        try {
+          args = from_json(c.arguments);
+        } catch (const Error&) {  // not JSON: the text as it is
+        }
+        calls.push_back(Value::of_dict(
+            {{"id", Value::str(c.id)},
+             {"type", Value::str("function")},
+             {"function", Value::of_dict({{"name", Value::str(c.name)}, {"arguments", args}})}}));
+      }
+      d.push_back({"tool_calls", Value::of_list(std::move(calls))});
+    }
+    if (!m.tool_call_id.empty()) d.push_back({"tool_call_id", Value::str(m.tool_call_id)});
+    ms.push_back(Value::of_dict(std::move(d)));
+  }
   r.define("messages", Value::of_list(std::move(ms)));
+  if (!o.tools.empty()) r.define("tools", from_json(o.tools));
   r.define("add_generation_prompt", Value::boolean(o.add_generation_prompt));
   r.define("bos_token", Value::str(o.bos_token));
   r.define("eos_token", Value::str(o.eos_token));

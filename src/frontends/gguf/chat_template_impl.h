@@ -86,6 +86,9 @@ bool truthy(const Value& v);
 std::string to_str(const Value& v);               // Python's str(): what {{ }} prints
 std::string repr(const Value& v);                 // Python's repr(), for strings inside lists
 std::string to_json(const Value& v, int indent);  // indent < 0: one line
+// JSON text as a value, object keys in their order; throws rlx::Error on bad JSON and past the
+// nesting and size caps.
+Value from_json(const std::string& text);
 bool equal(const Value& a, const Value& b);
 const char* kind_name(const Value& v);
 // The UTF-8 characters of s (one string each).

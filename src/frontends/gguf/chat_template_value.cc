@@ -1,6 +1,9 @@
 // Chat template values: construction under the caps, truthiness, Python's
 // str()/repr(), JSON (transformers' tojson: key order kept, ensure_ascii off)
 // and equality.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -316,6 +319,46 @@ std::string to_json(const Value& v, int indent) {
   std::string out;
   json(out, v, indent, 0);
   return out;
+}
+
+namespace {
+Value from_parsed(const nlohmann::ordered_json& j, int depth) {
+  RLX_CHECK(depth < kMaxNesting, "chat template: JSON nested deeper than ", kMaxNesting);
+  switch (j.type()) {
+    case nlohmann::ordered_json::value_t::object: {
+      std::vector<std::pair<std::string, Value>> items;
+      for (auto it = j.begin(); it != j.end(); ++it)
+        items.push_back({it.key(), from_parsed(it.value(), depth + 1)});
+      return Value::of_dict(std::move(items));
+    }
+    case nlohmann::ordered_json::value_t::array: {
+      RLX_CHECK(j.size() <= kMaxListItems, "chat template: a JSON array of ", j.size(), " items");
+      std::vector<Value> items;
+      for (const auto& e : j) items.push_back(from_parsed(e, depth + 1));
+      return Value::of_list(std::move(items));
+    }
+    case nlohmann::ordered_json::value_t::string:
+      return Value::str(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value::boolean(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+    case nlohmann::ordered_json::value_t::number_unsigned:
+      return Value::integer(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value::number(j.get<double>());
+    default:
+      return Value::none();
+  }
+}
+}  // namespace
+
+Value from_json(const std::string& text) {
+  RLX_CHECK(text.size() <= kMaxValueBytes, "chat template: JSON of ", text.size(),
+            " bytes is past the ", kMaxValueBytes, "-byte cap");
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
+  RLX_CHECK(!j.is_discarded(),
+            "chat template: not valid JSON: ", text.substr(0, std::min<size_t>(text.size(), 80)));
+  return from_parsed(j, 0);
 }
 
 bool equal(const Value& a, const Value& b) {
