@@ -286,5 +286,23 @@ TEST_F(LlmServe, AClientGoneMidStreamFreesItsSlot) {
   EXPECT_TRUE(freed) << "the abandoned stream still runs";
 }
 
+// The same for a request that does not stream: the server looks at the client while it waits.
+TEST_F(LlmServe, AClientGoneBeforeItsReplyFreesItsSlot) {
+  {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(300ms);  // gives up long before 90000 tokens
+    auto res =
+        c.Post("/v1/completions", greedy_completion("ab", 90000, false).dump(), "application/json");
+    EXPECT_FALSE(res);
+  }
+  bool freed = false;
+  for (int i = 0; i < 100 && !freed; ++i) {
+    auto h = client().Get("/health");
+    freed = h && json::parse(h->body)["requests_in_flight"] == 0;
+    if (!freed) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(freed) << "the abandoned request still runs";
+}
+
 }  // namespace
 }  // namespace rlx

@@ -127,11 +127,30 @@ class Server {
                                  "server_error", "", "server_busy"});
     auto head = std::make_shared<serve::ResponseHead>(serve::new_head(e, model_id_));
     if (!p.stream) {
-      ticket->wait();
-      if (!ticket->error().empty())
-        return send_error(res, ApiError{500, ticket->error(), "server_error", "", ""});
-      res.set_content(serve::dump(serve::response(*head, ticket->result(), p.tools)),
-                      "application/json");
+      // Written when done, but sent through a provider that looks at the client every 100 ms
+      // while it waits: a client that hangs up cancels its request and frees the slot.
+      const bool tools = p.tools;
+      res.set_chunked_content_provider(
+          "application/json",
+          [ticket, head, tools](size_t, httplib::DataSink& sink) {
+            std::string text;
+            if (ticket->next(text, 100ms)) {
+              if (sink.is_writable()) return true;
+              ticket->cancel();  // the client went away
+              return false;
+            }
+            const std::string body =
+                ticket->error().empty()
+                    ? serve::dump(serve::response(*head, ticket->result(), tools))
+                    : serve::dump(serve::error_body(
+                          ApiError{500, ticket->error(), "server_error", "", ""}));
+            sink.write(body.data(), body.size());
+            sink.done();
+            return true;
+          },
+          [ticket](bool success) {
+            if (!success) ticket->cancel();
+          });
       return;
     }
     res.set_header("Cache-Control", "no-cache");
