@@ -15,6 +15,7 @@ struct RecurrentSpec {
   Op op = Op::Lstm;
   int64_t gates = 4;  // G: 4 lstm, 3 gru, 1 rnn
   int64_t hidden = 0, layers = 1, dirs = 1;
+  int64_t proj = 0;      // lstm proj_size: h and each direction's y are proj wide (0: hidden)
   bool reverse = false;  // direction=reverse (dirs == 1, run backwards)
   bool batch_first = true, carry = false, lengths = false, peephole = false;
   bool linear_before_reset = true;  // gru
@@ -23,13 +24,15 @@ struct RecurrentSpec {
   // Row block of each gate in canonical order (lstm i, f, g, o; gru r, z, n; rnn 0).
   std::array<int, 4> block{0, 1, 2, 3};
   // Input positions; -1 when absent.
-  int h0 = -1, c0 = -1, len = -1, peep = -1;
+  int h0 = -1, c0 = -1, len = -1, peep = -1, w_hr = -1;
   int num_inputs = 4;
   int num_outputs = 3;
 
   int64_t gate_rows() const { return gates * hidden; }
+  // Features of h, the recurrent state, and of each direction's output.
+  int64_t width() const { return proj ? proj : hidden; }
   // Input features of layer l (in for layer 0).
-  int64_t layer_in(int64_t l, int64_t in) const { return l == 0 ? in : dirs * hidden; }
+  int64_t layer_in(int64_t l, int64_t in) const { return l == 0 ? in : dirs * width(); }
   // Element offset of (l, d)'s [G*h, in_l] block in w_ih.
   int64_t w_ih_offset(int64_t l, int64_t d, int64_t in) const {
     int64_t off = 0;
@@ -37,7 +40,7 @@ struct RecurrentSpec {
     return off + d * gate_rows() * layer_in(l, in);
   }
   int64_t w_ih_numel(int64_t in) const { return w_ih_offset(layers, 0, in); }
-  int64_t w_hh_offset(int64_t l, int64_t d) const { return (l * dirs + d) * gate_rows() * hidden; }
+  int64_t w_hh_offset(int64_t l, int64_t d) const { return (l * dirs + d) * gate_rows() * width(); }
 };
 
 inline RecurrentSpec recurrent_spec(const Node& n) {
@@ -62,6 +65,9 @@ inline RecurrentSpec recurrent_spec(const Node& n) {
     s.g = a.act_g;
     s.h = a.act_h;
     s.peephole = a.peephole;
+    s.proj = a.proj_size;
+    RLX_CHECK(s.proj >= 0 && s.proj < a.hidden, name,
+              ": proj_size must be in [0, hidden=", a.hidden, "), got ", s.proj);
     if (a.gates == GateOrder::onnx) s.block = {0, 2, 3, 1};  // i o f c
     s.num_outputs = 3;
   } else if (n.op == Op::Gru) {
@@ -90,6 +96,7 @@ inline RecurrentSpec recurrent_spec(const Node& n) {
   }
   if (s.lengths) s.len = next++;
   if (s.peephole) s.peep = next++;
+  if (s.proj) s.w_hr = next++;
   s.num_inputs = next;
   return s;
 }

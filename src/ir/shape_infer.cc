@@ -1204,7 +1204,7 @@ std::vector<Shape> infer_recurrent(const Node& n, const In& in) {
   const RecurrentSpec s = recurrent_spec(n);
   RLX_CHECK(int(in.size()) == s.num_inputs, op, ": expected ", s.num_inputs,
             " inputs (x, w_ih, w_hh, bias", s.carry ? (n.op == Op::Lstm ? ", h0, c0" : ", h0") : "",
-            s.lengths ? ", lengths" : "", s.peephole ? ", peephole" : "",
+            s.lengths ? ", lengths" : "", s.peephole ? ", peephole" : "", s.proj ? ", w_hr" : "",
             ") for these attributes, got ", in.size());
   const Shape& x = *in[0];
   RLX_CHECK(x.dtype == DType::F32 || x.dtype == DType::F16 || x.dtype == DType::BF16, op,
@@ -1213,6 +1213,7 @@ std::vector<Shape> infer_recurrent(const Node& n, const In& in) {
             ", got ", x.str());
   RLX_CHECK(x.dims[2].is_static(), op, ": x's feature dim must be static, got ", x.str());
   const int64_t in_f = x.dims[2].value, h = s.hidden, G = s.gates, LD = s.layers * s.dirs;
+  const int64_t w = s.width();
   const Dim B = s.batch_first ? x.dims[0] : x.dims[1];
   const Dim S = s.batch_first ? x.dims[1] : x.dims[0];
   for (size_t i = 1; i < in.size(); ++i)
@@ -1222,18 +1223,19 @@ std::vector<Shape> infer_recurrent(const Node& n, const In& in) {
   // w_ih: the packed blocks; any shape [..., in] of that size when every layer reads in features.
   const Shape &wi = *in[1], &wh = *in[2], &b = *in[3];
   const int64_t want_wi = s.w_ih_numel(in_f);
-  const bool uniform = s.layers == 1 || in_f == s.dirs * h;
+  const bool uniform = s.layers == 1 || in_f == s.dirs * w;
   RLX_CHECK(weight_numel(op, "w_ih", wi) == want_wi &&
                 (wi.rank() == 1 || (uniform && wi.dims.back().value == in_f)),
             op, ": w_ih ", wi.str(), " does not fit hidden=", h, " num_layers=", s.layers,
             " directions=", s.dirs, " and x ", x.str(), ": expected ", want_wi,
             " elements (per layer ", s.dirs, " blocks [", G * h, ", in_l], in_0=", in_f,
-            ", in_l=", s.dirs * h, ")", uniform ? ", as [..., in] or flat" : ", flat");
-  const int64_t want_wh = LD * G * h * h;
+            ", in_l=", s.dirs * w, ")", uniform ? ", as [..., in] or flat" : ", flat");
+  const int64_t want_wh = LD * G * h * w;
   RLX_CHECK(
-      weight_numel(op, "w_hh", wh) == want_wh && (wh.rank() == 1 || wh.dims.back().value == h), op,
-      ": w_hh ", wh.str(), " does not fit hidden=", h, ": expected [", LD, ", ", G * h, ", ", h,
-      "] (", want_wh, " elements)");
+      weight_numel(op, "w_hh", wh) == want_wh && (wh.rank() == 1 || wh.dims.back().value == w), op,
+      ": w_hh ", wh.str(), " does not fit hidden=", h, s.proj ? " proj_size=" : "",
+      s.proj ? std::to_string(s.proj) : "", ": expected [", LD, ", ", G * h, ", ", w, "] (",
+      want_wh, " elements)");
   const int64_t nb = weight_numel(op, "bias", b);
   const bool summed = nb == LD * G * h && n.op != Op::Gru;
   RLX_CHECK((summed || nb == LD * 2 * G * h) && (b.rank() == 1 || b.dims.back().value == nb / LD),
@@ -1242,16 +1244,22 @@ std::vector<Shape> infer_recurrent(const Node& n, const In& in) {
             n.op == Op::Gru
                 ? " (gru keeps b_hn apart)"
                 : " or [" + std::to_string(LD) + ", " + std::to_string(G * h) + "] (summed)");
-  const Shape state(std::vector<Dim>{Dim(LD), B, Dim(h)}, x.dtype);
-  auto check_state = [&](int i, const char* what) {
+  // h is proj_size wide with a projection, the cell state c always hidden.
+  const Shape state(std::vector<Dim>{Dim(LD), B, Dim(w)}, x.dtype);
+  const Shape cell(std::vector<Dim>{Dim(LD), B, Dim(h)}, x.dtype);
+  auto check_state = [&](int i, const char* what, const Shape& want, const char* dims) {
     const Shape& t = *in[size_t(i)];
     bool ok = t.rank() == 3;
-    for (int k = 0; ok && k < 3; ++k)
-      ok = dims_compatible(t.dims[size_t(k)], state.dims[size_t(k)]);
-    RLX_CHECK(ok, op, ": ", what, " ", t.str(), " must be ", state.str(), " ([L*D, B, hidden])");
+    for (int k = 0; ok && k < 3; ++k) ok = dims_compatible(t.dims[size_t(k)], want.dims[size_t(k)]);
+    RLX_CHECK(ok, op, ": ", what, " ", t.str(), " must be ", want.str(), " (", dims, ")");
   };
-  if (s.h0 >= 0) check_state(s.h0, "h0");
-  if (s.c0 >= 0) check_state(s.c0, "c0");
+  if (s.h0 >= 0)
+    check_state(s.h0, "h0", state, s.proj ? "[L*D, B, proj_size]" : "[L*D, B, hidden]");
+  if (s.c0 >= 0) check_state(s.c0, "c0", cell, "[L*D, B, hidden]");
+  if (s.w_hr >= 0)
+    RLX_CHECK(weight_numel(op, "w_hr", *in[size_t(s.w_hr)]) == LD * w * h, op, ": w_hr ",
+              in[size_t(s.w_hr)]->str(), " must be [", LD, ", ", w, ", ", h,
+              "] (proj_size, hidden)");
   if (s.len >= 0) {
     const Shape& l = *in[size_t(s.len)];
     check_index_dtype(l, op);
@@ -1261,10 +1269,10 @@ std::vector<Shape> infer_recurrent(const Node& n, const In& in) {
   if (s.peep >= 0)
     RLX_CHECK(weight_numel(op, "peephole", *in[size_t(s.peep)]) == LD * 3 * h, op, ": peephole ",
               in[size_t(s.peep)]->str(), " must be [", LD, ", ", 3 * h, "] (i, o, f)");
-  const Dim Dh(s.dirs * h);
+  const Dim Dh(s.dirs * w);
   Shape y(s.batch_first ? std::vector<Dim>{B, S, Dh} : std::vector<Dim>{S, B, Dh}, x.dtype);
   std::vector<Shape> out{y, state};
-  if (n.op == Op::Lstm) out.push_back(state);
+  if (n.op == Op::Lstm) out.push_back(cell);
   return out;
 }
 

@@ -59,8 +59,10 @@ def _recurrent(kind, init, batch=3, seq=6, feat=5, **kw):
         L = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
         x = torch.randn(batch, seq, feat) if kw.get("batch_first") else torch.randn(seq, batch, feat)
         inputs = (x,)
-        if init:
-            inputs += tuple(torch.randn(L, batch, 8) for _ in range(2 if kind == "LSTM" else 1))
+        if init:  # h0 (proj_size wide with a projection), then an LSTM's c0
+            inputs += (torch.randn(L, batch, kw.get("proj_size", 0) or 8),)
+            if kind == "LSTM":
+                inputs += (torch.randn(L, batch, 8),)
         return _Recurrent(m), inputs
     return make
 
@@ -70,6 +72,7 @@ RECURRENT = {
     "lstm_bi2_bf_init": _recurrent("LSTM", True, num_layers=2, bidirectional=True,
                                    batch_first=True),
     "lstm_bi_nobias": _recurrent("LSTM", False, bidirectional=True, bias=False),
+    "lstm_proj_bi2_init": _recurrent("LSTM", True, num_layers=2, bidirectional=True, proj_size=3),
     "gru_2_bf_init": _recurrent("GRU", True, num_layers=2, batch_first=True),
     "gru_bi": _recurrent("GRU", False, bidirectional=True),
     "rnn_tanh_bi2_bf_init": _recurrent("RNN", True, num_layers=2, bidirectional=True,

@@ -99,15 +99,15 @@ TEST(TorchModels, Torchvision) {
 }
 
 // nn.LSTM / nn.GRU / nn.RNN (uni/bi, 1-2 layers, batch_first, with and without initial states and
-// biases), each imported as one lstm / gru / rnn node, at 1e-5 of PyTorch.
+// biases, an LSTM with proj_size), each imported as one lstm / gru / rnn node, at 1e-5 of PyTorch.
 TEST(TorchModels, Recurrent) {
   const std::vector<std::string> names = {
-      "lstm_uni", "lstm_bi2_bf_init",     "lstm_bi_nobias", "gru_2_bf_init",
-      "gru_bi",   "rnn_tanh_bi2_bf_init", "rnn_relu"};
+      "lstm_uni",      "lstm_bi2_bf_init", "lstm_bi_nobias",       "lstm_proj_bi2_init",
+      "gru_2_bf_init", "gru_bi",           "rnn_tanh_bi2_bf_init", "rnn_relu"};
   fs::path dir = export_models(names);
   check_exported(dir, names, 1e-5);
   // One node each, not an unrolled decomposition.
-  for (const char* name : {"lstm_bi2_bf_init", "gru_bi", "rnn_relu"}) {
+  for (const char* name : {"lstm_bi2_bf_init", "lstm_proj_bi2_init", "gru_bi", "rnn_relu"}) {
     Model m = import_torch_export((dir / name).string());
     int recurrent = 0;
     for (NodeId id = 0; id < NodeId(m.graph.size()); ++id)

@@ -42,6 +42,7 @@ MODELS = {
     "cnn_groupnorm": M.cnn_misc,
     # Backpropagation through time: every output (y, h_n[, c_n]) gets a cotangent.
     "lstm": T.RECURRENT["lstm_bi2_bf_init"],
+    "lstm_proj": T.RECURRENT["lstm_proj_bi2_init"],
     "gru": T.RECURRENT["gru_bi"],
     "rnn": T.RECURRENT["rnn_tanh_bi2_bf_init"],
 }

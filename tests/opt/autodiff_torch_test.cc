@@ -82,8 +82,8 @@ void check_model(const fs::path& d, const std::string& name) {
 }
 
 TEST(AutodiffTorch, ModelGradientsMatchAutograd) {
-  const std::vector<std::string> names{"mlp",           "cnn",  "transformer", "gpt",
-                                       "cnn_groupnorm", "lstm", "gru",         "rnn"};
+  const std::vector<std::string> names{"mlp",  "cnn",       "transformer", "gpt", "cnn_groupnorm",
+                                       "lstm", "lstm_proj", "gru",         "rnn"};
   const fs::path dir = export_models(names);
   for (const auto& name : names) {
     try {

@@ -45,14 +45,15 @@ struct Geometry {
   int64_t row(int64_t b, int64_t t) const { return batch_first ? b * S + t : t * B + b; }
 };
 
-// One direction of one layer: reads X [rows, in_l], writes its h columns of Y [rows, D*h] and the
-// final state into hn / cn ([B, h] each; c only for lstm). h / c hold the initial state on entry.
+// One direction of one layer: reads X [rows, in_l], writes its W columns of Y [rows, D*W] and the
+// final state into h [B, W] / c [B, h] (c only for lstm; W = s.width(), h projected to it by
+// w_hr [W, h] when lstm has proj_size). h / c hold the initial state on entry.
 void run_direction(const RecurrentSpec& s, const Geometry& g, int64_t in_l, const float* X,
                    const float* w_ih, const float* w_hh, const float* b_ih, const float* b_hh,
-                   const float* peep, const std::vector<int64_t>& len, float* Y, int64_t d,
-                   float* h, float* c) {
-  const int64_t H = s.hidden, GH = s.gate_rows(), B = g.B, S = g.S, rows = B * S;
-  const int64_t ldy = s.dirs * H;
+                   const float* peep, const float* w_hr, const std::vector<int64_t>& len, float* Y,
+                   int64_t d, float* h, float* c) {
+  const int64_t H = s.hidden, W = s.width(), GH = s.gate_rows(), B = g.B, S = g.S, rows = B * S;
+  const int64_t ldy = s.dirs * W;
   const bool gru = s.op == Op::Gru, lstm = s.op == Op::Lstm;
   // gx = X @ w_ih^T + b_ih (+ b_hh, except gru's n block, which sits inside r * (...)).
   std::vector<float> gx(size_t(rows * GH));
@@ -76,15 +77,15 @@ void run_direction(const RecurrentSpec& s, const Geometry& g, int64_t in_l, cons
       // r and z blocks first (rows [0, 2h) in both gate orders), then (r * h) @ W_hn^T.
       gemm(false, true, B, 2 * H, H, 1.0f, h, H, w_hh, H, 0.0f, gh.data(), GH);
     } else {
-      gemm(false, true, B, GH, H, 1.0f, h, H, w_hh, H, 0.0f, gh.data(), GH);
+      gemm(false, true, B, GH, W, 1.0f, h, W, w_hh, W, 0.0f, gh.data(), GH);
     }
     for (int64_t b = 0; b < B; ++b) {
       if (k >= len[size_t(b)]) continue;
       const int64_t t = (s.reverse || d == 1) ? len[size_t(b)] - 1 - k : k;
       const float* x = gx.data() + g.row(b, t) * GH;
       float* z = gh.data() + b * GH;
-      float* hb = h + b * H;
-      float* y = Y + g.row(b, t) * ldy + d * H;
+      float* hb = h + b * W;
+      float* y = Y + g.row(b, t) * ldy + d * W;
       if (lstm) {
         float* cb = c + b * H;
         float *zi = z + s.block[0] * H, *zf = z + s.block[1] * H, *zg = z + s.block[2] * H,
@@ -117,7 +118,12 @@ void run_direction(const RecurrentSpec& s, const Geometry& g, int64_t in_l, cons
         float* th = tmp.data() + b * H;
         std::memcpy(th, cb, size_t(H) * sizeof(float));
         activate(s.h, th, H);
-        for (int64_t j = 0; j < H; ++j) y[j] = hb[j] = zo[j] * th[j];
+        for (int64_t j = 0; j < H; ++j) th[j] *= zo[j];
+        if (w_hr)  // h = (o * act_h(c)) W_hr^T
+          gemm_serial(false, true, 1, W, H, 1.0f, th, H, w_hr, H, 0.0f, hb, W);
+        else
+          std::memcpy(hb, th, size_t(H) * sizeof(float));
+        std::memcpy(y, hb, size_t(W) * sizeof(float));
       } else if (gru) {
         float *zr = z + s.block[0] * H, *zz = z + s.block[1] * H, *zn = z + nb;
         const float *xr = x + s.block[0] * H, *xz = x + s.block[1] * H, *xn = x + nb;
@@ -163,9 +169,9 @@ void recurrent(const KernelCall& c) {
   g.B = s.batch_first ? xt.dims()[0] : xt.dims()[1];
   g.S = s.batch_first ? xt.dims()[1] : xt.dims()[0];
   g.in = xt.dims()[2];
-  const int64_t H = s.hidden, GH = s.gate_rows(), B = g.B, S = g.S, rows = B * S;
+  const int64_t H = s.hidden, W = s.width(), GH = s.gate_rows(), B = g.B, S = g.S, rows = B * S;
   const int64_t LD = s.layers * s.dirs;
-  RLX_CHECK(c.in[1].numel() == s.w_ih_numel(g.in) && c.in[2].numel() == LD * GH * H, c.node.label(),
+  RLX_CHECK(c.in[1].numel() == s.w_ih_numel(g.in) && c.in[2].numel() == LD * GH * W, c.node.label(),
             ": weights ", c.in[1].shape().str(), ", ", c.in[2].shape().str(), " do not fit x ",
             xt.shape().str(), " and hidden=", H);
   const int64_t nbias = c.in[3].numel();
@@ -187,18 +193,19 @@ void recurrent(const KernelCall& c) {
   const float* w_hh = static_cast<const float*>(c.in[2].raw());
   const float* bias = static_cast<const float*>(c.in[3].raw());
   const float* peep = s.peep >= 0 ? static_cast<const float*>(c.in[size_t(s.peep)].raw()) : nullptr;
+  const float* w_hr = s.w_hr >= 0 ? static_cast<const float*>(c.in[size_t(s.w_hr)].raw()) : nullptr;
   float* hn = static_cast<float*>(c.outs[1].raw());
   float* cn = s.op == Op::Lstm ? static_cast<float*>(c.outs[2].raw()) : nullptr;
-  const size_t state = size_t(LD * B * H);
+  const size_t state = size_t(LD * B * W), cell = size_t(LD * B * H);
   if (s.h0 >= 0)
     std::memcpy(hn, c.in[size_t(s.h0)].raw(), state * sizeof(float));
   else
     std::fill(hn, hn + state, 0.0f);
   if (cn) {
     if (s.c0 >= 0)
-      std::memcpy(cn, c.in[size_t(s.c0)].raw(), state * sizeof(float));
+      std::memcpy(cn, c.in[size_t(s.c0)].raw(), cell * sizeof(float));
     else
-      std::fill(cn, cn + state, 0.0f);
+      std::fill(cn, cn + cell, 0.0f);
   }
   float* y = static_cast<float*>(c.outs[0].raw());
   std::vector<float> buf[2];
@@ -207,17 +214,18 @@ void recurrent(const KernelCall& c) {
     const int64_t in_l = s.layer_in(l, g.in);
     float* Y = y;
     if (l + 1 < s.layers) {
-      buf[l % 2].assign(size_t(rows * s.dirs * H), 0.0f);
+      buf[l % 2].assign(size_t(rows * s.dirs * W), 0.0f);
       Y = buf[l % 2].data();
     } else {
-      std::fill(y, y + rows * s.dirs * H, 0.0f);  // steps past a length stay zero
+      std::fill(y, y + rows * s.dirs * W, 0.0f);  // steps past a length stay zero
     }
     for (int64_t d = 0; d < s.dirs; ++d) {
       const int64_t ld = l * s.dirs + d;
       const float* b_ih = bias + ld * (split_bias ? 2 * GH : GH);
       const float* b_hh = split_bias ? b_ih + GH : nullptr;
       run_direction(s, g, in_l, X, w_ih + s.w_ih_offset(l, d, g.in), w_hh + s.w_hh_offset(l, d),
-                    b_ih, b_hh, peep ? peep + ld * 3 * H : nullptr, len, Y, d, hn + ld * B * H,
+                    b_ih, b_hh, peep ? peep + ld * 3 * H : nullptr,
+                    w_hr ? w_hr + ld * W * H : nullptr, len, Y, d, hn + ld * B * W,
                     cn ? cn + ld * B * H : nullptr);
     }
     X = Y;

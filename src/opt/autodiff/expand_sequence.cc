@@ -56,7 +56,7 @@ std::vector<NodeId> recurrent_primitives(Emit& e, const Node& n, const std::vect
   const RecurrentSpec s = recurrent_spec(n);
   const Dims xd = static_dims(e, n, in[0]);
   const DType dt = e.dtype(in[0]);
-  const int64_t H = s.hidden, GH = s.gate_rows(), LD = s.layers * s.dirs;
+  const int64_t H = s.hidden, W = s.width(), GH = s.gate_rows(), LD = s.layers * s.dirs;
   const int64_t B = s.batch_first ? xd[0] : xd[1], S = s.batch_first ? xd[1] : xd[0];
   const int64_t in0 = xd[2];
   NodeId x = s.batch_first ? in[0] : e.transpose(in[0], {1, 0, 2});  // [B, S, in]
@@ -87,19 +87,20 @@ std::vector<NodeId> recurrent_primitives(Emit& e, const Node& n, const std::vect
     for (int64_t d = 0; d < s.dirs; ++d) {
       const int64_t ld = l * s.dirs + d;
       const NodeId wi = flat_block(e, w_ih, s.w_ih_offset(l, d, in0), GH * in_l, {GH, in_l});
-      const NodeId wh = flat_block(e, w_hh, s.w_hh_offset(l, d), GH * H, {GH, H});
+      const NodeId wh = flat_block(e, w_hh, s.w_hh_offset(l, d), GH * W, {GH, W});
       const int64_t bstride = split_bias ? 2 * GH : GH;
       const NodeId b_ih = flat_block(e, bias, ld * bstride, GH, {GH});
       std::optional<NodeId> b_hh;
       if (split_bias) b_hh = flat_block(e, bias, ld * bstride + GH, GH, {GH});
       const NodeId gx = e.add(e.matmul(x, wi, false, true), b_ih);  // [B, S, GH]
-      auto initial = [&](int idx) {
-        if (idx < 0) return e.zeros(Shape(Dims{B, H}, dt));
-        return e.reshape(e.slice(in[size_t(idx)], 0, ld, ld + 1), {Dim(B), Dim(H)});
+      auto initial = [&](int idx, int64_t width) {
+        if (idx < 0) return e.zeros(Shape(Dims{B, width}, dt));
+        return e.reshape(e.slice(in[size_t(idx)], 0, ld, ld + 1), {Dim(B), Dim(width)});
       };
-      NodeId hs = initial(s.h0), cs = s.op == Op::Lstm ? initial(s.c0) : hs;
-      std::optional<NodeId> peep;
+      NodeId hs = initial(s.h0, W), cs = s.op == Op::Lstm ? initial(s.c0, H) : hs;
+      std::optional<NodeId> peep, w_hr;
       if (s.peep >= 0) peep = flat_block(e, in[size_t(s.peep)], ld * 3 * H, 3 * H, {1, 3 * H});
+      if (s.w_hr >= 0) w_hr = flat_block(e, in[size_t(s.w_hr)], ld * W * H, W * H, {W, H});
       const bool rev = s.reverse || d == 1;
       for (int64_t k = 0; k < S; ++k) {
         const int64_t t = rev ? S - 1 - k : k;
@@ -121,6 +122,7 @@ std::vector<NodeId> recurrent_primitives(Emit& e, const Node& n, const std::vect
           cnew = e.add(e.mul(f, cs), e.mul(i, g));
           if (peep) zo = e.add(zo, e.mul(cols(*peep, 1), cnew));
           hnew = e.mul(activation(e, s.f, clip(zo)), activation(e, s.h, cnew));
+          if (w_hr) hnew = e.matmul(hnew, *w_hr, false, true);  // projected to proj_size
         } else if (s.op == Op::Gru) {
           const NodeId zr =
               activation(e, s.f, clip(e.add(cols(xt, s.block[0]), cols(ght, s.block[0]))));
@@ -144,14 +146,14 @@ std::vector<NodeId> recurrent_primitives(Emit& e, const Node& n, const std::vect
         hs = select(t, hnew, hs);
         if (s.op == Op::Lstm) cs = select(t, cnew, cs);
       }
-      hn.push_back(e.reshape(hs, {Dim(1), Dim(B), Dim(H)}));
+      hn.push_back(e.reshape(hs, {Dim(1), Dim(B), Dim(W)}));
       if (s.op == Op::Lstm) cn.push_back(e.reshape(cs, {Dim(1), Dim(B), Dim(H)}));
     }
     std::vector<NodeId> steps;  // this layer's y: [B, S, dirs * h]
     for (int64_t t = 0; t < S; ++t) {
       const NodeId yt =
           s.dirs == 1 ? ys[0][size_t(t)] : e.concat({ys[0][size_t(t)], ys[1][size_t(t)]}, 1);
-      steps.push_back(e.reshape(yt, {Dim(B), Dim(1), Dim(s.dirs * H)}));
+      steps.push_back(e.reshape(yt, {Dim(B), Dim(1), Dim(s.dirs * W)}));
     }
     x = e.concat(steps, 1);
   }
