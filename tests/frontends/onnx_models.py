@@ -59,12 +59,30 @@ def gpt():
     return m, (torch.randint(0, 50, (2, 9)),)
 
 
+class Pools3d(torch.nn.Module):
+    """3-d max and average pools with pads, strides, dilation, ceil_mode and both pad counts."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.pools = nn.ModuleList([
+            nn.MaxPool3d((2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0), dilation=(1, 1, 2),
+                         ceil_mode=True),
+            nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+            nn.AvgPool3d((2, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1), count_include_pad=True),
+        ])
+
+    def forward(self, x):
+        return torch.cat([p(x).flatten() for p in self.pools])
+
+
 MODELS = {
     "resnet18": lambda: _vision("resnet18"),
     "mobilenet_v2": lambda: _vision("mobilenet_v2"),
     "encoder": encoder,
     "encoder_gelu_norm_first": lambda: encoder(act="gelu", norm_first=True),
     "gpt": gpt,
+    "pools3d": lambda: (Pools3d().eval(), (torch.randn(2, 3, 7, 9, 8),)),
 }
 
 

@@ -70,6 +70,9 @@ void check_models(const std::vector<std::string>& names, double rel = 1e-4) {
 
 TEST(OnnxModels, Torchvision) { check_models({"resnet18", "mobilenet_v2"}); }
 
+// MaxPool / AveragePool over 3 spatial dims, run as two 2-d pools.
+TEST(OnnxModels, Pools3d) { check_models({"pools3d"}, 1e-6); }
+
 TEST(OnnxModels, TransformerEncoderAndGpt) {
   check_models({"encoder", "encoder_gelu_norm_first", "gpt"});
 }

@@ -131,30 +131,10 @@ NodeId flat_pool_indices(Ctx& c, NodeId in, NodeId plane_idx) {
   return c.b().add(idx, plane);
 }
 
-// rlx pools are 2-d; a 1-d pool runs as [N, C, 1, L].
-std::vector<Val> lower_pool(Ctx& c, bool max) {
-  const Shape x = c.shape(0);
-  RLX_CHECK(x.rank() == 3 || x.rank() == 4, "only 1-d and 2-d pools are supported, got ", x.str());
-  const size_t sp = size_t(x.rank() - 2);
-  RLX_CHECK(c.has_attr("kernel_shape"), "pool needs kernel_shape");
-  Dims kernel = c.window_attr("kernel_shape", sp, 1, 1);
-  Dims stride = c.window_attr("strides", sp, 1, 1), dil = c.window_attr("dilations", sp, 1, 1);
-  Dims pads = conv_pads(c, x, kernel, stride, dil);
-  const bool want_indices = max && c.node.outputs.size() > 1 && !c.node.outputs[1].empty();
-  NodeId in = c.in(0);
-  if (sp == 1) {
-    kernel.insert(kernel.begin(), 1);
-    stride.insert(stride.begin(), 1);
-    dil.insert(dil.begin(), 1);
-    pads = {0, pads[0], 0, pads[1]};
-    std::vector<Dim> d = x.dims;
-    d.insert(d.begin() + 2, Dim(1));
-    Dims t;
-    int unknown = 0;
-    for (auto& e : d) t.push_back(e.is_static() ? e.value : (++unknown, -1));
-    RLX_CHECK(unknown <= 1, "1-d pool of ", x.str());
-    in = c.b().reshape(in, t);
-  }
+// One rlx 2-d pool of the 4-d `in` (pads [t, l, b, r]); *indices gets MaxPool's Indices when
+// asked for.
+NodeId pool2d(Ctx& c, NodeId in, bool max, Dims kernel, Dims stride, Dims dil, Dims pads,
+              NodeId* indices) {
   // rlx's pools take pads up to half the kernel (PyTorch's rule); ONNX allows
   // more. Larger pads become an explicit Pad: -inf for max, 0 for an average
   // that counts the padding (one that does not cannot be expressed so).
@@ -163,8 +143,8 @@ std::vector<Val> lower_pool(Ctx& c, bool max) {
     wide = wide || 2 * pads[k] > kernel[k] || 2 * pads[k + 2] > kernel[k];
   const bool include_pad = c.i("count_include_pad", 0) != 0;
   if (wide) {
-    RLX_CHECK(!want_indices, "MaxPool Indices with pads ", dims_str(pads),
-              " above half the kernel ", dims_str(kernel), " are not supported");
+    RLX_CHECK(!indices, "MaxPool Indices with pads ", dims_str(pads), " above half the kernel ",
+              dims_str(kernel), " are not supported");
     RLX_CHECK(max || include_pad, "AveragePool pads ", dims_str(pads), " above half the kernel ",
               dims_str(kernel), " with count_include_pad=0 are not supported");
     const DType t = c.shape_of(in).dtype;
@@ -175,26 +155,69 @@ std::vector<Val> lower_pool(Ctx& c, bool max) {
   }
   Attrs a{
       {"kernel", kernel}, {"stride", stride}, {"pads", pads}, {"ceil_mode", c.i("ceil_mode", 0)}};
-  NodeId y, indices = -1;
   if (max) {
     a.set("dilation", dil);
-    y = c.b().op(Op::MaxPool2d, {in}, a);
-    if (want_indices) indices = flat_pool_indices(c, in, c.b().op(Op::MaxPool2dIndices, {in}, a));
-  } else {
-    RLX_CHECK(dil == Dims(sp == 1 ? 2 : sp, 1) || dil == Dims(2, 1), "AveragePool dilations");
-    a.set("count_include_pad", c.i("count_include_pad", 0));
-    y = c.b().op(Op::AvgPool2d, {in}, a);
+    if (indices) *indices = flat_pool_indices(c, in, c.b().op(Op::MaxPool2dIndices, {in}, a));
+    return c.b().op(Op::MaxPool2d, {in}, a);
+  }
+  RLX_CHECK(dil == Dims(2, 1), "AveragePool dilations ", dims_str(dil), " are not supported");
+  a.set("count_include_pad", c.i("count_include_pad", 0));
+  return c.b().op(Op::AvgPool2d, {in}, a);
+}
+
+// x reshaped to `d`, one symbolic dim at most (-1).
+NodeId reshape_dims(Ctx& c, NodeId x, const std::vector<Dim>& d, const char* what) {
+  Dims t;
+  int unknown = 0;
+  for (auto& e : d) t.push_back(e.is_static() ? e.value : (++unknown, -1));
+  RLX_CHECK(unknown <= 1, what, " of ", c.shape_of(x).str());
+  return c.b().reshape(x, t);
+}
+
+// rlx pools are 2-d: a 1-d pool runs as [N, C, 1, L]; a 3-d pool as a 2-d pool over H x W of
+// [N, C*D, H, W], then one over D of [N, C, D, OH*OW]. Both max and average separate so: the
+// window is a box, its valid part a box too (the count_include_pad=0 divisor is a product).
+std::vector<Val> lower_pool(Ctx& c, bool max) {
+  const Shape x = c.shape(0);
+  RLX_CHECK(x.rank() >= 3 && x.rank() <= 5, "only 1-d, 2-d and 3-d pools are supported, got ",
+            x.str());
+  const size_t sp = size_t(x.rank() - 2);
+  RLX_CHECK(c.has_attr("kernel_shape"), "pool needs kernel_shape");
+  const Dims kernel = c.window_attr("kernel_shape", sp, 1, 1);
+  const Dims stride = c.window_attr("strides", sp, 1, 1),
+             dil = c.window_attr("dilations", sp, 1, 1);
+  const Dims pads = conv_pads(c, x, kernel, stride, dil);
+  const bool want_indices = max && c.node.outputs.size() > 1 && !c.node.outputs[1].empty();
+  NodeId indices = -1;
+  NodeId* idx = want_indices ? &indices : nullptr;
+  if (sp == 2) {
+    const NodeId y = pool2d(c, c.in(0), max, kernel, stride, dil, pads, idx);
+    return indices >= 0 ? std::vector<Val>{node_val(y), node_val(indices)} : one(y);
   }
   if (sp == 1) {
-    std::vector<Dim> d = c.shape_of(y).dims;
+    std::vector<Dim> d = x.dims;
+    d.insert(d.begin() + 2, Dim(1));
+    const NodeId in = reshape_dims(c, c.in(0), d, "1-d pool");
+    NodeId y = pool2d(c, in, max, {1, kernel[0]}, {1, stride[0]}, {1, dil[0]},
+                      {0, pads[0], 0, pads[1]}, idx);
+    d = c.shape_of(y).dims;
     d.erase(d.begin() + 2);
-    Dims t;
-    for (auto& e : d) t.push_back(e.is_static() ? e.value : -1);
-    y = c.b().reshape(y, t);
-    if (indices >= 0) indices = c.b().reshape(indices, t);
+    y = reshape_dims(c, y, d, "1-d pool");
+    if (indices < 0) return one(y);
+    return {node_val(y), node_val(reshape_dims(c, indices, d, "1-d pool"))};
   }
-  if (indices >= 0) return {node_val(y), node_val(indices)};
-  return one(y);
+  RLX_CHECK(!want_indices, "MaxPool Indices of a 3-d pool are not supported");
+  RLX_CHECK(x.is_static(), "3-d pool of ", x.str(), ": the dims must be static");
+  const Dims xd = x.concrete();
+  const int64_t N = xd[0], C = xd[1], D = xd[2];
+  NodeId y = pool2d(c, c.b().reshape(c.in(0), {N, C * D, xd[3], xd[4]}), max,
+                    {kernel[1], kernel[2]}, {stride[1], stride[2]}, {dil[1], dil[2]},
+                    {pads[1], pads[2], pads[4], pads[5]}, nullptr);
+  const Dims hw = c.shape_of(y).concrete();  // [N, C*D, OH, OW]
+  y = pool2d(c, c.b().reshape(y, {N, C, D, hw[2] * hw[3]}), max, {kernel[0], 1}, {stride[0], 1},
+             {dil[0], 1}, {pads[0], 0, pads[3], 0}, nullptr);
+  const int64_t OD = c.shape_of(y).concrete()[2];
+  return one(c.b().reshape(y, {N, C, OD, hw[2], hw[3]}));
 }
 
 std::vector<Val> lower_global_pool(Ctx& c, Op op) {
