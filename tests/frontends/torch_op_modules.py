@@ -524,6 +524,11 @@ case("pool3d", "pool",
                 F.avg_pool3d(v, 3, 2, 1), F.avg_pool3d(v, 3, 2, 1, count_include_pad=False),
                 F.avg_pool3d(v, 3, 2, 1, ceil_mode=True), F.avg_pool3d(v, 2, divisor_override=3)),
      r(1, 2, 5, 7, 6))
+# More output cells per plane than the window-by-window composition allows: separable pools only.
+case("pool3d_large", "pool",
+     lambda v: (F.max_pool3d(v, 2, 1), F.max_pool3d(v, 3, 2, 1, dilation=(2, 1, 1), ceil_mode=True),
+                F.avg_pool3d(v, 3, 1, 1, count_include_pad=False), F.avg_pool3d(v, (2, 3, 2), 1, (1, 1, 0))),
+     r(2, 20, 18, 20))
 case("upsample3d", "resample",
      lambda v: (F.interpolate(v, scale_factor=2, mode="nearest"), F.interpolate(v, size=(3, 7, 4), mode="nearest"),
                 F.interpolate(v, scale_factor=2, mode="trilinear"), F.interpolate(v, size=(6, 4, 9), mode="trilinear"),

@@ -1,8 +1,8 @@
-// Pooling and resampling without an rlx kernel of their own: adaptive max
-// pooling (1-3 d), 3-d max / average / adaptive-average pooling, composed
-// window by window (a slice, a reduction, and for max pooling the argmax mapped
-// to PyTorch's flat index through a constant table); 3-d nearest and
-// trilinear upsampling as two 2-d resizes (D separable from H x W).
+// Pooling and resampling without an rlx kernel of their own: 3-d max and average pooling as two
+// 2-d pools (D separable from H x W); adaptive max pooling (1-3 d), 3-d adaptive-average
+// pooling, max_pool3d's indices and avg_pool3d with divisor_override composed window by window
+// (a slice, a reduction, and for max pooling the argmax mapped to PyTorch's flat index through a
+// constant table); 3-d nearest and trilinear upsampling as two 2-d resizes.
 #include <algorithm>
 #include <cmath>
 
@@ -155,19 +155,58 @@ std::vector<int64_t> triple(LowerCtx& c, size_t pos, const char* name, std::vect
 // Checks that x has at least S dims and the recorded output o the same rank,
 // with at most kMaxCells cells over its last S dims (so the spans stay small);
 // returns the number of leading dims.
-size_t pooled_lead(LowerCtx& c, const Dims& d, const Dims& o, size_t S) {
+// The number of leading (not pooled) dims; `capped`: the window-by-window composition must fit
+// kMaxCells output cells per plane.
+size_t pooled_lead(LowerCtx& c, const Dims& d, const Dims& o, size_t S, bool capped = true) {
   RLX_CHECK(d.size() >= S && o.size() == d.size(), c.node.op, ": expected ", S,
             " pooled dims and an output of the input's rank, got ", dims_str(d), " -> ",
             dims_str(o));
   int64_t cells = 1;
   for (size_t k = d.size() - S; k < d.size(); ++k) {
-    RLX_CHECK(o[k] >= 0 && o[k] <= kMaxCells, c.node.op, ": output dims ", dims_str(o),
+    RLX_CHECK(o[k] >= 0 && (!capped || o[k] <= kMaxCells), c.node.op, ": output dims ", dims_str(o),
               " out of range");
-    cells *= o[k];
+    cells *= std::min<int64_t>(o[k], kMaxCells + 1);
   }
-  RLX_CHECK(cells <= kMaxCells, c.node.op, ": ", cells, " output cells per plane is more than the ",
-            kMaxCells, " this composition allows");
+  RLX_CHECK(!capped || cells <= kMaxCells, c.node.op, ": ", cells,
+            " output cells per plane is more than the ", kMaxCells, " this composition allows");
   return d.size() - S;
+}
+
+bool fits_cells(const Dims& o, size_t lead) {
+  int64_t cells = 1;
+  for (size_t k = lead; k < o.size(); ++k) cells *= std::min<int64_t>(o[k], kMaxCells + 1);
+  return cells <= kMaxCells;
+}
+
+// A 3-d max or average pool of x [lead..., D, H, W] as rlx's 2-d pools: one over H x W of
+// [1, L*D, H, W], one over D of [1, L, D, OH*OW]. Both separate exactly: a window and its part
+// inside the input are boxes, so the max is a max of maxes and count_include_pad's divisor a
+// product of per-axis counts.
+NodeId separable_pool3d(LowerCtx& c, NodeId x, bool max, const std::vector<int64_t>& k,
+                        const std::vector<int64_t>& st, const std::vector<int64_t>& p,
+                        const std::vector<int64_t>& dl, bool ceil, bool include_pad) {
+  const Dims d = c.dims(x);
+  const size_t lead = d.size() - 3;
+  int64_t L = 1;
+  for (size_t j = 0; j < lead; ++j) L *= d[j];
+  const int64_t D = d[lead], H = d[lead + 1], W = d[lead + 2];
+  auto pool = [&](NodeId v, Dims kernel, Dims stride, Dims pads, Dims dil) {
+    Attrs a{{"kernel", kernel}, {"stride", stride}, {"pads", pads}, {"ceil_mode", ceil}};
+    if (max) {
+      a.set("dilation", dil);
+      return c.b.op(Op::MaxPool2d, {v}, a);
+    }
+    a.set("count_include_pad", include_pad);
+    return c.b.op(Op::AvgPool2d, {v}, a);
+  };
+  NodeId y = pool(c.b.reshape(x, {1, L * D, H, W}), {k[1], k[2]}, {st[1], st[2]},
+                  {p[1], p[2], p[1], p[2]}, {dl[1], dl[2]});
+  const Dims hw = c.dims(y);
+  y = pool(c.b.reshape(y, {1, L, D, hw[2] * hw[3]}), {k[0], 1}, {st[0], 1}, {p[0], 0, p[0], 0},
+           {dl[0], 1});
+  Dims out(d.begin(), d.begin() + int64_t(lead));
+  out.insert(out.end(), {c.dims(y)[2], hw[2], hw[3]});
+  return c.b.reshape(y, out);
 }
 
 // The output dims PyTorch recorded for element `k` of a tuple result (or the
@@ -236,19 +275,23 @@ void register_pool(Registry& r) {
     for (size_t k = 0; k < 3; ++k) spans.push_back(adaptive_spans(d[lead + k], o[lead + k]));
     return Value::tensor(pool_windows(c, x, spans, Reduce::Mean).first);
   });
-  // max_pool3d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).
+  // max_pool3d_with_indices(x, kernel, stride, padding, dilation, ceil_mode): the values by
+  // separable 2-d pools; the indices window by window, up to kMaxCells cells per plane (past
+  // that they are not computed, which an import that reads them reports).
   r.add("aten.max_pool3d_with_indices", [](LowerCtx& c) {
     const NodeId x = c.tensor(0, "self");
     const auto k = triple(c, 1, "kernel_size", {}, 1), st = triple(c, 2, "stride", k, 1),
                p = triple(c, 3, "padding", {0, 0, 0}, 0),
                dl = triple(c, 4, "dilation", {1, 1, 1}, 1);
     const Dims d = c.dims(x), o = recorded(c);
-    const size_t lead = pooled_lead(c, d, o, 3);
+    const size_t lead = pooled_lead(c, d, o, 3, false);
+    const NodeId y =
+        separable_pool3d(c, x, true, k, st, p, dl, c.flag(5, "ceil_mode", false), true);
+    if (!fits_cells(o, lead)) return Value::tuple({y, -1});
     std::vector<std::vector<Span>> spans;
     for (size_t j = 0; j < 3; ++j)
       spans.push_back(kernel_spans(d[lead + j], o[lead + j], k[j], st[j], p[j], dl[j]));
-    auto [y, i] = pool_windows(c, x, spans, Reduce::Max);
-    return Value::tuple({y, i});
+    return Value::tuple({y, pool_windows(c, x, spans, Reduce::Max).second});
   });
   // avg_pool3d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override).
   r.add("aten.avg_pool3d", [](LowerCtx& c) {
@@ -257,8 +300,13 @@ void register_pool(Registry& r) {
                p = triple(c, 3, "padding", {0, 0, 0}, 0);
     const bool include_pad = c.flag(5, "count_include_pad", true);
     const int64_t divisor = c.i(6, "divisor_override", 0);  // 0: none
-    // divisor_override: any nonzero divisor, negative too, as PyTorch allows.
     const Dims d = c.dims(x), o = c.out().shape;
+    if (divisor == 0) {
+      pooled_lead(c, d, o, 3, false);
+      return Value::tensor(separable_pool3d(c, x, false, k, st, p, {1, 1, 1},
+                                            c.flag(4, "ceil_mode", false), include_pad));
+    }
+    // divisor_override (any nonzero divisor, negative too, as PyTorch allows): window by window.
     const size_t lead = pooled_lead(c, d, o, 3);
     std::vector<std::vector<Span>> spans;
     for (size_t j = 0; j < 3; ++j)
