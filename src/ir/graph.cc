@@ -249,10 +249,14 @@ std::vector<NodeId> Graph::params() const {
 
 void Graph::verify() const {
   std::set<std::string> input_names;  // append_raw (deserialization) bypasses input()'s check
+  std::set<std::string> counts;       // each data-dependent dim is one node's
   for (const auto& n : nodes_) {
     if (n.op == Op::Input)
       RLX_CHECK(input_names.insert(n.name).second, n.label(), ": duplicate graph input '", n.name,
                 "'");
+    if (has_data_dependent_dims(n.op))
+      RLX_CHECK(counts.insert(data_dependent_dim(n)).second, n.label(), ": its count '",
+                data_dependent_dim(n), "' names another node's data-dependent dim too");
     const OpInfo& info = op_info(n.op);
     const int k = int(n.inputs.size());
     RLX_CHECK(k >= info.min_inputs && (info.max_inputs < 0 || k <= info.max_inputs), n.label(),

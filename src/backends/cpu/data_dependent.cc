@@ -29,11 +29,16 @@ Tensor comparable(const Tensor& x) { return is_half(x.dtype()) ? x.to(DType::F32
 
 // ---- nonzero
 
+// Writes the indices into out, which holds `rows` of them; throws when the values have more (a
+// graph that planned this node for another count).
 template <typename T>
-int64_t nonzero_typed(const Tensor& x, int64_t* out) {
+int64_t nonzero_typed(const Tensor& x, int64_t* out, int64_t rows) {
   const T* v = x.data<T>();
   const int64_t n = x.numel(), r = x.rank();
   const Dims& d = x.dims();
+  int64_t found = 0;
+  for (int64_t i = 0; i < n; ++i) found += v[i] != T(0);
+  RLX_CHECK(found <= rows, "nonzero: ", found, " nonzero elements, room for ", rows);
   Dims at(size_t(r), 0);
   int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -175,12 +180,12 @@ void nonzero(const KernelCall& c) {
     const uint16_t* h = x.data<uint16_t>();
     Tensor nz = Tensor::uninitialized(x.dims(), DType::U8);
     for (int64_t i = 0; i < x.numel(); ++i) nz.data<uint8_t>()[i] = (h[i] & 0x7fff) != 0;
-    count = nonzero_typed<uint8_t>(nz, out);
+    count = nonzero_typed<uint8_t>(nz, out, c.out.dims()[0]);
   } else {
     idx::visit_compute_type(c, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       using S = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
-      count = nonzero_typed<S>(x, out);
+      count = nonzero_typed<S>(x, out, c.out.dims()[0]);
     });
   }
   shrink_to(c.outs[0], 0, count);

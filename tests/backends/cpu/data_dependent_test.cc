@@ -282,5 +282,17 @@ TEST(DataDependentRuntime, ChainedCountsEachPlanTheRest) {
   }
 }
 
+// Two nodes may not share a count: the second would be planned for the first one's.
+TEST(DataDependentRuntime, ACountNamesOneNode) {
+  Graph g;
+  Builder b(g);
+  const NodeId x = b.input("x", Shape(Dims{8}, DType::F32));
+  const NodeId a = b.op(Op::NonZero, {x}, {{"count", std::string("k")}});
+  const NodeId c = b.op(Op::NonZero, {b.mul(x, x)}, {{"count", std::string("k")}});
+  g.add_output("a", a);
+  g.add_output("c", c);
+  EXPECT_NE(testing::error_of([&] { g.verify(); }).find("names another node's"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rlx
