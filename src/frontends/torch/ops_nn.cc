@@ -216,7 +216,10 @@ Value group_norm(LowerCtx& c, NodeId x, int64_t groups, NodeId w, NodeId b, doub
   if (!extras) return Value::tensor(y);
   // mean/rstd per (N, G)
   Dims d = c.dims(x);
-  NodeId g = c.b.reshape(x, {d[0], groups, -1});
+  int64_t per_group =
+      groups > 0 ? C / groups : 0;  // explicit: an empty batch leaves no -1 to infer
+  for (size_t k = 2; k < d.size(); ++k) per_group *= d[k];
+  NodeId g = c.b.reshape(x, {d[0], groups, per_group});
   auto [mean, rstd] = moments(c, g, {2}, eps);
   return Value::tuple({y, c.b.reshape(mean, {d[0], groups}), c.b.reshape(rstd, {d[0], groups})});
 }
