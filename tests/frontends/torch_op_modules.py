@@ -242,6 +242,11 @@ case("gather_index_select", "indexing",
      lambda x, idx, sel: (torch.gather(x, 1, idx), torch.gather(x, -1, idx[:, :, :3]),
                           x.index_select(2, sel), torch.index_select(x, 0, sel[:2] % 2)),
      r(2, 4, 5), ri(0, 4, 2, 3, 5), ri(0, 5, 4))
+# 0-d indices: index_select picks one slice (keeping the dim), gather one element of a 1-d input.
+case("gather_index_select_0d", "indexing",
+     lambda x, i: (torch.index_select(x, 1, i), x.index_select(0, i), torch.gather(x[0], 0, i),
+                   x[1].gather(-1, i)),
+     r(3, 4), torch.tensor(2))
 case("index", "indexing",
      lambda x, i, j: (x[i], x[:, i], x[..., j], x[i, j[:2]], x[:, i, j[:2]], x[i, :, j[:2]],
                       x[i.view(2, 1), j[:2].view(1, 2)], x[1, i], x[-1]),

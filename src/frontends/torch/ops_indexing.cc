@@ -317,9 +317,11 @@ void register_indexing(Registry& r) {
   r.add("aten.index_put", index_put);
   r.add("aten.gather", [](LowerCtx& c) {
     NodeId x = c.tensor(0, "self"), idx = as_index(c, c.tensor(2, "index"));
-    if (c.rank(x) == 0) {  // a 0-d self reads as [1]; the result has index's shape
+    // A 0-d self or index (PyTorch lets either stand for one element of a 1-d one) reads as [1];
+    // the result has index's shape.
+    if (c.rank(x) == 0 || (c.rank(idx) == 0 && c.rank(x) == 1)) {
       const Dims d = c.dims(idx);
-      const NodeId y = c.b.op(Op::GatherElements, {c.b.reshape(x, {1}), c.b.reshape(idx, {-1})},
+      const NodeId y = c.b.op(Op::GatherElements, {c.b.reshape(x, {-1}), c.b.reshape(idx, {-1})},
                               {{"axis", int64_t(0)}});
       return Value::tensor(c.b.reshape(y, d));
     }
