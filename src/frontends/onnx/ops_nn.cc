@@ -69,7 +69,7 @@ std::vector<Val> lower_conv_transpose(Ctx& c) {
   const size_t sp = size_t(w.rank() - 2);
   const Dims stride = c.window_attr("strides", sp, 1, 1),
              dil = c.window_attr("dilations", sp, 1, 1);
-  const Dims opad = c.window_attr("output_padding", sp, 0, 0);
+  Dims opad = c.window_attr("output_padding", sp, 0, 0);
   const std::string auto_pad = c.s("auto_pad", "NOTSET");
   RLX_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" ||
                 auto_pad == "SAME_LOWER",
@@ -94,11 +94,17 @@ std::vector<Val> lower_conv_transpose(Ctx& c) {
                                        checked_mul(wd[2 + k] - 1, dil[k], "kernel span"), "output");
       RLX_CHECK(out[k] >= 0, "ConvTranspose output_shape ", short_dims_str(out), " is negative");
       const int64_t total = checked_add(span, opad[k] + 1, "output") - out[k];
-      RLX_CHECK(total >= 0, "ConvTranspose output_shape ", dims_str(out),
-                " needs negative padding");
-      const int64_t half = total / 2;
+      // ONNX's reference halves with floor division, so a total of -1 is pads (0, -1).
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       pads[k] = auto_pad == "SAME_UPPER" ? half : total - half;
       pads[k + sp] = total - pads[k];
+      // A negative end pad is output the natural size lacks: output_padding at the end.
+      if (pads[k + sp] < 0) {
+        opad[k] -= pads[k + sp];
+        pads[k + sp] = 0;
+      }
+      RLX_CHECK(pads[k] >= 0, "ConvTranspose output_shape ", dims_str(out),
+                " needs negative padding at the start of spatial dim ", k);
     }
   }
   std::vector<NodeId> in{c.in(0), c.in(1)};
