@@ -142,25 +142,42 @@ NodeId flat_pool_indices(Ctx& c, NodeId in, NodeId plane_idx) {
 NodeId pool2d(Ctx& c, NodeId in, bool max, Dims kernel, Dims stride, Dims dil, Dims pads,
               NodeId* indices) {
   // rlx's pools take pads up to half the kernel (PyTorch's rule); ONNX allows
-  // more. Larger pads become an explicit Pad: -inf for max, 0 for an average
-  // that counts the padding (one that does not cannot be expressed so).
+  // more. Larger pads become an explicit Pad: -inf for max, 0 for an average.
+  // An average that does not count the padding is then the padded average over
+  // the same average of a map of the input's cells (1 inside, 0 in the padding).
   bool wide = false;
   for (size_t k = 0; k < 2; ++k)
     wide = wide || 2 * pads[k] > kernel[k] || 2 * pads[k + 2] > kernel[k];
   const bool include_pad = c.i("count_include_pad", 0) != 0;
+  Attrs a{{"kernel", kernel}, {"stride", stride}, {"ceil_mode", c.i("ceil_mode", 0)}};
   if (wide) {
     RLX_CHECK(!indices, "MaxPool Indices with pads ", dims_str(pads), " above half the kernel ",
               dims_str(kernel), " are not supported");
-    RLX_CHECK(max || include_pad, "AveragePool pads ", dims_str(pads), " above half the kernel ",
-              dims_str(kernel), " with count_include_pad=0 are not supported");
+    const Dims pad_attr{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]};
     const DType t = c.shape_of(in).dtype;
-    in = c.b().op(Op::Pad, {in},
-                  {{"pads", Dims{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]}},
-                   {"value", max ? (is_float(t) ? -INFINITY : -1e300) : 0.0}});
-    pads = {0, 0, 0, 0};
+    auto padded = [&](NodeId v, double value) {
+      return c.b().op(Op::Pad, {v}, {{"pads", pad_attr}, {"value", value}});
+    };
+    a.set("pads", Dims{0, 0, 0, 0});
+    if (max) {
+      a.set("dilation", dil);
+      return c.b().op(Op::MaxPool2d, {padded(in, is_float(t) ? -INFINITY : -1e300)}, a);
+    }
+    RLX_CHECK(dil == Dims(2, 1), "AveragePool dilations ", dims_str(dil), " are not supported");
+    a.set("count_include_pad", true);
+    const NodeId avg = c.b().op(Op::AvgPool2d, {padded(in, 0)}, a);
+    if (include_pad) return avg;
+    for (size_t k = 0; k < 2; ++k)
+      RLX_CHECK(pads[k] < kernel[k] && pads[k + 2] < kernel[k], "AveragePool pads ", dims_str(pads),
+                " reach a whole kernel ", dims_str(kernel),
+                " with count_include_pad=0: some windows would hold no input");
+    const Shape& s = c.shape_of(in);
+    RLX_CHECK(s.dims[2].is_static() && s.dims[3].is_static(), "AveragePool pads ", dims_str(pads),
+              " above half the kernel of ", s.str(), " need static H and W");
+    const NodeId cells = c.b().full({1, 1, s.dims[2].value, s.dims[3].value}, 1, t);
+    return c.b().div(avg, c.b().op(Op::AvgPool2d, {padded(cells, 0)}, a));
   }
-  Attrs a{
-      {"kernel", kernel}, {"stride", stride}, {"pads", pads}, {"ceil_mode", c.i("ceil_mode", 0)}};
+  a.set("pads", pads);
   if (max) {
     a.set("dilation", dil);
     if (indices) *indices = flat_pool_indices(c, in, c.b().op(Op::MaxPool2dIndices, {in}, a));
