@@ -113,8 +113,8 @@ Value avg_pool(LowerCtx& c) {
   // with count_include_pad divides by k0*k1, so that average is rescaled; with
   // it, edge windows are cut short, so the average over the window's elements
   // inside the input is scaled by their count per output position.
+  // Any nonzero divisor, negative too, as PyTorch allows; 0 (or None) is none.
   int64_t divisor = c.i(6, "divisor_override", 0);
-  RLX_CHECK(divisor >= 0, "avg_pool2d: divisor_override must be positive, got ", divisor);
   const bool cut = divisor != 0 && ceil;
   NodeId y = c.b.op(Op::AvgPool2d, {x},
                     {{"kernel", k},
