@@ -90,9 +90,8 @@ TensorMap Session::run(const TensorMap& inputs) {
   auto plan_next = [&](NodeId done) {
     auto next = exe_->plan_for(input_dims, counts);
     const bool grows = !arena_ || arena_->size() < next->arena_bytes;
-    if (grows)  // with headroom and without zeroing: decoding plans a slightly larger arena each
-                // step
-      arena_ = make_aligned_buffer(next->arena_bytes + next->arena_bytes / 2, false);
+    // With headroom and without zeroing: decoding plans a slightly larger arena each step.
+    if (grows) arena_ = make_aligned_buffer(next->arena_bytes + next->arena_bytes / 2, false);
     for (NodeId i = 0; plan && !grows && i <= done; ++i)
       RLX_CHECK(next->offset[size_t(i)] == plan->offset[size_t(i)] || plan->offset[size_t(i)] < 0,
                 g.node(i).label(), ": planned into another slot after a count");
