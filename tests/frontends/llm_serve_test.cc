@@ -259,6 +259,16 @@ TEST_F(LlmServe, ToolRequestsAndToolTurns) {
   EXPECT_EQ(events, 4u) << res->body;
   EXPECT_NE(res->body.find("\"finish_reason\":\"length\""), std::string::npos) << res->body;
 
+  // tool_choice "none" hides the tools; a forced call is refused by name.
+  r = post("/v1/chat/completions",
+           {{"messages", messages}, {"tools", tools}, {"tool_choice", "none"}, {"max_tokens", 3}},
+           &status);
+  EXPECT_EQ(status, 200) << r.dump();
+  r = post("/v1/chat/completions",
+           {{"messages", messages}, {"tools", tools}, {"tool_choice", "required"}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(r["error"]["param"], "tool_choice") << r.dump();
+
   json bad = messages;
   bad[1]["tool_calls"][0].erase("function");
   json e = post("/v1/chat/completions", {{"messages", bad}, {"max_tokens", 3}}, &status);

@@ -122,6 +122,20 @@ std::vector<llm::ChatToolCall> tool_calls_of(const json& msg, const std::string&
   return calls;
 }
 
+// The tools the model is offered: `tools`, unless tool_choice is "none". A call cannot be forced
+// ("required", or one function by name): the template and the model decide.
+const json* offered_tools(const json& body) {
+  const json* t = field(body, "tools", json::value_t::array, "an array");
+  auto choice = body.find("tool_choice");
+  if (choice != body.end() && !choice->is_null()) {
+    if (*choice == "none") return nullptr;
+    if (*choice != "auto")
+      throw bad("tool_choice",
+                "'tool_choice' must be \"auto\" or \"none\": rlx does not force a call");
+  }
+  return t && !t->empty() ? t : nullptr;
+}
+
 std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m) {
   const json* msgs = field(body, "messages", json::value_t::array, "an array");
   if (!msgs || msgs->empty()) throw bad("messages", "'messages' must be a non-empty array");
@@ -140,8 +154,7 @@ std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m) {
     messages.push_back(std::move(m));
   }
   std::string tools;
-  if (const json* t = field(body, "tools", json::value_t::array, "an array"); t && !t->empty())
-    tools = t->dump();
+  if (const json* t = offered_tools(body)) tools = t->dump();
   try {
     return m.chat_prompt(messages, tools);
   } catch (const Error& e) {  // raise_exception in the template: roles out of order, ...
@@ -253,8 +266,7 @@ ParsedRequest parse_request(Endpoint e, const std::string& text, const llm::Chat
   ParsedRequest p;
   llm::GenerateRequest& g = p.generate;
   g.prompt = e == Endpoint::Completions ? completion_prompt(body, model) : chat_prompt(body, model);
-  if (const json* t = field(body, "tools", json::value_t::array, "an array"))
-    p.tools = e == Endpoint::ChatCompletions && !t->empty();
+  p.tools = e == Endpoint::ChatCompletions && offered_tools(body);
   if (int64_t(g.prompt.size()) >= limits.n_ctx)
     throw ApiError{400,
                    "the prompt has " + std::to_string(g.prompt.size()) +
