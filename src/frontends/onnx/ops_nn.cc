@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "frontends/onnx/context.h"
+#include "frontends/pool3d.h"
 #include "rlx/checked.h"
 #include "rlx/error.h"
 
@@ -197,9 +198,8 @@ NodeId reshape_dims(Ctx& c, NodeId x, const std::vector<Dim>& d, const char* wha
   return c.b().reshape(x, t);
 }
 
-// rlx pools are 2-d: a 1-d pool runs as [N, C, 1, L]; a 3-d pool as a 2-d pool over H x W of
-// [N, C*D, H, W], then one over D of [N, C, D, OH*OW]. Both max and average separate so: the
-// window is a box, its valid part a box too (the count_include_pad=0 divisor is a product).
+// rlx pools are 2-d: a 1-d pool runs as [N, C, 1, L]; a 3-d pool as two 2-d pools
+// (frontends/pool3d.h).
 std::vector<Val> lower_pool(Ctx& c, bool max) {
   const Shape x = c.shape(0);
   RLX_CHECK(x.rank() >= 3 && x.rank() <= 5, "only 1-d, 2-d and 3-d pools are supported, got ",
@@ -231,16 +231,11 @@ std::vector<Val> lower_pool(Ctx& c, bool max) {
   }
   RLX_CHECK(!want_indices, "MaxPool Indices of a 3-d pool are not supported");
   RLX_CHECK(x.is_static(), "3-d pool of ", x.str(), ": the dims must be static");
-  const Dims xd = x.concrete();
-  const int64_t N = xd[0], C = xd[1], D = xd[2];
-  NodeId y = pool2d(c, c.b().reshape(c.in(0), {N, C * D, xd[3], xd[4]}), max,
-                    {kernel[1], kernel[2]}, {stride[1], stride[2]}, {dil[1], dil[2]},
-                    {pads[1], pads[2], pads[4], pads[5]}, nullptr);
-  const Dims hw = c.shape_of(y).concrete();  // [N, C*D, OH, OW]
-  y = pool2d(c, c.b().reshape(y, {N, C, D, hw[2] * hw[3]}), max, {kernel[0], 1}, {stride[0], 1},
-             {dil[0], 1}, {pads[0], 0, pads[3], 0}, nullptr);
-  const int64_t OD = c.shape_of(y).concrete()[2];
-  return one(c.b().reshape(y, {N, C, OD, hw[2], hw[3]}));
+  return one(frontends::pool3d_by_2d(
+      c.b(), c.in(0), x.concrete(), kernel, stride, dil, pads,
+      [&](NodeId v, const Dims& k, const Dims& s, const Dims& dl, const Dims& p) {
+        return pool2d(c, v, max, k, s, dl, p, nullptr);
+      }));
 }
 
 std::vector<Val> lower_global_pool(Ctx& c, Op op) {

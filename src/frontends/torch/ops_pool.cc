@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "frontends/pool3d.h"
 #include "frontends/torch/lowering.h"
 #include "rlx/error.h"
 
@@ -178,19 +179,13 @@ bool fits_cells(const Dims& o, size_t lead) {
   return cells <= kMaxCells;
 }
 
-// A 3-d max or average pool of x [lead..., D, H, W] as rlx's 2-d pools: one over H x W of
-// [1, L*D, H, W], one over D of [1, L, D, OH*OW]. Both separate exactly: a window and its part
-// inside the input are boxes, so the max is a max of maxes and count_include_pad's divisor a
-// product of per-axis counts.
+// A 3-d max or average pool of x [lead..., D, H, W] as two of rlx's 2-d pools
+// (frontends/pool3d.h); PyTorch's pads are the same at both ends.
 NodeId separable_pool3d(LowerCtx& c, NodeId x, bool max, const std::vector<int64_t>& k,
                         const std::vector<int64_t>& st, const std::vector<int64_t>& p,
                         const std::vector<int64_t>& dl, bool ceil, bool include_pad) {
-  const Dims d = c.dims(x);
-  const size_t lead = d.size() - 3;
-  int64_t L = 1;
-  for (size_t j = 0; j < lead; ++j) L *= d[j];
-  const int64_t D = d[lead], H = d[lead + 1], W = d[lead + 2];
-  auto pool = [&](NodeId v, Dims kernel, Dims stride, Dims pads, Dims dil) {
+  auto pool = [&](NodeId v, const Dims& kernel, const Dims& stride, const Dims& dil,
+                  const Dims& pads) {
     Attrs a{{"kernel", kernel}, {"stride", stride}, {"pads", pads}, {"ceil_mode", ceil}};
     if (max) {
       a.set("dilation", dil);
@@ -199,14 +194,8 @@ NodeId separable_pool3d(LowerCtx& c, NodeId x, bool max, const std::vector<int64
     a.set("count_include_pad", include_pad);
     return c.b.op(Op::AvgPool2d, {v}, a);
   };
-  NodeId y = pool(c.b.reshape(x, {1, L * D, H, W}), {k[1], k[2]}, {st[1], st[2]},
-                  {p[1], p[2], p[1], p[2]}, {dl[1], dl[2]});
-  const Dims hw = c.dims(y);
-  y = pool(c.b.reshape(y, {1, L, D, hw[2] * hw[3]}), {k[0], 1}, {st[0], 1}, {p[0], 0, p[0], 0},
-           {dl[0], 1});
-  Dims out(d.begin(), d.begin() + int64_t(lead));
-  out.insert(out.end(), {c.dims(y)[2], hw[2], hw[3]});
-  return c.b.reshape(y, out);
+  return frontends::pool3d_by_2d(c.b, x, c.dims(x), k, st, dl, {p[0], p[1], p[2], p[0], p[1], p[2]},
+                                 pool);
 }
 
 // The output dims PyTorch recorded for element `k` of a tuple result (or the
