@@ -66,7 +66,7 @@ RUNTIMES = ["rlx", "ort", "torch"]
 ONNX_MODELS = {
     "silero_vad": ("silero/silero_vad_v5.onnx",
                    {"input": ((1, 576), "float32"), "state": ((2, 1, 128), "float32"),
-                    "sr": ((), "int64")}, ["--freeze", "sr"]),
+                    "sr": ((), "int64")}, []),
     "ppocr_det": ("ppocr/ch_PP-OCRv4_det_infer.onnx", {"x": ((1, 3, 640, 640), "float32")}, []),
     "ppocr_rec": ("ppocr/ch_PP-OCRv4_rec_infer.onnx", {"x": ((1, 3, 48, 320), "float32")}, []),
     "ppocr_cls": ("ppocr/ch_ppocr_mobile_v2.0_cls_infer.onnx",

@@ -34,10 +34,11 @@ def read_wav(path):
 
 def load_model(path):
     """Silero's graph branches on the sample rate and on input shapes: rlx imports
-    it for one window shape with the rate frozen, so only the 16 kHz path remains."""
+    it for one window shape, and each run takes the branch of the rate it is given
+    (the 8 kHz branch does not lower for this window, so a run at 8 kHz would fail
+    with the reason)."""
     rlx = onnx_common.import_rlx()
-    return rlx.load(path, input_shapes={"input": [1, CONTEXT + WINDOW], "state": [2, 1, 128]},
-                    freeze={"sr": RATE})
+    return rlx.load(path, input_shapes={"input": [1, CONTEXT + WINDOW], "state": [2, 1, 128]})
 
 
 def stream(model, audio):
@@ -53,7 +54,7 @@ def stream(model, audio):
         x = np.concatenate([context, window])[None, :]
         inputs.append(x)
         states.append(state)
-        out = model.run({"input": x, "state": state})
+        out = model.run({"input": x, "state": state, "sr": np.array(RATE, np.int64)})
         probs[i] = out["output"][0, 0]
         state = out["stateN"]
         context = window[-CONTEXT:]

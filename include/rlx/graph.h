@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +43,7 @@ Op activation_kind(Op kind);
 Op activation_kind(std::string_view kind);
 
 using NodeId = int32_t;
+class Graph;
 
 struct Node {
   NodeId id = -1;
@@ -59,6 +61,9 @@ struct Node {
   std::string name;    // inputs and params: the binding name; others optional
   std::string origin;  // provenance from the source model, shown in errors
   Tensor value;        // Constant data
+  // A control node's bodies (if: then, else; loop: body); shared, never changed once built, so
+  // copying the node (every pass does) keeps them. Null: a branch that did not lower (IfAttrs).
+  std::vector<std::shared_ptr<const Graph>> bodies;
   // "node %12 (matmul 'fc1')"
   std::string label() const;
   // The typed attributes; throws rlx::Error naming the node when the node
@@ -94,6 +99,10 @@ class Graph {
   }
   NodeId add_typed(Op op, std::vector<NodeId> inputs, OpAttrs attrs, std::string name = {},
                    std::string origin = {});
+  // The same with bodies: a control node (if, loop); other ops take none.
+  NodeId add_with_bodies(Op op, std::vector<NodeId> inputs, OpAttrs attrs,
+                         std::vector<std::shared_ptr<const Graph>> bodies, std::string name = {},
+                         std::string origin = {});
   // The `result` node holding output `index` of multi-output node `id`.
   NodeId result(NodeId id, int index) const;
   // Leaves.
@@ -146,6 +155,9 @@ const std::string& data_dependent_dim(const Node& n);
 std::vector<Shape> shapes_for_run(const Node& n, std::span<const Tensor> in);
 // The count a run found, read from the node's first output as its kernel shrank it.
 int64_t data_dependent_count(const Node& n, const Shape& first_output);
+// Control flow (if, loop): nodes whose bodies the session runs; their output dims are
+// data-dependent too (has_data_dependent_dims), the count being the branch taken or the trips.
+bool is_control(Op op);
 
 // Error context for a node: "node %3 (matmul) [2,3] f32, [4,5] f32 (origin)".
 std::string node_context(const Graph& g, const Node& n);

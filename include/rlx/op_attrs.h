@@ -67,7 +67,7 @@ E parse_enum(std::string_view name) {
 #define INT(name, ...) int64_t name{__VA_ARGS__};
 #define FLOAT(name, ...) double name{__VA_ARGS__};
 #define BOOL(name, ...) bool name{__VA_ARGS__};
-#define STR(name) std::string name;
+#define STR(name, ...) std::string name{__VA_ARGS__};
 #define INTS(name, ...) std::vector<int64_t> name;
 #define FLOATS(name, ...) std::vector<double> name;
 #define ENUM(name, T, def) T name{T::def};
@@ -160,7 +160,7 @@ ActivationGradAttrs activation_grad_attrs(Op kind, const OpAttrs& activation);
 #define RLX_OP_FAMILIES                                                                          \
   Leaf, Unary, Logical, Binary, Compare, Select, Convert, Reduce, ArgReduce, Softmax, Scan,      \
       Movement, Indexing, Linear, Conv, Pool, Norm, Attention, Resample, Grad, Random, Quantize, \
-      Recurrent, Fused, Tuple, Special, Linalg, DataDependent
+      Recurrent, Fused, Tuple, Special, Linalg, DataDependent, Control
 #define RLX_STRINGIZE_(...) #__VA_ARGS__
 #define RLX_STRINGIZE(...) RLX_STRINGIZE_(__VA_ARGS__)
 enum class OpFamily : uint8_t { RLX_OP_FAMILIES };

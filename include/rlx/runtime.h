@@ -15,6 +15,9 @@
 #include "rlx/io.h"
 
 namespace rlx {
+namespace runtime {
+class ControlRunner;
+}
 
 // The optimization pipeline is built from these (src/opt/pass.h); see
 // describe_pipeline() for the passes and what each one does.
@@ -95,6 +98,8 @@ class Executable {
                                        const std::map<std::string, int64_t>& counts = {}) const;
   // Plan for the graph's declared input shapes (needs them static).
   std::shared_ptr<const Plan> static_plan() const;
+  // A control node's body compiled on this executable's backend (once; later calls share it).
+  std::shared_ptr<const Executable> body_executable(const Graph& body) const;
   const std::vector<Tensor>& bound() const { return bound_; }
   const Backend& backend() const { return *backend_; }
 
@@ -106,6 +111,7 @@ class Executable {
   mutable std::mutex mu_;
   mutable std::map<std::string, std::shared_ptr<const Plan>> plans_;
   mutable std::deque<std::string> plan_order_;  // insertion order, for eviction
+  mutable std::map<const Graph*, std::shared_ptr<const Executable>> bodies_;
   friend class Session;
 };
 
@@ -140,6 +146,7 @@ class Session {
   // declared one (unless options.cast_inputs).
   TensorMap run(const TensorMap& inputs);
   size_t last_arena_bytes() const { return arena_bytes_; }
+  const Executable& executable() const { return *exe_; }
 
  private:
   Tensor output_buffer(const Node& n, const Dims& dims);
@@ -147,6 +154,7 @@ class Session {
   std::shared_ptr<const Executable> exe_;
   SessionOptions options_;
   std::shared_ptr<Buffer> arena_;
+  std::shared_ptr<runtime::ControlRunner> control_;  // made when the first control node runs
   size_t arena_bytes_ = 0;
   bool profiling_ = false;
   std::vector<NodeTime> profile_;

@@ -88,6 +88,7 @@ NodeId Graph::append_raw(Node n) {
   if (std::holds_alternative<std::monostate>(n.attrs)) n.attrs = default_attrs(n.op);
   RLX_CHECK(attrs_match(n.op, n.attrs), n.label(), ": attributes are not ", op_info(n.op).attr_set,
             "Attrs");
+  RLX_CHECK(is_control(n.op) || n.bodies.empty(), n.label(), ": only control nodes have bodies");
   if (n.op == Op::Result) {
     const Node& src = nodes_[size_t(n.inputs[0])];
     const int64_t index = n.attrs_as<ResultAttrs>().index;
@@ -125,10 +126,18 @@ NodeId Graph::add(Op op, std::vector<NodeId> inputs, const Attrs& attrs, std::st
 
 NodeId Graph::add_typed(Op op, std::vector<NodeId> inputs, OpAttrs attrs, std::string name,
                         std::string origin) {
+  return add_with_bodies(op, std::move(inputs), std::move(attrs), {}, std::move(name),
+                         std::move(origin));
+}
+
+NodeId Graph::add_with_bodies(Op op, std::vector<NodeId> inputs, OpAttrs attrs,
+                              std::vector<std::shared_ptr<const Graph>> bodies, std::string name,
+                              std::string origin) {
   Node n;
   n.op = op;
   n.inputs = std::move(inputs);
   n.attrs = std::move(attrs);
+  n.bodies = std::move(bodies);
   n.name = std::move(name);
   n.origin = std::move(origin);
   std::vector<Shape> shapes;
@@ -261,6 +270,7 @@ void Graph::verify() const {
     const int k = int(n.inputs.size());
     RLX_CHECK(k >= info.min_inputs && (info.max_inputs < 0 || k <= info.max_inputs), n.label(),
               ": wrong number of inputs (", k, ")");
+    RLX_CHECK(is_control(n.op) || n.bodies.empty(), n.label(), ": only control nodes have bodies");
     for (NodeId in : n.inputs)
       RLX_CHECK(in >= 0 && in < n.id, n.label(), ": input %", in, " is not an earlier node");
     if (n.op == Op::Constant)

@@ -15,7 +15,7 @@ namespace {
 #define INT(name, ...) f(#name, a.name, d.name, sizeof(#__VA_ARGS__) == 1);
 #define FLOAT(name, ...) f(#name, a.name, d.name, sizeof(#__VA_ARGS__) == 1);
 #define BOOL(name, ...) f(#name, a.name, d.name, sizeof(#__VA_ARGS__) == 1);
-#define STR(name) f(#name, a.name, d.name, true);
+#define STR(name, ...) f(#name, a.name, d.name, sizeof(#__VA_ARGS__) == 1);
 #define INTS(name, ...) f(#name, a.name, d.name, sizeof(#__VA_ARGS__) == 1);
 #define FLOATS(name, ...) f(#name, a.name, d.name, sizeof(#__VA_ARGS__) == 1);
 #define ENUM(name, T, def) f(#name, a.name, d.name, false);

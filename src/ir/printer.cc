@@ -11,6 +11,11 @@ std::string shapes_str(const Node& n) {
   for (size_t i = 0; i < n.results.size(); ++i) s += (i ? ", " : "") + n.results[i].str();
   return s + ")";
 }
+
+const char* body_name(const Node& n, size_t b) {
+  if (n.op == Op::If) return b == 0 ? "then" : "else";
+  return "body";
+}
 }  // namespace
 
 std::string to_text(const Graph& g) {
@@ -27,6 +32,12 @@ std::string to_text(const Graph& g) {
     else if (!n.name.empty() && n.op != Op::Input && n.op != Op::Param)
       os << "   # " << n.name;
     os << "\n";
+    for (size_t b = 0; b < n.bodies.size(); ++b) {
+      os << "  " << body_name(n, b) << ":\n";
+      if (!n.bodies[b]) os << "    (not lowered)\n";
+      std::istringstream body(n.bodies[b] ? to_text(*n.bodies[b]) : "");
+      for (std::string line; std::getline(body, line);) os << "    " << line << "\n";
+    }
   }
   for (const auto& o : g.outputs()) os << "output \"" << o.name << "\" = %" << o.node << "\n";
   return os.str();

@@ -178,9 +178,45 @@ Attrs read_attrs(const json& j, Op op, int version) {
   return a;
 }
 
+json graph_doc(const Graph& g);
+Graph graph_from_doc(const json& doc, const std::string& source);
+
 }  // namespace
 
-std::string to_json(const Graph& g) {
+std::string to_json(const Graph& g) { return graph_doc(g).dump(1); }
+
+Graph from_json(std::string_view text, const std::string& source) {
+  check_json_depth(text, source);
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    throw make_error(source, ": invalid JSON: ", e.what());
+  }
+  return graph_from_doc(doc, source);
+}
+
+namespace {
+
+// A control node's bodies: whole graph documents of their own (null: a branch not lowered).
+json bodies_json(const Node& n) {
+  json b = json::array();
+  for (const auto& body : n.bodies) b.push_back(body ? graph_doc(*body) : json(nullptr));
+  return b;
+}
+
+std::vector<std::shared_ptr<const Graph>> bodies_from(const json& j, const std::string& source) {
+  std::vector<std::shared_ptr<const Graph>> bodies;
+  RLX_CHECK(j.is_array(), "\"bodies\" must be an array");
+  for (const json& b : j)
+    bodies.push_back(b.is_null()
+                         ? nullptr
+                         : std::make_shared<const Graph>(graph_from_doc(
+                               b, source + " (body " + std::to_string(bodies.size()) + ")")));
+  return bodies;
+}
+
+json graph_doc(const Graph& g) {
   json nodes = json::array();
   for (const Node& n : g.nodes()) {
     json j = {{"op", op_name(n.op)}, {"inputs", n.inputs}};
@@ -203,26 +239,19 @@ std::string to_json(const Graph& g) {
     }
     if (n.op == Op::Constant)
       j["data"] = base64_encode(static_cast<const unsigned char*>(n.value.raw()), n.value.nbytes());
+    if (!n.bodies.empty()) j["bodies"] = bodies_json(n);
     nodes.push_back(std::move(j));
   }
   json outs = json::array();
   for (const auto& o : g.outputs()) outs.push_back({{"name", o.name}, {"node", o.node}});
-  json doc = {{"format", kFormat}, {"version", kVersion}, {"nodes", nodes}, {"outputs", outs}};
-  return doc.dump(1);
+  return {{"format", kFormat}, {"version", kVersion}, {"nodes", nodes}, {"outputs", outs}};
 }
 
 // No loaded graph has more nodes (README, "Limits"): a bound far above real
 // models that stops a file from making the loader build an absurd graph.
 constexpr size_t kMaxNodes = 10'000'000;
 
-Graph from_json(std::string_view text, const std::string& source) {
-  check_json_depth(text, source);
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    throw make_error(source, ": invalid JSON: ", e.what());
-  }
+Graph graph_from_doc(const json& doc, const std::string& source) {
   Graph g;
   size_t index = 0;
   try {
@@ -260,6 +289,7 @@ Graph from_json(std::string_view text, const std::string& source) {
         continue;
       }
       n.attrs = parse_attrs(n.op, attrs);
+      if (j.contains("bodies")) n.bodies = bodies_from(j.at("bodies"), source);
       if (has_results(n.op)) {
         RLX_CHECK(j.at("results").is_array(), "results must be an array");
         for (const auto& r : j.at("results"))
@@ -311,4 +341,5 @@ Graph from_json(std::string_view text, const std::string& source) {
   return g;
 }
 
+}  // namespace
 }  // namespace rlx

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ir/elementwise_program.h"
+#include "ir/shape_infer_control.h"
 #include "ir/shape_infer_data_dependent.h"
 #include "ir/shape_infer_linalg.h"
 #include "ir/shape_infer_state_space.h"

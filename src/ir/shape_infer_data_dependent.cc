@@ -28,7 +28,11 @@ Dim numel_dim(const Shape& s, const char* op) {
 
 }  // namespace
 
-bool has_data_dependent_dims(Op op) { return op_info(op).family == OpFamily::DataDependent; }
+bool has_data_dependent_dims(Op op) {
+  return op_info(op).family == OpFamily::DataDependent || is_control(op);
+}
+
+bool is_control(Op op) { return op_info(op).family == OpFamily::Control; }
 
 const std::string& data_dependent_dim(const Node& n) {
   switch (n.op) {
@@ -38,6 +42,10 @@ const std::string& data_dependent_dim(const Node& n) {
       return n.attrs_as<UniqueAttrs>().count;
     case Op::NonMaxSuppression:
       return n.attrs_as<NmsAttrs>().count;
+    case Op::If:
+      return n.attrs_as<IfAttrs>().count;
+    case Op::Loop:
+      return n.attrs_as<LoopAttrs>().count;
     default:
       throw make_error(n.label(), ": ", op_name(n.op), " has no data-dependent dim");
   }

@@ -54,7 +54,7 @@ Graph specialize_shapes(const Graph& g, const std::map<std::string, Dims>& input
       }
       id = out.append_raw(std::move(leaf));
     } else {
-      id = out.add_typed(n.op, std::move(ins), n.attrs, n.name, n.origin);
+      id = out.add_with_bodies(n.op, std::move(ins), n.attrs, n.bodies, n.name, n.origin);
     }
     map[size_t(n.id)] = id;
   }

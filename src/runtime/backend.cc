@@ -7,6 +7,8 @@
 #include <mutex>
 
 #include "rlx/error.h"
+#include "rlx/runtime.h"
+#include "runtime/control.h"
 
 namespace rlx {
 
@@ -16,6 +18,10 @@ std::vector<Unsupported> unsupported_nodes(const Backend& backend, const Graph& 
     if (is_leaf(n.op)) continue;
     Support s = backend.supports(n);
     if (!s) r.push_back({n.id, op_name(n.op), std::move(s.reason)});
+    if (!s || !is_control(n.op)) continue;
+    for (const auto& body : n.bodies)  // what the node runs must run here too
+      for (Unsupported& u : body ? unsupported_nodes(backend, *body) : std::vector<Unsupported>{})
+        r.push_back({n.id, std::move(u.op), std::move(u.reason) + " (in " + n.label() + ")"});
   }
   return r;
 }
@@ -63,6 +69,17 @@ void set_default_backend(std::shared_ptr<const Backend> backend) {
 }
 
 std::vector<Tensor> evaluate(const Backend& backend, const Node& n, std::span<const Tensor> in) {
+  if (is_control(n.op)) {  // folding: the bodies compiled for this once
+    std::shared_ptr<const Backend> shared(&backend, [](const Backend*) {});
+    runtime::ControlRunner runner(
+        [&](const Graph& body) {
+          CompileOptions options;
+          options.backend = shared;
+          return std::shared_ptr<const Executable>(Executable::compile(body, {}, options));
+        },
+        {});
+    return runner.run(n, in).outputs;
+  }
   std::vector<Tensor> out;
   for (const Shape& s : shapes_for_run(n, in)) out.emplace_back(s.concrete(), s.dtype);
   backend.run_node(n, in, out);

@@ -119,6 +119,18 @@ std::shared_ptr<const Plan> Executable::plan_for(const std::map<std::string, Dim
   return plan;
 }
 
+std::shared_ptr<const Executable> Executable::body_executable(const Graph& body) const {
+  {
+    std::lock_guard lk(mu_);
+    if (auto it = bodies_.find(&body); it != bodies_.end()) return it->second;
+  }
+  CompileOptions options;
+  options.backend = backend_;
+  std::shared_ptr<const Executable> exe = compile(body, {}, options);
+  std::lock_guard lk(mu_);
+  return bodies_.emplace(&body, std::move(exe)).first->second;
+}
+
 std::shared_ptr<const Plan> Executable::static_plan() const {
   std::map<std::string, Dims> dims;
   for (NodeId id : graph_.inputs()) dims[graph_.node(id).name] = graph_.node(id).shape.concrete();

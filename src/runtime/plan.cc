@@ -18,11 +18,11 @@ bool sane_size(const Dims& d) {
   return true;
 }
 
-// The node's data-dependent dim in s replaced by the count its run found.
-void bind_count(Shape& s, const Node& n, const Counts& counts) {
-  const std::string& name = data_dependent_dim(n);
+// The node's data-dependent dims in s replaced by what its run found: the count, and for a
+// control node the dims only its run told (runtime/control.h: bind_run_dims).
+void bind_count(Shape& s, const Counts& counts) {
   for (Dim& d : s.dims)
-    if (!d.is_static() && d.sym == name) d = Dim(counts.at(name));
+    if (auto it = counts.find(d.sym); !d.is_static() && it != counts.end()) d = Dim(it->second);
 }
 }  // namespace
 
@@ -84,11 +84,11 @@ std::vector<Dims> specialize(const Graph& g, const std::map<std::string, Dims>& 
           // The node itself holds no buffer; its results take these shapes.
           results = infer_shapes(n, in);
           if (has_data_dependent_dims(n.op))
-            for (Shape& r : results) bind_count(r, n, counts);
+            for (Shape& r : results) bind_count(r, counts);
           continue;
         }
         s = infer_shape(n, in);
-        if (has_data_dependent_dims(n.op)) bind_count(s, n, counts);
+        if (has_data_dependent_dims(n.op)) bind_count(s, counts);
       } catch (const Error& e) {
         std::string ctx = n.label() + " with inputs ";
         for (size_t k = 0; k < in.size(); ++k) ctx += (k ? ", " : "") + in[k]->str();

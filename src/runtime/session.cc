@@ -5,6 +5,7 @@
 
 #include "rlx/error.h"
 #include "rlx/runtime.h"
+#include "runtime/control.h"
 
 namespace rlx {
 namespace {
@@ -138,7 +139,13 @@ TensorMap Session::run(const TensorMap& inputs) {
     for (NodeId in : n.inputs) args.push_back(values[size_t(in)]);
     outs.clear();
     const bool finds_count = plan->is_pending(n.id);
-    if (finds_count) {  // sized for the count's bound; the kernel shrinks them to what it finds
+    const bool control = is_control(n.op);  // run by this session, its outputs made by the run
+    if (control) {
+      if (!control_)
+        control_ = std::make_shared<runtime::ControlRunner>(
+            [exe = exe_](const Graph& body) { return exe->body_executable(body); }, options_);
+    } else if (finds_count) {  // sized for the count's bound; the kernel shrinks them to what it
+                               // finds
       RLX_CHECK(has_data_dependent_dims(n.op), n.label(), ": planned without dims");
       for (const Shape& s : shapes_for_run(n, args))
         outs.push_back(Tensor::uninitialized(s.concrete(), s.dtype));
@@ -150,11 +157,16 @@ TensorMap Session::run(const TensorMap& inputs) {
     else
       outs.push_back(buffer(n));
     try {
-      if (!profiling_) {
-        exe_->compiled_->run(n, args, outs);
+      const auto t0 = profiling_ ? Clock::now() : Clock::time_point{};
+      if (control) {
+        runtime::ControlResult r = control_->run(n, args);
+        outs = std::move(r.outputs);
+        counts[data_dependent_dim(n)] = r.count;
+        runtime::bind_run_dims(n, args, outs, counts);
       } else {
-        const auto t0 = Clock::now();
         exe_->compiled_->run(n, args, outs);
+      }
+      if (profiling_) {
         NodeTime& p = profile_[id];
         p.last_start_ms = ms_between(run_start, t0);
         p.last_ms = ms_between(t0, Clock::now());
@@ -165,7 +177,7 @@ TensorMap Session::run(const TensorMap& inputs) {
       throw e.with_context("while running " + node_context(g, n));
     }
     if (finds_count) {  // the nodes after it are planned for the count it found
-      counts[data_dependent_dim(n)] = data_dependent_count(n, outs[0].shape());
+      if (!control) counts[data_dependent_dim(n)] = data_dependent_count(n, outs[0].shape());
       plan_next(n.id);
     }
     if (has_results(n.op))

@@ -226,9 +226,12 @@ std::vector<Sample> samples() {
 }
 
 // Leaves the runtime binds rather than runs, and the result nodes every
-// multi-output sample makes; covered by every other sample.
+// multi-output sample makes; covered by every other sample. Control nodes (if,
+// loop) hold bodies, which a sample's attributes cannot give: the session runs
+// them, tested in tests/runtime/control_test.cc.
 bool bound_leaf(Op op) {
-  return op == Op::Input || op == Op::Param || op == Op::Constant || op == Op::Result;
+  return op == Op::Input || op == Op::Param || op == Op::Constant || op == Op::Result ||
+         is_control(op);
 }
 
 // Ops CoreML declares it cannot lower (the answer of coreml::supports); empty

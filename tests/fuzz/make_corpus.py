@@ -120,6 +120,39 @@ def graph_seeds(c, ops):
             doc = {"format": "rlx-graph", "version": 3, "nodes": nodes,
                    "outputs": [{"name": "out", "node": 2}]}
             c.add("graph_json", "op_%s_%d.rlx.json" % (op, arity), json.dumps(doc))
+    control_seeds(c)
+
+
+def control_seeds(c):
+    """An if and a loop with their bodies (graph documents nested in the node)."""
+    def doc(nodes, outputs):
+        return {"format": "rlx-graph", "version": 3, "nodes": nodes,
+                "outputs": [{"name": n, "node": i} for n, i in outputs]}
+
+    def inp(name, shape, dtype="f32"):
+        return {"op": "input", "name": name, "shape": shape, "dtype": dtype, "inputs": []}
+
+    def result(node, index, shape, dtype="f32"):
+        return {"op": "result", "inputs": [node], "attrs": {"index": index}, "shape": shape,
+                "dtype": dtype}
+
+    then = doc([inp("capture.0", [2]), {"op": "neg", "inputs": [0], "shape": [2], "dtype": "f32"}],
+               [("o", 1)])
+    other = doc([inp("capture.0", [2])], [("o", 0)])
+    c.add("graph_json", "control_if.rlx.json", json.dumps(doc(
+        [inp("c", [], "bool"), inp("x", [2]),
+         {"op": "if", "inputs": [0, 1], "attrs": {"count": "k"},
+          "results": [{"shape": [2], "dtype": "f32"}], "bodies": [then, other]},
+         result(2, 0, [2])], [("y", 3)])))
+    body = doc([inp("i", [], "i64"), inp("cond", [], "bool"), inp("acc", [2]),
+                {"op": "add", "inputs": [2, 2], "shape": [2], "dtype": "f32"}],
+               [("cond", 1), ("acc", 3), ("scan", 3)])
+    c.add("graph_json", "control_loop.rlx.json", json.dumps(doc(
+        [inp("trips", [], "i64"), inp("c", [], "bool"), inp("x", [2]),
+         {"op": "loop", "inputs": [0, 1, 2], "attrs": {"carried": 1, "count": "t"},
+          "results": [{"shape": [2], "dtype": "f32"}, {"shape": ["t", 2], "dtype": "f32"}],
+          "bodies": [body]},
+         result(3, 0, [2]), result(3, 1, ["t", 2])], [("acc", 4), ("scans", 5)])))
 
 
 def torch_seeds(c, names):
@@ -218,7 +251,7 @@ def main():
     quoted = lambda xs: ['"%s"' % x for x in xs]  # noqa: E731
     write_dict(os.path.join(a.out, "graph_json.dict"), json_tokens + quoted(
         ["format", "rlx-graph", "version", "nodes", "op", "inputs", "shape", "dtype", "name",
-         "origin", "attrs", "outputs", "node", "results", "data"] + ops + attrs + enums + DTYPES))
+         "origin", "attrs", "outputs", "node", "results", "data", "bodies"] + ops + attrs + enums + DTYPES))
     write_dict(os.path.join(a.out, "torch_ir.dict"), json_tokens + quoted(
         ["format", "rlx-torch-ir", "version", "model_name", "producer", "decomposition", "high",
          "core", "inputs", "weights", "nodes", "outputs", "id", "op", "args", "kwargs", "out",

@@ -579,8 +579,10 @@ const std::set<Op> kGaps = {Op::MoeFfn,  // an inference op of GGUF MoE models
                             Op::AttentionGrad,
                             Op::SpecialUnary,  // lgamma, bessel, polygamma, ...: forward only
                             Op::SpecialBinary,
-                            Op::Linalg,   // cholesky, solve, qr, svd, eigh, ...: forward only
-                            Op::Unique};  // its values: a gather at data-dependent indices
+                            Op::Linalg,  // cholesky, solve, qr, svd, eigh, ...: forward only
+                            Op::Unique,  // its values: a gather at data-dependent indices
+                            Op::If,      // control flow: bodies not differentiated yet
+                            Op::Loop};
 
 // Rules that are surrogates by design (straight-through estimators): finite differences of a
 // rounding op are zero almost everywhere, so they are not samples here. Each is checked against

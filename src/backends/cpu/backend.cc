@@ -73,7 +73,8 @@ class CpuGraph final : public CompiledGraph {
     // arange) have kernels like any op.
     const bool packing = detected_isa() >= Isa::avx2;  // a CPU with one of rlx's own sgemm kernels
     for (const Node& n : g.nodes()) {
-      if (n.op != Op::Input && n.op != Op::Param && n.op != Op::Constant && n.op != Op::Result)
+      if (n.op != Op::Input && n.op != Op::Param && n.op != Op::Constant && n.op != Op::Result &&
+          !is_control(n.op))
         table_[size_t(n.id)] = checked_kernel(n);
       if (packing && has_packable_weight(g, n, ctx))
         packs_[size_t(n.id)] = std::make_unique<WeightPack>();
@@ -97,7 +98,8 @@ class CpuBackend final : public Backend {
       : cache_(o.dequant_cache_bytes), ctx_{&cache_, o.ggml_numerics, o.regroup_weights} {}
   std::string name() const override { return "cpu"; }
   Support supports(const Node& n) const override {
-    if (is_leaf(n.op) || n.op == Op::Result || kernel_for(n.op).fn) return Support::yes();
+    if (is_leaf(n.op) || n.op == Op::Result || is_control(n.op) || kernel_for(n.op).fn)
+      return Support::yes();
     return Support::no("no CPU kernel");
   }
   std::unique_ptr<CompiledGraph> compile(const Graph& g) const override {

@@ -104,6 +104,8 @@ KernelEntry kernel_for(Op op) {
     case Op::NonZero: return {nonzero, any};
     case Op::Unique: return {unique, any};
     case Op::NonMaxSuppression: return {non_max_suppression, any};
+    case Op::If: case Op::Loop:
+      return {nullptr, any};  // run by the session, body by body (src/runtime/control.cc)
   }
   // clang-format on
   return {};

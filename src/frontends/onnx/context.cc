@@ -81,8 +81,10 @@ Val& Ctx::val(size_t i) {
 }
 
 Val* ImportState::find(const std::string& name) {
-  for (ImportState* s = this; s; s = s->parent)
+  for (ImportState* s = this; s; s = s->parent) {
     if (auto it = s->env.find(name); it != s->env.end()) return &it->second;
+    if (s->region) return capture(*s->region, *s, name);
+  }
   return nullptr;
 }
 

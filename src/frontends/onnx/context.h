@@ -34,17 +34,24 @@ struct Val {
   bool absent = false;          // an omitted optional input ("")
 };
 
-// Everything the importer shares with the op files. An If branch lowers
-// into a child state whose names shadow its parent's, which stay visible
-// (ONNX subgraphs read outer values by name).
+struct Region;  // a body lowered into a graph of its own (ops_control.cc)
+
+// Everything the importer shares with the op files. A subgraph lowers into
+// a child state whose names shadow its parent's, which stay visible (ONNX
+// subgraphs read outer values by name). An inlined branch or unrolled body
+// shares its parent's builder; a region (a control node's body) has a graph
+// of its own, into which the outer values it reads are captured as inputs.
 struct ImportState {
   Builder& b;
   const Model& model;
   TensorMap& weights;
   std::map<std::string, Val>& env;
   ImportState* parent = nullptr;
+  Region* region = nullptr;            // set on a region's outermost scope
   Val* find(const std::string& name);  // this scope, then the enclosing ones
 };
+// `name`, found outside region r, as a value of r's body (ops_control.cc); stored in s.env.
+Val* capture(Region& r, ImportState& s, const std::string& name);
 
 // Lowers every node of `graph` (the model's, or a branch's) into `s` in order.
 void lower_nodes(ImportState& s, const Graph& graph, int64_t opset);

@@ -167,7 +167,7 @@ void fold_known(ImportState& s, size_t first, std::vector<Val>& outs) {
   }
   // Values this lowering materialized (a known input as a constant node) lose
   // their node, which is dropped, and keep their value.
-  for (ImportState* scope = &s; scope; scope = scope->parent)
+  for (ImportState* scope = &s; scope; scope = scope->region ? nullptr : scope->parent)
     for (auto& [name, v] : scope->env)
       if (v.id >= NodeId(first)) v.id = -1;
   g.truncate(first);

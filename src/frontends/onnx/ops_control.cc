@@ -1,12 +1,14 @@
 // Control flow: If, Loop, Scan. A condition known at import (a constant, a
 // frozen input, or shape code on static dims, which is what exporters mostly
 // branch on: "squeeze when this dim is 1") lowers only the branch taken, so
-// its shape code keeps folding. A condition computed at run time lowers both
-// branches and selects each output with `where`; that needs the branches to
-// agree on every output's shape and dtype, and costs both branches' work.
-// Loop and Scan are unrolled at import, which needs their trip counts (and a
-// Loop's continue condition, every iteration) known then.
+// its shape code keeps folding. A condition only the run knows makes an `if`
+// node whose branches are graphs of their own (regions), and the run takes
+// one. A Loop whose trip count and condition are known at import, and whose
+// body keeps its condition, is unrolled when that stays small; any other
+// becomes a `loop` node running its body region. Scan is unrolled, which
+// needs its trip count known at import.
 #include <algorithm>
+#include <limits>
 
 #include "frontends/onnx/context.h"
 #include "rlx/error.h"
@@ -49,6 +51,121 @@ std::vector<Val> lower_branch(Ctx& c, const char* name) {
   return lower_body(c, branch(c, name), name);
 }
 
+}  // namespace
+
+// The outer values the bodies of one control node read, in the order first read: the node's
+// inputs after its own, and in every body the inputs "capture.k" after its formal ones.
+struct Captures {
+  std::vector<NodeId> outer;
+  std::vector<Shape> shapes;
+};
+
+struct Region {
+  Ctx& outer;  // the control node's context, in the enclosing graph
+  Captures& captures;
+  rlx::Graph& body;
+};
+
+Val* capture(Region& r, ImportState& s, const std::string& name) {
+  Val* v = r.outer.state().find(name);
+  if (!v) return nullptr;
+  Val copy;
+  if (v->konst.defined() || (v->ints && v->id < 0)) {  // known at import: the body's own copy
+    copy = *v;
+    copy.id = -1;
+    copy.param.clear();  // a body binds no weights: an initializer is a constant there
+  } else {
+    const NodeId o = r.outer.node_of(*v, "'" + name + "'");
+    auto& outer = r.captures.outer;
+    const size_t k = size_t(std::find(outer.begin(), outer.end(), o) - outer.begin());
+    if (k == outer.size()) {
+      outer.push_back(o);
+      r.captures.shapes.push_back(r.outer.shape_of(o));
+    }
+    const std::string input = "capture." + std::to_string(k);
+    NodeId in = -1;
+    for (NodeId id : r.body.inputs())
+      if (r.body.node(id).name == input) in = id;
+    copy = node_val(in >= 0 ? in : r.body.input(input, r.captures.shapes[k]));
+  }
+  return &(s.env[name] = std::move(copy));
+}
+
+namespace {
+
+// A body lowered as a region: its formal inputs `formals` (name, shape), its outputs "out.k".
+// Its capture inputs are ordered and completed by finish_region once every body of the node is
+// lowered.
+std::shared_ptr<rlx::Graph> lower_region(
+    Ctx& c, const Graph& g, const std::string& what, Captures& captures,
+    const std::vector<std::pair<std::string, Shape>>& formals) {
+  auto body = std::make_shared<rlx::Graph>();
+  Builder bb(*body);
+  Region region{c, captures, *body};
+  std::map<std::string, Val> env;
+  for (const auto& [init, t] : g.initializers) env[init] = tensor_val(t);
+  ImportState scope{bb, c.state().model, c.state().weights, env, &c.state(), &region};
+  try {
+    RLX_CHECK(g.inputs.size() == formals.size(), "takes ", g.inputs.size(),
+              " inputs, the node gives ", formals.size());
+    for (size_t k = 0; k < formals.size(); ++k)
+      env[g.inputs[k].name] = node_val(body->input(formals[k].first, formals[k].second));
+    lower_nodes(scope, g, c.opset);
+    Ctx bc(scope, c.node, c.opset);
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      Val* v = scope.find(g.outputs[k].name);
+      RLX_CHECK(v, "output '", g.outputs[k].name, "' is not computed by any node");
+      body->add_output("out." + std::to_string(k),
+                       bc.node_of(*v, "output '" + g.outputs[k].name + "'"));
+    }
+  } catch (const Error& e) {
+    throw e.with_context("in " + what);
+  }
+  return body;
+}
+
+// The body with its inputs in the node's order: the formal ones, then every capture of the node
+// (those it does not read too, unused), then its other nodes as they were.
+std::shared_ptr<const rlx::Graph> finish_region(const rlx::Graph& g, size_t formals,
+                                                const Captures& captures) {
+  auto out = std::make_shared<rlx::Graph>();
+  std::vector<NodeId> map(g.size(), -1);
+  const std::vector<NodeId> ins = g.inputs();
+  for (size_t k = 0; k < formals; ++k) map[size_t(ins[k])] = out->append_raw(g.node(ins[k]));
+  for (size_t k = 0; k < captures.outer.size(); ++k) {
+    const std::string name = "capture." + std::to_string(k);
+    NodeId id = -1;
+    for (NodeId in : ins)
+      if (g.node(in).name == name) id = in;
+    const NodeId copy = out->input(name, captures.shapes[k]);
+    if (id >= 0) map[size_t(id)] = copy;
+  }
+  for (const rlx::Node& n : g.nodes()) {
+    if (n.op == rlx::Op::Input) continue;
+    rlx::Node m = n;
+    for (NodeId& in : m.inputs) in = map[size_t(in)];
+    map[size_t(n.id)] = out->append_raw(std::move(m));
+  }
+  for (const auto& o : g.outputs()) out->add_output(o.name, map[size_t(o.node)]);
+  return out;
+}
+
+// A control node's outputs: the node's results.
+std::vector<Val> control_outputs(Ctx& c, NodeId id) {
+  std::vector<Val> outs;
+  for (size_t k = 0; k < c.g().node(id).results.size(); ++k)
+    outs.push_back(node_val(c.g().result(id, int(k))));
+  return outs;
+}
+
+NodeId flag(Ctx& c, size_t i, DType t) {
+  NodeId x = c.cast(c.in(i), t);
+  const Shape& s = c.shape_of(x);
+  RLX_CHECK(!s.is_static() || s.numel() == 1, "input ", i, " '", c.node.inputs[i],
+            "' must hold one element, got ", s.str());
+  return s.rank() > 0 ? c.b().reshape(x, {}) : x;
+}
+
 std::vector<Val> lower_if(Ctx& c) {
   RLX_CHECK(!c.node.inputs.empty() && !c.node.inputs[0].empty(),
             "If has no condition input");  // the messages below name it
@@ -60,38 +177,28 @@ std::vector<Val> lower_if(Ctx& c) {
     RLX_CHECK(cond->numel() == 1, "the condition must hold one element, got ", cond->shape().str());
     return lower_branch(c, cond->item_as_double(0) != 0 ? "then_branch" : "else_branch");
   }
-  // Both branches must lower for this input; the one run time would not take
-  // may not (Silero's 8 kHz branch on a 16 kHz window): say how to pick one.
-  auto both = [&](const char* name) {
+  // Only the run knows which branch: each becomes a region. One that does not lower for these
+  // shapes (Silero's 8 kHz branch on a 16 kHz window) keeps its error, raised if a run takes it.
+  const NodeId cond = flag(c, 0, DType::Bool);
+  Captures captures;
+  std::shared_ptr<rlx::Graph> bodies[2];
+  std::string errors[2];
+  const char* names[2] = {"then_branch", "else_branch"};
+  for (int k = 0; k < 2; ++k) {
     try {
-      return lower_branch(c, name);
+      bodies[k] = lower_region(c, branch(c, names[k]), names[k], captures, {});
     } catch (const Error& e) {
-      throw e.with_context("the condition '" + c.node.inputs[0] +
-                           "' is not known at import, so rlx lowers both branches, and " + name +
-                           " does not lower; freeze the inputs the condition depends on (rlx run "
-                           "--freeze NAME) so that only the branch taken is lowered");
+      errors[k] = e.what();
     }
-  };
-  std::vector<Val> then_v = both("then_branch");
-  std::vector<Val> else_v = both("else_branch");
-  NodeId cond = c.cast(c.in(0), DType::Bool);
-  RLX_CHECK(c.shape_of(cond).is_static() && c.shape_of(cond).numel() == 1,
-            "the condition must hold one element, got ", c.shape_of(cond).str());
-  if (c.shape_of(cond).rank() > 0) cond = c.b().reshape(cond, {});
-  std::vector<Val> outs;
-  for (size_t k = 0; k < n_out; ++k) {
-    const std::string what = "output " + std::to_string(k) + " '" + c.node.outputs[k] + "'";
-    NodeId a = c.node_of(then_v[k], what + " of then_branch");
-    NodeId b = c.node_of(else_v[k], what + " of else_branch");
-    const Shape &sa = c.shape_of(a), &sb = c.shape_of(b);
-    RLX_CHECK(sa == sb, "the condition '", c.node.inputs[0],
-              "' is not known at import and the branches give ", what, " as ", sa.str(), " and ",
-              sb.str(),
-              "; rlx selects between branches only when they agree. Freeze the inputs the "
-              "condition depends on (rlx run --freeze NAME) or give static input dims");
-    outs.push_back(node_val(c.b().op(Op::Where, {cond, a, b})));
   }
-  return outs;
+  RLX_CHECK(bodies[0] || bodies[1], "neither branch lowers: ", errors[0], "; ", errors[1]);
+  std::vector<NodeId> inputs{cond};
+  inputs.insert(inputs.end(), captures.outer.begin(), captures.outer.end());
+  std::vector<std::shared_ptr<const rlx::Graph>> finished;
+  for (int k = 0; k < 2; ++k)
+    finished.push_back(bodies[k] ? finish_region(*bodies[k], 0, captures) : nullptr);
+  IfAttrs a{.count = c.b().count_symbol("if"), .then_error = errors[0], .else_error = errors[1]};
+  return control_outputs(c, c.g().add_with_bodies(Op::If, inputs, a, finished));
 }
 
 // Unrolling stops here: beyond it a loop belongs in a run-time region,
@@ -143,7 +250,64 @@ void check_unrolled(Ctx& c, size_t start) {
             kMaxUnrolledNodes, " nodes");
 }
 
-// Loop(M, cond, v...): body(i, cond, v...) -> (cond, v..., scan...), unrolled.
+// The loop as a `loop` node running its body region.
+std::vector<Val> loop_region(Ctx& c, const Graph& body, size_t n_carried) {
+  const NodeId trips = c.has(0) ? flag(c, 0, DType::I64)
+                                : c.constant(Tensor::from_vector<int64_t>(
+                                      {}, {std::numeric_limits<int64_t>::max()}, DType::I64));
+  const NodeId cond = c.has(1) ? flag(c, 1, DType::Bool)
+                               : c.constant(Tensor::from_vector<uint8_t>({}, {1}, DType::Bool));
+  std::vector<NodeId> inputs{trips, cond};
+  std::vector<std::pair<std::string, Shape>> formals{{"iteration", Shape(Dims{}, DType::I64)},
+                                                     {"condition", Shape(Dims{}, DType::Bool)}};
+  for (size_t k = 0; k < n_carried; ++k) {
+    inputs.push_back(c.in(2 + k));
+    formals.emplace_back("carried." + std::to_string(k), c.shape_of(inputs.back()));
+  }
+  Captures captures;
+  std::shared_ptr<rlx::Graph> g = lower_region(c, body, "body", captures, formals);
+  {  // the body's condition as the loop reads it: one bool
+    const rlx::GraphOutput out = g->outputs()[0];
+    Builder bb(*g);
+    NodeId cond_out = out.node;
+    if (g->node(cond_out).shape.dtype != DType::Bool) cond_out = bb.cast(cond_out, DType::Bool);
+    if (g->node(cond_out).shape.rank() > 0) cond_out = bb.reshape(cond_out, {});
+    g->outputs()[0].node = cond_out;
+  }
+  inputs.insert(inputs.end(), captures.outer.begin(), captures.outer.end());
+  LoopAttrs a{.carried = int64_t(n_carried), .count = c.b().count_symbol("loop")};
+  return control_outputs(
+      c, c.g().add_with_bodies(Op::Loop, inputs, a, {finish_region(*g, formals.size(), captures)}));
+}
+
+// Whether unrolling the loop at import is possible and small: its trip count and condition
+// known, its body keeping the condition (a constant or the condition passed through, as
+// exporters write counted loops), and trips x body nodes under the limit.
+bool unrollable(Ctx& c, const Graph& body) {
+  std::optional<int64_t> trips;
+  if (c.has(0)) {
+    trips = c.scalar_int(0, "trip count");
+    if (!trips) return false;
+    RLX_CHECK(*trips >= 0, "trip count ", *trips, " is negative");
+  }
+  if (c.has(1) && !c.scalar(1)) return false;
+  if (!trips || *trips > kMaxUnrolledNodes / std::max<int64_t>(1, int64_t(body.nodes.size())))
+    return false;
+  if (!c.has(1)) return true;
+  const std::string& cond_out = body.outputs[0].name;
+  if (!body.inputs.empty() && body.inputs.size() > 1 && cond_out == body.inputs[1].name)
+    return true;
+  for (const auto& [name, t] : body.initializers)
+    if (name == cond_out) return true;
+  for (const auto& n : body.nodes)
+    if (std::find(n.outputs.begin(), n.outputs.end(), cond_out) != n.outputs.end())
+      return n.op_type == "Constant" ||
+             (n.op_type == "Identity" && !n.inputs.empty() && body.inputs.size() > 1 &&
+              n.inputs[0] == body.inputs[1].name);
+  return false;
+}
+
+// Loop(M, cond, v...): body(i, cond, v...) -> (cond, v..., scan...).
 // Outputs: the final v..., then each scan output stacked along a new axis 0.
 std::vector<Val> lower_loop(Ctx& c) {
   const Graph& body = branch(c, "body");
@@ -154,28 +318,14 @@ std::vector<Val> lower_loop(Ctx& c) {
             " outputs, fewer than the condition and ", n_carried, " loop-carried values");
   const size_t n_scan = body.outputs.size() - 1 - n_carried;
   RLX_CHECK(c.has(0) || c.has(1), "has neither a trip count nor a condition (an endless loop)");
-  std::optional<int64_t> trips;
-  if (c.has(0)) {
-    trips = c.scalar_int(0, "trip count");
-    RLX_CHECK(trips, "the trip count '", c.node.inputs[0],
-              "' is not known at import; rlx unrolls Loop, so it must be (freeze the inputs it "
-              "depends on: rlx run --freeze NAME)");
-    RLX_CHECK(*trips >= 0, "trip count ", *trips, " is negative");
-    check_unroll(*trips, body);
-  }
-  bool go = true;
-  if (c.has(1)) {
-    const std::optional<double> cond = c.scalar(1);
-    RLX_CHECK(cond, "the condition '", c.node.inputs[1],
-              "' is not known at import; rlx unrolls Loop, so it must be (freeze the inputs it "
-              "depends on: rlx run --freeze NAME)");
-    go = *cond != 0;
-  }
+  if (!unrollable(c, body)) return loop_region(c, body, n_carried);
+  const int64_t trips = *c.scalar_int(0, "trip count");
+  bool go = !c.has(1) || *c.scalar(1) != 0;
   std::vector<Val> carried;
   for (size_t k = 0; k < n_carried; ++k) carried.push_back(c.val(2 + k));
   std::vector<std::vector<NodeId>> scans(n_scan);
   const size_t start = c.g().size();
-  for (int64_t i = 0; go && (!trips || i < *trips); ++i) {
+  for (int64_t i = 0; go && i < trips; ++i) {
     check_unrolled(c, start);
     const std::string what = "body, iteration " + std::to_string(i);
     std::vector<Val> args{tensor_val(Tensor::from_vector<int64_t>({}, {i}, DType::I64)),
@@ -185,9 +335,7 @@ std::vector<Val> lower_loop(Ctx& c) {
     if (c.has(1)) {
       const Tensor* cond = known_val(outs[0]);
       RLX_CHECK(cond && cond->numel() == 1, "the body's condition '", body.outputs[0].name,
-                "' is not known at import in iteration ", i,
-                "; rlx unrolls Loop, so it must be (a while loop on computed values is not "
-                "supported)");
+                "' is not known at import in iteration ", i);
       go = cond->item_as_double(0) != 0;
     }
     for (size_t k = 0; k < n_carried; ++k) carried[k] = outs[1 + k];

@@ -240,6 +240,9 @@ VjpEntry vjp_entry(Op op) {
       return none("integer output (indices)");
     case Op::Unique:
       return gap("unique's values (a gather of x at the data-dependent first indices) not written");
+    case Op::If:
+    case Op::Loop:
+      return gap("control flow: differentiating a body (and a loop's iterations) not written");
   }
   return gap("unknown op id");
 }
