@@ -110,8 +110,11 @@ std::vector<Shape> infer_loop(const Node& n, const std::vector<const Shape*>& in
   const auto& a = n.attrs_as<LoopAttrs>();
   RLX_CHECK(!a.count.empty(), "loop: `count` must name its trip count");
   RLX_CHECK(n.bodies.size() == 1 && n.bodies[0], "loop: needs one body, has ", n.bodies.size());
-  RLX_CHECK(a.carried >= 0 && size_t(a.carried) + 2 <= in.size(), "loop: ", a.carried,
-            " carried values do not fit its ", in.size(), " inputs");
+  const int64_t arity = int64_t(in.size());
+  RLX_CHECK(a.carried >= 0 && a.scanned >= 0 && a.carried <= arity && a.scanned <= arity &&
+                a.carried + a.scanned + 2 <= arity,
+            "loop: ", a.carried, " carried and ", a.scanned, " scanned values do not fit its ",
+            in.size(), " inputs");
   check_flag(*in[0], DType::I64, "loop: the trip count");
   check_flag(*in[1], DType::Bool, "loop: the condition");
   const Graph& body = *n.bodies[0];
@@ -121,6 +124,13 @@ std::vector<Shape> infer_loop(const Node& n, const std::vector<const Shape*>& in
   const Shape iter(Dims{}, DType::I64), cond(Dims{}, DType::Bool);
   std::vector<const Shape*> given{&iter, &cond};
   given.insert(given.end(), in.begin() + 2, in.end());
+  std::vector<Shape> slices;  // a scanned input's slice: its axis 0 dropped
+  for (size_t k = 0; k < size_t(a.scanned); ++k) {
+    const Shape& x = *in[2 + carried + k];
+    RLX_CHECK(x.rank() >= 1, "loop: scanned input ", k, " is ", x.str(), ", a scalar");
+    slices.emplace_back(std::vector<Dim>(x.dims.begin() + 1, x.dims.end()), x.dtype);
+  }
+  for (size_t k = 0; k < slices.size(); ++k) given[2 + carried + k] = &slices[k];
   std::vector<Shape> outs;
   try {
     const Binding b = bind_body_inputs(body, given, "body");

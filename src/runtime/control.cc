@@ -1,5 +1,6 @@
 #include "runtime/control.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -90,9 +91,28 @@ ControlResult ControlRunner::run_loop(const Node& n, std::span<const Tensor> in)
   const size_t carried = size_t(n.attrs_as<LoopAttrs>().carried);
   RLX_CHECK(in[0].numel() == 1, "loop: the trip count must hold one element, got ",
             in[0].shape().str());
-  const int64_t trips = int64_t(in[0].item_as_double(0));
+  const auto& a = n.attrs_as<LoopAttrs>();
+  // Read as an integer: INT64_MAX (ONNX's "no trip count") does not survive a double.
+  RLX_CHECK(in[0].dtype() == DType::I64, "loop: the trip count must be i64, got ",
+            in[0].shape().str());
+  int64_t trips = in[0].contiguous().data<int64_t>()[0];
   bool go = truth(in[1], "loop: the condition");
-  std::vector<Tensor> args(in.begin(), in.end());  // (i, cond, carried..., captures...)
+  std::vector<Tensor> args(in.begin(), in.end());  // (i, cond, carried..., slices..., captures...)
+  // Scanned inputs: contiguous, walked by views of one slice each.
+  std::vector<Tensor> scanned;
+  for (size_t k = 0; k < size_t(a.scanned); ++k) {
+    scanned.push_back(in[2 + carried + k].contiguous());
+    const int64_t len = scanned[k].dims()[0];
+    RLX_CHECK(len == scanned[0].dims()[0], "loop: scanned input ", k, " has ", len,
+              " slices, scanned input 0 has ", scanned[0].dims()[0]);
+    trips = std::min(trips, len);
+  }
+  auto slice = [&](size_t k, int64_t i) {
+    const Tensor& x = scanned[k];
+    const Dims d(x.dims().begin() + 1, x.dims().end());
+    return Tensor(x.buffer(), x.offset() + size_t(i) * size_t(numel(d)) * dtype_size(x.dtype()), d,
+                  x.dtype());
+  };
   const size_t n_scan = body.outputs().size() - 1 - carried;
   std::vector<std::vector<Tensor>> scans(n_scan);
   int64_t i = 0;
@@ -101,6 +121,7 @@ ControlResult ControlRunner::run_loop(const Node& n, std::span<const Tensor> in)
       throw make_error("loop interrupted in iteration ", i);
     args[0] = i64_scalar(i);
     args[1] = bool_scalar(go);
+    for (size_t k = 0; k < scanned.size(); ++k) args[2 + carried + k] = slice(k, i);
     std::vector<Tensor> outs;
     try {
       outs = run_body(body, args);

@@ -288,6 +288,92 @@ TEST_F(OnnxSpecialize, LoopsRunTheirBodyWhenOnlyTheRunKnowsTheTripCount) {
   }
 }
 
+// A while loop (no trip count): y = Loop("", c0, y0) with body (i, cond, y) -> (sum(y * 2) < 100,
+// y * 2, y), so it doubles y until its sum reaches 100.
+TEST_F(OnnxSpecialize, WhileLoopsRunUntilTheirBodySaysStop) {
+  Pb body;
+  body.msg(1, node("Mul", {"y_in", "two"}, {"y_out"}));
+  body.msg(1, node("ReduceSum", {"y_out"}, {"sum"}, {int_attr("keepdims", 0)}));
+  body.msg(1, node("Less", {"sum", "hundred"}, {"cond_out"}));
+  body.msg(1, node("Identity", {"y_in"}, {"scan"}));
+  body.bytes(2, "body").msg(5, tensor("two", {}, kF32, floats({2.f})));
+  body.msg(5, tensor("hundred", {}, kF32, floats({100.f})));
+  body.msg(11, value_info("i", kI64, {})).msg(11, value_info("cond_in", 9, {}));
+  body.msg(11, value_info("y_in", kF32, {"2"}));
+  body.msg(12, value_info("cond_out", 9, {})).msg(12, value_info("y_out", kF32, {"2"}));
+  body.msg(12, value_info("scan", kF32, {"2"}));
+  Pb g;
+  g.msg(1, node("Loop", {"", "c0", "y0"}, {"y", "ys"}, {graph_attr("body", body)}));
+  g.bytes(2, "g").msg(11, value_info("c0", 9, {})).msg(11, value_info("y0", kF32, {"2"}));
+  g.msg(12, value_info("y", kF32, {"2"})).msg(12, value_info("ys", kF32, {"?", "2"}));
+  Model m = load_model(write("while.onnx", model(g)));
+  Session s(Executable::compile(m.graph, m.weights));
+  const Tensor yes = Tensor::from_vector<uint8_t>({}, {1}, DType::Bool);
+  TensorMap out = s.run({{"c0", yes}, {"y0", x_}});  // 3, 6, 12, 24, 48, 96: six doublings
+  EXPECT_EQ(values(out.at("y")), (std::vector<float>{64.f, 128.f}));
+  EXPECT_EQ(out.at("ys").dims(), (Dims{6, 2}));
+  out = s.run({{"c0", Tensor::from_vector<uint8_t>({}, {0}, DType::Bool)}, {"y0", x_}});
+  EXPECT_EQ(values(out.at("y")), values(x_));
+  EXPECT_EQ(out.at("ys").dims(), (Dims{0, 2}));
+}
+
+// Scan(s0, x) with body (s, xi) -> (s + xi, (s + xi) * 2): a running sum of x's slices along
+// `axis` (backwards when `reverse`), its outputs stacked along `out_axis` (reversed when
+// `out_reverse`); x is [T, 2] or [2, T] with T symbolic.
+std::string scan_model(int64_t axis, bool reverse, int64_t out_axis, bool out_reverse) {
+  Pb body;
+  body.msg(1, node("Add", {"s_in", "x_in"}, {"s_out"}));
+  body.msg(1, node("Mul", {"s_out", "two"}, {"y"}));
+  body.bytes(2, "body").msg(5, tensor("two", {}, kF32, floats({2.f})));
+  body.msg(11, value_info("s_in", kF32, {"2"})).msg(11, value_info("x_in", kF32, {"2"}));
+  body.msg(12, value_info("s_out", kF32, {"2"})).msg(12, value_info("y", kF32, {"2"}));
+  Pb g;
+  g.msg(1,
+        node("Scan", {"s0", "x"}, {"s", "ys"},
+             {graph_attr("body", body), int_attr("num_scan_inputs", 1),
+              ints_attr("scan_input_axes", {axis}), ints_attr("scan_input_directions", {reverse}),
+              ints_attr("scan_output_axes", {out_axis}),
+              ints_attr("scan_output_directions", {out_reverse})}));
+  g.bytes(2, "g").msg(11, value_info("s0", kF32, {"2"}));
+  g.msg(11, value_info("x", kF32,
+                       axis == 0 ? std::vector<std::string>{"T", "2"}
+                                 : std::vector<std::string>{"2", "T"}));
+  g.msg(12, value_info("s", kF32, {"2"})).msg(12, value_info("ys", kF32, {}));
+  return model(g);
+}
+
+// Imported once with a symbolic length, a Scan is a loop node walking its input; each result
+// equals the one of the import unrolled for that length.
+TEST_F(OnnxSpecialize, ScansOfALengthOnlyTheRunKnowsRunAsLoops) {
+  for (int64_t axis : {0, 1})
+    for (bool reverse : {false, true})
+      for (int64_t out_axis : {0, -1}) {
+        const bool out_reverse = reverse != (out_axis == 0);
+        SCOPED_TRACE(::testing::Message()
+                     << "axis " << axis << (reverse ? " reversed" : "") << ", out axis " << out_axis
+                     << (out_reverse ? " reversed" : ""));
+        const std::string p = write("scan.onnx", scan_model(axis, reverse, out_axis, out_reverse));
+        const Model m = load_model(p);
+        EXPECT_EQ(count(m.graph, Op::Loop), 1u) << to_text(m.graph);
+        Session dyn(Executable::compile(m.graph, m.weights));
+        for (int64_t t : {3, 1, 5}) {
+          const Dims d = axis == 0 ? Dims{t, 2} : Dims{2, t};
+          const TensorMap in{{"s0", x_}, {"x", testing::random_tensor(d, DType::F32, uint64_t(t))}};
+          const Model st = load_model(p, {.input_shapes = {{"x", d}}});
+          EXPECT_EQ(count(st.graph, Op::Loop), 0u);
+          const TensorMap got = dyn.run(in);
+          const TensorMap want = Session(Executable::compile(st.graph, st.weights)).run(in);
+          for (const char* o : {"s", "ys"})
+            EXPECT_TRUE(testing::all_equal(got.at(o), want.at(o))) << o;
+        }
+        // No slice at all: the states pass through, the outputs are empty.
+        const TensorMap none =
+            dyn.run({{"s0", x_}, {"x", Tensor(axis == 0 ? Dims{0, 2} : Dims{2, 0}, DType::F32)}});
+        EXPECT_EQ(values(none.at("s")), values(x_));
+        EXPECT_EQ(none.at("ys").numel(), 0);
+      }
+}
+
 TEST_F(OnnxSpecialize, CliFreezesFromTheCommandLineOrTheInputs) {
   const std::string p = write("if.onnx", if_model());
   const std::string in = dir_.path("in.safetensors"), out = dir_.path("out.safetensors");

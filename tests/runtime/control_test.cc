@@ -166,6 +166,45 @@ TEST(ControlLoop, RoundTripsThroughJsonAndPrintsItsBody) {
   check_loop(s, 6, 30.f);
 }
 
+// A loop walking x [T, 2] slice by slice (a scanned input): running sums, T from x alone.
+TEST(ControlLoop, WalksScannedInputsSliceBySlice) {
+  Graph g;
+  Builder b(g);
+  const NodeId x = b.input("x", Shape({Dim::symbol("T"), Dim(2)}, DType::F32));
+  const NodeId acc0 = b.input("acc0", Shape(Dims{2}, DType::F32));
+  auto body = body_of([](Graph& g, Builder& b) {
+    b.input("i", Shape(Dims{}, DType::I64));
+    const NodeId cond = b.input("cond", Shape(Dims{}, DType::Bool));
+    const NodeId acc = b.input("acc", Shape(Dims{2}, DType::F32));
+    const NodeId next = b.add(acc, b.input("slice", Shape(Dims{2}, DType::F32)));
+    g.add_output("cond", cond);
+    g.add_output("acc", next);
+    g.add_output("scan", next);
+  });
+  const NodeId node =
+      g.add_with_bodies(Op::Loop, {g.constant(i64(100)), g.constant(flag(true)), acc0, x},
+                        LoopAttrs{.carried = 1, .scanned = 1, .count = "steps"}, {body});
+  g.add_output("acc", g.result(node, 0));
+  g.add_output("sums", g.result(node, 1));
+  Session s(Executable::compile(g, {}));
+  for (int64_t t : {4, 0, 1, 3}) {
+    SCOPED_TRACE(t);
+    std::vector<float> xv, sums;
+    float a0 = 1.f, a1 = -1.f;
+    for (int64_t i = 0; i < t; ++i) {
+      xv.insert(xv.end(), {float(i), float(2 * i + 1)});
+      a0 += float(i);
+      a1 += float(2 * i + 1);
+      sums.insert(sums.end(), {a0, a1});
+    }
+    const TensorMap out = s.run(
+        {{"x", Tensor::from_vector<float>({t, 2}, xv, DType::F32)}, {"acc0", vec({1.f, -1.f})}});
+    EXPECT_EQ(floats(out.at("acc")), (std::vector<float>{a0, a1}));
+    EXPECT_EQ(out.at("sums").dims(), (Dims{t, 2}));
+    EXPECT_EQ(floats(out.at("sums")), sums);
+  }
+}
+
 // What folding and the importers' evaluator call: one node on tensors, outside a session.
 TEST(ControlLoop, EvaluatesOnTensorsOutsideASession) {
   const Graph g = loop_graph();

@@ -23,13 +23,20 @@ struct InspectOptions {
 struct Facts {
   std::map<std::string, int> histogram;
   size_t param_count = 0, param_bytes = 0, const_bytes = 0;
-  std::string peak;  // planned peak activation bytes, or why it is unknown
+  size_t bodies = 0, body_nodes = 0;  // control nodes' bodies, nested ones included
+  std::string peak;                   // planned peak activation bytes, or why it is unknown
   size_t peak_bytes = 0;
 };
 
-Facts gather_facts(const Model& m, const CompileOptions& options) {
-  Facts f;
-  for (const Node& n : m.graph.nodes()) {
+// Op counts and data sizes of g and of its nodes' bodies.
+void tally(const Graph& g, const Model& m, Facts& f) {
+  for (const Node& n : g.nodes()) {
+    for (const auto& body : n.bodies) {
+      if (!body) continue;
+      ++f.bodies;
+      f.body_nodes += body->size();
+      tally(*body, m, f);
+    }
     ++f.histogram[op_name(n.op)];
     if (n.op == Op::Param) {
       ++f.param_count;
@@ -40,6 +47,11 @@ Facts gather_facts(const Model& m, const CompileOptions& options) {
     }
     if (n.op == Op::Constant) f.const_bytes += n.value.nbytes();
   }
+}
+
+Facts gather_facts(const Model& m, const CompileOptions& options) {
+  Facts f;
+  tally(m.graph, m, f);
   bool static_inputs = true;
   for (NodeId id : m.graph.inputs()) static_inputs &= m.graph.node(id).shape.is_static();
   if (!static_inputs) {
@@ -59,8 +71,11 @@ Facts gather_facts(const Model& m, const CompileOptions& options) {
 void print_text(const Model& m, const Facts& f) {
   const Graph& g = m.graph;
   std::printf("model: %s (%s)\n", m.source.c_str(), m.format.c_str());
-  std::printf("nodes: %zu   params: %zu (%s)   constants: %s\n", g.size(), f.param_count,
-              human_bytes(double(f.param_bytes)).c_str(),
+  const std::string in_bodies = f.bodies ? " (+" + std::to_string(f.body_nodes) + " in " +
+                                               std::to_string(f.bodies) + " bodies, counted below)"
+                                         : "";
+  std::printf("nodes: %zu%s   params: %zu (%s)   constants: %s\n", g.size(), in_bodies.c_str(),
+              f.param_count, human_bytes(double(f.param_bytes)).c_str(),
               human_bytes(double(f.const_bytes)).c_str());
   std::printf("planned peak activation memory: %s\n", f.peak.c_str());
   for (NodeId id : g.inputs())
@@ -79,6 +94,7 @@ void print_json(const Model& m, const Facts& f) {
   nlohmann::json j = {{"model", m.source},
                       {"format", m.format},
                       {"nodes", m.graph.size()},
+                      {"body_nodes", f.body_nodes},
                       {"param_count", f.param_count},
                       {"param_bytes", f.param_bytes},
                       {"constant_bytes", f.const_bytes},

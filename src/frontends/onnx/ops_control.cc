@@ -5,8 +5,8 @@
 // node whose branches are graphs of their own (regions), and the run takes
 // one. A Loop whose trip count and condition are known at import, and whose
 // body keeps its condition, is unrolled when that stays small; any other
-// becomes a `loop` node running its body region. Scan is unrolled, which
-// needs its trip count known at import.
+// becomes a `loop` node running its body region. Scan likewise: unrolled
+// when its length is known and small, else a `loop` node walking its inputs.
 #include <algorithm>
 #include <limits>
 
@@ -93,12 +93,15 @@ Val* capture(Region& r, ImportState& s, const std::string& name) {
 
 namespace {
 
-// A body lowered as a region: its formal inputs `formals` (name, shape), its outputs "out.k".
+// A body lowered as a region: its formal inputs `formals` (name, shape), the first `hidden` of
+// them the node's own (a Scan's iteration and condition), the rest the subgraph's; its outputs
+// "out.k".
 // Its capture inputs are ordered and completed by finish_region once every body of the node is
 // lowered.
-std::shared_ptr<rlx::Graph> lower_region(
-    Ctx& c, const Graph& g, const std::string& what, Captures& captures,
-    const std::vector<std::pair<std::string, Shape>>& formals) {
+std::shared_ptr<rlx::Graph> lower_region(Ctx& c, const Graph& g, const std::string& what,
+                                         Captures& captures,
+                                         const std::vector<std::pair<std::string, Shape>>& formals,
+                                         size_t hidden = 0) {
   auto body = std::make_shared<rlx::Graph>();
   Builder bb(*body);
   Region region{c, captures, *body};
@@ -106,10 +109,12 @@ std::shared_ptr<rlx::Graph> lower_region(
   for (const auto& [init, t] : g.initializers) env[init] = tensor_val(t);
   ImportState scope{bb, c.state().model, c.state().weights, env, &c.state(), &region};
   try {
-    RLX_CHECK(g.inputs.size() == formals.size(), "takes ", g.inputs.size(),
-              " inputs, the node gives ", formals.size());
-    for (size_t k = 0; k < formals.size(); ++k)
-      env[g.inputs[k].name] = node_val(body->input(formals[k].first, formals[k].second));
+    RLX_CHECK(g.inputs.size() + hidden == formals.size(), "takes ", g.inputs.size(),
+              " inputs, the node gives ", formals.size() - hidden);
+    for (size_t k = 0; k < formals.size(); ++k) {
+      const NodeId in = body->input(formals[k].first, formals[k].second);
+      if (k >= hidden) env[g.inputs[k - hidden].name] = node_val(in);
+    }
     lower_nodes(scope, g, c.opset);
     Ctx bc(scope, c.node, c.opset);
     for (size_t k = 0; k < g.outputs.size(); ++k) {
@@ -393,6 +398,77 @@ std::vector<NodeId> scan_once(Ctx& c, const Graph& body, std::vector<Val> states
   return result;
 }
 
+// Whether a Scan (opset 9+) unrolls at import: static inputs and states, a length known at import
+// and above 0, and the unrolled graph under the limit.
+bool scan_unrollable(Ctx& c, const Graph& body, std::vector<Val>& states,
+                     const std::vector<NodeId>& xs, const ScanSpec& sp) {
+  for (Val& v : states)
+    if (!c.shape_of(c.node_of(v, "a state")).is_static()) return false;
+  for (NodeId x : xs)
+    if (!c.shape_of(x).is_static()) return false;
+  const int64_t steps = c.shape_of(xs[0]).concrete()[size_t(sp.in_axes[0])];
+  return steps > 0 && steps <= kMaxUnrolledNodes / std::max<int64_t>(1, int64_t(body.nodes.size()));
+}
+
+// x with `axis` moved to the front (from_front: the front moved to `axis`).
+NodeId move_axis(Ctx& c, NodeId x, int64_t axis, bool from_front) {
+  if (axis == 0) return x;
+  const int64_t rank = c.shape_of(x).rank();
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d) perm.push_back(d);
+  if (from_front)
+    std::rotate(perm.begin(), perm.begin() + 1, perm.begin() + axis + 1);
+  else
+    std::rotate(perm.begin(), perm.begin() + axis, perm.begin() + axis + 1);
+  return c.b().op(Op::Transpose, {x}, {{"perm", perm}});
+}
+
+NodeId flip_front(Ctx& c, NodeId x) {
+  return c.b().op(Op::Flip, {x}, {{"axes", std::vector<int64_t>{0}}});
+}
+
+// A Scan whose length only the run knows (or too long to unroll): a loop node walking its
+// inputs along axis 0 (each moved there, and reversed when scanned backwards), the states
+// carried, its outputs stacked along axis 0 and then moved to their axes.
+std::vector<Val> scan_region(Ctx& c, const Graph& body, std::vector<Val>& states,
+                             const std::vector<NodeId>& xs, const ScanSpec& sp) {
+  std::vector<NodeId> inputs{c.constant(Tensor::from_vector<int64_t>(
+                                 {}, {std::numeric_limits<int64_t>::max()}, DType::I64)),
+                             c.constant(Tensor::from_vector<uint8_t>({}, {1}, DType::Bool))};
+  std::vector<std::pair<std::string, Shape>> formals{{"iteration", Shape(Dims{}, DType::I64)},
+                                                     {"condition", Shape(Dims{}, DType::Bool)}};
+  for (size_t k = 0; k < states.size(); ++k) {
+    inputs.push_back(c.node_of(states[k], "a state"));
+    formals.emplace_back("state." + std::to_string(k), c.shape_of(inputs.back()));
+  }
+  for (size_t k = 0; k < xs.size(); ++k) {
+    NodeId x = move_axis(c, xs[k], sp.in_axes[k], false);
+    if (sp.in_reverse[k]) x = flip_front(c, x);
+    inputs.push_back(x);
+    const Shape& s = c.shape_of(x);
+    formals.emplace_back("slice." + std::to_string(k),
+                         Shape(std::vector<Dim>(s.dims.begin() + 1, s.dims.end()), s.dtype));
+  }
+  Captures captures;
+  std::shared_ptr<rlx::Graph> g = lower_region(c, body, "body", captures, formals, 2);
+  g->outputs().insert(g->outputs().begin(), {"condition", g->inputs()[1]});  // always true
+  inputs.insert(inputs.end(), captures.outer.begin(), captures.outer.end());
+  LoopAttrs a{.carried = int64_t(states.size()),
+              .scanned = int64_t(xs.size()),
+              .count = c.b().count_symbol("scan")};
+  const NodeId id =
+      c.g().add_with_bodies(Op::Loop, inputs, a, {finish_region(*g, formals.size(), captures)});
+  std::vector<Val> outs = control_outputs(c, id);
+  for (size_t k = 0; k < outs.size() - states.size(); ++k) {
+    Val& v = outs[states.size() + k];
+    NodeId y = v.id;
+    if (sp.out_reverse[k]) y = flip_front(c, y);
+    const int64_t rank = c.shape_of(y).rank();
+    v = node_val(move_axis(c, y, norm_axis(sp.out_axes[k], rank, "scan_output_axes"), true));
+  }
+  return outs;
+}
+
 // Scan: opset 9+ scans inputs along their scan_input_axes; opset 8 has a
 // batch axis 0 on every input and output (scanned per batch row) and an
 // optional sequence_lens, which must be absent or the full length.
@@ -422,13 +498,16 @@ std::vector<Val> lower_scan(Ctx& c) {
   }
   std::vector<NodeId> xs;
   for (size_t k = 0; k < size_t(m); ++k) {
+    const std::string what = "scan input '" + c.node.inputs[first + n_states + k] + "'";
     Val& v = c.val(first + n_states + k);
-    xs.push_back(static_node(c, v, "scan input '" + c.node.inputs[first + n_states + k] + "'"));
+    xs.push_back(c.opset < 9 ? static_node(c, v, what) : c.node_of(v, what));
     const int64_t rank = c.shape_of(xs.back()).rank() - batch_axis;
     sp.in_axes[k] = norm_axis(sp.in_axes[k], rank, "scan_input_axes");
   }
   std::vector<Val> states;
   for (size_t k = 0; k < n_states; ++k) states.push_back(c.val(first + k));
+  if (c.opset >= 9 && !scan_unrollable(c, body, states, xs, sp))
+    return scan_region(c, body, states, xs, sp);
   if (c.opset >= 9) {
     std::vector<NodeId> r = scan_once(c, body, states, xs, sp);
     std::vector<Val> outs;
