@@ -71,9 +71,10 @@ Facts gather_facts(const Model& m, const CompileOptions& options) {
 void print_text(const Model& m, const Facts& f) {
   const Graph& g = m.graph;
   std::printf("model: %s (%s)\n", m.source.c_str(), m.format.c_str());
-  const std::string in_bodies = f.bodies ? " (+" + std::to_string(f.body_nodes) + " in " +
-                                               std::to_string(f.bodies) + " bodies, counted below)"
-                                         : "";
+  std::string in_bodies;
+  if (f.bodies)
+    in_bodies = " (+" + std::to_string(f.body_nodes) + " in " + std::to_string(f.bodies) +
+                (f.bodies == 1 ? " body" : " bodies") + ", counted below)";
   std::printf("nodes: %zu%s   params: %zu (%s)   constants: %s\n", g.size(), in_bodies.c_str(),
               f.param_count, human_bytes(double(f.param_bytes)).c_str(),
               human_bytes(double(f.const_bytes)).c_str());
