@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <set>
 
 #include "rlx/error.h"
@@ -88,13 +87,11 @@ ControlResult ControlRunner::run_if(const Node& n, std::span<const Tensor> in) {
 
 ControlResult ControlRunner::run_loop(const Node& n, std::span<const Tensor> in) {
   const Graph& body = *n.bodies.at(0);
-  const size_t carried = size_t(n.attrs_as<LoopAttrs>().carried);
-  RLX_CHECK(in[0].numel() == 1, "loop: the trip count must hold one element, got ",
-            in[0].shape().str());
   const auto& a = n.attrs_as<LoopAttrs>();
+  const size_t carried = size_t(a.carried);
   // Read as an integer: INT64_MAX (ONNX's "no trip count") does not survive a double.
-  RLX_CHECK(in[0].dtype() == DType::I64, "loop: the trip count must be i64, got ",
-            in[0].shape().str());
+  RLX_CHECK(in[0].numel() == 1 && in[0].dtype() == DType::I64,
+            "loop: the trip count must be one i64, got ", in[0].shape().str());
   int64_t trips = in[0].contiguous().data<int64_t>()[0];
   bool go = truth(in[1], "loop: the condition");
   std::vector<Tensor> args(in.begin(), in.end());  // (i, cond, carried..., slices..., captures...)

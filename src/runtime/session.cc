@@ -144,8 +144,8 @@ TensorMap Session::run(const TensorMap& inputs) {
       if (!control_)
         control_ = std::make_shared<runtime::ControlRunner>(
             [exe = exe_](const Graph& body) { return exe->body_executable(body); }, options_);
-    } else if (finds_count) {  // sized for the count's bound; the kernel shrinks them to what it
-                               // finds
+    } else if (finds_count) {
+      // Sized for the count's bound; the kernel shrinks them to what it finds.
       RLX_CHECK(has_data_dependent_dims(n.op), n.label(), ": planned without dims");
       for (const Shape& s : shapes_for_run(n, args))
         outs.push_back(Tensor::uninitialized(s.concrete(), s.dtype));

@@ -95,9 +95,8 @@ namespace {
 
 // A body lowered as a region: its formal inputs `formals` (name, shape), the first `hidden` of
 // them the node's own (a Scan's iteration and condition), the rest the subgraph's; its outputs
-// "out.k".
-// Its capture inputs are ordered and completed by finish_region once every body of the node is
-// lowered.
+// "out.k". Its capture inputs are ordered and completed by finish_region once every body of the
+// node is lowered.
 std::shared_ptr<rlx::Graph> lower_region(Ctx& c, const Graph& g, const std::string& what,
                                          Captures& captures,
                                          const std::vector<std::pair<std::string, Shape>>& formals,
@@ -206,9 +205,8 @@ std::vector<Val> lower_if(Ctx& c) {
   return control_outputs(c, c.g().add_with_bodies(Op::If, inputs, a, finished));
 }
 
-// Unrolling stops here: beyond it a loop belongs in a run-time region,
-// which rlx does not have yet, and a hostile trip count must not make the
-// import build millions of nodes.
+// Unrolling stops here: a longer loop (or a hostile trip count) becomes a
+// loop node instead of millions of nodes.
 constexpr int64_t kMaxUnrolledNodes = int64_t(1) << 20;
 
 // A value's tensor when it is known at import, else nullptr.
@@ -300,8 +298,7 @@ bool unrollable(Ctx& c, const Graph& body) {
     return false;
   if (!c.has(1)) return true;
   const std::string& cond_out = body.outputs[0].name;
-  if (!body.inputs.empty() && body.inputs.size() > 1 && cond_out == body.inputs[1].name)
-    return true;
+  if (body.inputs.size() > 1 && cond_out == body.inputs[1].name) return true;
   for (const auto& [name, t] : body.initializers)
     if (name == cond_out) return true;
   for (const auto& n : body.nodes)
