@@ -66,6 +66,7 @@ const Registry& registry() {
     register_einsum(x);
     register_composed(x);
     register_data_dependent(x);
+    register_microsoft(x);
     register_training(x);
     return x;
   }();

@@ -161,6 +161,8 @@ void register_training(Registry& r);   // Adagrad, Momentum, Adam (ops_training.
 void register_composed(Registry& r);   // Hardmax, LRN, windows, quantization (ops_composed.cc)
 // NonZero, Compress, Unique, NonMaxSuppression (ops_data_dependent.cc)
 void register_data_dependent(Registry& r);
+// com.microsoft: Gelu, BiasGelu, FastGelu, QuickGelu, SkipLayerNormalization, FusedConv
+void register_microsoft(Registry& r);  // ops_microsoft.cc
 
 // Shared helpers.
 int64_t norm_axis(int64_t axis, int64_t rank, const char* what);
