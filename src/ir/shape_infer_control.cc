@@ -37,6 +37,11 @@ Binding bind_body_inputs(const Graph& body, std::span<const Shape* const> given,
   return b;
 }
 
+// The symbol of output k's dim j when only the run tells it.
+Dim run_dim(const std::string& count, size_t k, size_t j) {
+  return Dim::symbol(count + "." + std::to_string(k) + "." + std::to_string(j));
+}
+
 // The body's output shapes in the node's terms: symbols of its inputs replaced by the dims bound
 // to them, any other (one only the body's run tells) by `count.k.j`, which the session binds
 // from the tensors the run gave.
@@ -49,17 +54,11 @@ std::vector<Shape> outer_shapes(const Graph& body, const Binding& b, const std::
       Dim& d = s.dims[j];
       if (d.is_static()) continue;
       auto it = b.find(d.sym);
-      d = it != b.end()
-              ? it->second
-              : Dim::symbol(count + "." + std::to_string(k - first) + "." + std::to_string(j));
+      d = it != b.end() ? it->second : run_dim(count, k - first, j);
     }
     out.push_back(std::move(s));
   }
   return out;
-}
-
-Dim run_dim(const std::string& count, size_t k, size_t j) {
-  return Dim::symbol(count + "." + std::to_string(k) + "." + std::to_string(j));
 }
 
 void check_flag(const Shape& s, DType t, const char* what) {

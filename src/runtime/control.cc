@@ -35,6 +35,15 @@ Tensor stack(const std::vector<Tensor>& slices, const Shape& empty_slice, size_t
   return out;
 }
 
+// The node's output shapes for these inputs, the dims only a run tells still symbolic.
+std::vector<Shape> declared_shapes(const Node& n, std::span<const Tensor> in) {
+  std::vector<Shape> shapes;
+  for (const Tensor& t : in) shapes.push_back(t.shape());
+  std::vector<const Shape*> ptrs;
+  for (const Shape& s : shapes) ptrs.push_back(&s);
+  return infer_shapes(n, ptrs);
+}
+
 Tensor i64_scalar(int64_t v) { return Tensor::from_vector<int64_t>({}, {v}, DType::I64); }
 Tensor bool_scalar(bool v) { return Tensor::from_vector<uint8_t>({}, {uint8_t(v)}, DType::Bool); }
 
@@ -135,11 +144,7 @@ ControlResult ControlRunner::run_loop(const Node& n, std::span<const Tensor> in)
   // A loop that runs no iteration sizes its empty scans from the body's declared shapes.
   std::vector<Shape> declared;
   if (i == 0 && n_scan) {
-    std::vector<Shape> shapes;
-    for (const Tensor& t : in) shapes.push_back(t.shape());
-    std::vector<const Shape*> ptrs;
-    for (const Shape& s : shapes) ptrs.push_back(&s);
-    declared = infer_shapes(n, ptrs);
+    declared = declared_shapes(n, in);
   }
   for (size_t k = 0; k < n_scan; ++k) {
     Shape slice;
@@ -154,11 +159,7 @@ ControlResult ControlRunner::run_loop(const Node& n, std::span<const Tensor> in)
 
 void bind_run_dims(const Node& n, std::span<const Tensor> in, std::span<const Tensor> outputs,
                    std::map<std::string, int64_t>& counts) {
-  std::vector<Shape> shapes;
-  for (const Tensor& t : in) shapes.push_back(t.shape());
-  std::vector<const Shape*> ptrs;
-  for (const Shape& s : shapes) ptrs.push_back(&s);
-  const std::vector<Shape> declared = infer_shapes(n, ptrs);
+  const std::vector<Shape> declared = declared_shapes(n, in);
   RLX_CHECK(declared.size() == outputs.size(), n.label(), ": ran into ", outputs.size(),
             " outputs, declares ", declared.size());
   for (size_t k = 0; k < declared.size(); ++k) {

@@ -18,12 +18,6 @@ using namespace testing::onnx_writer;
 
 constexpr int kF32 = 1;
 
-Pb str_attr(const std::string& name, const std::string& v) {
-  Pb a;
-  a.bytes(1, name).varint(20, 3).bytes(4, v);
-  return a;
-}
-
 std::string einsum_model(const std::string& eq, const std::vector<Dims>& shapes) {
   Pb g;
   std::vector<std::string> names;

@@ -18,32 +18,6 @@ constexpr int kF32 = 1;
 
 Pb ms(Pb n) { return std::move(n.bytes(7, "com.microsoft")); }
 
-Pb float_attr(const std::string& name, float v) {
-  Pb a;
-  a.bytes(1, name).varint(20, 1).f32(2, v);
-  return a;
-}
-
-Pb floats_attr(const std::string& name, const std::vector<float>& v) {
-  Pb a;
-  a.bytes(1, name).varint(20, 6);
-  for (float x : v) a.f32(7, x);
-  return a;
-}
-
-Pb str_attr(const std::string& name, const std::string& v) {
-  Pb a;
-  a.bytes(1, name).varint(20, 3).bytes(4, v);
-  return a;
-}
-
-Pb ints_attr(const std::string& name, const std::vector<int64_t>& v) {
-  Pb a;
-  a.bytes(1, name).varint(20, 7);
-  for (int64_t x : v) a.varint(8, uint64_t(x));
-  return a;
-}
-
 class OnnxMicrosoft : public ::testing::Test {
  protected:
   TensorMap run(const Pb& g, const TensorMap& in) {

@@ -18,19 +18,6 @@ using namespace testing::onnx_writer;
 
 constexpr int kF32 = 1, kI64 = 7;
 
-Pb graph_attr(const std::string& name, const Pb& g) {
-  Pb a;
-  a.bytes(1, name).varint(20, 5).msg(6, g);
-  return a;
-}
-
-Pb ints_attr(const std::string& name, const std::vector<int64_t>& v) {
-  Pb a;
-  a.bytes(1, name).varint(20, 7);
-  for (int64_t x : v) a.varint(8, uint64_t(x));
-  return a;
-}
-
 // y = If(sr == 16000, then: x + 1 (its own initializer), else: x * two (the
 // outer graph's initializer)); x [2] f32, sr int64 scalar. `else_concat`
 // makes the else branch give [4] (x concatenated with itself) instead;
@@ -389,12 +376,6 @@ TEST_F(OnnxSpecialize, CliFreezesFromTheCommandLineOrTheInputs) {
   r = testing::run_cli("inspect " + p + " --freeze rate=1");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("cannot freeze 'rate'"), std::string::npos) << r.output;
-}
-
-Pb str_attr(const std::string& name, const std::string& v) {
-  Pb a;
-  a.bytes(1, name).varint(20, 3).bytes(4, v);
-  return a;
 }
 
 // x [N, 2, H, W] (all three symbolic) -> a stride-2 conv y [N, 4, ?, ?], whose H and W only run

@@ -87,6 +87,38 @@ inline Pb int_attr(const std::string& name, int64_t v) {
   return a;
 }
 
+inline Pb float_attr(const std::string& name, float v) {
+  Pb a;
+  a.bytes(1, name).varint(20, 1).f32(2, v);
+  return a;
+}
+
+inline Pb str_attr(const std::string& name, const std::string& v) {
+  Pb a;
+  a.bytes(1, name).varint(20, 3).bytes(4, v);
+  return a;
+}
+
+inline Pb graph_attr(const std::string& name, const Pb& g) {
+  Pb a;
+  a.bytes(1, name).varint(20, 5).msg(6, g);
+  return a;
+}
+
+inline Pb floats_attr(const std::string& name, const std::vector<float>& v) {
+  Pb a;
+  a.bytes(1, name).varint(20, 6);
+  for (float x : v) a.f32(7, x);
+  return a;
+}
+
+inline Pb ints_attr(const std::string& name, const std::vector<int64_t>& v) {
+  Pb a;
+  a.bytes(1, name).varint(20, 7);
+  for (int64_t x : v) a.varint(8, uint64_t(x));
+  return a;
+}
+
 inline std::string model(const Pb& graph, int64_t opset = 17) {
   Pb op;
   op.bytes(1, "").varint(2, uint64_t(opset));

@@ -93,13 +93,15 @@ Val* capture(Region& r, ImportState& s, const std::string& name) {
 
 namespace {
 
+// A region's formal inputs: (name, shape) each.
+using Formals = std::vector<std::pair<std::string, Shape>>;
+
 // A body lowered as a region: its formal inputs `formals` (name, shape), the first `hidden` of
 // them the node's own (a Scan's iteration and condition), the rest the subgraph's; its outputs
 // "out.k". Its capture inputs are ordered and completed by finish_region once every body of the
 // node is lowered.
 std::shared_ptr<rlx::Graph> lower_region(Ctx& c, const Graph& g, const std::string& what,
-                                         Captures& captures,
-                                         const std::vector<std::pair<std::string, Shape>>& formals,
+                                         Captures& captures, const Formals& formals,
                                          size_t hidden = 0) {
   auto body = std::make_shared<rlx::Graph>();
   Builder bb(*body);
@@ -253,16 +255,32 @@ void check_unrolled(Ctx& c, size_t start) {
             kMaxUnrolledNodes, " nodes");
 }
 
+Tensor true_tensor() { return Tensor::from_vector<uint8_t>({}, {1}, DType::Bool); }
+
+// No trip limit: ONNX's absent trip count, and a Scan's (its inputs' length bounds it).
+NodeId no_trip_limit(Ctx& c) {
+  return c.constant(
+      Tensor::from_vector<int64_t>({}, {std::numeric_limits<int64_t>::max()}, DType::I64));
+}
+
+// A loop body's own formal inputs, ahead of the rest: the iteration and the condition.
+Formals loop_formals() {
+  return {{"iteration", Shape(Dims{}, DType::I64)}, {"condition", Shape(Dims{}, DType::Bool)}};
+}
+
+// The `loop` node of body region g, its inputs `inputs` then g's captures; its outputs.
+std::vector<Val> loop_node(Ctx& c, std::vector<NodeId> inputs, const rlx::Graph& g, size_t formals,
+                           const Captures& captures, const LoopAttrs& a) {
+  inputs.insert(inputs.end(), captures.outer.begin(), captures.outer.end());
+  return control_outputs(
+      c, c.g().add_with_bodies(Op::Loop, inputs, a, {finish_region(g, formals, captures)}));
+}
+
 // The loop as a `loop` node running its body region.
 std::vector<Val> loop_region(Ctx& c, const Graph& body, size_t n_carried) {
-  const NodeId trips = c.has(0) ? flag(c, 0, DType::I64)
-                                : c.constant(Tensor::from_vector<int64_t>(
-                                      {}, {std::numeric_limits<int64_t>::max()}, DType::I64));
-  const NodeId cond = c.has(1) ? flag(c, 1, DType::Bool)
-                               : c.constant(Tensor::from_vector<uint8_t>({}, {1}, DType::Bool));
-  std::vector<NodeId> inputs{trips, cond};
-  std::vector<std::pair<std::string, Shape>> formals{{"iteration", Shape(Dims{}, DType::I64)},
-                                                     {"condition", Shape(Dims{}, DType::Bool)}};
+  std::vector<NodeId> inputs{c.has(0) ? flag(c, 0, DType::I64) : no_trip_limit(c),
+                             c.has(1) ? flag(c, 1, DType::Bool) : c.constant(true_tensor())};
+  Formals formals = loop_formals();
   for (size_t k = 0; k < n_carried; ++k) {
     inputs.push_back(c.in(2 + k));
     formals.emplace_back("carried." + std::to_string(k), c.shape_of(inputs.back()));
@@ -277,10 +295,8 @@ std::vector<Val> loop_region(Ctx& c, const Graph& body, size_t n_carried) {
     if (g->node(cond_out).shape.rank() > 0) cond_out = bb.reshape(cond_out, {});
     g->outputs()[0].node = cond_out;
   }
-  inputs.insert(inputs.end(), captures.outer.begin(), captures.outer.end());
-  LoopAttrs a{.carried = int64_t(n_carried), .count = c.b().count_symbol("loop")};
-  return control_outputs(
-      c, c.g().add_with_bodies(Op::Loop, inputs, a, {finish_region(*g, formals.size(), captures)}));
+  return loop_node(c, inputs, *g, formals.size(), captures,
+                   {.carried = int64_t(n_carried), .count = c.b().count_symbol("loop")});
 }
 
 // Whether unrolling the loop at import is possible and small: its trip count and condition
@@ -331,7 +347,7 @@ std::vector<Val> lower_loop(Ctx& c) {
     check_unrolled(c, start);
     const std::string what = "body, iteration " + std::to_string(i);
     std::vector<Val> args{tensor_val(Tensor::from_vector<int64_t>({}, {i}, DType::I64)),
-                          tensor_val(Tensor::from_vector<uint8_t>({}, {1}, DType::Bool))};
+                          tensor_val(true_tensor())};
     args.insert(args.end(), carried.begin(), carried.end());
     std::vector<Val> outs = lower_body(c, body, what, args);
     if (c.has(1)) {
@@ -429,11 +445,8 @@ NodeId flip_front(Ctx& c, NodeId x) {
 // carried, its outputs stacked along axis 0 and then moved to their axes.
 std::vector<Val> scan_region(Ctx& c, const Graph& body, std::vector<Val>& states,
                              const std::vector<NodeId>& xs, const ScanSpec& sp) {
-  std::vector<NodeId> inputs{c.constant(Tensor::from_vector<int64_t>(
-                                 {}, {std::numeric_limits<int64_t>::max()}, DType::I64)),
-                             c.constant(Tensor::from_vector<uint8_t>({}, {1}, DType::Bool))};
-  std::vector<std::pair<std::string, Shape>> formals{{"iteration", Shape(Dims{}, DType::I64)},
-                                                     {"condition", Shape(Dims{}, DType::Bool)}};
+  std::vector<NodeId> inputs{no_trip_limit(c), c.constant(true_tensor())};
+  Formals formals = loop_formals();
   for (size_t k = 0; k < states.size(); ++k) {
     inputs.push_back(c.node_of(states[k], "a state"));
     formals.emplace_back("state." + std::to_string(k), c.shape_of(inputs.back()));
@@ -449,13 +462,10 @@ std::vector<Val> scan_region(Ctx& c, const Graph& body, std::vector<Val>& states
   Captures captures;
   std::shared_ptr<rlx::Graph> g = lower_region(c, body, "body", captures, formals, 2);
   g->outputs().insert(g->outputs().begin(), {"condition", g->inputs()[1]});  // always true
-  inputs.insert(inputs.end(), captures.outer.begin(), captures.outer.end());
-  LoopAttrs a{.carried = int64_t(states.size()),
-              .scanned = int64_t(xs.size()),
-              .count = c.b().count_symbol("scan")};
-  const NodeId id =
-      c.g().add_with_bodies(Op::Loop, inputs, a, {finish_region(*g, formals.size(), captures)});
-  std::vector<Val> outs = control_outputs(c, id);
+  std::vector<Val> outs = loop_node(c, inputs, *g, formals.size(), captures,
+                                    {.carried = int64_t(states.size()),
+                                     .scanned = int64_t(xs.size()),
+                                     .count = c.b().count_symbol("scan")});
   for (size_t k = 0; k < outs.size() - states.size(); ++k) {
     Val& v = outs[states.size() + k];
     NodeId y = v.id;
