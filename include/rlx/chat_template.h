@@ -6,6 +6,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlx::llm {
@@ -39,6 +40,29 @@ struct ToolCallReply {
   std::vector<ChatToolCall> calls;
 };
 ToolCallReply parse_tool_calls(const std::string& reply);
+
+// parse_tool_calls for a reply that arrives a token at a time (the server's streamed replies):
+// push() each piece and send what it returns; finish() returns the rest. The content of every
+// piece, in order, is parse_tool_calls(whole reply).content and the calls are its calls. Text
+// goes out as it comes, except whitespace that may end the reply and the start of what may be a
+// "<tool_call>" tag; a call goes out when its block closes. A reply whose first character (after
+// whitespace) is "{" may be one JSON call: it is held to the end.
+class ToolCallStream {
+ public:
+  ToolCallReply push(std::string_view piece);
+  ToolCallReply finish();
+
+ private:
+  void drain(ToolCallReply& out, bool final);
+  void text(ToolCallReply& out, std::string_view s);
+
+  enum class Mode { start, text, block, whole } mode_ = Mode::start;
+  std::string pending_;  // not yet decided: text that may open a block, or an open block's body
+  std::string held_;   // whitespace that ends the content so far (trimmed away if nothing follows)
+  std::string whole_;  // the reply so far, for Mode::whole
+  bool started_ = false;  // content has gone out (whitespace before it is trimmed away)
+  size_t calls_ = 0;
+};
 
 namespace chat_detail {
 struct Program;

@@ -175,6 +175,70 @@ TEST(ToolCalls, HermesBlocksAndJsonReplies) {
   EXPECT_TRUE(parse_tool_calls("plain text").calls.empty());
 }
 
+// A reply pushed in pieces of every size gives the content and calls parse_tool_calls gives the
+// whole reply: tags and whitespace split anywhere, blocks that are not calls, a block cut off,
+// a JSON reply, and text that only looks like a tag.
+TEST(ToolCalls, StreamedPiecesGiveWhatTheWholeReplyGives) {
+  const std::vector<std::string> replies = {
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>\n<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>",
+      "  \n<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>\n\n Done.  \n",
+      "a <tool_call>not json</tool_call> b  <tool_call>{\"name\": \"g\", \"parameters\": "
+      "{\"x\": [1, 2]}}</tool_call>  c ",
+      "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}",
+      "<tool_call>{\"name\": \"f\", \"argu",
+      " {\"name\": \"f\", \"parameters\": {\"x\": 1}} ",
+      "{\"x\": 1} and <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>",
+      "x < y, <tool <tool_cal <tool_call",
+      "<tool_call><tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call></tool_call>",
+      "plain text with\ttabs\n\nand lines\n",
+      " \n\t ",
+      "",
+  };
+  for (const std::string& reply : replies) {
+    const ToolCallReply want = parse_tool_calls(reply);
+    for (size_t size : {size_t(1), size_t(2), size_t(3), size_t(5), size_t(11), reply.size() + 1}) {
+      ToolCallStream stream;
+      ToolCallReply got;
+      auto take = [&](const ToolCallReply& out) {
+        got.content += out.content;
+        got.calls.insert(got.calls.end(), out.calls.begin(), out.calls.end());
+      };
+      for (size_t at = 0; at < reply.size(); at += size) take(stream.push(reply.substr(at, size)));
+      take(stream.finish());
+      EXPECT_EQ(got.content, want.content) << "pieces of " << size << " of: " << reply;
+      ASSERT_EQ(got.calls.size(), want.calls.size()) << "pieces of " << size << " of: " << reply;
+      for (size_t k = 0; k < want.calls.size(); ++k) {
+        EXPECT_EQ(got.calls[k].id, want.calls[k].id);
+        EXPECT_EQ(got.calls[k].name, want.calls[k].name);
+        EXPECT_EQ(got.calls[k].arguments, want.calls[k].arguments);
+      }
+    }
+  }
+}
+
+// Text goes out as it comes and a call as soon as its block closes, not at the end.
+TEST(ToolCalls, StreamedTextAndCallsGoOutAsTheyComplete) {
+  ToolCallStream s;
+  EXPECT_EQ(s.push("Let me").content, "Let me");
+  EXPECT_EQ(s.push(" check. ").content, " check.");  // the space waits for what follows it
+  EXPECT_EQ(s.push("<tool_").content, "");
+  ToolCallReply out = s.push("call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}");
+  EXPECT_TRUE(out.calls.empty());
+  out = s.push("</tool_call>");
+  ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.calls[0].name, "f");
+  EXPECT_EQ(out.calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(s.push("\nOK").content, " \nOK");
+  out = s.finish();
+  EXPECT_TRUE(out.content.empty() && out.calls.empty());
+  // A reply that starts as JSON may be one call: held to the end.
+  ToolCallStream json_reply;
+  EXPECT_EQ(json_reply.push("{\"name\": \"f\",").content, "");
+  EXPECT_TRUE(json_reply.push(" \"parameters\": {}}").calls.empty());
+  EXPECT_EQ(json_reply.finish().calls.size(), 1u);
+}
+
 TEST(ChatTemplateFamilies, Qwen25) {
   EXPECT_EQ(render(kQwen25, kChat, false), kChatMLPrompt);
   EXPECT_EQ(render(kQwen25, kChat, true), std::string(kChatMLPrompt) + "<|im_start|>assistant\n");

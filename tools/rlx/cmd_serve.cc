@@ -155,10 +155,11 @@ class Server {
     }
     res.set_header("Cache-Control", "no-cache");
     auto started = std::make_shared<bool>(false);
-    const bool include_usage = p.include_usage, tools = p.tools;
+    const bool include_usage = p.include_usage;
+    auto calls = p.tools ? std::make_shared<serve::ToolCallEvents>() : nullptr;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [ticket, head, started, include_usage, tools](size_t, httplib::DataSink& sink) {
+        [ticket, head, started, include_usage, calls](size_t, httplib::DataSink& sink) {
           auto send = [&](const std::string& s) {
             if (s.empty() || sink.write(s.data(), s.size())) return true;
             ticket->cancel();  // the client went away
@@ -168,8 +169,11 @@ class Server {
           *started = true;
           std::string text;
           if (ticket->next(text, 100ms)) {
-            // With tools the reply goes out whole at the end (reply_events).
-            if (!text.empty() && !tools) return send(serve::text_event(*head, text, nullptr));
+            // Text a tool-call reader holds back sends nothing: the client is looked at below.
+            const std::string events = text.empty() ? ""
+                                       : calls      ? calls->piece(*head, text)
+                                                    : serve::text_event(*head, text, nullptr);
+            if (!events.empty()) return send(events);
             if (!sink.is_writable()) {
               ticket->cancel();
               return false;
@@ -183,7 +187,7 @@ class Server {
                  "\n\n");
           } else {
             const llm::GenerateResult& r = ticket->result();
-            if (!send(tools ? serve::reply_events(*head, r)
+            if (!send(calls ? calls->finish(*head, r)
                             : serve::text_event(*head, "", llm::finish_name(r.finish))))
               return false;
             if (include_usage && !send(serve::usage_event(*head, r))) return false;

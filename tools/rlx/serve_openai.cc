@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <ctime>
+#include <optional>
 #include <random>
 
 namespace rlx::cli::serve {
@@ -162,13 +163,16 @@ std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m) {
   }
 }
 
-json tool_calls_json(const std::vector<llm::ChatToolCall>& calls, bool indexed) {
+// first: a stream delta's calls, numbered on from the calls sent before (the index says which
+// call a delta extends).
+json tool_calls_json(const std::vector<llm::ChatToolCall>& calls,
+                     std::optional<size_t> first = std::nullopt) {
   json out = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
     json c{{"id", calls[i].id},
            {"type", "function"},
            {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
-    if (indexed) c["index"] = i;  // stream deltas say which call they extend
+    if (first) c["index"] = *first + i;
     out.push_back(std::move(c));
   }
   return out;
@@ -304,13 +308,17 @@ json response(const ResponseHead& h, const llm::GenerateResult& r, bool tools) {
   json choice{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", llm::finish_name(r.finish)}};
   if (h.endpoint == Endpoint::Completions) {
     choice["text"] = r.text;
-  } else if (llm::ToolCallReply calls =
-                 tools ? llm::parse_tool_calls(r.text) : llm::ToolCallReply{};
-             !calls.calls.empty()) {
-    choice["message"] = {{"role", "assistant"},
-                         {"content", calls.content.empty() ? json(nullptr) : json(calls.content)},
-                         {"tool_calls", tool_calls_json(calls.calls, false)}};
-    choice["finish_reason"] = "tool_calls";
+  } else if (tools) {
+    // The text trimmed, as a stream sends it (ToolCallEvents), calls or not.
+    const llm::ToolCallReply calls = llm::parse_tool_calls(r.text);
+    const bool called = !calls.calls.empty();
+    choice["message"] = {
+        {"role", "assistant"},
+        {"content", called && calls.content.empty() ? json(nullptr) : json(calls.content)}};
+    if (called) {
+      choice["message"]["tool_calls"] = tool_calls_json(calls.calls);
+      choice["finish_reason"] = "tool_calls";
+    }
   } else {
     choice["message"] = {{"role", "assistant"}, {"content", r.text}};
   }
@@ -333,18 +341,25 @@ std::string text_event(const ResponseHead& h, const std::string& text, const cha
   return event(j);
 }
 
-std::string reply_events(const ResponseHead& h, const llm::GenerateResult& r) {
-  const llm::ToolCallReply calls = llm::parse_tool_calls(r.text);
-  if (calls.calls.empty())
-    return text_event(h, r.text, nullptr) + text_event(h, "", llm::finish_name(r.finish));
-  std::string out;
-  if (!calls.content.empty()) out += text_event(h, calls.content, nullptr);
+std::string ToolCallEvents::piece(const ResponseHead& h, const std::string& text) {
+  return events(h, stream_.push(text));
+}
+
+std::string ToolCallEvents::finish(const ResponseHead& h, const llm::GenerateResult& r) {
+  std::string out = events(h, stream_.finish());
+  return out + text_event(h, "", sent_ ? "tool_calls" : llm::finish_name(r.finish));
+}
+
+std::string ToolCallEvents::events(const ResponseHead& h, const llm::ToolCallReply& out) {
+  std::string ev = out.content.empty() ? "" : text_event(h, out.content, nullptr);
+  if (out.calls.empty()) return ev;
   json j = head_json(h, true);
   j["choices"] = json::array({json{{"index", 0},
-                                   {"delta", {{"tool_calls", tool_calls_json(calls.calls, true)}}},
+                                   {"delta", {{"tool_calls", tool_calls_json(out.calls, sent_)}}},
                                    {"logprobs", nullptr},
                                    {"finish_reason", nullptr}}});
-  return out + event(j) + text_event(h, "", "tool_calls");
+  sent_ += out.calls.size();
+  return ev + event(j);
 }
 
 std::string role_event(const ResponseHead& h) {

@@ -32,8 +32,8 @@ enum class Endpoint { Completions, ChatCompletions };
 struct ParsedRequest {
   llm::GenerateRequest generate;
   bool stream = false, include_usage = false;
-  // A chat request with `tools`: the reply is read for function calls (llm::parse_tool_calls)
-  // and a stream sends it whole at the end, since a call is only known once it is complete.
+  // A chat request with `tools`: the reply is read for function calls (llm::parse_tool_calls;
+  // a stream sends its text as it comes and each call once its block is complete).
   bool tools = false;
 };
 // Throws ApiError naming the field at fault.
@@ -47,13 +47,25 @@ struct ResponseHead {
   int64_t created = 0;
 };
 ResponseHead new_head(Endpoint e, const std::string& model);
-// tools: read the reply for function calls (message.tool_calls, finish_reason "tool_calls").
+// tools: read the reply for function calls (message.tool_calls, finish_reason "tool_calls";
+// the content is the text outside them, trimmed).
 json response(const ResponseHead& h, const llm::GenerateResult& r, bool tools = false);
 // One "data: {...}\n\n" event: a piece of text, or (finish set) the last one.
 std::string text_event(const ResponseHead& h, const std::string& text, const char* finish);
-// A whole chat reply as stream events up to the finish: its text, or its text and a delta
-// with its tool_calls and finish_reason "tool_calls" (a request with tools).
-std::string reply_events(const ResponseHead& h, const llm::GenerateResult& r);
+// A streamed chat reply read for function calls as it comes (a request with tools): its
+// text as content deltas, each call as a tool_calls delta once complete, and finish_reason
+// "tool_calls" if it made any.
+class ToolCallEvents {
+ public:
+  std::string piece(const ResponseHead& h, const std::string& text);
+  // The rest, then the finish.
+  std::string finish(const ResponseHead& h, const llm::GenerateResult& r);
+
+ private:
+  std::string events(const ResponseHead& h, const llm::ToolCallReply& out);
+  llm::ToolCallStream stream_;
+  size_t sent_ = 0;  // calls sent: the next one's index
+};
 // The chat stream's first event (the assistant role), empty for completions.
 std::string role_event(const ResponseHead& h);
 std::string usage_event(const ResponseHead& h, const llm::GenerateResult& r);

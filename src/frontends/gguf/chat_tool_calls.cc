@@ -10,10 +10,12 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>", kSpace = " \t\r\n";
+
 std::string trimmed(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
+  const auto b = s.find_first_not_of(kSpace);
   if (b == std::string_view::npos) return "";
-  return std::string(s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1));
+  return std::string(s.substr(b, s.find_last_not_of(kSpace) - b + 1));
 }
 
 // {"name": ..., "arguments" | "parameters": ...} as a call; false for any other text.
@@ -32,10 +34,16 @@ bool as_call(std::string_view text, size_t index, ChatToolCall& call) {
   return true;
 }
 
+// The length of the longest end of s that kOpen begins with (a tag the next piece may complete).
+size_t open_tag_start(std::string_view s) {
+  for (size_t n = std::min(s.size(), kOpen.size() - 1); n > 0; --n)
+    if (kOpen.starts_with(s.substr(s.size() - n))) return n;
+  return 0;
+}
+
 }  // namespace
 
 ToolCallReply parse_tool_calls(const std::string& reply) {
-  constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
   ToolCallReply r;
   std::string rest;
   size_t at = 0;
@@ -66,6 +74,82 @@ ToolCallReply parse_tool_calls(const std::string& reply) {
     }
   }
   return r;
+}
+
+ToolCallReply ToolCallStream::push(std::string_view piece) {
+  ToolCallReply out;
+  if (mode_ == Mode::start || mode_ == Mode::whole) whole_ += piece;
+  if (mode_ == Mode::whole) return out;
+  pending_ += piece;
+  drain(out, false);
+  return out;
+}
+
+ToolCallReply ToolCallStream::finish() {
+  if (mode_ == Mode::whole) return parse_tool_calls(whole_);
+  ToolCallReply out;
+  drain(out, true);
+  return out;  // held_ is the content's trailing whitespace: trimmed away
+}
+
+void ToolCallStream::drain(ToolCallReply& out, bool final) {
+  while (true) {
+    if (mode_ == Mode::start) {
+      const size_t b = pending_.find_first_not_of(kSpace);
+      if (b == std::string::npos) return;  // whitespace only: nothing decided
+      if (pending_[b] == '{') {
+        mode_ = Mode::whole;
+        pending_.clear();
+        return;
+      }
+      mode_ = Mode::text;
+      whole_.clear();
+    }
+    if (mode_ == Mode::text) {
+      const size_t open = pending_.find(kOpen);
+      if (open == std::string::npos) {
+        const size_t keep = final ? 0 : open_tag_start(pending_);
+        text(out, std::string_view(pending_).substr(0, pending_.size() - keep));
+        pending_.erase(0, pending_.size() - keep);
+        return;
+      }
+      text(out, std::string_view(pending_).substr(0, open));
+      pending_.erase(0, open + kOpen.size());
+      mode_ = Mode::block;
+    }
+    // Mode::block: pending_ holds the body after "<tool_call>".
+    const size_t close = pending_.find(kClose);
+    if (close == std::string::npos && !final) return;
+    // A reply cut by max_tokens or a stop string may lack the closing tag.
+    const size_t end = close == std::string::npos ? pending_.size() : close;
+    const size_t next = close == std::string::npos ? pending_.size() : close + kClose.size();
+    ChatToolCall call;
+    if (as_call(trimmed(std::string_view(pending_).substr(0, end)), calls_, call)) {
+      out.calls.push_back(std::move(call));
+      ++calls_;
+    } else {  // not a call: the block stays text, tags included
+      text(out, std::string(kOpen) + pending_.substr(0, next));
+    }
+    pending_.erase(0, next);
+    mode_ = Mode::text;
+    if (final && pending_.empty()) return;
+  }
+}
+
+// Content out as parse_tool_calls trims it: nothing before its first non-space character, and
+// a run of whitespace only once more text follows it.
+void ToolCallStream::text(ToolCallReply& out, std::string_view s) {
+  held_ += s;
+  if (!started_) {
+    const size_t b = held_.find_first_not_of(kSpace);
+    if (b == std::string::npos) return held_.clear();
+    held_.erase(0, b);
+    started_ = true;
+  }
+  const size_t e = held_.find_last_not_of(kSpace);
+  if (e == std::string::npos) return;
+  out.content += held_.substr(0, e + 1);
+  held_.erase(0, e + 1);
 }
 
 }  // namespace rlx::llm
