@@ -41,6 +41,15 @@ struct ToolCallReply {
 };
 ToolCallReply parse_tool_calls(const std::string& reply);
 
+// How a template asks the model to write its calls: in <tool_call> blocks (Hermes, as Qwen 2.5 /
+// Qwen 3 do), as one JSON object with "parameters" (Llama 3.1 / 3.2), or in no form rlx knows.
+enum class ToolCallFormat { none, hermes, json };
+ToolCallFormat tool_call_format(const std::string& template_source);
+// The start of a reply that calls `function` (empty: a function the model names next), which the
+// model continues: a forced call (OpenAI's tool_choice "required" or a function by name). The
+// model writes the arguments unconstrained; a reply that does not finish a call stays text.
+std::string call_reply_start(ToolCallFormat format, const std::string& function);
+
 // parse_tool_calls for a reply that arrives a token at a time (the server's streamed replies):
 // push() each piece and send what it returns; finish() returns the rest. The content of every
 // piece, in order, is parse_tool_calls(whole reply).content and the calls are its calls. Text

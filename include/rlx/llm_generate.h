@@ -43,8 +43,10 @@ struct ChatModel {
   // control tokens spelled in the text become those tokens, and BOS is added
   // when the model wants one and the template did not write it.
   // `tools`: OpenAI's tool schemas as a JSON array for the template (empty: none).
+  // `reply_start`: text the reply starts with, which the model continues (a forced call).
   std::vector<int32_t> chat_prompt(const std::vector<ChatMessage>& messages,
-                                   const std::string& tools = {}) const;
+                                   const std::string& tools = {},
+                                   const std::string& reply_start = {}) const;
   // Plain text as a prompt (BOS as the model wants; special tokens parsed).
   std::vector<int32_t> text_prompt(const std::string& text) const;
 };

@@ -65,12 +65,13 @@ std::vector<int32_t> ChatModel::text_prompt(const std::string& text) const {
 }
 
 std::vector<int32_t> ChatModel::chat_prompt(const std::vector<ChatMessage>& messages,
-                                            const std::string& tools) const {
+                                            const std::string& tools,
+                                            const std::string& reply_start) const {
   ChatTemplateOptions o;
   o.tools = tools;
   o.bos_token = token_text_or_empty(tokenizer, tokenizer.bos());
   o.eos_token = token_text_or_empty(tokenizer, tokenizer.eos());
-  std::string text = chat_template.render(messages, o);
+  std::string text = chat_template.render(messages, o) + reply_start;
   // Templates write BOS themselves; encode adds it too when the model wants
   // one, so the written one goes (as llama.cpp's chat code does).
   if (tokenizer.add_bos() && !o.bos_token.empty() && text.starts_with(o.bos_token))

@@ -501,6 +501,34 @@ TEST(ChatTemplateFamilies, Llama31) {
 const char* kLlama2 =
     R"J({% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\n' + system_message + '\n<</SYS>>\n\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %})J";
 
+// A forced call starts the reply the way the template tells the model to write calls, and a
+// reply that finishes it is that call: by name, or with the name left to the model.
+TEST(ToolCalls, ForcedCallsStartInTheTemplatesForm) {
+  EXPECT_EQ(tool_call_format(kQwen25), ToolCallFormat::hermes);
+  EXPECT_EQ(tool_call_format(kQwen3), ToolCallFormat::hermes);
+  EXPECT_EQ(tool_call_format(kLlama31), ToolCallFormat::json);
+  EXPECT_EQ(tool_call_format(kLlama3), ToolCallFormat::none);
+  EXPECT_EQ(tool_call_format(kChatML), ToolCallFormat::none);
+  const std::string named = call_reply_start(ToolCallFormat::hermes, "get_weather");
+  EXPECT_EQ(named, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+  ToolCallReply r = parse_tool_calls(named + "{\"city\": \"Paris\"}}\n</tool_call>");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].arguments, R"({"city":"Paris"})");
+  const std::string any = call_reply_start(ToolCallFormat::hermes, "");
+  EXPECT_EQ(any, "<tool_call>\n{\"name\": \"");
+  r = parse_tool_calls(any + "now\", \"arguments\": {}}</tool_call>");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].name, "now");
+  const std::string llama = call_reply_start(ToolCallFormat::json, "say \"hi\"");
+  EXPECT_EQ(llama, R"({"name": "say \"hi\"", "parameters": )");
+  r = parse_tool_calls(llama + R"({"a": 1}})");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].name, "say \"hi\"");
+  EXPECT_EQ(r.calls[0].arguments, R"({"a":1})");
+  EXPECT_THROW(call_reply_start(ToolCallFormat::none, "f"), Error);
+}
+
 TEST(ChatTemplateFamilies, Llama2) {
   const std::string want =
       "<s>[INST] <<SYS>>\nYou are helpful.\n<</SYS>>\n\nHi [/INST] Hello! </s>"

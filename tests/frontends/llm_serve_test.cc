@@ -24,40 +24,56 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// An `rlx serve` process on a free loopback port, stopped (SIGTERM) and checked for a clean
+// exit by stop().
+struct ServeProcess {
+  FILE* pipe = nullptr;
+  int port = 0, pid = 0;
+
+  void start(const std::string& args, const fs::path& err) {
+    const std::string cmd =
+        std::string("exec ") + RLX_CLI_PATH + " serve " + args + " 2>" + err.string();
+    pipe = popen(cmd.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    char line[256] = {};
+    ASSERT_NE(std::fgets(line, sizeof line, pipe), nullptr) << "rlx serve printed nothing";
+    ASSERT_EQ(
+        std::sscanf(line, "rlx serve: listening on http://127.0.0.1:%d (pid %d)", &port, &pid), 2)
+        << line;
+  }
+  void stop() {
+    if (!pipe) return;
+    if (pid > 0) kill(pid, SIGTERM);
+    const int status = pclose(pipe);
+    pipe = nullptr;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rlx serve did not stop cleanly";
+  }
+};
+
 class LlmServe : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = testing::process_temp_dir("rlx_llm_serve_test");
     std::ofstream(model_path(), std::ios::binary) << testing::TinyLlm{}.gguf_bytes();
-    const std::string cmd = std::string("exec ") + RLX_CLI_PATH + " serve " + model_path() +
-                            " --port 0 --parallel 2 --queue 4 --max-body 4096 --ctx 100000 -t 1"
-                            " 2>" +
-                            (dir_ / "serve.err").string();
-    server_ = popen(cmd.c_str(), "r");
-    ASSERT_NE(server_, nullptr);
-    char line[256] = {};
-    ASSERT_NE(std::fgets(line, sizeof line, server_), nullptr) << "rlx serve printed nothing";
-    ASSERT_EQ(
-        std::sscanf(line, "rlx serve: listening on http://127.0.0.1:%d (pid %d)", &port_, &pid_), 2)
-        << line;
+    server_.start(
+        model_path() + " --port 0 --parallel 2 --queue 4 --max-body 4096 --ctx 100000 -t 1",
+        dir_ / "serve.err");
+    port_ = server_.port;
   }
   static void TearDownTestSuite() {
-    if (server_) {
-      if (pid_ > 0) kill(pid_, SIGTERM);
-      const int status = pclose(server_);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-          << "rlx serve did not stop cleanly";
-    }
+    server_.stop();
     fs::remove_all(dir_);
   }
   static std::string model_path() { return (dir_ / "tiny.gguf").string(); }
-  static httplib::Client client() {
-    httplib::Client c("127.0.0.1", port_);
+  static httplib::Client client() { return client(port_); }
+  static httplib::Client client(int port) {
+    httplib::Client c("127.0.0.1", port);
     c.set_read_timeout(30s);
     return c;
   }
-  static json post(const std::string& path, const json& body, int* status = nullptr) {
-    auto res = client().Post(path, body.dump(), "application/json");
+  static json post(const std::string& path, const json& body, int* status = nullptr,
+                   int port = port_) {
+    auto res = client(port).Post(path, body.dump(), "application/json");
     EXPECT_TRUE(res) << path;
     if (!res) return {};
     if (status) *status = res->status;
@@ -108,9 +124,31 @@ class LlmServe : public ::testing::Test {
     EXPECT_TRUE(done) << raw;
     return {200, text, finish};
   }
+  // A streamed chat reply's content deltas joined, and its finish reason.
+  struct StreamedChat {
+    std::string content, finish, raw;
+  };
+  static StreamedChat stream_chat(json body, int port = port_) {
+    body["stream"] = true;
+    auto res = client(port).Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return {};
+    EXPECT_EQ(res->status, 200) << res->body;
+    StreamedChat out{"", "", res->body};
+    for (size_t at = 0; (at = res->body.find("data: ", at)) != std::string::npos;) {
+      const size_t end = res->body.find("\n\n", at);
+      const std::string payload = res->body.substr(at + 6, end - at - 6);
+      at = end;
+      if (payload == "[DONE]") continue;
+      const json choice = json::parse(payload)["choices"][0];
+      if (choice["delta"].contains("content")) out.content += choice["delta"]["content"];
+      if (!choice["finish_reason"].is_null()) out.finish = choice["finish_reason"];
+    }
+    return out;
+  }
   static inline fs::path dir_;
-  static inline FILE* server_ = nullptr;
-  static inline int port_ = 0, pid_ = 0;
+  static inline ServeProcess server_;
+  static inline int port_ = 0;
 };
 
 json greedy_completion(const std::string& prompt, int max_tokens, bool stream) {
@@ -249,44 +287,84 @@ TEST_F(LlmServe, ToolRequestsAndToolTurns) {
            {{"messages", messages}, {"tools", tools}, {"max_tokens", 8}, {"temperature", 0}},
            &status);
   ASSERT_EQ(status, 200) << r.dump();
-  auto res = client().Post("/v1/chat/completions",
-                           json{{"messages", messages},
-                                {"tools", tools},
-                                {"max_tokens", 8},
-                                {"temperature", 0},
-                                {"stream", true}}
-                               .dump(),
-                           "application/json");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200);
-  std::string content, finish;
-  for (size_t at = 0; (at = res->body.find("data: ", at)) != std::string::npos;) {
-    const size_t end = res->body.find("\n\n", at);
-    const std::string payload = res->body.substr(at + 6, end - at - 6);
-    at = end;
-    if (payload == "[DONE]") continue;
-    const json choice = json::parse(payload)["choices"][0];
-    if (choice["delta"].contains("content")) content += choice["delta"]["content"];
-    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
-  }
-  EXPECT_EQ(content, r["choices"][0]["message"]["content"]) << res->body;
-  EXPECT_EQ(finish, "length") << res->body;
+  const StreamedChat streamed = stream_chat(
+      {{"messages", messages}, {"tools", tools}, {"max_tokens", 8}, {"temperature", 0}});
+  EXPECT_EQ(streamed.content, r["choices"][0]["message"]["content"]) << streamed.raw;
+  EXPECT_EQ(streamed.finish, "length") << streamed.raw;
 
   // tool_choice "none" hides the tools; a forced call is refused by name.
   r = post("/v1/chat/completions",
            {{"messages", messages}, {"tools", tools}, {"tool_choice", "none"}, {"max_tokens", 3}},
            &status);
   EXPECT_EQ(status, 200) << r.dump();
+  // The ChatML fallback asks for calls in no form: a forced call is refused, naming the field.
   r = post("/v1/chat/completions",
            {{"messages", messages}, {"tools", tools}, {"tool_choice", "required"}}, &status);
   EXPECT_EQ(status, 400);
   EXPECT_EQ(r["error"]["param"], "tool_choice") << r.dump();
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("cannot force"), std::string::npos);
 
   json bad = messages;
   bad[1]["tool_calls"][0].erase("function");
   json e = post("/v1/chat/completions", {{"messages", bad}, {"max_tokens", 3}}, &status);
   EXPECT_EQ(status, 400);
   EXPECT_EQ(e["error"]["param"], "messages[1].tool_calls[0]") << e.dump();
+}
+
+// tool_choice forces a call by starting the reply in the template's call form, which the model
+// continues. The tiny model's random weights write no JSON, so its block stays text and shows the
+// start it was given; the stream adds up to the same. A name not in `tools`, a forced call
+// without tools, or a malformed tool_choice: 400 naming it.
+TEST_F(LlmServe, ToolChoiceForcesACallInTheTemplatesForm) {
+  const fs::path hermes_template = dir_ / "hermes.jinja";
+  std::ofstream(hermes_template)
+      << "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+         "{%- endfor %}{%- if tools %}<|im_start|>system\nCall a function as <tool_call>{\"name\":"
+         " ..., \"arguments\": ...}</tool_call>: {{ tools | tojson }}<|im_end|>\n{%- endif %}"
+         "<|im_start|>assistant\n";
+  ServeProcess hermes;
+  hermes.start(
+      model_path() + " --port 0 --ctx 4096 -t 1 --chat-template " + hermes_template.string(),
+      dir_ / "hermes.err");
+  const json tools = json::array(
+      {{{"type", "function"},
+        {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}});
+  const json ask = {{"messages", json::array({{{"role", "user"}, {"content", "ab"}}})},
+                    {"tools", tools},
+                    {"max_tokens", 6},
+                    {"temperature", 0}};
+  auto with_choice = [&](const json& choice) {
+    json body = ask;
+    body["tool_choice"] = choice;
+    return body;
+  };
+  int status = 0;
+  const json free = post("/v1/chat/completions", ask, &status, hermes.port);
+  ASSERT_EQ(status, 200) << free.dump();
+  const json by_name = with_choice({{"type", "function"}, {"function", {{"name", "get_weather"}}}});
+  const json named = post("/v1/chat/completions", by_name, &status, hermes.port);
+  ASSERT_EQ(status, 200) << named.dump();
+  const std::string content = named["choices"][0]["message"]["content"];
+  EXPECT_TRUE(content.starts_with("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "))
+      << content;
+  EXPECT_GT(named["usage"]["prompt_tokens"], free["usage"]["prompt_tokens"]) << named.dump();
+  EXPECT_EQ(stream_chat(by_name, hermes.port).content, content);
+
+  const json any = post("/v1/chat/completions", with_choice("required"), &status, hermes.port);
+  ASSERT_EQ(status, 200) << any.dump();
+  EXPECT_TRUE(any["choices"][0]["message"]["content"].get<std::string>().starts_with(
+      "<tool_call>\n{\"name\": \""))
+      << any.dump();
+
+  for (const json& body :
+       {with_choice({{"type", "function"}, {"function", {{"name", "get_time"}}}}),
+        with_choice({{"type", "function"}}), with_choice("sometimes"),
+        json{{"messages", ask["messages"]}, {"tool_choice", "required"}}}) {
+    const json e = post("/v1/chat/completions", body, &status, hermes.port);
+    EXPECT_EQ(status, 400) << body.dump();
+    EXPECT_EQ(e["error"]["param"], "tool_choice") << e.dump();
+  }
+  hermes.stop();
 }
 
 TEST_F(LlmServe, AClientGoneMidStreamFreesItsSlot) {

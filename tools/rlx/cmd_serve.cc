@@ -130,9 +130,10 @@ class Server {
       // Written when done, but sent through a provider that looks at the client every 100 ms
       // while it waits: a client that hangs up cancels its request and frees the slot.
       const bool tools = p.tools;
+      const std::string reply_start = p.reply_start;
       res.set_chunked_content_provider(
           "application/json",
-          [ticket, head, tools](size_t, httplib::DataSink& sink) {
+          [ticket, head, tools, reply_start](size_t, httplib::DataSink& sink) {
             std::string text;
             if (ticket->next(text, 100ms)) {
               if (sink.is_writable()) return true;
@@ -141,7 +142,7 @@ class Server {
             }
             const std::string body =
                 ticket->error().empty()
-                    ? serve::dump(serve::response(*head, ticket->result(), tools))
+                    ? serve::dump(serve::response(*head, ticket->result(), tools, reply_start))
                     : serve::dump(serve::error_body(
                           ApiError{500, ticket->error(), "server_error", "", ""}));
             sink.write(body.data(), body.size());
@@ -156,7 +157,7 @@ class Server {
     res.set_header("Cache-Control", "no-cache");
     auto started = std::make_shared<bool>(false);
     const bool include_usage = p.include_usage;
-    auto calls = p.tools ? std::make_shared<serve::ToolCallEvents>() : nullptr;
+    auto calls = p.tools ? std::make_shared<serve::ToolCallEvents>(p.reply_start) : nullptr;
     res.set_chunked_content_provider(
         "text/event-stream",
         [ticket, head, started, include_usage, calls](size_t, httplib::DataSink& sink) {

@@ -4,6 +4,7 @@
 // ignore_eos) follow llama.cpp's server.
 #include "serve_openai.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cmath>
@@ -123,21 +124,49 @@ std::vector<llm::ChatToolCall> tool_calls_of(const json& msg, const std::string&
   return calls;
 }
 
-// The tools the model is offered: `tools`, unless tool_choice is "none". A call cannot be forced
-// ("required", or one function by name): the template and the model decide.
-const json* offered_tools(const json& body) {
+// The tools the model is offered (`tools`, unless tool_choice is "none") and the call it must
+// make: any ("required") or one by name, as a start of its reply in the template's format.
+struct ToolChoice {
+  const json* tools = nullptr;
+  std::string reply_start;
+};
+ToolChoice tool_choice(const json& body, const llm::ChatModel& m) {
   const json* t = field(body, "tools", json::value_t::array, "an array");
+  ToolChoice c{t && !t->empty() ? t : nullptr, ""};
   auto choice = body.find("tool_choice");
-  if (choice != body.end() && !choice->is_null()) {
-    if (*choice == "none") return nullptr;
-    if (*choice != "auto")
+  if (choice == body.end() || choice->is_null() || *choice == "auto") return c;
+  if (*choice == "none") return {};
+  std::string function;
+  if (choice->is_object()) {
+    const json f = choice->value("function", json());
+    if (!f.is_object() || !f.contains("name") || !f["name"].is_string() ||
+        f["name"].get<std::string>().empty())
       throw bad("tool_choice",
-                "'tool_choice' must be \"auto\" or \"none\": rlx does not force a call");
+                "'tool_choice' must name a function: {\"type\": \"function\", "
+                "\"function\": {\"name\": ...}}, got " +
+                    choice->dump());
+    function = f["name"].get<std::string>();
+  } else if (*choice != "required") {
+    throw bad("tool_choice",
+              "'tool_choice' must be \"auto\", \"none\", \"required\" or a function by name");
   }
-  return t && !t->empty() ? t : nullptr;
+  if (!c.tools) throw bad("tool_choice", "'tool_choice' forces a call, but there are no 'tools'");
+  if (!function.empty() && std::none_of(c.tools->begin(), c.tools->end(), [&](const json& tool) {
+        const json* f = tool.is_object() && tool.contains("function") ? &tool["function"] : nullptr;
+        return f && f->is_object() && f->value("name", json()) == function;
+      }))
+    throw bad("tool_choice", "'tool_choice' names '" + function + "', which is not in 'tools'");
+  const llm::ToolCallFormat format = llm::tool_call_format(m.chat_template.source());
+  if (format == llm::ToolCallFormat::none)
+    throw bad("tool_choice",
+              "this model's chat template asks for calls in no form rlx knows (<tool_call> "
+              "blocks, or JSON with \"parameters\"), so it cannot force one: use \"auto\"");
+  c.reply_start = llm::call_reply_start(format, function);
+  return c;
 }
 
-std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m) {
+std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m,
+                                 const ToolChoice& choice) {
   const json* msgs = field(body, "messages", json::value_t::array, "an array");
   if (!msgs || msgs->empty()) throw bad("messages", "'messages' must be a non-empty array");
   std::vector<llm::ChatMessage> messages;
@@ -154,10 +183,8 @@ std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m) {
       m.tool_call_id = id->get<std::string>();
     messages.push_back(std::move(m));
   }
-  std::string tools;
-  if (const json* t = offered_tools(body)) tools = t->dump();
   try {
-    return m.chat_prompt(messages, tools);
+    return m.chat_prompt(messages, choice.tools ? choice.tools->dump() : "", choice.reply_start);
   } catch (const Error& e) {  // raise_exception in the template: roles out of order, ...
     throw bad("messages", std::string("the chat template rejects these messages: ") + e.what());
   }
@@ -269,8 +296,14 @@ ParsedRequest parse_request(Endpoint e, const std::string& text, const llm::Chat
 
   ParsedRequest p;
   llm::GenerateRequest& g = p.generate;
-  g.prompt = e == Endpoint::Completions ? completion_prompt(body, model) : chat_prompt(body, model);
-  p.tools = e == Endpoint::ChatCompletions && offered_tools(body);
+  if (e == Endpoint::Completions) {
+    g.prompt = completion_prompt(body, model);
+  } else {
+    const ToolChoice choice = tool_choice(body, model);
+    g.prompt = chat_prompt(body, model, choice);
+    p.tools = choice.tools != nullptr;
+    p.reply_start = choice.reply_start;
+  }
   if (int64_t(g.prompt.size()) >= limits.n_ctx)
     throw ApiError{400,
                    "the prompt has " + std::to_string(g.prompt.size()) +
@@ -304,13 +337,14 @@ ResponseHead new_head(Endpoint e, const std::string& model) {
           int64_t(std::time(nullptr))};
 }
 
-json response(const ResponseHead& h, const llm::GenerateResult& r, bool tools) {
+json response(const ResponseHead& h, const llm::GenerateResult& r, bool tools,
+              const std::string& reply_start) {
   json choice{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", llm::finish_name(r.finish)}};
   if (h.endpoint == Endpoint::Completions) {
     choice["text"] = r.text;
   } else if (tools) {
     // The text trimmed, as a stream sends it (ToolCallEvents), calls or not.
-    const llm::ToolCallReply calls = llm::parse_tool_calls(r.text);
+    const llm::ToolCallReply calls = llm::parse_tool_calls(reply_start + r.text);
     const bool called = !calls.calls.empty();
     choice["message"] = {
         {"role", "assistant"},
@@ -339,6 +373,11 @@ std::string text_event(const ResponseHead& h, const std::string& text, const cha
   json j = head_json(h, true);
   j["choices"] = json::array({choice});
   return event(j);
+}
+
+ToolCallEvents::ToolCallEvents(const std::string& reply_start) {
+  const llm::ToolCallReply out = stream_.push(reply_start);
+  RLX_CHECK(out.content.empty() && out.calls.empty(), "a forced call's start is text or a call");
 }
 
 std::string ToolCallEvents::piece(const ResponseHead& h, const std::string& text) {

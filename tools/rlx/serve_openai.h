@@ -35,6 +35,9 @@ struct ParsedRequest {
   // A chat request with `tools`: the reply is read for function calls (llm::parse_tool_calls;
   // a stream sends its text as it comes and each call once its block is complete).
   bool tools = false;
+  // A forced call (tool_choice "required" or a function by name): the start of the reply the
+  // prompt ends with, in the template's call format; the model writes the rest.
+  std::string reply_start;
 };
 // Throws ApiError naming the field at fault.
 ParsedRequest parse_request(Endpoint e, const std::string& body, const llm::ChatModel& model,
@@ -49,7 +52,8 @@ struct ResponseHead {
 ResponseHead new_head(Endpoint e, const std::string& model);
 // tools: read the reply for function calls (message.tool_calls, finish_reason "tool_calls";
 // the content is the text outside them, trimmed).
-json response(const ResponseHead& h, const llm::GenerateResult& r, bool tools = false);
+json response(const ResponseHead& h, const llm::GenerateResult& r, bool tools = false,
+              const std::string& reply_start = "");
 // One "data: {...}\n\n" event: a piece of text, or (finish set) the last one.
 std::string text_event(const ResponseHead& h, const std::string& text, const char* finish);
 // A streamed chat reply read for function calls as it comes (a request with tools): its
@@ -57,6 +61,7 @@ std::string text_event(const ResponseHead& h, const std::string& text, const cha
 // "tool_calls" if it made any.
 class ToolCallEvents {
  public:
+  explicit ToolCallEvents(const std::string& reply_start = "");
   std::string piece(const ResponseHead& h, const std::string& text);
   // The rest, then the finish.
   std::string finish(const ResponseHead& h, const llm::GenerateResult& r);

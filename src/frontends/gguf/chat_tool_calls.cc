@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "rlx/chat_template.h"
+#include "rlx/error.h"
 
 namespace rlx::llm {
 namespace {
@@ -74,6 +75,28 @@ ToolCallReply parse_tool_calls(const std::string& reply) {
     }
   }
   return r;
+}
+
+ToolCallFormat tool_call_format(const std::string& template_source) {
+  if (template_source.find(kOpen) != std::string::npos) return ToolCallFormat::hermes;
+  if (template_source.find("\"parameters\"") != std::string::npos) return ToolCallFormat::json;
+  return ToolCallFormat::none;
+}
+
+std::string call_reply_start(ToolCallFormat format, const std::string& function) {
+  // The name as JSON spells it, without its closing quote when the model names the function.
+  const std::string name = json(function).dump();
+  const std::string named = function.empty() ? "\"" : name + ", ";
+  switch (format) {
+    case ToolCallFormat::hermes:
+      return std::string(kOpen) + "\n{\"name\": " + named +
+             (function.empty() ? "" : "\"arguments\": ");
+    case ToolCallFormat::json:
+      return "{\"name\": " + named + (function.empty() ? "" : "\"parameters\": ");
+    case ToolCallFormat::none:
+      break;
+  }
+  throw make_error("call_reply_start: the chat template writes calls in no form rlx knows");
 }
 
 ToolCallReply ToolCallStream::push(std::string_view piece) {
