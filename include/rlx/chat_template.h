@@ -66,9 +66,10 @@ class ToolCallStream {
   void text(ToolCallReply& out, std::string_view s);
 
   enum class Mode { start, text, block, whole } mode_ = Mode::start;
-  std::string pending_;  // not yet decided: text that may open a block, or an open block's body
-  std::string held_;   // whitespace that ends the content so far (trimmed away if nothing follows)
-  std::string whole_;  // the reply so far, for Mode::whole
+  // Not yet decided: text that may open a block, an open block's body, or (Mode::whole) the
+  // whole reply.
+  std::string pending_;
+  std::string held_;  // whitespace that ends the content so far (trimmed away if nothing follows)
   bool started_ = false;  // content has gone out (whitespace before it is trimmed away)
   size_t calls_ = 0;
 };

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -107,22 +108,26 @@ class LlmServe : public ::testing::Test {
     EXPECT_TRUE(res);
     if (!res || res->status != 200) return {res ? res->status : -1, "", ""};
     std::string text, finish;
+    const bool done = for_each_choice(raw, [&](const json& choice) {
+      text += choice["text"].get<std::string>();
+      if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+    });
+    EXPECT_TRUE(done) << raw;
+    return {200, text, finish};
+  }
+  // Each server-sent event's choices[0], in order; whether the stream ended with [DONE].
+  static bool for_each_choice(const std::string& raw, const std::function<void(const json&)>& f) {
     bool done = false;
     for (size_t at = 0; (at = raw.find("data: ", at)) != std::string::npos;) {
       const size_t end = raw.find("\n\n", at);
       const std::string payload = raw.substr(at + 6, end - at - 6);
       at = end;
-      if (payload == "[DONE]") {
+      if (payload == "[DONE]")
         done = true;
-        continue;
-      }
-      const json chunk = json::parse(payload);
-      text += chunk["choices"][0]["text"].get<std::string>();
-      if (!chunk["choices"][0]["finish_reason"].is_null())
-        finish = chunk["choices"][0]["finish_reason"];
+      else
+        f(json::parse(payload)["choices"][0]);
     }
-    EXPECT_TRUE(done) << raw;
-    return {200, text, finish};
+    return done;
   }
   // A streamed chat reply's content deltas joined, and its finish reason.
   struct StreamedChat {
@@ -135,15 +140,10 @@ class LlmServe : public ::testing::Test {
     if (!res) return {};
     EXPECT_EQ(res->status, 200) << res->body;
     StreamedChat out{"", "", res->body};
-    for (size_t at = 0; (at = res->body.find("data: ", at)) != std::string::npos;) {
-      const size_t end = res->body.find("\n\n", at);
-      const std::string payload = res->body.substr(at + 6, end - at - 6);
-      at = end;
-      if (payload == "[DONE]") continue;
-      const json choice = json::parse(payload)["choices"][0];
+    for_each_choice(res->body, [&](const json& choice) {
       if (choice["delta"].contains("content")) out.content += choice["delta"]["content"];
       if (!choice["finish_reason"].is_null()) out.finish = choice["finish_reason"];
-    }
+    });
     return out;
   }
   static inline fs::path dir_;

@@ -101,15 +101,13 @@ std::string call_reply_start(ToolCallFormat format, const std::string& function)
 
 ToolCallReply ToolCallStream::push(std::string_view piece) {
   ToolCallReply out;
-  if (mode_ == Mode::start || mode_ == Mode::whole) whole_ += piece;
-  if (mode_ == Mode::whole) return out;
   pending_ += piece;
-  drain(out, false);
+  if (mode_ != Mode::whole) drain(out, false);
   return out;
 }
 
 ToolCallReply ToolCallStream::finish() {
-  if (mode_ == Mode::whole) return parse_tool_calls(whole_);
+  if (mode_ == Mode::whole) return parse_tool_calls(pending_);
   ToolCallReply out;
   drain(out, true);
   return out;  // held_ is the content's trailing whitespace: trimmed away
@@ -120,13 +118,9 @@ void ToolCallStream::drain(ToolCallReply& out, bool final) {
     if (mode_ == Mode::start) {
       const size_t b = pending_.find_first_not_of(kSpace);
       if (b == std::string::npos) return;  // whitespace only: nothing decided
-      if (pending_[b] == '{') {
-        mode_ = Mode::whole;
-        pending_.clear();
-        return;
-      }
-      mode_ = Mode::text;
-      whole_.clear();
+      // Nothing has left pending_ yet, so in Mode::whole it keeps the whole reply.
+      mode_ = pending_[b] == '{' ? Mode::whole : Mode::text;
+      if (mode_ == Mode::whole) return;
     }
     if (mode_ == Mode::text) {
       const size_t open = pending_.find(kOpen);
@@ -155,7 +149,6 @@ void ToolCallStream::drain(ToolCallReply& out, bool final) {
     }
     pending_.erase(0, next);
     mode_ = Mode::text;
-    if (final && pending_.empty()) return;
   }
 }
 
