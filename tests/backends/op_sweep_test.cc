@@ -14,7 +14,7 @@
 #include "rlx/rlx.h"
 #include "support/testing.h"
 
-namespace rlx {
+namespace rlx::op_sweep_test {
 namespace {
 
 // An input: dims, dtype and the range random values are drawn from
@@ -311,4 +311,4 @@ TEST(OpSweep, EveryOpInfersRoundTripsRunsOnCpuAndLowersToCoreML) {
 }
 
 }  // namespace
-}  // namespace rlx
+}  // namespace rlx::op_sweep_test

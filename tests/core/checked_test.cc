@@ -13,10 +13,7 @@ namespace rlx {
 namespace {
 
 using testing::error_of;
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using testing::has;
 
 TEST(Checked, ProductsOverflowIntoErrors) {
   EXPECT_EQ(checked_mul(int64_t(1) << 31, int64_t(1) << 31, "x"), int64_t(1) << 62);

@@ -27,7 +27,7 @@ std::string render(const std::string& src, const std::vector<ChatMessage>& msgs 
 }
 
 // The message of the rlx::Error that parsing or rendering src throws.
-std::string error_of(const std::string& src, const std::vector<ChatMessage>& msgs = {}) {
+std::string render_error(const std::string& src, const std::vector<ChatMessage>& msgs = {}) {
   try {
     render(src, msgs);
   } catch (const rlx::Error& e) {
@@ -563,7 +563,7 @@ TEST(ChatTemplateFamilies, MistralV1) {
             "<s>[INST] Hi [/INST]Hello!</s>[INST] How are you? [/INST]");
   EXPECT_EQ(render(kMistralV1, chat, true), render(kMistralV1, chat, false));
   // A system message breaks the alternation: the template's own error.
-  const std::string err = error_of(kMistralV1, kChat);
+  const std::string err = render_error(kMistralV1, kChat);
   EXPECT_NE(err.find("raise_exception: Conversation roles must alternate "
                      "user/assistant/user/assistant/..."),
             std::string::npos)
@@ -624,7 +624,7 @@ const char* kMistralV3 = R"J({%- if messages[0]["role"] == "system" %}
 TEST(ChatTemplateFamilies, MistralV3) {
   EXPECT_EQ(render(kMistralV3, kChat, true),
             "<s>[INST] Hi[/INST] Hello!</s>[INST] You are helpful.\n\nHow are you?[/INST]");
-  EXPECT_NE(error_of(kMistralV3, {{"user", "a"}, {"user", "b"}})
+  EXPECT_NE(render_error(kMistralV3, {{"user", "a"}, {"user", "b"}})
                 .find("raise_exception: After the optional system message, conversation roles "
                       "must alternate"),
             std::string::npos);
@@ -684,8 +684,9 @@ TEST(ChatTemplateExpr, Arithmetic) {
             "3 -4 1 2 3.5 3.0");
   EXPECT_EQ(render("{{ 'a' ~ 1 ~ none ~ true }}|{{ 'ab' * 3 }}|{{ [1] + [2] }}"),
             "a1NoneTrue|ababab|[1, 2]");
-  EXPECT_NE(error_of("{{ 1 // 0 }}").find("division by zero"), std::string::npos);
-  EXPECT_NE(error_of("{{ 'a' + 1 }}").find("unsupported operand types for +"), std::string::npos);
+  EXPECT_NE(render_error("{{ 1 // 0 }}").find("division by zero"), std::string::npos);
+  EXPECT_NE(render_error("{{ 'a' + 1 }}").find("unsupported operand types for +"),
+            std::string::npos);
 }
 
 TEST(ChatTemplateExpr, LogicAndComparison) {
@@ -742,7 +743,7 @@ TEST(ChatTemplateExpr, Filters) {
           "length }}"
           "{{ [1, 2, 3] | reject('odd') | list }}{{ [{'n': 'x'}] | map(attribute='n') | join }}"),
       "2[2]x");
-  EXPECT_NE(error_of("{{ 1 | nosuch }}").find("unknown filter 'nosuch'"), std::string::npos);
+  EXPECT_NE(render_error("{{ 1 | nosuch }}").find("unknown filter 'nosuch'"), std::string::npos);
 }
 
 TEST(ChatTemplateExpr, Methods) {
@@ -762,7 +763,7 @@ TEST(ChatTemplateExpr, Methods) {
       render("{% set d = {'a': 1, 'b': 2} %}{{ d.get('a') }}{{ d.get('z', 5) }}{{ d.get('z') }}"
              "{{ d.keys() }}{{ d.values() }}{{ d.items() }}"),
       "15None['a', 'b'][1, 2][('a', 1), ('b', 2)]");
-  EXPECT_NE(error_of("{{ 'a'.nosuch() }}").find("unknown method 'nosuch' on a string"),
+  EXPECT_NE(render_error("{{ 'a'.nosuch() }}").find("unknown method 'nosuch' on a string"),
             std::string::npos);
 }
 
@@ -801,7 +802,7 @@ TEST(ChatTemplateStmt, SetScopesAndNamespace) {
              "{% set ns.n = ns.n + i %}{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.n }} {{ ns.s }}"),
       "10 01234");
   EXPECT_EQ(render("{% set x %}hi {{ 1 }}{% endset %}[{{ x }}]"), "[hi 1]");
-  EXPECT_NE(error_of("{% set d = {} %}{% set d.a = 1 %}").find("only on a namespace"),
+  EXPECT_NE(render_error("{% set d = {} %}{% set d.a = 1 %}").find("only on a namespace"),
             std::string::npos);
   EXPECT_EQ(render("{{ strftime_now('%Y-%m-%d') | length }}"), "10");
 }
@@ -848,8 +849,8 @@ TEST(ChatTemplateErrors, SyntaxErrorsNameLineAndColumn) {
 }
 
 TEST(ChatTemplateErrors, RaiseException) {
-  const std::string e =
-      error_of("ok\n  {{ raise_exception('Bad role: ' + messages[0].role) }}", {{"robot", "x"}});
+  const std::string e = render_error("ok\n  {{ raise_exception('Bad role: ' + messages[0].role) }}",
+                                     {{"robot", "x"}});
   EXPECT_NE(e.find("raise_exception: Bad role: robot"), std::string::npos) << e;
   EXPECT_NE(e.find("chat template 2:"), std::string::npos) << e;
 }
@@ -873,25 +874,25 @@ TEST(ChatTemplateHostile, RenderCaps) {
   auto has = [](const std::string& e, const char* what) {
     return e.find(what) != std::string::npos;
   };
-  std::string e = error_of("{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}");
+  std::string e = render_error("{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}");
   EXPECT_TRUE(has(e, "output over")) << e;
-  e = error_of("{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}");
+  e = render_error("{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}");
   EXPECT_TRUE(has(e, "iterations")) << e;
-  e = error_of(
+  e = render_error(
       "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% "
       "endfor %}");
   EXPECT_TRUE(has(e, "cap")) << e;
-  e = error_of(
+  e = render_error(
       "{% set ns = namespace(l=[]) %}{% for i in range(1000) %}{% set ns.l = [ns.l] %}{% endfor "
       "%}");
   EXPECT_TRUE(has(e, "nested too deeply")) << e;
-  e = error_of("{% set ns = namespace() %}{% set ns.me = [ns] %}");
+  e = render_error("{% set ns = namespace() %}{% set ns.me = [ns] %}");
   EXPECT_TRUE(has(e, "namespace cannot hold a namespace")) << e;
-  e = error_of("{{ range(1000000000000) | length }}");
+  e = render_error("{{ range(1000000000000) | length }}");
   EXPECT_TRUE(has(e, "range of more than")) << e;
-  e = error_of("{{ 'ab' * 1000000000000 }}");
+  e = render_error("{{ 'ab' * 1000000000000 }}");
   EXPECT_TRUE(has(e, "cap")) << e;
-  e = error_of("{{ 2 ** 200 }}");
+  e = render_error("{{ 2 ** 200 }}");
   EXPECT_TRUE(has(e, "overflow")) << e;
 }
 

@@ -16,8 +16,6 @@ namespace rlx {
 namespace {
 using namespace testing::onnx_writer;
 
-constexpr int kF32 = 1;
-
 std::string einsum_model(const std::string& eq, const std::vector<Dims>& shapes) {
   Pb g;
   std::vector<std::string> names;
@@ -34,8 +32,8 @@ std::string einsum_model(const std::string& eq, const std::vector<Dims>& shapes)
 
 // The reference: labels are letters; "..." is spelt out by the caller as capital letters
 // (right-aligned, so broadcasting dims of size 1 are written as such).
-Tensor reference(const std::vector<std::string>& in, const std::string& out,
-                 const std::vector<Tensor>& x) {
+Tensor einsum_reference(const std::vector<std::string>& in, const std::string& out,
+                        const std::vector<Tensor>& x) {
   std::map<char, int64_t> size;
   for (size_t i = 0; i < in.size(); ++i)
     for (size_t k = 0; k < in[i].size(); ++k)
@@ -68,7 +66,7 @@ Tensor reference(const std::vector<std::string>& in, const std::string& out,
   return y;
 }
 
-struct Case {
+struct EinsumCase {
   std::string eq;          // as the model holds it
   std::vector<Dims> dims;  // the inputs' shapes
   std::vector<std::string> ref_in;
@@ -81,7 +79,7 @@ class OnnxEinsum : public ::testing::Test {
 };
 
 TEST_F(OnnxEinsum, MatchesTheSumOverEveryLabel) {
-  const std::vector<Case> cases = {
+  const std::vector<EinsumCase> cases = {
       {"ij,jk->ik", {{3, 4}, {4, 5}}, {"ij", "jk"}, "ik"},
       {"ij,jk", {{3, 4}, {4, 5}}, {"ij", "jk"}, "ik"},  // implicit
       {"ba,ca", {{2, 3}, {4, 3}}, {"ba", "ca"}, "bc"},  // implicit sorts
@@ -98,7 +96,7 @@ TEST_F(OnnxEinsum, MatchesTheSumOverEveryLabel) {
       {"ij->", {{3, 4}}, {"ij"}, ""},
   };
   uint64_t seed = 1;
-  for (const Case& k : cases) {
+  for (const EinsumCase& k : cases) {
     SCOPED_TRACE(k.eq);
     const std::string p = dir_.path("e.onnx");
     testing::write_file_bytes(p, einsum_model(k.eq, k.dims));
@@ -111,8 +109,8 @@ TEST_F(OnnxEinsum, MatchesTheSumOverEveryLabel) {
       feed["x" + std::to_string(i)] = xs.back();
     }
     const Tensor got = s.run(feed).at("y");
-    EXPECT_TRUE(
-        testing::all_close(got.to(DType::F64), reference(k.ref_in, k.ref_out, xs), 1e-5, 1e-5));
+    EXPECT_TRUE(testing::all_close(got.to(DType::F64), einsum_reference(k.ref_in, k.ref_out, xs),
+                                   1e-5, 1e-5));
   }
 }
 

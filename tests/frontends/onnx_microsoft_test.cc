@@ -13,8 +13,7 @@
 namespace rlx {
 namespace {
 using namespace testing::onnx_writer;
-
-constexpr int kF32 = 1;
+using testing::values;
 
 Pb ms(Pb n) { return std::move(n.bytes(7, "com.microsoft")); }
 
@@ -28,8 +27,6 @@ class OnnxMicrosoft : public ::testing::Test {
   }
   testing::ScratchDir dir_{"onnx_microsoft"};
 };
-
-std::vector<float> values(const Tensor& t) { return t.contiguous().to_f32_vector(); }
 
 TEST_F(OnnxMicrosoft, GelusMatchTheirFormulas) {
   const Tensor x = testing::random_tensor({2, 5}, DType::F32, 3);

@@ -37,7 +37,7 @@ fs::path export_onnx(const std::vector<std::string>& names) {
 
 // cosine >= 0.9999 and max|err| <= rel * max(1, max|ref|), as for the
 // torch-ir.json imports (tests/frontends/torch_models_test.cc).
-void check_models(const std::vector<std::string>& names, double rel = 1e-4) {
+void check_onnx_models(const std::vector<std::string>& names, double rel = 1e-4) {
   fs::path dir = export_onnx(names);
   for (const auto& name : names) {
     SCOPED_TRACE(name);
@@ -68,13 +68,13 @@ void check_models(const std::vector<std::string>& names, double rel = 1e-4) {
   fs::remove_all(dir);
 }
 
-TEST(OnnxModels, Torchvision) { check_models({"resnet18", "mobilenet_v2"}); }
+TEST(OnnxModels, Torchvision) { check_onnx_models({"resnet18", "mobilenet_v2"}); }
 
 // MaxPool / AveragePool over 3 spatial dims, run as two 2-d pools.
-TEST(OnnxModels, Pools3d) { check_models({"pools3d"}, 1e-6); }
+TEST(OnnxModels, Pools3d) { check_onnx_models({"pools3d"}, 1e-6); }
 
 TEST(OnnxModels, TransformerEncoderAndGpt) {
-  check_models({"encoder", "encoder_gelu_norm_first", "gpt"});
+  check_onnx_models({"encoder", "encoder_gelu_norm_first", "gpt"});
 }
 
 TEST(OnnxModels, CliRunInspectCompile) {

@@ -15,8 +15,8 @@
 namespace rlx {
 namespace {
 using namespace testing::onnx_writer;
-
-constexpr int kF32 = 1, kI64 = 7;
+using testing::i64;
+using testing::values;
 
 // y = If(sr == 16000, then: x + 1 (its own initializer), else: x * two (the
 // outer graph's initializer)); x [2] f32, sr int64 scalar. `else_concat`
@@ -41,13 +41,6 @@ std::string if_model(bool else_concat = false, bool no_condition = false) {
   g.msg(11, value_info("x", kF32, {"2"})).msg(11, value_info("sr", kI64, {}));
   g.msg(12, value_info("y", kF32, {"?"}));
   return model(g);
-}
-
-Tensor i64(int64_t v) { return Tensor::from_vector<int64_t>({}, {v}, DType::I64); }
-
-std::vector<float> values(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
 }
 
 class OnnxSpecialize : public ::testing::Test {

@@ -43,13 +43,13 @@ std::string vocab_path(const std::string& name) {
   return llama_src() + "/models/ggml-vocab-" + name + ".gguf";
 }
 
-struct Case {
+struct VocabCase {
   std::string text;
   std::vector<int32_t> ids;
 };
 
 // .inp: inputs separated by "\n__ggml_vocab_test__\n"; .out: one line of ids per input.
-std::vector<Case> load_cases(const std::string& path) {
+std::vector<VocabCase> load_cases(const std::string& path) {
   std::ifstream fi(path + ".inp", std::ios::binary), fo(path + ".out");
   std::stringstream ss;
   ss << fi.rdbuf();
@@ -65,11 +65,11 @@ std::vector<Case> load_cases(const std::string& path) {
     ins.push_back(raw.substr(pos, n - pos));
     pos = n + sep.size();
   }
-  std::vector<Case> cases;
+  std::vector<VocabCase> cases;
   std::string line;
   for (const auto& in : ins) {
     if (!std::getline(fo, line)) break;
-    Case c{in, {}};
+    VocabCase c{in, {}};
     std::istringstream ls(line);
     for (int32_t x; ls >> x;) c.ids.push_back(x);
     cases.push_back(std::move(c));
@@ -80,15 +80,15 @@ std::vector<Case> load_cases(const std::string& path) {
 
 // Loads a fixture vocab once per process (large vocabs take a while);
 // returns null (after failing when fixtures are required) when absent.
-struct Fixture {
+struct VocabFixture {
   std::unique_ptr<Tokenizer> tok;
-  std::vector<Case> cases;
+  std::vector<VocabCase> cases;
 };
-const Fixture* load_vocab(const std::string& name) {
-  static std::map<std::string, Fixture> cache;
+const VocabFixture* load_vocab(const std::string& name) {
+  static std::map<std::string, VocabFixture> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second.tok ? &it->second : nullptr;
-  Fixture& fx = cache[name];
+  VocabFixture& fx = cache[name];
   const std::string p = vocab_path(name);
   if (!fs::exists(p) || !fs::exists(p + ".inp")) {
     if (require_fixtures()) ADD_FAILURE() << "missing fixture " << p << " (RLX_REQUIRE_GGML=1)";
@@ -102,13 +102,13 @@ const Fixture* load_vocab(const std::string& name) {
 class TokenizerFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TokenizerFixture, MatchesLlamaCppIds) {
-  const Fixture* fx = load_vocab(GetParam());
+  const VocabFixture* fx = load_vocab(GetParam());
   if (!fx) GTEST_SKIP() << "no fixture for " << GetParam();
   const Tokenizer& tok = *fx->tok;
-  const std::vector<Case>& cases = fx->cases;
+  const std::vector<VocabCase>& cases = fx->cases;
   ASSERT_GT(cases.size(), 40u);
   int failures = 0;
-  for (const Case& c : cases) {
+  for (const VocabCase& c : cases) {
     const auto got = tok.encode(c.text, /*add_special=*/false, /*parse_special=*/false);
     if (got != c.ids && ++failures <= 5)
       ADD_FAILURE() << GetParam() << ": input '" << c.text << "'";
@@ -120,18 +120,18 @@ TEST_P(TokenizerFixture, MatchesLlamaCppIds) {
 // decode(encode(x)) == x holds for every fixture input (all are valid UTF-8
 // and every character is reachable through byte tokens).
 TEST_P(TokenizerFixture, DecodeRoundTrips) {
-  const Fixture* fx = load_vocab(GetParam());
+  const VocabFixture* fx = load_vocab(GetParam());
   if (!fx) GTEST_SKIP() << "no fixture for " << GetParam();
   const Tokenizer& tok = *fx->tok;
-  const std::vector<Case>& cases = fx->cases;
-  for (const Case& c : cases) {
+  const std::vector<VocabCase>& cases = fx->cases;
+  for (const VocabCase& c : cases) {
     EXPECT_EQ(tok.decode(tok.encode(c.text, false, false)), c.text) << GetParam();
     EXPECT_EQ(tok.decode(tok.encode(c.text, true, false)), c.text) << GetParam() << " (with BOS)";
   }
 }
 
 TEST_P(TokenizerFixture, HostileInputIsFastAndInRange) {
-  const Fixture* fx = load_vocab(GetParam());
+  const VocabFixture* fx = load_vocab(GetParam());
   if (!fx) GTEST_SKIP() << "no fixture for " << GetParam();
   const Tokenizer& tok = *fx->tok;
   EXPECT_TRUE(tok.encode("", false, false).empty());
@@ -178,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(Vocabs, TokenizerFixture,
                          });
 
 TEST(Tokenizer, SpecialTokensAndFlags) {
-  const Fixture* fx = load_vocab("qwen2");
+  const VocabFixture* fx = load_vocab("qwen2");
   if (!fx) GTEST_SKIP();
   const Tokenizer& tok = *fx->tok;
   EXPECT_EQ(tok.model(), "gpt2");
@@ -200,7 +200,7 @@ TEST(Tokenizer, SpecialTokensAndFlags) {
 }
 
 TEST(Tokenizer, BosFollowsAddBosToken) {
-  const Fixture* fx = load_vocab("llama-bpe");
+  const VocabFixture* fx = load_vocab("llama-bpe");
   if (!fx) GTEST_SKIP();
   const Tokenizer& tok = *fx->tok;
   ASSERT_TRUE(tok.add_bos());
@@ -215,13 +215,13 @@ TEST(Tokenizer, BosFollowsAddBosToken) {
 // Encoding throughput on a long mixed text (printed for the report).
 TEST(Tokenizer, Throughput) {
   for (const char* name : {"llama-bpe", "llama-spm"}) {
-    const Fixture* fx = load_vocab(name);
+    const VocabFixture* fx = load_vocab(name);
     if (!fx) GTEST_SKIP();
     const Tokenizer& tok = *fx->tok;
-    const std::vector<Case>& cases = fx->cases;
+    const std::vector<VocabCase>& cases = fx->cases;
     std::string text;
     while (text.size() < (2u << 20))
-      for (const Case& c : cases) text += c.text + "\n";
+      for (const VocabCase& c : cases) text += c.text + "\n";
     const auto t0 = std::chrono::steady_clock::now();
     const auto ids = tok.encode(text, false, false);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -383,7 +383,7 @@ TEST(TokenizerSynthetic, BytePairMergesByRank) {
   EXPECT_EQ(tok.bos(), -1);  // default 11 is out of this vocab's range
 }
 
-void expect_error(const Meta& m, const std::string& needle) {
+void expect_metadata_error(const Meta& m, const std::string& needle) {
   try {
     (void)Tokenizer::from_gguf(file_of(m));
     ADD_FAILURE() << "expected an error mentioning " << needle;
@@ -396,67 +396,67 @@ TEST(TokenizerSynthetic, MetadataErrorsNameTheKey) {
   {
     Meta m = spm_meta();
     drop(m, "tokenizer.ggml.tokens");
-    expect_error(m, "tokenizer.ggml.tokens");
+    expect_metadata_error(m, "tokenizer.ggml.tokens");
   }
   {
     Meta m = spm_meta();
     drop(m, "tokenizer.ggml.model");
-    expect_error(m, "tokenizer.ggml.model");
+    expect_metadata_error(m, "tokenizer.ggml.model");
   }
   {
     Meta m = spm_meta();
     set(m, "tokenizer.ggml.tokens", Value::of_u32(3));
-    expect_error(m, "tokenizer.ggml.tokens");
+    expect_metadata_error(m, "tokenizer.ggml.tokens");
   }
   {
     Meta m = spm_meta();
     set(m, "tokenizer.ggml.tokens", i32s({1, 2}));
-    expect_error(m, "tokenizer.ggml.tokens");
+    expect_metadata_error(m, "tokenizer.ggml.tokens");
   }
   {
     Meta m = spm_meta();
     set(m, "tokenizer.ggml.scores", f32s({0, 1}));
-    expect_error(m, "tokenizer.ggml.scores");
+    expect_metadata_error(m, "tokenizer.ggml.scores");
   }
   {
     Meta m = spm_meta();
     set(m, "tokenizer.ggml.token_type", f32s({0, 1}));
-    expect_error(m, "tokenizer.ggml.token_type");
+    expect_metadata_error(m, "tokenizer.ggml.token_type");
   }
   {
     Meta m = spm_meta();
     set(m, "tokenizer.ggml.bos_token_id", Value::of_u32(100000));
-    expect_error(m, "tokenizer.ggml.bos_token_id");
+    expect_metadata_error(m, "tokenizer.ggml.bos_token_id");
   }
   {
     Meta m = spm_meta();
     set(m, "tokenizer.ggml.eos_token_id", Value::of_string("2"));
-    expect_error(m, "tokenizer.ggml.eos_token_id");
+    expect_metadata_error(m, "tokenizer.ggml.eos_token_id");
   }
   {
     Meta m = spm_meta();
     set(m, "tokenizer.ggml.model", Value::of_string("t5"));
-    expect_error(m, "tokenizer.ggml.model");
+    expect_metadata_error(m, "tokenizer.ggml.model");
   }
   {
     Meta m = bpe_meta();
     drop(m, "tokenizer.ggml.merges");
-    expect_error(m, "tokenizer.ggml.merges");
+    expect_metadata_error(m, "tokenizer.ggml.merges");
   }
   {
     Meta m = bpe_meta();
     set(m, "tokenizer.ggml.merges", strings({"nospace"}));
-    expect_error(m, "tokenizer.ggml.merges");
+    expect_metadata_error(m, "tokenizer.ggml.merges");
   }
   {
     Meta m = bpe_meta();
     set(m, "tokenizer.ggml.pre", Value::of_string("no-such-pre"));
-    expect_error(m, "tokenizer.ggml.pre");
+    expect_metadata_error(m, "tokenizer.ggml.pre");
   }
   {
     Meta m = bpe_meta();
     set(m, "tokenizer.ggml.add_bos_token", Value::of_bool(true));  // and no BOS in range
-    expect_error(m, "tokenizer.ggml.add_bos_token");
+    expect_metadata_error(m, "tokenizer.ggml.add_bos_token");
   }
 }
 
@@ -495,24 +495,24 @@ std::vector<std::string> words(tok::Pre pre, std::string_view text) {
   for (auto w : tok::pre_split(pre, text)) r.emplace_back(w);
   return r;
 }
-using V = std::vector<std::string>;
+using Pieces = std::vector<std::string>;
 
 // Expected splits worked out by hand from each pattern.
 TEST(TokenizerPreSplit, Patterns) {
   using tok::Pre;
   EXPECT_EQ(words(Pre::Gpt2, "Hello world's  12ab!!\n"),
-            (V{"Hello", " world", "'s", " ", " 12", "ab", "!!", "\n"}));
+            (Pieces{"Hello", " world", "'s", " ", " 12", "ab", "!!", "\n"}));
   EXPECT_EQ(words(Pre::Llama3, "I'M 12345 ok.\n\n  x"),
-            (V{"I", "'M", " ", "123", "45", " ok", ".\n\n", " ", " x"}));
-  EXPECT_EQ(words(Pre::Qwen2, "a123"), (V{"a", "1", "2", "3"}));
-  EXPECT_EQ(words(Pre::Starcoder, " 42x"), (V{" ", "4", "2", "x"}));
-  EXPECT_EQ(words(Pre::Default, "a+=1234"), (V{"a", "+=", "123", "4"}));
+            (Pieces{"I", "'M", " ", "123", "45", " ok", ".\n\n", " ", " x"}));
+  EXPECT_EQ(words(Pre::Qwen2, "a123"), (Pieces{"a", "1", "2", "3"}));
+  EXPECT_EQ(words(Pre::Starcoder, " 42x"), (Pieces{" ", "4", "2", "x"}));
+  EXPECT_EQ(words(Pre::Default, "a+=1234"), (Pieces{"a", "+=", "123", "4"}));
   EXPECT_EQ(words(Pre::Bloom, "hi, you (x)"),
-            (V{"hi", ",", " you", " (", "x", ")"}));  // unmatched runs stay whole
-  EXPECT_EQ(words(Pre::Viking, "ab12"), (V{"ab", "1", "2"}));
-  EXPECT_EQ(words(Pre::DeepseekCoder, "x\r\n, 7"), (V{"x", "\r", "\n", ",", " ", "7"}));
+            (Pieces{"hi", ",", " you", " (", "x", ")"}));  // unmatched runs stay whole
+  EXPECT_EQ(words(Pre::Viking, "ab12"), (Pieces{"ab", "1", "2"}));
+  EXPECT_EQ(words(Pre::DeepseekCoder, "x\r\n, 7"), (Pieces{"x", "\r", "\n", ",", " ", "7"}));
   // \s+$ splits trailing white space off each segment.
-  EXPECT_EQ(words(Pre::DeepseekLlm, "ab  "), (V{"ab", "  "}));
+  EXPECT_EQ(words(Pre::DeepseekLlm, "ab  "), (Pieces{"ab", "  "}));
   EXPECT_TRUE(words(Pre::Gpt2, "").empty());
   // Invalid UTF-8 bytes stay inside words; the concatenation is the input.
   const std::string bad("a\xff\xfe b", 5);

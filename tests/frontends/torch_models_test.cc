@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 using testing::Parity;
 
 // Exports `names` into a fresh temp dir (one python process); returns the dir.
-fs::path export_models(const std::vector<std::string>& names) {
+fs::path export_torch_models(const std::vector<std::string>& names) {
   fs::path dir = fs::temp_directory_path() /
                  ("rlx_torch_models_" + std::to_string(::getpid()) + "_" + names.front());
   fs::remove_all(dir);
@@ -47,8 +47,8 @@ fs::path export_models(const std::vector<std::string>& names) {
 // eager by ~1e-6 relative per op; 1e-4 leaves room for ~20 layers.
 void check_exported(const fs::path& dir, const std::vector<std::string>& names, double rel);
 
-void check_models(const std::vector<std::string>& names, double rel = 1e-4) {
-  fs::path dir = export_models(names);
+void check_torch_models(const std::vector<std::string>& names, double rel = 1e-4) {
+  fs::path dir = export_torch_models(names);
   check_exported(dir, names, rel);
   fs::remove_all(dir);
 }
@@ -90,12 +90,12 @@ void check_exported(const fs::path& dir, const std::vector<std::string>& names, 
 }
 
 TEST(TorchModels, MlpCnnTransformersGpt) {
-  check_models({"mlp", "cnn_bn", "transformer_fast", "transformer_fast_norm_first",
-                "transformer_slow", "gpt"});
+  check_torch_models({"mlp", "cnn_bn", "transformer_fast", "transformer_fast_norm_first",
+                      "transformer_slow", "gpt"});
 }
 
 TEST(TorchModels, Torchvision) {
-  check_models({"resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0"});
+  check_torch_models({"resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0"});
 }
 
 // nn.LSTM / nn.GRU / nn.RNN (uni/bi, 1-2 layers, batch_first, with and without initial states and
@@ -104,7 +104,7 @@ TEST(TorchModels, Recurrent) {
   const std::vector<std::string> names = {
       "lstm_uni",      "lstm_bi2_bf_init", "lstm_bi_nobias",       "lstm_proj_bi2_init",
       "gru_2_bf_init", "gru_bi",           "rnn_tanh_bi2_bf_init", "rnn_relu"};
-  fs::path dir = export_models(names);
+  fs::path dir = export_torch_models(names);
   check_exported(dir, names, 1e-5);
   // One node each, not an unrolled decomposition.
   for (const char* name : {"lstm_bi2_bf_init", "lstm_proj_bi2_init", "gru_bi", "rnn_relu"}) {

@@ -100,7 +100,7 @@ Tol tolerance(const std::string& family) {
   return it == t.end() ? Tol{1e-5, 1e-5, 0.99999} : it->second;
 }
 
-double cosine(const Tensor& a, const Tensor& b) {
+double finite_cosine(const Tensor& a, const Tensor& b) {
   double dot = 0, na = 0, nb = 0;
   for (int64_t i = 0; i < a.numel(); ++i) {
     double x = a.item_as_double(i), y = b.item_as_double(i);
@@ -145,8 +145,8 @@ double cosine(const Tensor& a, const Tensor& b) {
       failures += "\n  " + k + ": " + close.message();
       continue;
     }
-    if (is_float(want.dtype()) && cosine(g, want) < tol.min_cos)
-      failures += "\n  " + k + ": cosine " + std::to_string(cosine(g, want));
+    if (is_float(want.dtype()) && finite_cosine(g, want) < tol.min_cos)
+      failures += "\n  " + k + ": cosine " + std::to_string(finite_cosine(g, want));
   }
   if (outputs == 0) failures += "\n  no reference outputs";
   if (!failures.empty()) return ::testing::AssertionFailure() << failures;
@@ -365,7 +365,7 @@ TensorMap run_one_node(const std::string& op,
 
 json ref(const char* id) { return {{"ref", id}}; }
 json num(double v) { return {{"float", v}}; }
-json ints(const std::vector<int64_t>& v) {
+json ints_arg(const std::vector<int64_t>& v) {
   json l = json::array();
   for (int64_t x : v) l.push_back({{"int", x}});
   return {{"list", l}};
@@ -425,8 +425,9 @@ TEST(TorchOpsHandWritten, MultiOutputOpsAreOneNode) {
   EXPECT_EQ(count(topk.graph, Op::TopK), 1);
   EXPECT_EQ(count(topk.graph, Op::Result), 2);
   const json three = {tensor_meta({3, 1}), tensor_meta({3, 3}), tensor_meta({3, 2})};
-  const Model split = load_doc("aten.split_with_sizes", {ref("x"), ints({1, 3, 2}), {{"int", 1}}},
-                               json::object(), three, feed, 2);
+  const Model split =
+      load_doc("aten.split_with_sizes", {ref("x"), ints_arg({1, 3, 2}), {{"int", 1}}},
+               json::object(), three, feed, 2);
   EXPECT_EQ(count(split.graph, Op::Split), 1);
   EXPECT_EQ(count(split.graph, Op::Slice), 0);
   const TensorMap got = Session(Executable::compile(split.graph, split.weights)).run(feed);
@@ -446,7 +447,8 @@ TEST(TorchOpsHandWritten, RmsNorm) {
   for (const Case& k :
        {Case{{8}, true, 1e-6}, Case{{8}, false, std::nullopt}, Case{{3, 8}, false, 1e-3}}) {
     SCOPED_TRACE(k.norm.size());
-    json args = {ref("x"), ints(k.norm), k.weight ? ref("w") : kNone, k.eps ? num(*k.eps) : kNone};
+    json args = {ref("x"), ints_arg(k.norm), k.weight ? ref("w") : kNone,
+                 k.eps ? num(*k.eps) : kNone};
     std::vector<std::pair<std::string, Dims>> ins{{"x", {2, 3, 8}}};
     TensorMap feed{{"x", x}};
     if (k.weight) {
@@ -597,13 +599,13 @@ TEST(TorchOpsHandWritten, CompositeOps) {
        {{"x", x3},
         {"w", random_tensor({8}, DType::F32, 35)},
         {"b", random_tensor({8}, DType::F32, 36)}},
-       {ref("x"), ints({8}), ref("w"), ref("b"), num(1e-3)},
+       {ref("x"), ints_arg({8}), ref("w"), ref("b"), num(1e-3)},
        obj,
        "y = F.layer_norm(x['x'], [8], x['w'], x['b'], 1e-3)"},
       {"layer_norm_2",
        "aten.layer_norm.default",
        {{"x", x3}},
-       {ref("x"), ints({3, 8})},
+       {ref("x"), ints_arg({3, 8})},
        obj,
        "y = F.layer_norm(x['x'], [3, 8])"},
       {"group_norm",
@@ -635,7 +637,7 @@ TEST(TorchOpsHandWritten, CompositeOps) {
       {"reshape",
        "aten.reshape.default",
        {{"x", x3}},
-       {ref("x"), ints({-1, 4})},
+       {ref("x"), ints_arg({-1, 4})},
        obj,
        "y = x['x'].reshape(-1, 4)"},
       {"flatten",
@@ -647,7 +649,7 @@ TEST(TorchOpsHandWritten, CompositeOps) {
       {"unflatten",
        "aten.unflatten.int",
        {{"x", x3}},
-       {ref("x"), I(-1), ints({2, 4})},
+       {ref("x"), I(-1), ints_arg({2, 4})},
        obj,
        "y = x['x'].unflatten(-1, (2, 4))"},
       {"matmul_3x2",
@@ -715,13 +717,13 @@ TEST(TorchOpsHandWritten, CompositeOps) {
       {"max_pool2d",
        "aten.max_pool2d.default",
        {{"x", x4}},
-       {ref("x"), ints({3, 3}), ints({2, 2}), ints({1, 1}), ints({1, 1}), B(true)},
+       {ref("x"), ints_arg({3, 3}), ints_arg({2, 2}), ints_arg({1, 1}), ints_arg({1, 1}), B(true)},
        obj,
        "y = F.max_pool2d(x['x'], 3, 2, 1, 1, ceil_mode=True)"},
       {"adaptive_avg_pool2d",
        "aten.adaptive_avg_pool2d.default",
        {{"x", x4}},
-       {ref("x"), ints({3, 4})},
+       {ref("x"), ints_arg({3, 4})},
        obj,
        "y = F.adaptive_avg_pool2d(x['x'], (3, 4))"},
       {"grid_sampler",
@@ -734,13 +736,13 @@ TEST(TorchOpsHandWritten, CompositeOps) {
       {"pad_reflect",
        "aten.pad.default",
        {{"x", x4}},
-       {ref("x"), ints({1, 2, 2, 1}), S("reflect")},
+       {ref("x"), ints_arg({1, 2, 2, 1}), S("reflect")},
        obj,
        "y = F.pad(x['x'], (1, 2, 2, 1), mode='reflect')"},
       {"pad_constant",
        "aten.pad.default",
        {{"x", x4}},
-       {ref("x"), ints({1, 0, 0, 2}), S("constant"), num(-2.0)},
+       {ref("x"), ints_arg({1, 0, 0, 2}), S("constant"), num(-2.0)},
        obj,
        "y = F.pad(x['x'], (1, 0, 0, 2), value=-2.0)"},
       {"clip",
@@ -764,7 +766,7 @@ TEST(TorchOpsHandWritten, CompositeOps) {
       {"new_full",
        "aten.new_full.default",
        {{"x", x3}},
-       {ref("x"), ints({2, 2}), num(4.5)},
+       {ref("x"), ints_arg({2, 2}), num(4.5)},
        obj,
        "y = x['x'].new_full((2, 2), 4.5)"},
       // x[:, j] = v: 1.13 cannot export it (None inside index_put's indices)

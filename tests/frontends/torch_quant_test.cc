@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path export_models() {
+fs::path export_quant_models() {
   const fs::path dir = testing::process_temp_dir("rlx_torch_quant");
   const std::string cmd = "/usr/bin/python3 " RLX_SOURCE_DIR
                           "/tests/frontends/torch_quant_models.py " +
@@ -33,7 +33,7 @@ fs::path export_models() {
 }
 
 TEST(TorchQuant, FakeQuantizeImportsMatchPyTorchForwardAndBackward) {
-  const fs::path dir = export_models() / "qat_mlp";
+  const fs::path dir = export_quant_models() / "qat_mlp";
   Model m = load_model(dir.string());
   size_t fq = 0;
   for (const Node& n : m.graph.nodes()) fq += n.op == Op::FakeQuantize;

@@ -17,10 +17,7 @@ namespace rlx {
 namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using testing::has;
 
 json int_list(const std::vector<json>& v) {
   json l = json::array();

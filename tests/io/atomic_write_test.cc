@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "io/atomic_write.h"
 #include "rlx/gguf.h"
@@ -17,13 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 using testing::list_dir;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using testing::slurp;
 
 class AtomicWrite : public ::testing::Test {
  protected:

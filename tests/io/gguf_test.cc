@@ -40,14 +40,14 @@ std::vector<std::pair<std::string, Value>> sample_metadata() {
           {"x.ints", Value::of_array(ValueType::I32, {Value::of_i32(-1), Value::of_i32(2)})}};
 }
 
-struct Sample {
+struct GgufSample {
   std::vector<float> a;
   std::vector<uint8_t> b;
   std::string bytes;
 };
 
-Sample make_sample() {
-  Sample s;
+GgufSample make_sample() {
+  GgufSample s;
   s.a = {1, 2, 3, 4, 5, 6};
   s.b.resize(quant::row_size(GgmlType::Q8_0, 64) * 2);
   std::vector<float> x(128);
@@ -64,7 +64,7 @@ Sample make_sample() {
 }
 
 TEST(Gguf, RoundTripInMemory) {
-  Sample s = make_sample();
+  GgufSample s = make_sample();
   File f = read_bytes(s.bytes.data(), s.bytes.size(), "mem");
   EXPECT_EQ(f.version, 3u);
   EXPECT_EQ(f.alignment, 64u);
@@ -117,7 +117,7 @@ TEST(Gguf, F32AtAnOddAddressIsCopied) {
 }
 
 TEST(Gguf, RoundTripFileMmap) {
-  Sample s = make_sample();
+  GgufSample s = make_sample();
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("rlx_gguf_rt." + std::to_string(::getpid()) + ".gguf"))
                                .string();
@@ -132,7 +132,7 @@ TEST(Gguf, RoundTripFileMmap) {
 }
 
 TEST(Gguf, EveryTruncationIsAnError) {
-  Sample s = make_sample();
+  GgufSample s = make_sample();
   // Every cut that loses a byte of a header or tensor; the trailing padding
   // after the last tensor is optional.
   const File full = read_bytes(s.bytes.data(), s.bytes.size(), "full");
@@ -255,7 +255,7 @@ TEST(Gguf, WriterRejectsBadTensors) {
 namespace rlx::gguf {
 namespace {
 
-std::string run_cli(const std::string& args) { return rlx::testing::run_cli(args).output; }
+std::string cli_output(const std::string& args) { return rlx::testing::run_cli(args).output; }
 
 TEST(GgufInspect, PrintsMetadataTensorsAndHistogram) {
   std::vector<Value> many;
@@ -278,7 +278,7 @@ TEST(GgufInspect, PrintsMetadataTensorsAndHistogram) {
           quant::GgmlType::F16,
           {8},
           {reinterpret_cast<const char*>(h.data()), 16}}});
-  const std::string out = run_cli("inspect " + path);
+  const std::string out = cli_output("inspect " + path);
   std::filesystem::remove(path);
   EXPECT_NE(out.find("general.architecture"), std::string::npos) << out;
   EXPECT_NE(out.find("\"llama\""), std::string::npos) << out;

@@ -14,7 +14,8 @@ using testing::error_of;
 
 using namespace rlx::testing;
 
-const std::vector<Dims> kShapes = {{}, {0}, {1}, {5}, {2, 3}, {2, 0, 3}, {2, 3, 4}, {1, 1, 2, 1}};
+const std::vector<Dims> kNpyShapes = {{},     {0},       {1},       {5},
+                                      {2, 3}, {2, 0, 3}, {2, 3, 4}, {1, 1, 2, 1}};
 
 // The exception message of f(), or "" when it does not throw rlx::Error.
 
@@ -30,7 +31,7 @@ std::string npy_bytes(const std::string& header, const std::string& data, int ma
 TEST(Npy, RoundTripsEveryDtypeAndShape) {
   ScratchDir dir("npy_rt");
   for (DType t : kNumpyDTypes)
-    for (const Dims& d : kShapes) {
+    for (const Dims& d : kNpyShapes) {
       Tensor want = reference_tensor(d, t);
       std::string path = dir.path("a.npy");
       write_npy(path, want);
@@ -257,8 +258,6 @@ TEST(NpyMalformed, AcceptsPythonSpellingVariants) {
   EXPECT_EQ(t.dims(), (Dims{2, 3}));
   EXPECT_EQ(t.item_as_double(0), 257.0);
 }
-
-volatile double g_sink = 0;  // keeps the element reads of the fuzz loop alive
 
 // Deterministic mini-fuzz: random mutations of a valid file (whole-file, and
 // header-only with the length field kept consistent) must give a tensor or an

@@ -9,6 +9,9 @@
 
 namespace rlx::testing::onnx_writer {
 
+// TensorProto.DataType values.
+constexpr int kF32 = 1, kI64 = 7;
+
 struct Pb {
   std::string s;
   void raw_varint(uint64_t v) {

@@ -20,10 +20,6 @@ std::string st_bytes(const std::string& header, const std::string& data) {
   return out + header + data;
 }
 
-const std::vector<DType> kAllDTypes = {DType::F32, DType::F16, DType::BF16, DType::F64,
-                                       DType::I8,  DType::I16, DType::I32,  DType::I64,
-                                       DType::U8,  DType::Bool};
-
 TensorMap every_dtype_and_shape() {
   TensorMap m;
   const std::vector<Dims> shapes = {{}, {0}, {3}, {2, 3}, {2, 0, 4}, {1, 2, 3, 1}};
@@ -295,8 +291,6 @@ TEST(SafetensorsMalformed, ValidCornerCases) {
   const auto* p = static_cast<const uint8_t*>(m.raw());
   EXPECT_EQ(std::vector<int>(p, p + 4), (std::vector<int>{0, 1, 1, 1}));
 }
-
-volatile double g_sink = 0;
 
 // Deterministic mini-fuzz: mutations of the whole file, and of the header text
 // alone with a consistent length field (to get past the JSON parse), must

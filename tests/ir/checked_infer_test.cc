@@ -11,10 +11,7 @@ namespace rlx {
 namespace {
 
 using testing::error_of;
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using testing::has;
 
 // The error of adding one `op` node over an input of shape `in`.
 std::string add_error(Op op, const Dims& in, const Attrs& a) {

@@ -9,9 +9,8 @@ namespace {
 using testing::error_of;
 
 using testing::all_equal;
-
-Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
-Dim sym(const char* s) { return Dim::symbol(s); }
+using testing::S;
+using testing::sym;
 
 // Shape of one `op` node over inputs of the given shapes.
 Shape infer(Op op, const std::vector<Shape>& ins, Attrs a = {}) {

@@ -14,9 +14,9 @@ namespace rlx {
 namespace {
 using testing::error_of;
 
-Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
 using Ints = std::vector<int64_t>;
 using testing::count_op;
+using testing::S;
 
 TEST(MultiOutput, AddAppendsOneResultPerOutput) {
   Graph g;

@@ -14,7 +14,7 @@
 namespace rlx {
 namespace {
 
-struct Net {
+struct GradNet {
   Graph g;
   TensorMap w, inputs;
   Builder b{g};
@@ -33,7 +33,7 @@ struct Net {
   }
 };
 
-void check(const std::string& name, Net& n, bool cotangents) {
+void check_coreml_gradients(const std::string& name, GradNet& n, bool cotangents) {
   SCOPED_TRACE(name);
   GradientGraphOptions o;
   o.cotangents = cotangents;
@@ -59,17 +59,17 @@ void check(const std::string& name, Net& n, bool cotangents) {
 }
 
 TEST(AutodiffCoreML, MlpWithCrossEntropyLoss) {
-  Net n;
+  GradNet n;
   const NodeId x = n.input("x", {8, 16});
   const NodeId labels = n.input("labels", {8}, DType::I64, 0, 4);
   const NodeId h = n.b.unary(Op::Gelu, n.linear("fc1", x, 16, 32));
   const NodeId logits = n.linear("fc2", n.b.relu(n.linear("fc2a", h, 32, 32)), 32, 5);
   n.g.add_output("loss", n.b.op(Op::SoftmaxCrossEntropy, {logits, labels}));
-  check("mlp_ce", n, false);
+  check_coreml_gradients("mlp_ce", n, false);
 }
 
 TEST(AutodiffCoreML, CnnWithBatchNormAndPools) {
-  Net n;
+  GradNet n;
   const NodeId x = n.input("x", {2, 3, 8, 8});
   NodeId h = n.b.op(Op::Conv, {x, n.param("c1.w", {6, 3, 3, 3}), n.param("c1.b", {6})},
                     {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
@@ -84,11 +84,11 @@ TEST(AutodiffCoreML, CnnWithBatchNormAndPools) {
              {{"stride", std::vector<int64_t>{2, 2}}});
   h = n.b.op(Op::AvgPool2d, {n.b.relu(h)}, {{"kernel", std::vector<int64_t>{1, 1}}});
   n.g.add_output("y", n.linear("fc", n.b.reshape(h, {2, 4}), 4, 3));
-  check("cnn", n, true);
+  check_coreml_gradients("cnn", n, true);
 }
 
 TEST(AutodiffCoreML, TransformerBlock) {
-  Net n;
+  GradNet n;
   const int64_t B = 2, S = 5, D = 16, H = 2, Dh = D / H;
   const NodeId x = n.input("x", {B, S, D});
   auto ln = [&](const std::string& name, NodeId v) {
@@ -106,7 +106,7 @@ TEST(AutodiffCoreML, TransformerBlock) {
   const NodeId x1 = n.b.add(x, n.linear("o", a, D, D));
   const NodeId m = n.b.unary(Op::Gelu, n.linear("fc1", ln("ln2", x1), D, 2 * D));
   n.g.add_output("y", n.b.add(x1, n.linear("fc2", m, 2 * D, D)));
-  check("transformer", n, true);
+  check_coreml_gradients("transformer", n, true);
 }
 
 }  // namespace

@@ -17,10 +17,11 @@
 #include "rlx/rlx.h"
 #include "support/testing.h"
 
-namespace rlx {
+namespace rlx::autodiff_fd_test {
 namespace {
 
 using Ints = std::vector<int64_t>;
+using testing::dot;
 
 struct In {
   Dims dims;
@@ -472,12 +473,6 @@ Sample build(const Case& c, uint64_t& seed) {
   return s;
 }
 
-double dot(const Tensor& a, const Tensor& b) {
-  double d = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) d += a.item_as_double(i) * b.item_as_double(i);
-  return d;
-}
-
 // Largest |analytic - fd| / max(1, |fd|) over every element of every float input.
 double max_fd_error(const Case& c, uint64_t& seed) {
   Sample s = build(c, seed);
@@ -611,4 +606,4 @@ TEST(AutodiffFD, GapsAreTheListedOnes) {
 }
 
 }  // namespace
-}  // namespace rlx
+}  // namespace rlx::autodiff_fd_test

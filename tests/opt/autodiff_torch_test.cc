@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path export_models(const std::vector<std::string>& names) {
+fs::path export_autodiff_models(const std::vector<std::string>& names) {
   const fs::path dir =
       fs::temp_directory_path() / ("rlx_autodiff_models_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -84,7 +84,7 @@ void check_model(const fs::path& d, const std::string& name) {
 TEST(AutodiffTorch, ModelGradientsMatchAutograd) {
   const std::vector<std::string> names{"mlp",  "cnn",       "transformer", "gpt", "cnn_groupnorm",
                                        "lstm", "lstm_proj", "gru",         "rnn"};
-  const fs::path dir = export_models(names);
+  const fs::path dir = export_autodiff_models(names);
   for (const auto& name : names) {
     try {
       check_model(dir / name, name);

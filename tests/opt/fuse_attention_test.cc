@@ -8,7 +8,7 @@
 #include "opt/pass_test_util.h"
 #include "opt/passes.h"
 
-namespace rlx {
+namespace rlx::fuse_attention_test {
 namespace {
 
 using testing::count_op;
@@ -112,4 +112,4 @@ TEST(AttentionPass, LeavesAMaskThatHidesAWholeRowOrAMildFill) {
 }
 
 }  // namespace
-}  // namespace rlx
+}  // namespace rlx::fuse_attention_test

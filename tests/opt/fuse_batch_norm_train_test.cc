@@ -14,13 +14,8 @@
 namespace rlx {
 namespace {
 
+using testing::count_op;
 using testing::random_tensor;
-
-int count(const Graph& g, Op op) {
-  int k = 0;
-  for (const Node& n : g.nodes()) k += n.op == op;
-  return k;
-}
 
 // The input count of the graph's (first) batch_norm_train node; 0 without one.
 size_t bn_inputs(const Graph& g) {
@@ -72,10 +67,10 @@ TEST(BnTrainPass, FusesTheDecompositionWithTheSameValuesAndGradients) {
     SCOPED_TRACE(dims_str(xd));
     const Decomposed d = decomposition(xd);
     const Graph fused = opt::fuse_batch_norm_training(d.g);
-    EXPECT_EQ(count(fused, Op::BatchNormTrain), 1) << to_text(fused);
-    EXPECT_EQ(count(fused, Op::Rsqrt), 0) << to_text(fused);
-    EXPECT_EQ(count(fused, Op::ReduceMean), 0) << to_text(fused);
-    EXPECT_EQ(count(fused, Op::ReduceSum), 1) << to_text(fused);  // the loss's
+    EXPECT_EQ(count_op(fused, Op::BatchNormTrain), 1) << to_text(fused);
+    EXPECT_EQ(count_op(fused, Op::Rsqrt), 0) << to_text(fused);
+    EXPECT_EQ(count_op(fused, Op::ReduceMean), 0) << to_text(fused);
+    EXPECT_EQ(count_op(fused, Op::ReduceSum), 1) << to_text(fused);  // the loss's
     // The affine too: gamma and beta as the node's inputs, in their own [C] shape.
     EXPECT_EQ(bn_inputs(fused), 3u) << to_text(fused);
     const int64_t C = xd[1];
@@ -113,7 +108,7 @@ TEST(BnTrainPass, LeavesOtherGraphsAlone) {
   g.add_output("y",
                b.mul(d, b.unary(Op::Rsqrt, b.add(b.reduce(Op::ReduceMean, b.mul(d, d), {2}, true),
                                                  b.scalar(1e-5f)))));
-  EXPECT_EQ(count(opt::fuse_batch_norm_training(g), Op::BatchNormTrain), 0);
+  EXPECT_EQ(count_op(opt::fuse_batch_norm_training(g), Op::BatchNormTrain), 0);
 }
 
 TEST(BnTrainPass, KeepsAnAffineWhoseInputHasOtherUses) {
@@ -131,8 +126,8 @@ TEST(BnTrainPass, KeepsAnAffineWhoseInputHasOtherUses) {
   g.add_output("xhat", xhat);
   const Graph fused = opt::fuse_batch_norm_training(g);
   EXPECT_EQ(bn_inputs(fused), 1u) << to_text(fused);
-  EXPECT_EQ(count(fused, Op::BatchNormTrain), 1) << to_text(fused);
-  EXPECT_EQ(count(fused, Op::Mul), 1) << to_text(fused);
+  EXPECT_EQ(count_op(fused, Op::BatchNormTrain), 1) << to_text(fused);
+  EXPECT_EQ(count_op(fused, Op::Mul), 1) << to_text(fused);
 }
 
 TEST(NormBatchTrain, KernelsMatchTheirPrimitives) {

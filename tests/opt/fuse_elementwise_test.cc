@@ -16,8 +16,7 @@ namespace rlx {
 namespace {
 using testing::count_op;
 using testing::random_tensor;
-
-Shape S(Dims d, DType t = DType::F32) { return Shape(std::move(d), t); }
+using testing::S;
 
 const Node* only(const Graph& g, Op op) {
   const Node* found = nullptr;

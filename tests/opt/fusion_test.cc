@@ -12,17 +12,16 @@ namespace rlx {
 namespace {
 using testing::count_op;
 using testing::random_tensor;
+using testing::S;
 
-Shape S(Dims d) { return Shape(std::move(d), DType::F32); }
-
-struct Model {
+struct FusionModel {
   Graph g;
   TensorMap weights, inputs;
 };
 
 // x @ w1^T + b1 -> gelu -> @ w2^T + b2 -> (tanh, and read a second time).
-Model mlp() {
-  Model m;
+FusionModel gelu_mlp() {
+  FusionModel m;
   Builder b(m.g);
   NodeId x = b.input("x", S({3, 8}));
   NodeId w1 = b.param("w1", S({16, 8})), b1 = b.param("b1", S({16}));
@@ -40,8 +39,8 @@ Model mlp() {
 }
 
 // conv -> batch_norm -> relu -> depthwise conv -> clamp(0, 6) -> 1x1 conv -> + residual.
-Model cnn() {
-  Model m;
+FusionModel cnn() {
+  FusionModel m;
   Builder b(m.g);
   NodeId x = b.input("x", S({1, 3, 12, 12}));
   NodeId w = b.param("w", S({8, 3, 3, 3}));
@@ -68,7 +67,7 @@ Model cnn() {
 }
 
 TEST(Fusion, EpilogueFusesBiasAndActivationIntoMatmul) {
-  const Model m = mlp();
+  const FusionModel m = gelu_mlp();
   const Graph g = testing::compiled_graph(m.g, m.weights);
   EXPECT_EQ(count_op(g, Op::MatMul), 2);
   EXPECT_EQ(count_op(g, Op::Add), 0) << to_text(g);
@@ -89,7 +88,7 @@ TEST(Fusion, MatmulResidualAddsFuse) {
   // A transformer's projection + skip connection (with its bias, then a relu
   // after the add), a 3-d input, and batched products with their own b (each
   // product's residual is its own block of the output).
-  Model m;
+  FusionModel m;
   Builder b(m.g);
   NodeId x = b.input("x", S({2, 5, 8}));
   NodeId w = b.param("w", S({8, 8})), bias = b.param("b", S({8}));
@@ -121,7 +120,7 @@ TEST(Fusion, AnActivationAfterAViewFusesAndTheViewMovesAfterIt) {
   // torch's addmm -> view -> gelu (GPT-2's MLP), with the bias already an
   // input of the matmul (addmm's import) and as a separate add.
   for (bool bias_input : {true, false}) {
-    Model m;
+    FusionModel m;
     Builder b(m.g);
     NodeId x = b.input("x", S({6, 8}));
     NodeId w = b.param("w", S({16, 8})), bias = b.param("b", S({16}));
@@ -144,7 +143,7 @@ TEST(Fusion, AnActivationAfterAViewFusesAndTheViewMovesAfterIt) {
 }
 
 TEST(Fusion, ConvBatchNormAndActivationsBecomeConvs) {
-  const Model m = cnn();
+  const FusionModel m = cnn();
   const Graph g = testing::compiled_graph(m.g, m.weights);
   EXPECT_EQ(count_op(g, Op::BatchNorm), 0) << to_text(g);
   // relu reads the folded conv only (its own output is read twice): it fuses.
@@ -202,7 +201,7 @@ TEST(Fusion, ConvResidualFusesOnEveryConvPath) {
   };
   uint64_t seed = 70;
   for (const Case& c : cases) {
-    Model m;
+    FusionModel m;
     Builder b(m.g);
     const int64_t k = c.w[2], pad = k / 2;
     NodeId x = b.input("x", Shape(c.x, c.dt));
@@ -253,8 +252,8 @@ TEST(Fusion, ConvResidualNeedsAConvReadOnlyByTheAdd) {
 // affine, scalars) -> x * clamp(x + 3, 0, 6) / 6 (hardswish) -> * c -> + d
 // -> 1x1 conv. The affine folds into the conv, the hardswish becomes one
 // hard_swish node and then the conv's epilogue; the second affine stays.
-Model lcnet_block() {
-  Model m;
+FusionModel lcnet_block() {
+  FusionModel m;
   Builder b(m.g);
   NodeId x = b.input("x", S({1, 4, 10, 10}));
   auto scalar = [&](float v) {
@@ -278,7 +277,7 @@ Model lcnet_block() {
 }
 
 TEST(Fusion, ConvAffineAndHardSwishFoldIntoTheConv) {
-  const Model m = lcnet_block();
+  const FusionModel m = lcnet_block();
   // (elementwise off: it would fuse the mul and add these counts look at)
   const Graph g = testing::compiled_graph(m.g, m.weights, {"elementwise"});
   EXPECT_EQ(count_op(g, Op::Clamp), 0) << to_text(g);

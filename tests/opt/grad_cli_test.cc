@@ -11,6 +11,7 @@ namespace rlx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::has;
 using testing::run_cli;
 
 // y = x @ w^T + b; loss = sum(y * y). The gradients by hand: dy = 2y (or the
@@ -82,10 +83,6 @@ class GradCli : public ::testing::Test {
   static inline fs::path dir_;
   static inline Tensor x_, w_, b_, ct_, ct2_;
 };
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 TEST_F(GradCli, LossModelWritesEveryGradient) {
   const auto r = run_cli("grad " + path("loss") + " --inputs " + path("in.safetensors") +

@@ -13,6 +13,7 @@ namespace rlx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::has;
 using testing::run_cli;
 
 class PassCli : public ::testing::Test {
@@ -37,10 +38,6 @@ class PassCli : public ::testing::Test {
   static std::string path(const std::string& name) { return (dir_ / name).string(); }
   static inline fs::path dir_;
 };
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 TEST_F(PassCli, PassesListsThePipeline) {
   auto r = run_cli("inspect " + path("m") + " --passes --disable-pass cse");

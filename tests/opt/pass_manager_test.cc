@@ -11,8 +11,7 @@ namespace {
 
 using testing::count_op;
 using testing::random_tensor;
-
-Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
+using testing::S;
 
 std::vector<std::string> names(const std::vector<PassInfo>& v, bool enabled_only) {
   std::vector<std::string> r;

@@ -1,5 +1,6 @@
-// Helpers for pass tests: op counts, the graph after one pass of a real
-// compile, and running a graph with some passes disabled.
+// Helpers for pass tests: the graph after one pass of a real compile, and
+// running a graph with some passes disabled (op counts: count_op in
+// support/testing.h).
 #pragma once
 #include <optional>
 #include <string>
@@ -8,12 +9,6 @@
 #include "support/testing.h"
 
 namespace rlx::testing {
-
-inline int count_op(const Graph& g, Op op) {
-  int k = 0;
-  for (const Node& n : g.nodes()) k += n.op == op;
-  return k;
-}
 
 // Compiles with `disabled` passes off; the optimized graph.
 inline Graph compiled_graph(const Graph& g, const TensorMap& weights,

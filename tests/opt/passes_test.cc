@@ -9,12 +9,9 @@ namespace rlx {
 namespace {
 
 using testing::all_equal;
-
-Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
-
-Tensor f32(const Dims& d, std::vector<float> v) {
-  return Tensor::from_vector<float>(d, v, DType::F32);
-}
+using testing::count_op;
+using testing::f32;
+using testing::S;
 
 // A tiny reference evaluator: same-shape f32 add/mul, relu, and full. Counts calls.
 struct TestEval {
@@ -45,12 +42,6 @@ opt::Evaluator evaluator(TestEval& e) {
   return [&e](const Node& n, std::span<const Tensor> in) { return std::vector<Tensor>{e(n, in)}; };
 }
 
-int count(const Graph& g, Op op) {
-  int k = 0;
-  for (const Node& n : g.nodes()) k += n.op == op;
-  return k;
-}
-
 TEST(Passes, FoldsConstantSubgraphsKeepingNamesAndOutputs) {
   Graph g;
   Builder b(g);
@@ -68,8 +59,8 @@ TEST(Passes, FoldsConstantSubgraphsKeepingNamesAndOutputs) {
   Graph f = opt::fold_constants(g, evaluator(ev), 1 << 20);
   EXPECT_EQ(ev.calls, 2);
   EXPECT_EQ(f.size(), g.size());  // folding replaces; DCE removes
-  EXPECT_EQ(count(f, Op::Mul), 0);
-  EXPECT_EQ(count(f, Op::Add), 1);
+  EXPECT_EQ(count_op(f, Op::Mul), 0);
+  EXPECT_EQ(count_op(f, Op::Add), 1);
   const Node& folded_s = f.node(3);
   EXPECT_EQ(folded_s.op, Op::Constant);
   EXPECT_EQ(folded_s.name, "s");
@@ -102,12 +93,12 @@ TEST(Passes, FoldRespectsSizeLimitAndReportsErrors) {
   g.add_output("s", b.relu(small));
   TestEval ev;
   Graph f = opt::fold_constants(g, evaluator(ev), 100);
-  EXPECT_EQ(count(f, Op::Full), 1);  // the 256-byte full stays a full
-  EXPECT_EQ(count(f, Op::Relu), 1);
-  EXPECT_EQ(count(f, Op::Constant), 2);
+  EXPECT_EQ(count_op(f, Op::Full), 1);  // the 256-byte full stays a full
+  EXPECT_EQ(count_op(f, Op::Relu), 1);
+  EXPECT_EQ(count_op(f, Op::Constant), 2);
   EXPECT_TRUE(all_equal(f.node(f.outputs()[1].node).value, f32({2}, {3, 3})));
   Graph all = opt::fold_constants(g, evaluator(ev), 1 << 20);
-  EXPECT_EQ(count(all, Op::Constant), 4);
+  EXPECT_EQ(count_op(all, Op::Constant), 4);
 
   Graph bad;
   Builder bb(bad);
@@ -151,12 +142,12 @@ TEST(Passes, CseMergesEqualNodesOnly) {
   g.add_output("f", b.add(big1, big2));
   Graph c = opt::eliminate_common_subexpressions(g);
   EXPECT_NO_THROW(c.verify());
-  EXPECT_EQ(count(c, Op::Input), 2);
-  EXPECT_EQ(count(c, Op::Relu), 2);     // relu(x) once, relu(x2)
-  EXPECT_EQ(count(c, Op::Softmax), 2);  // axis 0 and axis -1
-  EXPECT_EQ(count(c, Op::Param), 2);    // params are never merged
+  EXPECT_EQ(count_op(c, Op::Input), 2);
+  EXPECT_EQ(count_op(c, Op::Relu), 2);     // relu(x) once, relu(x2)
+  EXPECT_EQ(count_op(c, Op::Softmax), 2);  // axis 0 and axis -1
+  EXPECT_EQ(count_op(c, Op::Param), 2);    // params are never merged
   // c1 == c2 merge; ci and cf differ by dtype; big constants compare by identity.
-  EXPECT_EQ(count(c, Op::Constant), 5);
+  EXPECT_EQ(count_op(c, Op::Constant), 5);
   auto out = [&](const char* name) {
     for (const auto& o : c.outputs())
       if (o.name == name) return o.node;
@@ -183,8 +174,8 @@ TEST(Passes, DceDropsUnusedNodesButKeepsInputs) {
   Graph d = opt::eliminate_dead_code(g);
   EXPECT_NO_THROW(d.verify());
   EXPECT_EQ(d.size(), 4u);  // x, unused, w, mul
-  EXPECT_EQ(count(d, Op::Input), 2);
-  EXPECT_EQ(count(d, Op::Param), 1);
+  EXPECT_EQ(count_op(d, Op::Input), 2);
+  EXPECT_EQ(count_op(d, Op::Param), 1);
   EXPECT_EQ(d.node(2).name, "w");
   ASSERT_EQ(d.outputs().size(), 2u);
   EXPECT_EQ(d.outputs()[0].name, "y");

@@ -10,8 +10,7 @@ namespace {
 
 using testing::count_op;
 using testing::random_tensor;
-
-Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
+using testing::S;
 
 Tensor splat(const Dims& d, float v, DType t = DType::F32) {
   return Tensor::from_vector<float>(d, std::vector<float>(size_t(numel(d)), v), DType::F32).to(t);

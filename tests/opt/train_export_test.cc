@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void expect_close(const Tensor& got, const Tensor& want, const std::string& what, double rel) {
+void expect_parity(const Tensor& got, const Tensor& want, const std::string& what, double rel) {
   ASSERT_EQ(got.dims(), want.dims()) << what;
   const testing::Parity p = testing::parity(got, want);
   EXPECT_GE(p.cosine, 0.9999) << what;
@@ -30,7 +30,7 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
       << what << " max|err| " << p.max_abs << " max|ref| " << p.max_ref;
 }
 
-void check_forward(const Model& m, const fs::path& d, bool has_bn) {
+void check_exported_forward(const Model& m, const fs::path& d, bool has_bn) {
   const TensorMap ref = read_safetensors((d / "reference.safetensors").string());
   TensorMap feed;
   std::set<std::string> inputs;
@@ -55,7 +55,7 @@ void check_forward(const Model& m, const fs::path& d, bool has_bn) {
   for (const auto& [name, t] : got) {
     const Tensor& want = ref.at("out::" + name);
     if (is_float(want.dtype()))
-      expect_close(t, want, name, 1e-5);
+      expect_parity(t, want, name, 1e-5);
     else
       EXPECT_TRUE(testing::all_equal(t, want)) << name;  // num_batches_tracked
   }
@@ -75,7 +75,7 @@ void check_gradients(Model m, const fs::path& d) {
   size_t checked = 0;
   for (const auto& [key, w] : want) {
     ASSERT_TRUE(got.count(key)) << "rlx has no " << key;
-    expect_close(got.at(key), w, key, 1e-4);
+    expect_parity(got.at(key), w, key, 1e-4);
     ++checked;
   }
   for (const std::string& g : gg.grads)
@@ -98,7 +98,7 @@ TEST(TrainExport, ForwardAndGradientsMatchTorch) {
     SCOPED_TRACE(name);
     try {
       Model m = load_model((dir / name).string());
-      check_forward(m, dir / name, name != "embed_mlp");
+      check_exported_forward(m, dir / name, name != "embed_mlp");
       check_gradients(std::move(m), dir / name);
     } catch (const std::exception& e) {
       ADD_FAILURE() << e.what();
@@ -114,7 +114,7 @@ TEST(TrainExport, ForwardAndGradientsMatchTorch) {
   const TensorMap want = read_safetensors((d / "grads.safetensors").string());
   for (const auto& [key, w] : want) {
     ASSERT_TRUE(cli.count(key)) << key << "\n" << r.output;
-    expect_close(cli.at(key), w, "cli " + key, 1e-4);
+    expect_parity(cli.at(key), w, "cli " + key, 1e-4);
   }
   fs::remove_all(dir);
 }

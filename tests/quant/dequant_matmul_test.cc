@@ -70,20 +70,20 @@ Tensor random_weight(GgmlType t, int64_t N, int64_t K, uint32_t seed) {
   return w;
 }
 
-struct Ref {
+struct DequantRef {
   std::vector<double> y, absdot, qerr;  // per output: value, sum|w x|, Q8 half-step bound
 };
 
 // Double reference, with the error-bound terms of the header comment.
-Ref reference(GgmlType t, const Tensor& w, const Tensor& x, const float* bias, int64_t N,
-              int64_t K) {
+DequantRef dequant_reference(GgmlType t, const Tensor& w, const Tensor& x, const float* bias,
+                             int64_t N, int64_t K) {
   const int64_t M = x.numel() / K;
   const size_t rb = quant::row_size(t, K);
   std::vector<float> wf(size_t(N * K));
   for (int64_t n = 0; n < N; ++n)
     quant::dequantize(t, w.data<uint8_t>() + n * rb, wf.data() + n * K, K);
   const int64_t ab = quant::traits(quant::traits(t).vec_dot_type).block_size;
-  Ref r;
+  DequantRef r;
   r.y.resize(size_t(M * N));
   r.absdot = r.qerr = r.y;
   const float* xp = x.data<float>();
@@ -120,7 +120,7 @@ Tensor dmm(GgmlType t, const Tensor& x, const Tensor& w, const Tensor* bias, int
                 {{"scheme", std::string(quant::traits(t).name)}, {"k", int64_t(K)}});
 }
 
-void check(GgmlType t, const Tensor& got, const Ref& r, const std::string& what) {
+void check_dequant(GgmlType t, const Tensor& got, const DequantRef& r, const std::string& what) {
   const char* name = quant::traits(t).name;
   ASSERT_EQ(got.dtype(), DType::F32);
   ASSERT_EQ(size_t(got.numel()), r.y.size()) << name;
@@ -170,8 +170,8 @@ TEST(DequantMatmul, EveryTypeMatchesDoubleReference) {
     const Tensor bias = random_tensor({N}, DType::F32, 3);
     for (const Dims& xd : {Dims{K}, Dims{2, 3, K}, Dims{70, K}}) {
       const Tensor x = random_tensor(xd, DType::F32, 11 + uint64_t(xd.size()));
-      const Ref r = reference(t, w, x, bias.data<float>(), N, K);
-      check(t, dmm(t, x, w, &bias, K), r, "x rank " + std::to_string(xd.size()));
+      const DequantRef r = dequant_reference(t, w, x, bias.data<float>(), N, K);
+      check_dequant(t, dmm(t, x, w, &bias, K), r, "x rank " + std::to_string(xd.size()));
     }
     ++n_types;
   }
@@ -186,7 +186,7 @@ TEST(DequantMatmul, DirectKernelsLargeKAndNoBias) {
     const int64_t K = 4096, N = 19;
     const Tensor w = random_weight(t, N, K, 5);
     const Tensor x = random_tensor({3, K}, DType::F32, 9, -2, 2);
-    check(t, dmm(t, x, w, nullptr, K), reference(t, w, x, nullptr, N, K), "K=4096");
+    check_dequant(t, dmm(t, x, w, nullptr, K), dequant_reference(t, w, x, nullptr, N, K), "K=4096");
   }
 }
 
@@ -199,7 +199,8 @@ TEST(DequantMatmul, PortablePathMatches) {
     const int64_t K = 512, N = 9;
     const Tensor w = random_weight(t, N, K, 21);
     const Tensor x = random_tensor({4, K}, DType::F32, 22);
-    check(t, dmm(t, x, w, nullptr, K), reference(t, w, x, nullptr, N, K), "portable");
+    check_dequant(t, dmm(t, x, w, nullptr, K), dequant_reference(t, w, x, nullptr, N, K),
+                  "portable");
   }
   quant::detail::force_portable_vec_dot(false);
 }
@@ -233,7 +234,8 @@ TEST(DequantMatmul, F16InputUpcasts) {
   const Tensor x16f = x16.to(DType::F32);
   const Tensor got = dmm(GgmlType::Q8_0, x16, w, nullptr, K);
   EXPECT_EQ(got.dims(), (Dims{2, N}));
-  check(GgmlType::Q8_0, got, reference(GgmlType::Q8_0, w, x16f, nullptr, N, K), "f16 x");
+  check_dequant(GgmlType::Q8_0, got, dequant_reference(GgmlType::Q8_0, w, x16f, nullptr, N, K),
+                "f16 x");
 }
 
 TEST(DequantMatmul, EmptyAndZeroK) {

@@ -9,14 +9,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "rlx/quant.h"
+#include "support/testing.h"
 
 namespace rlx::quant {
 namespace {
+
+using testing::randn;
 
 struct GgmlCpuTraits {  // struct ggml_type_traits_cpu (ggml-cpu.h)
   void (*from_float)(const float*, void*, int64_t);
@@ -57,14 +59,6 @@ GetCpuTraits ggml_cpu() {
       GTEST_SKIP() << "ggml-cpu (haswell) not found beside " << base_path();                    \
     }                                                                                           \
   } while (0)
-
-std::vector<float> randn(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 TEST(GgmlVecDot, ActivationQuantizationBitExact) {
   NEED_GGML_CPU();

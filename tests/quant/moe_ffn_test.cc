@@ -52,7 +52,7 @@ Experts make_experts(GgmlType gate, GgmlType up, GgmlType down, uint32_t seed) {
   return e;
 }
 
-double act(double g, bool gelu) {
+double expert_act(double g, bool gelu) {
   if (!gelu) return g / (1 + std::exp(-g));
   return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)));
 }
@@ -75,8 +75,8 @@ std::vector<float> as_multiplied(std::vector<float> v, GgmlType t, int64_t M) {
   return v;
 }
 
-std::vector<double> reference(const Experts& e, const Tensor& x, const Tensor& ids, const Tensor& w,
-                              bool gelu) {
+std::vector<double> moe_reference(const Experts& e, const Tensor& x, const Tensor& ids,
+                                  const Tensor& w, bool gelu) {
   const int64_t T = x.dims()[0];
   std::vector<double> y(size_t(T * kD), 0.0);
   std::vector<float> h(kF);
@@ -94,7 +94,7 @@ std::vector<double> reference(const Experts& e, const Tensor& x, const Tensor& i
         const float* ur = e.f[1].data() + (ex * kF + n) * kD;
         for (int64_t k = 0; k < kD; ++k)
           g += double(gr[k]) * xg[size_t(k)], u += double(ur[k]) * xu[size_t(k)];
-        h[size_t(n)] = float(act(g, gelu) * u);
+        h[size_t(n)] = float(expert_act(g, gelu) * u);
       }
       const std::vector<float> hd = as_multiplied(h, e.type[2], M);
       for (int64_t n = 0; n < kD; ++n) {
@@ -143,9 +143,9 @@ TensorMap routing(int64_t T, uint32_t seed) {
   return {{"x", testing::random_tensor({T, kD}, DType::F32, seed, -1, 1)}, {"ids", ids}, {"w", w}};
 }
 
-void check(const Experts& e, int64_t T, bool gelu, const std::string& what) {
+void check_moe(const Experts& e, int64_t T, bool gelu, const std::string& what) {
   const TensorMap in = routing(T, uint32_t(T) * 7 + 1);
-  const std::vector<double> want = reference(e, in.at("x"), in.at("ids"), in.at("w"), gelu);
+  const std::vector<double> want = moe_reference(e, in.at("x"), in.at("ids"), in.at("w"), gelu);
   const TensorMap weights{{"gate", e.w[0]}, {"up", e.w[1]}, {"down", e.w[2]}};
   const Tensor got = testing::run_graph(moe_graph(e, gelu), in, weights).at("y");
   ASSERT_EQ(got.dims(), (Dims{T, kD})) << what;
@@ -180,7 +180,7 @@ TEST(MoeFfn, MatchesDoubleReferenceOnEveryPath) {
         const std::string what = std::string(quant::traits(k.gate).name) + "/" +
                                  quant::traits(k.down).name + " " + isa_name(isa) +
                                  " T=" + std::to_string(T);
-        check(e, T, false, what);
+        check_moe(e, T, false, what);
       }
     }
   }
@@ -188,8 +188,8 @@ TEST(MoeFfn, MatchesDoubleReferenceOnEveryPath) {
 
 TEST(MoeFfn, GeluTanhExperts) {
   const Experts e = make_experts(GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, 5);
-  check(e, 3, true, "gelu_tanh decode");
-  check(e, 20, true, "gelu_tanh prefill");
+  check_moe(e, 3, true, "gelu_tanh decode");
+  check_moe(e, 20, true, "gelu_tanh prefill");
 }
 
 TEST(MoeFfn, ExpertIdOutOfRangeIsAnError) {

@@ -25,8 +25,8 @@ namespace {
 using quant::GgmlType;
 using quant::qgemm::Path;
 
-const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                           GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kQgemmTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 using testing::IsaLimit;
 
@@ -42,7 +42,7 @@ std::vector<std::pair<Path, Isa>> paths() {
 }
 
 TEST(DequantMatmulQgemm, DecodeMatchesDequantize) {
-  for (GgmlType t : kTypes) {
+  for (GgmlType t : kQgemmTypes) {
     const auto f = quant::qgemm::format(t);
     ASSERT_GT(f.group, 0) << quant::traits(t).name;
     const int64_t K = 512, N = 6;
@@ -72,7 +72,7 @@ TEST(DequantMatmulQgemm, MatchesVecDotOnEveryPath) {
   for (const auto& [path, isa] : ps) {
     IsaLimit lim(isa);
     ASSERT_EQ(quant::qgemm::path_for(GgmlType::Q4_K), path);
-    for (GgmlType t : kTypes) {
+    for (GgmlType t : kQgemmTypes) {
       const auto& tr = quant::traits(t);
       const auto& ta = quant::traits(tr.vec_dot_type);
       const bool kq = tr.block_size == 256;
@@ -134,7 +134,7 @@ TEST(DequantMatmulQgemm, ExtremeValuesDoNotSaturate) {
   if (ps.empty()) GTEST_SKIP() << "no AVX2";
   for (const auto& [path, isa] : ps) {
     IsaLimit lim(isa);
-    for (GgmlType t : kTypes) {
+    for (GgmlType t : kQgemmTypes) {
       const auto& tr = quant::traits(t);
       const int64_t M = 4, N = 8, K = 512;
       const size_t rb = quant::row_size(t, K);
@@ -170,7 +170,7 @@ TEST(DequantMatmulQgemm, OpPrefillEqualsRowByRow) {
   if (ps.empty()) GTEST_SKIP() << "no AVX2";
   for (const auto& [path, isa] : ps) {
     IsaLimit lim(isa);
-    for (GgmlType t : kTypes) {
+    for (GgmlType t : kQgemmTypes) {
       const auto& tr = quant::traits(t);
       const int64_t M = 24, N = 45, K = 512;
       const auto wb = testing::random_quant_rows(t, N, K, 17);

@@ -10,17 +10,12 @@
 #include "rlx/dtype.h"
 #include "rlx/error.h"
 #include "rlx/quant.h"
+#include "support/testing.h"
 
 namespace rlx::quant {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using testing::randn;
 
 TEST(QuantTraits, TableMatchesFormatFacts) {
   struct Want {

@@ -28,7 +28,7 @@ using quant::GroupKernel;
 using testing::IsaLimit;
 
 // A quantized activation row and its per-block data.
-struct Act {
+struct ActRow {
   std::vector<uint8_t> q8;
   std::vector<float> d;
   std::vector<int32_t> sum;
@@ -36,10 +36,10 @@ struct Act {
 };
 
 // x quantized to the vec_dot_type of weight type t (Q8_0 or Q8_K).
-Act activation(GgmlType t, const std::vector<float>& x) {
+ActRow activation(GgmlType t, const std::vector<float>& x) {
   const int64_t K = int64_t(x.size());
   const GgmlType at = quant::traits(t).vec_dot_type;
-  Act a;
+  ActRow a;
   a.q8.resize(quant::row_size(at, K));
   a.d.resize(size_t(quant::group_activation_entries(K)));
   a.sum.resize(size_t(quant::group_activation_entries(K)));
@@ -48,7 +48,7 @@ Act activation(GgmlType t, const std::vector<float>& x) {
   return a;
 }
 
-Act random_activation(GgmlType t, int64_t K, uint32_t seed) {
+ActRow random_activation(GgmlType t, int64_t K, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-2.f, 2.f);
   std::vector<float> x(static_cast<size_t>(K));
@@ -57,7 +57,7 @@ Act random_activation(GgmlType t, int64_t K, uint32_t seed) {
 }
 
 // Row n . a in double from the dequantized quants (the same 8-bit activations).
-double exact_dot(GgmlType t, const uint8_t* row, const Act& a, int64_t K, double* mag) {
+double exact_dot(GgmlType t, const uint8_t* row, const ActRow& a, int64_t K, double* mag) {
   std::vector<float> w(static_cast<size_t>(K)), x(static_cast<size_t>(K));
   quant::dequantize(t, row, w.data(), K);
   quant::dequantize(quant::traits(t).vec_dot_type, a.q8.data(), x.data(), K);
@@ -105,14 +105,14 @@ TEST(RowGroups, LayoutHoldsEveryRowsScalesAndQuants) {
   }
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                               GgmlType::Q6_K};
+constexpr GgmlType kRowGroupTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K,
+                                       GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Every SIMD kernel equals the portable one bit for bit, and all are within
 // f32 rounding of the double dot of the same quants.
 TEST(RowGroups, KernelsEqualThePortableOneAndTheExactDot) {
   const auto kernels = simd_kernels();
-  for (GgmlType t : kTypes)
+  for (GgmlType t : kRowGroupTypes)
     for (auto [N, K] :
          {std::pair<int64_t, int64_t>{1, 32}, {15, 64}, {16, 768}, {17, 4096}, {45, 2304}}) {
       K = (K + quant::traits(t).block_size - 1) / quant::traits(t).block_size *
@@ -120,7 +120,7 @@ TEST(RowGroups, KernelsEqualThePortableOneAndTheExactDot) {
       const size_t rb = quant::row_size(t, K);
       const auto w = testing::random_quant_rows(t, N, K, uint32_t(N + K));
       const quant::RowGroups rg = quant::make_row_groups(t, w.data(), rb, N, K);
-      const Act a = random_activation(t, K, uint32_t(K));
+      const ActRow a = random_activation(t, K, uint32_t(K));
       std::vector<float> ref(static_cast<size_t>(N));
       quant::gemv_row_groups(GroupKernel::portable, rg, a.view(), 0, rg.groups(), ref.data());
       for (int64_t n = 0; n < N; ++n) {
@@ -170,8 +170,8 @@ TEST(RowGroups, ExtremeQuantsDoNotSaturate) {
   const int64_t N = 16, K = 256;
   std::vector<float> x(static_cast<size_t>(K));
   for (int64_t k = 0; k < K; ++k) x[size_t(k)] = (k % 3 == 0) ? -1.f : 1.f;
-  for (GgmlType t : kTypes) {
-    const Act a = activation(t, x);
+  for (GgmlType t : kRowGroupTypes) {
+    const ActRow a = activation(t, x);
     const size_t rb = quant::row_size(t, K), bb = quant::traits(t).type_size;
     std::vector<uint8_t> w(size_t(N) * rb);
     for (int64_t n = 0; n < N; ++n)
@@ -210,7 +210,7 @@ TEST(RowGroups, DequantMatmulOnAConstantWeightMatchesTheFileLayout) {
   for (Isa isa : {Isa::avx512, Isa::avx2, Isa::portable}) {
     if (isa > detected_isa()) continue;
     IsaLimit lim(isa);
-    for (GgmlType t : kTypes)
+    for (GgmlType t : kRowGroupTypes)
       for (int64_t M : {1, 3}) {
         const int64_t N = 70, K = 512;
         const auto& tr = quant::traits(t);

@@ -11,6 +11,8 @@ namespace rlx {
 namespace {
 
 using testing::error_of;
+using testing::i64;
+using testing::values;
 
 const Shape kVec({Dim::symbol("n")}, DType::F32);
 
@@ -26,8 +28,6 @@ Tensor vec(std::vector<float> v) {
   return Tensor::from_vector<float>({n}, std::move(v), DType::F32);
 }
 Tensor flag(bool v) { return Tensor::from_vector<uint8_t>({}, {uint8_t(v)}, DType::Bool); }
-Tensor i64(int64_t v) { return Tensor::from_vector<int64_t>({}, {v}, DType::I64); }
-std::vector<float> floats(const Tensor& t) { return t.contiguous().to_f32_vector(); }
 
 // y = relu(if c: x + 1 else: concat(x, x)) * 2, and its sum: the branches give different dims.
 Graph if_graph(bool with_else = true) {
@@ -61,14 +61,14 @@ TEST(ControlIf, RunsTheTakenBranchAndPlansTheRestForItsDims) {
       const TensorMap out = s.run({{"c", flag(c)}, {"x", vec({-3.f, 1.f, 2.f})}});
       const std::vector<float> want =
           c ? std::vector<float>{0.f, 4.f, 6.f} : std::vector<float>{0.f, 2.f, 4.f, 0.f, 2.f, 4.f};
-      EXPECT_EQ(floats(out.at("y")), want);
-      EXPECT_EQ(floats(out.at("sum")), (std::vector<float>{c ? 10.f : 12.f}));
+      EXPECT_EQ(values(out.at("y")), want);
+      EXPECT_EQ(values(out.at("sum")), (std::vector<float>{c ? 10.f : 12.f}));
     }
 }
 
 TEST(ControlIf, ABranchWithoutABodyFailsOnlyTheRunsThatTakeIt) {
   Session s(Executable::compile(if_graph(/*with_else=*/false), {}));
-  EXPECT_EQ(floats(s.run({{"c", flag(true)}, {"x", vec({1.f})}}).at("y")),
+  EXPECT_EQ(values(s.run({{"c", flag(true)}, {"x", vec({1.f})}}).at("y")),
             (std::vector<float>{4.f}));
   const std::string e = error_of([&] { s.run({{"c", flag(false)}, {"x", vec({1.f})}}); });
   EXPECT_NE(e.find("the else branch did not lower at import: the else branch needs a 16 kHz"),
@@ -141,10 +141,10 @@ void check_loop(Session& s, int64_t trips, float limit) {
     ++steps;
     if (!(acc[0] + acc[1] < limit)) break;
   }
-  EXPECT_EQ(floats(out.at("acc")), acc);
+  EXPECT_EQ(values(out.at("acc")), acc);
   EXPECT_EQ(out.at("scans").dims(), (Dims{steps, 2}));
-  EXPECT_EQ(floats(out.at("scans")), scans);
-  EXPECT_EQ(floats(out.at("last")), scans);
+  EXPECT_EQ(values(out.at("scans")), scans);
+  EXPECT_EQ(values(out.at("last")), scans);
 }
 
 TEST(ControlLoop, CarriesValuesStacksScansAndStopsOnItsCondition) {
@@ -199,9 +199,9 @@ TEST(ControlLoop, WalksScannedInputsSliceBySlice) {
     }
     const TensorMap out = s.run(
         {{"x", Tensor::from_vector<float>({t, 2}, xv, DType::F32)}, {"acc0", vec({1.f, -1.f})}});
-    EXPECT_EQ(floats(out.at("acc")), (std::vector<float>{a0, a1}));
+    EXPECT_EQ(values(out.at("acc")), (std::vector<float>{a0, a1}));
     EXPECT_EQ(out.at("sums").dims(), (Dims{t, 2}));
-    EXPECT_EQ(floats(out.at("sums")), sums);
+    EXPECT_EQ(values(out.at("sums")), sums);
   }
 }
 
@@ -215,8 +215,8 @@ TEST(ControlLoop, EvaluatesOnTensorsOutsideASession) {
                                Tensor::from_vector<float>({}, {1e9f}, DType::F32), vec({1.f, 2.f})};
   const std::vector<Tensor> out = evaluate(*make_backend("cpu"), g.node(loop), in);
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(floats(out[0]), (std::vector<float>{3.f, 6.f}));
-  EXPECT_EQ(floats(out[1]), (std::vector<float>{0.f, 0.f, 1.f, 2.f, 3.f, 6.f}));
+  EXPECT_EQ(values(out[0]), (std::vector<float>{3.f, 6.f}));
+  EXPECT_EQ(values(out[1]), (std::vector<float>{0.f, 0.f, 1.f, 2.f, 3.f, 6.f}));
 }
 
 // An if of static dims whose inputs are constants folds away at compile time.
@@ -233,7 +233,7 @@ TEST(ControlIf, FoldsWhenEveryInputIsAConstant) {
   g.add_output("y", b.add(g.result(node, 0), b.input("z", two)));
   auto exe = Executable::compile(g, {});
   for (const Node& n : exe->graph().nodes()) EXPECT_NE(n.op, Op::If) << to_text(exe->graph());
-  EXPECT_EQ(floats(Session(exe).run({{"z", vec({10.f, 20.f})}}).at("y")),
+  EXPECT_EQ(values(Session(exe).run({{"z", vec({10.f, 20.f})}}).at("y")),
             (std::vector<float>{9.f, 18.f}));
 }
 

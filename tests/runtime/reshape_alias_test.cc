@@ -11,15 +11,9 @@ namespace {
 
 using testing::all_close;
 using testing::all_equal;
+using testing::compile0;
 using testing::random_tensor;
-
-Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
-
-std::shared_ptr<Executable> compile0(const Graph& g) {
-  CompileOptions o;
-  o.opt_level = 0;  // keep every node as built
-  return Executable::compile(g, {}, o);
-}
+using testing::S;
 
 TEST(ReshapeAlias, ChainsOfReshapesTakeNoArena) {
   // relu -> 3 reshapes -> exp: only relu's result lives in the arena.

@@ -12,9 +12,9 @@ using testing::error_of;
 
 using testing::all_close;
 using testing::all_equal;
-
-Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
-Dim sym(const char* s) { return Dim::symbol(s); }
+using testing::compile0;
+using testing::S;
+using testing::sym;
 
 Plan plan(const Graph& g, const std::map<std::string, Dims>& dims) {
   return runtime::plan_memory(g, runtime::specialize(g, dims));
@@ -183,13 +183,6 @@ TEST(RuntimeSpecialize, InferenceErrorsNameTheNode) {
   EXPECT_EQ(runtime::specialize(g, {{"x", {3}}, {"y", {1}}})[2], (Dims{3}));
 }
 
-// Compiling needs no kernel for graphs without foldable work (opt_level 0).
-std::shared_ptr<Executable> compile0(const Graph& g, const TensorMap& w = {}) {
-  CompileOptions o;
-  o.opt_level = 0;
-  return Executable::compile(g, w, o);
-}
-
 TEST(RuntimeCompile, PlanIsCachedPerShape) {
   Graph g;
   Builder b(g);
@@ -306,7 +299,7 @@ TEST(RuntimeSession, ShapeErrorsAtRunTimeNameTheNode) {
 
 // ---- execution (needs the add/relu/matmul/reshape kernels)
 
-Tensor ref_matmul(const Tensor& a, const Tensor& b) {  // [m,k] @ [k,n], f32
+Tensor ref_matmul_f32(const Tensor& a, const Tensor& b) {  // [m,k] @ [k,n], f32
   const int64_t m = a.dim(0), k = a.dim(1), n = b.dim(1);
   Tensor c({m, n}, DType::F32);
   for (int64_t i = 0; i < m; ++i)
@@ -344,13 +337,13 @@ TEST(RuntimeExec, MlpMatchesReferenceAcrossBatchSizesAndOptLevels) {
     for (int64_t batch : {1, 5, 2, 5}) {
       Tensor x = testing::random_tensor({batch, 6}, DType::F32, uint64_t(batch));
       TensorMap out = s.run({{"x", x}});
-      Tensor h = ref_matmul(x, w.at("w1"));
+      Tensor h = ref_matmul_f32(x, w.at("w1"));
       for (int64_t i = 0; i < h.numel(); ++i)
         h.data<float>()[i] = std::max(0.0f, h.data<float>()[i] + w.at("b1").data<float>()[i % 8]);
       // 8-term f32 dot products against a double-accumulated reference.
       EXPECT_TRUE(all_close(out.at("h"), h, 1e-5, 1e-5)) << "batch " << batch;
-      EXPECT_TRUE(
-          all_close(out.at("flat"), ref_matmul(h, w.at("w2")).reshape({batch * 3}), 1e-5, 1e-5));
+      EXPECT_TRUE(all_close(out.at("flat"), ref_matmul_f32(h, w.at("w2")).reshape({batch * 3}),
+                            1e-5, 1e-5));
       // Arena at -O0: matmul(x, w1) and the bias add are live together (two
       // [batch,8] slots); relu is an output; the second matmul, read only by
       // the output reshape `flat`, has an output buffer that `flat` views. At

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 namespace rlx::testing {
@@ -33,6 +34,75 @@ Tensor random_tensor(const Dims& dims, DType t, uint64_t seed, double lo, double
     }
   }
   return d.to(t);
+}
+
+Tensor f32(const Dims& dims, std::vector<float> v) {
+  return Tensor::from_vector<float>(dims, v, DType::F32);
+}
+
+Tensor ints(const Dims& dims, std::vector<int64_t> v, DType t) {
+  return Tensor::from_vector<int64_t>(dims, v, t);
+}
+
+Tensor i64(int64_t v) { return Tensor::from_vector<int64_t>({}, {v}, DType::I64); }
+
+Tensor random_f64(const Dims& dims, uint64_t seed, double lo, double hi) {
+  return random_tensor(dims, DType::F64, seed, lo, hi);
+}
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<float> values(const Tensor& t) { return t.contiguous().to_f32_vector(); }
+
+double dot(const Tensor& a, const Tensor& b) {
+  double s = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) s += a.item_as_double(i) * b.item_as_double(i);
+  return s;
+}
+
+Dims unravel(int64_t flat, const Dims& d) {
+  Dims c(d.size(), 0);
+  for (size_t i = d.size(); i-- > 0;) {
+    c[i] = flat % d[i];
+    flat /= d[i];
+  }
+  return c;
+}
+
+int64_t ravel(const Dims& coords, const Dims& d) {
+  int64_t flat = 0;
+  for (size_t i = 0; i < d.size(); ++i) flat = flat * d[i] + coords[i];
+  return flat;
+}
+
+int count_op(const Graph& g, Op op) {
+  int k = 0;
+  for (const Node& n : g.nodes()) k += n.op == op;
+  return k;
+}
+
+std::shared_ptr<Executable> compile0(const Graph& g, const TensorMap& weights) {
+  CompileOptions o;
+  o.opt_level = 0;
+  return Executable::compile(g, weights, o);
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void spit(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f << bytes;
 }
 
 Tensor run_op(Op op, const std::vector<Tensor>& inputs, const Attrs& attrs) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,6 +91,50 @@ class FileSizeLimit {
 
 // The entries of `dir` by file name (not recursive), sorted.
 std::vector<std::string> list_dir(const std::filesystem::path& dir);
+
+// Shorthands for building graphs and tensors.
+// A shape, f32 unless given; dims may be symbols (sym("batch")).
+inline Shape S(std::vector<Dim> d, DType t = DType::F32) { return Shape(std::move(d), t); }
+inline Dim sym(const char* name) { return Dim::symbol(name); }
+// f32 / int tensors from their elements, and an i64 scalar.
+Tensor f32(const Dims& dims, std::vector<float> v);
+Tensor ints(const Dims& dims, std::vector<int64_t> v, DType t = DType::I64);
+Tensor i64(int64_t v);
+// Uniform in [lo, hi) as f64 (the dtype of gradient checks).
+Tensor random_f64(const Dims& dims, uint64_t seed, double lo = -1, double hi = 1);
+// n samples of N(0, scale^2), from std::mt19937(seed).
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1);
+
+// A tensor's elements as floats, in row-major order.
+std::vector<float> values(const Tensor& t);
+// sum_i a[i] * b[i] in double.
+double dot(const Tensor& a, const Tensor& b);
+// Row-major flat index <-> coordinates in dims d.
+Dims unravel(int64_t flat, const Dims& d);
+int64_t ravel(const Dims& coords, const Dims& d);
+
+// Nodes of `op` in g.
+int count_op(const Graph& g, Op op);
+// Compiles at opt_level 0: every node as built, and no constant folding (which
+// would run kernels).
+std::shared_ptr<Executable> compile0(const Graph& g, const TensorMap& weights = {});
+
+inline const double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline const double kInf = std::numeric_limits<double>::infinity();
+// Every dtype rlx has.
+inline const std::vector<DType> kAllDTypes = {DType::F32, DType::F16, DType::BF16, DType::F64,
+                                              DType::I8,  DType::I16, DType::I32,  DType::I64,
+                                              DType::U8,  DType::Bool};
+// Where fuzz loops add the elements they read, so the reads are not optimized away.
+inline volatile double g_sink = 0;
+
+// `part` occurs in `s`.
+inline bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+// A whole file's bytes ("" when it cannot be read); writes `bytes` to a file.
+std::string slurp(const std::filesystem::path& p);
+void spit(const std::filesystem::path& p, const std::string& bytes);
 
 // The message of the rlx::Error `f` throws; empty when it throws nothing.
 template <typename F>

@@ -19,7 +19,7 @@ constexpr int kSteps = 6;
 // Param dims: a matrix, a vector, and one large enough to be split over threads.
 const std::vector<Dims> kDims = {{7, 5}, {13}, {70000}};
 
-struct Case {
+struct OptimizerCase {
   std::string name;
   train::OptimizerOptions opt;
   std::string ctor;  // Python: builds `opt` from the list `ps`
@@ -42,7 +42,7 @@ TensorMap case_inputs(uint64_t seed, double grad_mul) {
   return x;
 }
 
-std::string py_for(const Case& c) {
+std::string py_for(const OptimizerCase& c) {
   std::string s = "ps = [torch.nn.Parameter(x['p' + str(i)].clone()) for i in range(" +
                   std::to_string(kDims.size()) + ")]\n";
   if (c.ctor == "lion") {
@@ -80,10 +80,10 @@ std::string py_for(const Case& c) {
   return s;
 }
 
-std::vector<Case> cases() {
-  std::vector<Case> cs;
+std::vector<OptimizerCase> optimizer_cases() {
+  std::vector<OptimizerCase> cs;
   auto add = [&](std::string name, OptimizerKind k, std::string ctor, double lr, auto&& tweak) {
-    Case c;
+    OptimizerCase c;
     c.name = std::move(name);
     c.opt.kind = k;
     c.ctor = std::move(ctor);
@@ -91,34 +91,38 @@ std::vector<Case> cases() {
     tweak(c);
     cs.push_back(c);
   };
-  auto none = [](Case&) {};
+  auto none = [](OptimizerCase&) {};
   add("sgd_plain", OptimizerKind::sgd, "torch.optim.SGD(ps, lr=0.1)", 0.1, none);
   add("sgd_momentum_wd", OptimizerKind::sgd,
       "torch.optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01)", 0.05,
-      [](Case& c) { c.opt.momentum = 0.9, c.opt.dampening = 0.1, c.opt.weight_decay = 0.01; });
+      [](OptimizerCase& c) {
+        c.opt.momentum = 0.9, c.opt.dampening = 0.1, c.opt.weight_decay = 0.01;
+      });
   add("sgd_nesterov", OptimizerKind::sgd,
       "torch.optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.001)", 0.05,
-      [](Case& c) { c.opt.momentum = 0.8, c.opt.nesterov = true, c.opt.weight_decay = 0.001; });
+      [](OptimizerCase& c) {
+        c.opt.momentum = 0.8, c.opt.nesterov = true, c.opt.weight_decay = 0.001;
+      });
   add("adam", OptimizerKind::adam, "torch.optim.Adam(ps, lr=0.01)", 0.01, none);
   add("adam_wd", OptimizerKind::adam,
       "torch.optim.Adam(ps, lr=0.003, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)", 0.003,
-      [](Case& c) {
+      [](OptimizerCase& c) {
         c.opt.beta1 = 0.8, c.opt.beta2 = 0.99, c.opt.eps = 1e-6, c.opt.weight_decay = 0.1;
       });
   add("adamw", OptimizerKind::adamw, "torch.optim.AdamW(ps, lr=0.01, weight_decay=0.05)", 0.01,
-      [](Case& c) { c.opt.weight_decay = 0.05; });
+      [](OptimizerCase& c) { c.opt.weight_decay = 0.05; });
   add("lion", OptimizerKind::lion, "lion", 0.001,
-      [](Case& c) { c.opt.beta1 = 0.9, c.opt.beta2 = 0.99, c.opt.weight_decay = 0.1; });
+      [](OptimizerCase& c) { c.opt.beta1 = 0.9, c.opt.beta2 = 0.99, c.opt.weight_decay = 0.1; });
   // Schedules and clipping, stepped once per update as torch's schedulers are.
   add("sgd_steplr_clip", OptimizerKind::sgd, "torch.optim.SGD(ps, lr=0.2, momentum=0.5)", 0.2,
-      [](Case& c) {
+      [](OptimizerCase& c) {
         c.opt.momentum = 0.5;
         c.sched.kind = train::ScheduleKind::step, c.sched.step_size = 2, c.sched.gamma = 0.5;
         c.sched_py = "torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)";
         c.clip = 1.5, c.grad_mul = 10;
       });
   add("adamw_cosine_clip", OptimizerKind::adamw,
-      "torch.optim.AdamW(ps, lr=0.02, weight_decay=0.01)", 0.02, [](Case& c) {
+      "torch.optim.AdamW(ps, lr=0.02, weight_decay=0.01)", 0.02, [](OptimizerCase& c) {
         c.opt.weight_decay = 0.01;
         c.sched.kind = train::ScheduleKind::cosine, c.sched.total_steps = 5, c.sched.min_lr = 0.001;
         c.sched_py = "torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=5, eta_min=0.001)";
@@ -128,14 +132,14 @@ std::vector<Case> cases() {
 }
 
 TEST(OptimTorch, MatchesTorchOptimOverSteps) {
-  const std::vector<Case> cs = cases();
+  const std::vector<OptimizerCase> cs = optimizer_cases();
   std::vector<testing::GoldenCase> gold;
   uint64_t seed = 11;
-  for (const Case& c : cs)
+  for (const OptimizerCase& c : cs)
     gold.push_back({c.name, py_for(c), case_inputs(seed += 1000, c.grad_mul)});
   const auto want = testing::torch_goldens(gold);
   for (size_t ci = 0; ci < cs.size(); ++ci) {
-    const Case& c = cs[ci];
+    const OptimizerCase& c = cs[ci];
     SCOPED_TRACE(c.name);
     TensorMap params;
     for (size_t i = 0; i < kDims.size(); ++i)

@@ -49,14 +49,14 @@ TensorMap batch(uint64_t seed) {
           {"target", testing::random_tensor({8}, DType::I64, seed + 1, 0, 2)}};
 }
 
-struct Config {
+struct StepConfig {
   const char* name;
   train::OptimizerOptions opt;
   double clip = 0;
 };
 
-std::vector<Config> configs() {
-  std::vector<Config> v(6);
+std::vector<StepConfig> configs() {
+  std::vector<StepConfig> v(6);
   v[0].name = "sgd_nesterov_wd";
   v[0].opt.momentum = 0.9;
   v[0].opt.nesterov = true;
@@ -105,7 +105,7 @@ TensorMap run_steps(const train::StepGraph& sg, int k, double lr, TensorMap* las
 TEST(StepGraph, EqualsTheTrainerForEveryOptimizer) {
   const Model m = mlp_with_buffer();
   const double lr = 0.05;
-  for (const Config& c : configs()) {
+  for (const StepConfig& c : configs()) {
     SCOPED_TRACE(c.name);
     train::TrainerOptions o;
     o.optimizer = c.opt;
@@ -136,7 +136,7 @@ TEST(StepGraph, EqualsTheTrainerForEveryOptimizer) {
 
 TEST(StepGraph, RunsInTheMilInterpreterAsOnTheCpu) {
   const Model m = mlp_with_buffer();
-  for (const Config& c : configs()) {
+  for (const StepConfig& c : configs()) {
     if (std::string(c.name) != "adamw_clip" && std::string(c.name) != "sgd_nesterov_wd") continue;
     SCOPED_TRACE(c.name);
     const train::StepGraph sg = train::training_step_graph(m, c.opt, c.clip);

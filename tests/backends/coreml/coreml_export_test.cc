@@ -3,36 +3,27 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "interp_support.h"
 #include "model.pb.h"
 #include "rlx/coreml.h"
 #include "rlx/rlx.h"
 #include "support/testing.h"
 
 namespace fs = std::filesystem;
-using namespace rlx;
 
+namespace rlx {
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-void spit(const fs::path& p, const std::string& b) {
-  std::ofstream f(p, std::ios::binary);
-  f << b;
-}
+using coreml_test::TmpDir;
+using testing::slurp;
+using testing::spit;
 
 Tensor filled(const Dims& d, float scale) {
   Tensor t(d, DType::F32);
@@ -94,16 +85,6 @@ void make_mixed(Graph& g, TensorMap& w) {
                            {"end", int64_t(-10)},
                            {"step", int64_t(-1)}}));
 }
-
-struct TmpDir {
-  fs::path p;
-  explicit TmpDir(const std::string& tag) {
-    p = fs::temp_directory_path() / ("rlx_coreml_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~TmpDir() { fs::remove_all(p); }
-};
 
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
@@ -355,3 +336,5 @@ TEST(CoreMLExport, CliCompileAndCheck) {
   spit(fs::path(pkg) / "Data/com.apple.CoreML/weights/weight.bin", b);
   EXPECT_EQ(run(cli + " coreml-check " + pkg), 1);
 }
+
+}  // namespace rlx

@@ -6,18 +6,19 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "model.pb.h"
 #include "rlx/coreml.h"
 #include "rlx/rlx.h"
+#include "support/testing.h"
 
 namespace fs = std::filesystem;
-using namespace rlx;
 
+namespace rlx {
 namespace {
+
+using testing::slurp;
 
 Tensor ramp(const Dims& d, float lo, float step) {
   Tensor t(d, DType::F32);
@@ -68,13 +69,6 @@ void make_grad_graph(Graph& g, TensorMap& w) {
     out(std::string("ce_grad_") + r, Op::SoftmaxCrossEntropyGrad,
         {lg, lab, std::string(r) == "none" ? dl : dls}, a);
   }
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 TEST(CoreMLGrad, AllGradOpsLowerAndPassTheChecker) {
@@ -153,3 +147,4 @@ TEST(CoreMLGrad, GroupNormGradNeedsStaticChannels) {
 }
 
 }  // namespace
+}  // namespace rlx

@@ -5,20 +5,21 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "model.pb.h"
 #include "rlx/coreml.h"
 #include "rlx/rlx.h"
+#include "support/testing.h"
 
 namespace fs = std::filesystem;
-using namespace rlx;
 
+namespace rlx {
 namespace {
 
-Tensor ramp(const Dims& d) {
+using testing::slurp;
+
+Tensor ramp_weights(const Dims& d) {
   Tensor t(d, DType::F32);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.1f * float(i % 7) - 0.3f;
   return t;
@@ -37,9 +38,9 @@ void make_graph(Graph& g, TensorMap& w, bool batch_dims) {
   NodeId img = b.input("img", Shape(Dims{1, 4, 5, 5}, DType::F32));
   NodeId q = b.input("q", Shape({Dim::symbol("b"), Dim(2), Dim::symbol("s"), Dim(8)}, DType::F32));
   NodeId pos = b.input("pos", Shape({Dim::symbol("s")}, DType::I64));
-  w["ct.w"] = ramp({4, 3, 3, 3});
-  w["ct.b"] = ramp({3});
-  w["ff"] = ramp({2});
+  w["ct.w"] = ramp_weights({4, 3, 3, 3});
+  w["ct.b"] = ramp_weights({3});
+  w["ff"] = ramp_weights({2});
   for (int64_t i = 0; i < 2; ++i) w["ff"].data<float>()[i] = 1.0f + float(i);
   g.add_output("hot", b.op(Op::OneHot, {ids}, {{"depth", int64_t(5)}}));
   g.add_output("hot_f",
@@ -75,13 +76,6 @@ void make_graph(Graph& g, TensorMap& w, bool batch_dims) {
       "rope_il",
       b.op(Op::Rope, {q, pos, b.param("ff", Shape(Dims{2}, DType::F32))},
            {{"style", std::string("interleaved")}, {"rotary_dims", int64_t(4)}, {"theta", 500.0}}));
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 TEST(CoreMLIndexing, LoweredAndChecked) {
@@ -130,3 +124,4 @@ TEST(CoreMLIndexing, BatchDimsNeedCoreML6) {
 }
 
 }  // namespace
+}  // namespace rlx

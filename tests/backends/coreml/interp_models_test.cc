@@ -18,7 +18,7 @@ namespace {
 using coreml_test::cosine;
 using coreml_test::max_abs_diff;
 
-struct Net {
+struct InterpNet {
   Graph g;
   TensorMap w, inputs;
   Builder b{g};
@@ -49,24 +49,25 @@ struct Net {
   }
 };
 
-struct Parity {
+struct InterpParity {
   double cos = 0, max_abs = 0, max_ref = 0;
 };
 
 // Exports, interprets and compares every output with the CPU runtime.
-std::vector<Parity> check(const std::string& name, Net& n, bool fp16, double min_cos) {
+std::vector<InterpParity> check_interpreted(const std::string& name, InterpNet& n, bool fp16,
+                                            double min_cos) {
   TensorMap want = testing::run_graph(n.g, n.inputs, n.w, 1);
   coreml::ExportOptions o;
   o.fp16 = fp16;
   TensorMap got = coreml_test::export_and_interpret(n.g, n.w, n.inputs, o);
-  std::vector<Parity> r;
+  std::vector<InterpParity> r;
   for (const auto& [k, t] : want) {
     const std::string mk = coreml::sanitize_name(k);  // "out::0" -> "out__0"
     EXPECT_EQ(got.count(mk), 1u) << k;
     if (!got.count(mk)) continue;
     const Tensor& g = got.at(mk);
     EXPECT_EQ(g.dims(), t.dims()) << k;
-    Parity p{cosine(g, t), max_abs_diff(g, t), max_abs_diff(t, Tensor(t.dims(), t.dtype()))};
+    InterpParity p{cosine(g, t), max_abs_diff(g, t), max_abs_diff(t, Tensor(t.dims(), t.dtype()))};
     std::printf("[coreml-interp] %-12s %-5s %-8s cosine %.9f max|err| %.3e (max|ref| %.3e)\n",
                 name.c_str(), fp16 ? "fp16" : "fp32", k.c_str(), p.cos, p.max_abs, p.max_ref);
     EXPECT_GE(p.cos, min_cos) << name << " " << k;
@@ -77,7 +78,7 @@ std::vector<Parity> check(const std::string& name, Net& n, bool fp16, double min
 }
 
 // examples/digits' DigitsCNN: 2 conv+BN layers, 2 linear, on 8x8 digits.
-void digits(Net& n) {
+void digits(InterpNet& n) {
   NodeId x = n.input("x", {4, 1, 8, 8});
   NodeId h = n.b.relu(n.conv_bn("c1", x, 1, 16, 3, 1));
   h = n.b.relu(n.conv_bn("c2", h, 16, 32, 3, 1));
@@ -88,7 +89,7 @@ void digits(Net& n) {
 }
 
 // Pre-norm transformer block: causal multi-head attention + GELU MLP.
-void transformer(Net& n) {
+void transformer(InterpNet& n) {
   const int64_t B = 2, S = 8, D = 32, H = 4, Dh = D / H;
   NodeId x = n.input("x", {B, S, D});
   auto ln = [&](const std::string& name, NodeId v) {
@@ -107,7 +108,7 @@ void transformer(Net& n) {
 }
 
 // torchvision's resnet18 topology (BasicBlock x [2,2,2,2]) at 10 classes.
-void resnet18(Net& n) {
+void resnet18(InterpNet& n) {
   NodeId x = n.input("x", {1, 3, 64, 64});
   NodeId h = n.b.relu(n.conv_bn("stem", x, 3, 64, 7, 2));
   h = n.b.op(Op::MaxPool2d, {h},
@@ -132,24 +133,24 @@ void resnet18(Net& n) {
 }
 
 TEST(MilInterpModels, DigitsCnn) {
-  Net n;
+  InterpNet n;
   digits(n);
-  check("digits", n, false, 0.9999);
-  check("digits", n, true, 0.999);
+  check_interpreted("digits", n, false, 0.9999);
+  check_interpreted("digits", n, true, 0.999);
 }
 
 TEST(MilInterpModels, TransformerBlock) {
-  Net n;
+  InterpNet n;
   transformer(n);
-  check("transformer", n, false, 0.9999);
-  check("transformer", n, true, 0.999);
+  check_interpreted("transformer", n, false, 0.9999);
+  check_interpreted("transformer", n, true, 0.999);
 }
 
 TEST(MilInterpModels, Resnet18Builder) {
-  Net n;
+  InterpNet n;
   resnet18(n);
-  check("resnet18", n, false, 0.9999);
-  check("resnet18", n, true, 0.999);
+  check_interpreted("resnet18", n, false, 0.9999);
+  check_interpreted("resnet18", n, true, 0.999);
 }
 
 // Models exported from PyTorch with rlx_torch: importer -> CoreML -> interpreter.
@@ -171,7 +172,7 @@ TEST(MilInterpModels, TorchExports) {
     SCOPED_TRACE(nm);
     Model m = import_torch_export((dir.p / nm).string());
     TensorMap ref = read_safetensors((dir.p / nm / "reference.safetensors").string());
-    Net n;
+    InterpNet n;
     n.g = m.graph;
     n.w = m.weights;
     for (NodeId id : n.g.inputs())
@@ -181,8 +182,8 @@ TEST(MilInterpModels, TorchExports) {
                   coreml::unsupported_ops(n.g).size());
       continue;
     }
-    check(nm, n, false, 0.9999);
-    check(nm, n, true, 0.999);
+    check_interpreted(nm, n, false, 0.9999);
+    check_interpreted(nm, n, true, 0.999);
   }
 }
 

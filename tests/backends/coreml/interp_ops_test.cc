@@ -17,14 +17,12 @@
 #include "interp_support.h"
 #include "model.pb.h"
 
-namespace rlx {
+namespace rlx::interp_cases {
 namespace {
 
 using coreml_test::as_f64;
 
-using namespace interp_cases;
-
-std::vector<OpCase> cases() {
+std::vector<OpCase> all_op_cases() {
   const Dims s{2, 3, 4};
   std::vector<OpCase> c;
   auto unary = [&](const std::string& n, Op op, double lo = -2, double hi = 2, Attrs a = {},
@@ -492,14 +490,14 @@ TEST_P(MilInterpOp, MatchesCpu) {
 
 std::string case_name(const ::testing::TestParamInfo<OpCase>& i) { return i.param.name; }
 
-INSTANTIATE_TEST_SUITE_P(Ops, MilInterpOp, ::testing::ValuesIn(cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Ops, MilInterpOp, ::testing::ValuesIn(all_op_cases()), case_name);
 
 // Every lowered IR op has at least one case (the recurrent ops' cases, with
 // their packed weights and several outputs, are in recurrent_coreml_test.cc,
 // the state-space scans' in state_space_coreml_test.cc).
 TEST(MilInterpCoverage, EveryLoweredOpHasACase) {
   std::set<std::string> covered = {"lstm", "gru", "rnn", "gated_delta_net", "selective_scan"};
-  for (const auto& oc : cases()) {
+  for (const auto& oc : all_op_cases()) {
     Built bt = build(oc);
     for (const Node& n : bt.g.nodes()) covered.insert(op_name(n.op));
   }
@@ -514,7 +512,7 @@ TEST(MilInterpCoverage, EveryLoweredOpHasACase) {
 TEST(MilInterpCoverage, InterpreterKnowsEveryEmittedOp) {
   auto names = coreml::interp_op_names();
   std::set<std::string> known(names.begin(), names.end()), emitted;
-  for (const auto& oc : cases())
+  for (const auto& oc : all_op_cases())
     for (bool fp16 : {false, true}) {
       Built bt = build(oc);
       coreml_test::TmpDir t("emit");
@@ -537,4 +535,4 @@ TEST(MilInterpCoverage, InterpreterKnowsEveryEmittedOp) {
 }
 
 }  // namespace
-}  // namespace rlx
+}  // namespace rlx::interp_cases

@@ -6,8 +6,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "interp_support.h"
 #include "model.pb.h"
@@ -16,19 +14,10 @@ namespace rlx {
 namespace {
 
 using coreml_test::TmpDir;
+using testing::slurp;
+using testing::spit;
 namespace fs = std::filesystem;
 namespace spec = ::CoreML::Specification;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-void spit(const fs::path& p, const std::string& b) {
-  std::ofstream f(p, std::ios::binary);
-  f << b;
-}
 
 // conv (blob weights) -> relu -> gather (runtime indices) -> output.
 struct Small {

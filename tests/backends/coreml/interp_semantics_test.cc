@@ -21,6 +21,7 @@ using coreml::Val;
 namespace pb = coreml::pb;
 namespace spec = ::CoreML::Specification;
 using coreml_test::TmpDir;
+using testing::f32;
 
 // Writes a package whose main takes fp32 `x` of `dims` and returns `build`'s value as "y".
 TensorMap run_mil(const Dims& dims, const Tensor& x,
@@ -61,8 +62,6 @@ Tensor iota(const Dims& d) {
   return t;
 }
 
-Tensor vals(const Dims& d, std::vector<float> v) { return Tensor::from_vector(d, v, DType::F32); }
-
 TEST(MilInterpSemantics, ConcatInterleave) {
   auto y = run_mil({2, 2}, iota({2, 2}), [](coreml::Builder& b, const Val& x) {
     return b.op("concat",
@@ -71,7 +70,7 @@ TEST(MilInterpSemantics, ConcatInterleave) {
                  {"interleave", b.boolean(true, "il")}},
                 Type{pb::FLOAT32, {2, 4}}, "y");
   });
-  EXPECT_TRUE(testing::all_equal(y.at("y"), vals({2, 4}, {0, 0, 1, 1, 2, 2, 3, 3})));
+  EXPECT_TRUE(testing::all_equal(y.at("y"), f32({2, 4}, {0, 0, 1, 1, 2, 2, 3, 3})));
 }
 
 // Found by fuzz_mlpackage: reduce_max over an empty int axis is -inf, which was cast to int32
@@ -113,7 +112,7 @@ TEST(MilInterpSemantics, ConvPadTypes) {
                    })
         .at("y");
   };
-  EXPECT_TRUE(testing::all_equal(conv("valid", 2, 2), vals({1, 1, 2, 2}, {10, 18, 42, 50})));
+  EXPECT_TRUE(testing::all_equal(conv("valid", 2, 2), f32({1, 1, 2, 2}, {10, 18, 42, 50})));
   // same, stride 1: total pad 1 per dim goes at the end ("same") or the start ("same_lower").
   Tensor same = conv("same", 1, 4), lower = conv("same_lower", 1, 4);
   EXPECT_EQ(same.data<float>()[0], 0 + 1 + 4 + 5);
@@ -138,11 +137,11 @@ TEST(MilInterpSemantics, SliceMasks) {
                  {"squeeze_mask", bools({1, 0}, "sm")}},
                 Type{pb::FLOAT32, {4}}, "y");
   });
-  EXPECT_TRUE(testing::all_equal(y.at("y"), vals({4}, {7, 6, 5, 4})));
+  EXPECT_TRUE(testing::all_equal(y.at("y"), f32({4}, {7, 6, 5, 4})));
 }
 
 TEST(MilInterpSemantics, GeluSigmoidAndPadReflect) {
-  auto g = run_mil({3}, vals({3}, {-1, 0, 2}), [](coreml::Builder& b, const Val& x) {
+  auto g = run_mil({3}, f32({3}, {-1, 0, 2}), [](coreml::Builder& b, const Val& x) {
     return b.op("gelu", {{"x", x}, {"mode", b.string("SIGMOID_APPROXIMATION", "m")}},
                 Type{pb::FLOAT32, {3}}, "y");
   });
@@ -158,7 +157,7 @@ TEST(MilInterpSemantics, GeluSigmoidAndPadReflect) {
                  {"constant_val", b.scalar(0, pb::FLOAT32, "c")}},
                 Type{pb::FLOAT32, {7}}, "y");
   });
-  EXPECT_TRUE(testing::all_equal(p.at("y"), vals({7}, {2, 1, 0, 1, 2, 3, 2})));
+  EXPECT_TRUE(testing::all_equal(p.at("y"), f32({7}, {2, 1, 0, 1, 2, 3, 2})));
 }
 
 TEST(MilInterpSemantics, GatherBatchDimsAndNegativeIndex) {
@@ -172,7 +171,7 @@ TEST(MilInterpSemantics, GatherBatchDimsAndNegativeIndex) {
                  {"batch_dims", b.int_scalar(1, "bd")}},
                 Type{pb::FLOAT32, {2, 1}}, "y");
   });
-  EXPECT_TRUE(testing::all_equal(y.at("y"), vals({2, 1}, {2, 3})));
+  EXPECT_TRUE(testing::all_equal(y.at("y"), f32({2, 1}, {2, 3})));
 }
 
 // The comparison with the CPU backend can fail: a package whose gelu mode is

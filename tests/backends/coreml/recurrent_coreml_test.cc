@@ -8,7 +8,7 @@
 namespace rlx {
 namespace {
 
-struct Case {
+struct RecurrentCase {
   const char* label;
   Op op;
   std::vector<std::pair<Dims, DType>> in;
@@ -17,7 +17,7 @@ struct Case {
 
 TEST(CoreMLRecurrent, UnrolledMatchesTheCpuKernels) {
   const DType F = DType::F32, I = DType::I64;
-  const std::vector<Case> cases = {
+  const std::vector<RecurrentCase> cases = {
       {"lstm bi 2 layers seq-first carry lengths",
        Op::Lstm,
        {{{3, 2, 4}, F},
@@ -70,7 +70,7 @@ TEST(CoreMLRecurrent, UnrolledMatchesTheCpuKernels) {
        {{"hidden", 3}, {"act_f", std::string("relu")}, {"clip", 0.8}}},
   };
   uint64_t seed = 100;
-  for (const Case& c : cases) {
+  for (const RecurrentCase& c : cases) {
     SCOPED_TRACE(c.label);
     Graph g;
     std::vector<NodeId> ins;

@@ -8,20 +8,20 @@
 namespace rlx {
 namespace {
 
-struct In {
+struct StateSpaceInput {
   Dims dims;
   double lo = -1, hi = 1;
 };
 
-struct Case {
+struct StateSpaceCase {
   const char* label;
   Op op;
-  std::vector<In> in;
+  std::vector<StateSpaceInput> in;
   Attrs attrs;
 };
 
 TEST(CoreMLStateSpace, UnrolledMatchesTheCpuKernels) {
-  const std::vector<Case> cases = {
+  const std::vector<StateSpaceCase> cases = {
       {"gated_delta_net zero state",
        Op::GatedDeltaNet,
        {{{2, 4, 3, 5}},
@@ -55,7 +55,7 @@ TEST(CoreMLStateSpace, UnrolledMatchesTheCpuKernels) {
        {{"d_skip", true}, {"carry", true}}},
   };
   uint64_t seed = 200;
-  for (const Case& c : cases) {
+  for (const StateSpaceCase& c : cases) {
     SCOPED_TRACE(c.label);
     Graph g;
     std::vector<NodeId> ins;

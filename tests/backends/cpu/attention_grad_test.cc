@@ -15,14 +15,14 @@ namespace {
 
 using testing::random_tensor;
 
-struct Case {
+struct AttentionGradCase {
   const char* name;
   int64_t B, Hq, Hk, Sq, Sk, D, Dv;
   Attrs attrs;
   int bias = 0;  // 0: none, 1: float [Sq, Sk], 2: bool [B, 1, Sq, Sk]
 };
 
-void check(const Case& c, DType t, uint64_t seed) {
+void check_attention_grad(const AttentionGradCase& c, DType t, uint64_t seed) {
   SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(t)));
   Graph g;
   Builder b(g);
@@ -69,7 +69,7 @@ void check(const Case& c, DType t, uint64_t seed) {
 
 TEST(AttentionGrad, MatchesItsPrimitiveSpelling) {
   const std::string causal = "causal", sliding = "sliding", bias = "bias";
-  const Case cases[] = {
+  const AttentionGradCase cases[] = {
       {"none, one tile", 1, 2, 2, 5, 7, 8, 4, {}},
       {"none, tiles and blocks", 2, 2, 1, 70, 130, 16, 8, {}},
       {"causal, gqa", 1, 4, 2, 67, 67, 8, 8, {{"mask", causal}}},
@@ -89,8 +89,8 @@ TEST(AttentionGrad, MatchesItsPrimitiveSpelling) {
       {"bool bias", 2, 2, 1, 30, 66, 4, 4, {{"mask", bias}}, 2},
   };
   uint64_t seed = 300;
-  for (const Case& c : cases)
-    for (DType t : {DType::F64, DType::F32}) check(c, t, seed += 5);
+  for (const AttentionGradCase& c : cases)
+    for (DType t : {DType::F64, DType::F32}) check_attention_grad(c, t, seed += 5);
 }
 
 TEST(AttentionLayout, BshdEqualsTransposingAroundBhsd) {

@@ -22,7 +22,7 @@ using testing::run_op;
 
 constexpr double kAtol = 2e-6, kRtol = 1e-5;
 
-struct Spec {
+struct AttentionSpec {
   std::string mask = "none";
   int64_t window = 0;
   double scale = 0;  // 0: default 1/sqrt(D)
@@ -30,7 +30,7 @@ struct Spec {
 };
 
 // Naive reference. bias (optional) is broadcast to [B,Hq,Sq,Sk] by right-aligned dims.
-Tensor ref_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Spec& s,
+Tensor ref_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& s,
                      const Tensor* bias = nullptr) {
   const int64_t B = q.dim(0), Hq = q.dim(1), Sq = q.dim(2), D = q.dim(3);
   const int64_t Hk = k.dim(1), Sk = k.dim(2), Dv = v.dim(3);
@@ -87,7 +87,7 @@ Tensor ref_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Sp
   return out;
 }
 
-Attrs attrs_of(const Spec& s) {
+Attrs attention_attrs(const AttentionSpec& s) {
   Attrs a{{"mask", s.mask}};
   if (s.mask == "sliding") a.set("window", s.window);
   if (s.scale != 0) a.set("scale", s.scale);
@@ -105,10 +105,10 @@ Qkv make(int64_t B, int64_t Hq, int64_t Hk, int64_t Sq, int64_t Sk, int64_t D, i
           random_tensor({B, Hk, Sk, Dv}, DType::F32, seed + 2, -1, 1)};
 }
 
-void check(const Qkv& t, const Spec& s, const Tensor* bias = nullptr) {
+void check_attention(const Qkv& t, const AttentionSpec& s, const Tensor* bias = nullptr) {
   std::vector<Tensor> in{t.q, t.k, t.v};
   if (bias) in.push_back(*bias);
-  Tensor y = run_op(Op::Attention, in, attrs_of(s));
+  Tensor y = run_op(Op::Attention, in, attention_attrs(s));
   EXPECT_TRUE(all_close(y, ref_attention(t.q, t.k, t.v, s, bias), kAtol, kRtol));
 }
 
@@ -118,7 +118,7 @@ void check(const Qkv& t, const Spec& s, const Tensor* bias = nullptr) {
 TEST(Attention, F16KeysAndValuesEqualTheirWidenedValues) {
   struct Case {
     int64_t Hq, Hk, Sq, Sk, D, Dv;
-    Spec s;
+    AttentionSpec s;
   };
   for (const Case& c : std::vector<Case>{{4, 2, 1, 301, 64, 64, {"causal"}},  // decode, 3 tiles
                                          {2, 2, 1, 37, 40, 24, {"sliding", 9}},
@@ -128,24 +128,25 @@ TEST(Attention, F16KeysAndValuesEqualTheirWidenedValues) {
     const Qkv t = make(2, c.Hq, c.Hk, c.Sq, c.Sk, c.D, c.Dv, 7 + uint64_t(c.Sk));
     const Tensor k16 = t.k.to(DType::F16), v16 = t.v.to(DType::F16);
     const Tensor want =
-        run_op(Op::Attention, {t.q, k16.to(DType::F32), v16.to(DType::F32)}, attrs_of(c.s));
-    const Tensor got = run_op(Op::Attention, {t.q, k16, v16}, attrs_of(c.s));
+        run_op(Op::Attention, {t.q, k16.to(DType::F32), v16.to(DType::F32)}, attention_attrs(c.s));
+    const Tensor got = run_op(Op::Attention, {t.q, k16, v16}, attention_attrs(c.s));
     EXPECT_EQ(got.dtype(), DType::F32);
     EXPECT_TRUE(all_close(got, want, 1e-6, 1e-6));
-    EXPECT_FALSE(all_close(got, run_op(Op::Attention, {t.q, t.k, t.v}, attrs_of(c.s)), 1e-7, 0));
+    EXPECT_FALSE(
+        all_close(got, run_op(Op::Attention, {t.q, t.k, t.v}, attention_attrs(c.s)), 1e-7, 0));
   }
   // Only f16 beside f32: f16 keys with f64 queries, or keys and values of two dtypes, are errors.
   const Qkv t = make(1, 2, 2, 3, 3, 8, 8, 5);
   EXPECT_THROW(run_op(Op::Attention, {t.q.to(DType::F64), t.k.to(DType::F16), t.v.to(DType::F16)},
-                      attrs_of({})),
+                      attention_attrs({})),
                Error);
-  EXPECT_THROW(run_op(Op::Attention, {t.q, t.k.to(DType::F16), t.v}, attrs_of({})), Error);
+  EXPECT_THROW(run_op(Op::Attention, {t.q, t.k.to(DType::F16), t.v}, attention_attrs({})), Error);
 }
 
 TEST(Attention, MasksGqaDecodeAndShapes) {
   struct Case {
     int64_t B, Hq, Hk, Sq, Sk, D, Dv;
-    Spec s;
+    AttentionSpec s;
   };
   const std::vector<Case> cases = {
       {2, 4, 4, 5, 5, 16, 16, {}},
@@ -169,7 +170,7 @@ TEST(Attention, MasksGqaDecodeAndShapes) {
   for (size_t n = 0; n < cases.size(); ++n) {
     const Case& c = cases[n];
     SCOPED_TRACE("case " + std::to_string(n) + " mask=" + c.s.mask);
-    check(make(c.B, c.Hq, c.Hk, c.Sq, c.Sk, c.D, c.Dv, 100 + 3 * n), c.s);
+    check_attention(make(c.B, c.Hq, c.Hk, c.Sq, c.Sk, c.D, c.Dv, 100 + 3 * n), c.s);
   }
 }
 
@@ -178,19 +179,19 @@ TEST(Attention, MasksGqaDecodeAndShapes) {
 // of 1.2 put most of them in tanh's bent part, so a missing or misplaced cap is far off.
 TEST(Attention, SoftCapping) {
   const Qkv t = make(1, 4, 2, 40, 40, 16, 16, 31);
-  for (const Spec& s : std::vector<Spec>{{"none", 0, 2.0, 1.2},
-                                         {"causal", 0, 2.0, 1.2},
-                                         {"sliding", 8, 2.0, 1.2},
-                                         {"causal", 0, 0, 50}}) {
+  for (const AttentionSpec& s : std::vector<AttentionSpec>{{"none", 0, 2.0, 1.2},
+                                                           {"causal", 0, 2.0, 1.2},
+                                                           {"sliding", 8, 2.0, 1.2},
+                                                           {"causal", 0, 0, 50}}) {
     SCOPED_TRACE(s.mask + " cap " + std::to_string(s.softcap));
-    check(t, s);
-    check(make(2, 4, 2, 1, 37, 32, 32, 32), s);  // decode
+    check_attention(t, s);
+    check_attention(make(2, 4, 2, 1, 37, 32, 32, 32), s);  // decode
   }
   Tensor bias = random_tensor({40, 40}, DType::F32, 33, -2, 2);
-  check(t, {"bias", 0, 2.0, 1.2}, &bias);
+  check_attention(t, {"bias", 0, 2.0, 1.2}, &bias);
   // The cap changes the result (against the same call without it).
-  Tensor capped = run_op(Op::Attention, {t.q, t.k, t.v}, attrs_of({"causal", 0, 2.0, 1.2}));
-  Tensor plain = run_op(Op::Attention, {t.q, t.k, t.v}, attrs_of({"causal", 0, 2.0}));
+  Tensor capped = run_op(Op::Attention, {t.q, t.k, t.v}, attention_attrs({"causal", 0, 2.0, 1.2}));
+  Tensor plain = run_op(Op::Attention, {t.q, t.k, t.v}, attention_attrs({"causal", 0, 2.0}));
   EXPECT_FALSE(all_close(capped, plain, 1e-2, 0));
   EXPECT_THROW(run_op(Op::Attention, {t.q, t.k, t.v}, {{"softcap", -1.0}}), Error);
 }
@@ -198,12 +199,12 @@ TEST(Attention, SoftCapping) {
 TEST(Attention, LongSequencesCrossBlockBoundaries) {
   // 300 queries and keys: several 32-query blocks and 64-key tiles, with partial tails.
   const Qkv t = make(1, 4, 2, 300, 300, 64, 64, 7);
-  check(t, {});
-  check(t, {"causal"});
-  check(t, {"sliding", 70});
+  check_attention(t, {});
+  check_attention(t, {"causal"});
+  check_attention(t, {"sliding", 70});
   const Qkv d = make(1, 2, 1, 5, 301, 32, 32, 8);  // decode with a 301-key cache
-  check(d, {"causal"});
-  check(d, {"sliding", 65});
+  check_attention(d, {"causal"});
+  check_attention(d, {"sliding", 65});
 }
 
 TEST(Attention, BiasBroadcastBoolAndFullyMaskedRows) {
@@ -212,11 +213,11 @@ TEST(Attention, BiasBroadcastBoolAndFullyMaskedRows) {
        std::vector<Dims>{{2, 4, 6, 10}, {2, 1, 6, 10}, {6, 10}, {10}, {1, 1, 1, 1}}) {
     SCOPED_TRACE(dims_str(bd));
     Tensor bias = random_tensor(bd, DType::F32, 22, -3, 3);
-    check(t, {"bias"}, &bias);
+    check_attention(t, {"bias"}, &bias);
   }
   // A boolean keep-mask, and the same mask as a -inf additive bias: identical results.
   Tensor keep = random_tensor({2, 1, 6, 10}, DType::Bool, 23);
-  check(t, {"bias"}, &keep);
+  check_attention(t, {"bias"}, &keep);
   Tensor add({2, 1, 6, 10}, DType::F32);
   for (int64_t i = 0; i < add.numel(); ++i)
     add.data<float>()[i] = keep.data<bool>()[i] ? 0.0f : -INFINITY;
@@ -229,7 +230,7 @@ TEST(Attention, BiasBroadcastBoolAndFullyMaskedRows) {
   Tensor y = run_op(Op::Attention, {t.q, t.k, t.v, rowmask}, {{"mask", std::string("bias")}});
   for (int64_t bh = 0; bh < 8; ++bh)
     for (int64_t d = 0; d < 8; ++d) EXPECT_EQ(y.item_as_double((bh * 6 + 2) * 8 + d), 0.0);
-  check(t, {"bias"}, &rowmask);
+  check_attention(t, {"bias"}, &rowmask);
 }
 
 TEST(Attention, EmptyAndF64) {
@@ -271,7 +272,7 @@ def att(q, k, v, mask='none', window=0, scale=None, bias=None):
     return torch.softmax(s, dim=-1) @ v
 )";
 
-const std::map<std::string, std::vector<Tensor>>& goldens() {
+const std::map<std::string, std::vector<Tensor>>& attention_goldens() {
   static const auto g = [] {
     std::vector<testing::GoldenCase> cases;
     auto add = [&](const std::string& name, const Qkv& t, const std::string& call,
@@ -295,7 +296,7 @@ const std::map<std::string, std::vector<Tensor>>& goldens() {
 }
 
 TEST(AttentionTorch, MatchesPyTorch) {
-  const auto& g = goldens();
+  const auto& g = attention_goldens();
   auto run = [](const Qkv& t, const Attrs& a, const Tensor* bias = nullptr) {
     std::vector<Tensor> in{t.q, t.k, t.v};
     if (bias) in.push_back(*bias);

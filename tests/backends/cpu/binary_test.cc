@@ -10,9 +10,6 @@ namespace rlx {
 namespace {
 using namespace rlx::testing;
 
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-const double kInf = std::numeric_limits<double>::infinity();
-
 struct Pair {
   Dims a, b;
 };

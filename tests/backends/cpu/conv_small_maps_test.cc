@@ -21,7 +21,7 @@ namespace {
 
 using testing::random_tensor;
 
-struct Case {
+struct SmallMapCase {
   int64_t N, C, O, H, W, k, stride;
   std::vector<int64_t> pads;  // top, left, bottom, right
   Epilogue act = Epilogue::none;
@@ -31,7 +31,8 @@ int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe) {
   return (in + pb + pe - k) / s + 1;
 }
 
-Tensor reference(const Case& c, const Tensor& x, const Tensor& w, const Tensor& b) {
+Tensor small_map_reference(const SmallMapCase& c, const Tensor& x, const Tensor& w,
+                           const Tensor& b) {
   const int64_t OH = out_dim(c.H, c.k, c.stride, c.pads[0], c.pads[2]);
   const int64_t OW = out_dim(c.W, c.k, c.stride, c.pads[1], c.pads[3]);
   Tensor y(Dims{c.N, c.O, OH, OW}, DType::F32);
@@ -59,7 +60,7 @@ Tensor reference(const Case& c, const Tensor& x, const Tensor& w, const Tensor& 
 }
 
 // weight_input: w and b are graph inputs (a training graph's), so nothing is packed ahead.
-void check(const Case& c, uint64_t seed, bool weight_input = false) {
+void check_small_map(const SmallMapCase& c, uint64_t seed, bool weight_input = false) {
   Graph g;
   Builder b(g);
   NodeId x = b.input("x", Shape(Dims{c.N, c.C, c.H, c.W}, DType::F32));
@@ -77,7 +78,7 @@ void check(const Case& c, uint64_t seed, bool weight_input = false) {
   TensorMap weights{{"w", wt}, {"b", bt}}, inputs{{"x", xt}};
   if (weight_input) std::swap(weights, inputs), inputs["x"] = xt;
   Session s(Executable::compile(g, weights));
-  const Tensor want = reference(c, xt, wt, bt);
+  const Tensor want = small_map_reference(c, xt, wt, bt);
   for (int run = 0; run < 2; ++run) {  // the first run packs the weight, the second reuses it
     const Tensor got = s.run(inputs).at("y");
     ASSERT_EQ(got.dims(), want.dims());
@@ -92,7 +93,7 @@ void check(const Case& c, uint64_t seed, bool weight_input = false) {
 }
 
 TEST(ConvSmallMaps, MatchesDirectReference) {
-  const Case cases[] = {
+  const SmallMapCase cases[] = {
       {1, 64, 96, 14, 14, 3, 2, {1, 1, 1, 1}, Epilogue::relu},  // 7x7 out, as resnet's downsample
       {1, 40, 70, 8, 8, 3, 2, {1, 1, 1, 1}},                    // 4x4 out, O off the tile
       {3, 16, 48, 9, 9, 3, 2, {1, 1, 1, 1}, Epilogue::relu6},   // positions of 3 images
@@ -105,7 +106,7 @@ TEST(ConvSmallMaps, MatchesDirectReference) {
   for (int threads : {1, 2}) {
     const int saved = num_threads();
     set_num_threads(threads);
-    for (const Case& c : cases) check(c, seed += 3);
+    for (const SmallMapCase& c : cases) check_small_map(c, seed += 3);
     set_num_threads(saved);
   }
 }
@@ -114,7 +115,7 @@ TEST(ConvSmallMaps, WeightGradientFormWithAWeightThatIsAnInput) {
   // A conv weight's gradient as autodiff spells it (the batch as channels, the
   // output gradient as the weight, 3x3 out of an 8x8 kernel), weights fed per
   // run as in training: the transposed product packs W^T itself.
-  const Case cases[] = {
+  const SmallMapCase cases[] = {
       {16, 64, 32, 8, 8, 8, 1, {1, 1, 1, 1}},  // the digits CNN's second conv
       {3, 20, 40, 6, 7, 6, 1, {1, 1, 1, 1}},   // O off the panel, 3x4 out
       {5, 9, 17, 5, 5, 4, 1, {0, 0, 0, 0}},    // the narrowest O the path takes
@@ -123,7 +124,7 @@ TEST(ConvSmallMaps, WeightGradientFormWithAWeightThatIsAnInput) {
   for (int threads : {1, 2}) {
     const int saved = num_threads();
     set_num_threads(threads);
-    for (const Case& c : cases) check(c, seed += 3, true);
+    for (const SmallMapCase& c : cases) check_small_map(c, seed += 3, true);
     set_num_threads(saved);
   }
 }

@@ -29,7 +29,7 @@ struct ConvCase {
 int sp_of(const ConvCase& c) { return int(c.x.size()) - 2; }
 int64_t at(const std::vector<int64_t>& v, size_t i, int64_t def) { return v.empty() ? def : v[i]; }
 
-Attrs attrs_of(const ConvCase& c, bool transpose) {
+Attrs conv_attrs(const ConvCase& c, bool transpose) {
   Attrs a;
   if (!c.stride.empty()) a.set("stride", c.stride);
   if (!c.pads.empty()) a.set("pads", c.pads);
@@ -391,7 +391,7 @@ TEST(Conv, MatchesScalarReference) {
   uint64_t seed = 1;
   for (const ConvCase& c : conv_cases()) {
     Inputs in = make_inputs(c, false, seed += 3);
-    Tensor got = run_op(Op::Conv, in.list(), attrs_of(c, false));
+    Tensor got = run_op(Op::Conv, in.list(), conv_attrs(c, false));
     Tensor want = ref_conv(c, in.x, in.w, in.b ? &*in.b : nullptr);
     EXPECT_TRUE(all_close(got, want, atol_for(c.dt), 1e-5)) << c.name;
   }
@@ -411,7 +411,7 @@ TEST(Conv, FusedActivationMatchesReference) {
       Inputs in = make_inputs(c, false, seed += 3);
       float* x = in.x.data<float>();
       for (int64_t i = 0; i < in.x.numel(); ++i) x[i] *= 8.f;
-      Attrs a = attrs_of(c, false);
+      Attrs a = conv_attrs(c, false);
       a.set("activation", std::string(act));
       Tensor got = run_op(Op::Conv, in.list(), a);
       Tensor want = ref_conv(c, in.x, in.w, in.b ? &*in.b : nullptr);
@@ -436,7 +436,7 @@ TEST(ConvTranspose, MatchesScalarReference) {
   uint64_t seed = 1000;
   for (const ConvCase& c : transpose_cases()) {
     Inputs in = make_inputs(c, true, seed += 3);
-    Tensor got = run_op(Op::ConvTranspose, in.list(), attrs_of(c, true));
+    Tensor got = run_op(Op::ConvTranspose, in.list(), conv_attrs(c, true));
     Tensor want = ref_conv_transpose(c, in.x, in.w, in.b ? &*in.b : nullptr);
     EXPECT_TRUE(all_close(got, want, atol_for(c.dt), 1e-5)) << c.name;
   }
@@ -491,7 +491,7 @@ TEST(Conv, MatchesTorch) {
   for (size_t i = 0; i < gc.size(); ++i) {
     const auto& [transpose, in] = ins[i];
     Tensor got =
-        run_op(transpose ? Op::ConvTranspose : Op::Conv, in.list(), attrs_of(all[i], transpose));
+        run_op(transpose ? Op::ConvTranspose : Op::Conv, in.list(), conv_attrs(all[i], transpose));
     EXPECT_TRUE(all_close(got, gold.at(gc[i].name)[0], atol_for(all[i].dt), 1e-5)) << gc[i].name;
   }
 }
@@ -507,12 +507,12 @@ TEST(Conv, SameResultForAnyThreadCount) {
     set_num_threads(threads);
     for (const ConvCase& c : {a, b, p}) {
       Inputs in = make_inputs(c, false, 77);
-      EXPECT_TRUE(all_close(run_op(Op::Conv, in.list(), attrs_of(c, false)),
+      EXPECT_TRUE(all_close(run_op(Op::Conv, in.list(), conv_attrs(c, false)),
                             ref_conv(c, in.x, in.w, &*in.b), 2e-5, 1e-5))
           << c.name << " threads=" << threads;
     }
     Inputs in = make_inputs(t, true, 78);
-    EXPECT_TRUE(all_close(run_op(Op::ConvTranspose, in.list(), attrs_of(t, true)),
+    EXPECT_TRUE(all_close(run_op(Op::ConvTranspose, in.list(), conv_attrs(t, true)),
                           ref_conv_transpose(t, in.x, in.w, &*in.b), 2e-5, 1e-5))
         << "transpose threads=" << threads;
   }
@@ -524,7 +524,7 @@ TEST(Conv, HalfPrecisionRunsThroughF32) {
   // outputs up to ~|18| (18 taps of |x w| <= 1).
   ConvCase c{"f16", {1, 2, 6, 6}, {4, 2, 3, 3}, {2, 1}, {1, 1, 1, 1}, {}, {}, 1, true, DType::F16};
   Inputs in = make_inputs(c, false, 91);
-  Tensor got = run_op(Op::Conv, in.list(), attrs_of(c, false));
+  Tensor got = run_op(Op::Conv, in.list(), conv_attrs(c, false));
   EXPECT_EQ(got.dtype(), DType::F16);
   Tensor b64 = in.b->to(DType::F64);
   EXPECT_TRUE(

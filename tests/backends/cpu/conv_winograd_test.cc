@@ -20,14 +20,14 @@ namespace {
 
 using testing::random_tensor;
 
-struct Case {
+struct WinogradCase {
   int64_t N, C, O, H, W;
   std::vector<int64_t> pads;  // top, left, bottom, right
   Epilogue act = Epilogue::none;
 };
 
-Tensor reference(const Case& c, const Tensor& x, const Tensor& w, const Tensor& b, int64_t OH,
-                 int64_t OW) {
+Tensor winograd_reference(const WinogradCase& c, const Tensor& x, const Tensor& w, const Tensor& b,
+                          int64_t OH, int64_t OW) {
   Tensor y(Dims{c.N, c.O, OH, OW}, DType::F32);
   const float *xp = x.data<float>(), *wp = w.data<float>(), *bp = b.data<float>();
   float* yp = y.data<float>();
@@ -58,7 +58,7 @@ double max_err(const Tensor& got, const Tensor& want) {
   return e;
 }
 
-void check(const Case& c, uint64_t seed) {
+void check_winograd(const WinogradCase& c, uint64_t seed) {
   const int64_t OH = c.H + c.pads[0] + c.pads[2] - 2, OW = c.W + c.pads[1] + c.pads[3] - 2;
   Graph g;
   Builder b(g);
@@ -73,7 +73,7 @@ void check(const Case& c, uint64_t seed) {
   const Tensor wt = random_tensor({c.O, c.C, 3, 3}, DType::F32, seed + 1);
   const Tensor bt = random_tensor({c.O}, DType::F32, seed + 2);
   Session s(Executable::compile(g, {{"w", wt}, {"b", bt}}));
-  const Tensor want = reference(c, xt, wt, bt, OH, OW);
+  const Tensor want = winograd_reference(c, xt, wt, bt, OH, OW);
   for (int run = 0; run < 2; ++run) {  // the first run packs the weights, the second reuses them
     const Tensor got = s.run({{"x", xt}}).at("y");
     ASSERT_EQ(got.dims(), want.dims());
@@ -89,7 +89,7 @@ void check(const Case& c, uint64_t seed) {
 
 TEST(ConvWinograd, MatchesDirectReference) {
   // On the portable path (no own sgemm) the same convs take im2col + OpenBLAS.
-  const Case cases[] = {
+  const WinogradCase cases[] = {
       {1, 16, 16, 20, 20, {1, 1, 1, 1}},                 // F(4,3), whole tiles
       {2, 9, 40, 13, 17, {1, 1, 1, 1}, Epilogue::relu},  // F(4,3), cut tiles, O % 6 != 0
       {1, 12, 20, 30, 14, {2, 0, 1, 2}},                 // asymmetric padding
@@ -102,7 +102,7 @@ TEST(ConvWinograd, MatchesDirectReference) {
   for (int threads : {1, 2}) {
     const int saved = num_threads();
     set_num_threads(threads);
-    for (const Case& c : cases) check(c, seed += 3);
+    for (const WinogradCase& c : cases) check_winograd(c, seed += 3);
     set_num_threads(saved);
   }
 }

@@ -13,16 +13,11 @@ namespace rlx {
 namespace {
 
 using testing::all_equal;
+using testing::f32;
+using testing::ints;
 using testing::random_tensor;
 using testing::run_op;
 using testing::run_op_outputs;
-
-Tensor ints(const Dims& d, std::vector<int64_t> v) {
-  return Tensor::from_vector<int64_t>(d, v, DType::I64);
-}
-Tensor floats(const Dims& d, std::vector<float> v) {
-  return Tensor::from_vector<float>(d, v, DType::F32);
-}
 
 // The row-major indices of x's nonzero elements, as [count, rank].
 Tensor nonzero_ref(const Tensor& x) {
@@ -61,7 +56,7 @@ TEST(NonZero, MatchesReferenceOnEveryDtypeAndRank) {
 
 TEST(NonZero, NegativeZeroAndNaN) {
   // -0 is zero, NaN is not (PyTorch's rule); f16's -0 is the sign bit alone.
-  const Tensor x = floats({4}, {-0.0f, NAN, 0.0f, 1e-40f});
+  const Tensor x = f32({4}, {-0.0f, NAN, 0.0f, 1e-40f});
   EXPECT_TRUE(
       all_equal(run_op(Op::NonZero, {x}, {{"count", std::string("n")}}), ints({2, 1}, {1, 3})));
   EXPECT_TRUE(all_equal(run_op(Op::NonZero, {x.to(DType::F16)}, {{"count", std::string("n")}}),
@@ -168,7 +163,7 @@ TEST(Unique, FlattenedAndAlongAxesMatchReference) {
 
 TEST(Unique, NaNsAreOneValueAfterTheNumbers) {
   const auto got =
-      run_op_outputs(Op::Unique, {floats({5}, {2, NAN, 1, NAN, 2})}, {{"count", std::string("u")}});
+      run_op_outputs(Op::Unique, {f32({5}, {2, NAN, 1, NAN, 2})}, {{"count", std::string("u")}});
   ASSERT_EQ(got[0].numel(), 3);
   EXPECT_EQ(got[0].item_as_double(0), 1);
   EXPECT_EQ(got[0].item_as_double(1), 2);
@@ -189,9 +184,9 @@ Tensor nms(const Tensor& boxes, const Tensor& scores, int64_t max_per_class, dou
 
 TEST(NonMaxSuppression, SelectsByScoreAndSuppressesOverlaps) {
   // Boxes 0-2 overlap heavily (IoU 0.82 between neighbours), 3-5 are apart from them.
-  const Tensor boxes = floats({1, 6, 4}, {0, 0,  1, 1,  0, 0.1f,  1, 1.1f,  0, -0.1f, 1, 0.9f,
-                                          0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100,   1, 101});
-  const Tensor scores = floats({1, 1, 6}, {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f});
+  const Tensor boxes = f32({1, 6, 4}, {0, 0,  1, 1,  0, 0.1f,  1, 1.1f,  0, -0.1f, 1, 0.9f,
+                                       0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100,   1, 101});
+  const Tensor scores = f32({1, 1, 6}, {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f});
   EXPECT_TRUE(all_equal(nms(boxes, scores, 3, 0.5), ints({3, 3}, {0, 0, 3, 0, 0, 0, 0, 0, 5})));
   EXPECT_TRUE(all_equal(nms(boxes, scores, 2, 0.5), ints({2, 3}, {0, 0, 3, 0, 0, 0})));
   EXPECT_TRUE(
@@ -204,9 +199,9 @@ TEST(NonMaxSuppression, SelectsByScoreAndSuppressesOverlaps) {
     centred.insert(centred.end(), {(b[1] + b[3]) / 2, (b[0] + b[2]) / 2, b[3] - b[1], b[2] - b[0]});
     flipped.insert(flipped.end(), {b[2], b[3], b[0], b[1]});
   }
-  EXPECT_TRUE(all_equal(nms(floats({1, 6, 4}, centred), scores, 3, 0.5, std::nullopt, true),
+  EXPECT_TRUE(all_equal(nms(f32({1, 6, 4}, centred), scores, 3, 0.5, std::nullopt, true),
                         ints({3, 3}, {0, 0, 3, 0, 0, 0, 0, 0, 5})));
-  EXPECT_TRUE(all_equal(nms(floats({1, 6, 4}, flipped), scores, 3, 0.5),
+  EXPECT_TRUE(all_equal(nms(f32({1, 6, 4}, flipped), scores, 3, 0.5),
                         ints({3, 3}, {0, 0, 3, 0, 0, 0, 0, 0, 5})));
 }
 
@@ -237,7 +232,7 @@ TEST(DataDependentRuntime, NodesAfterTheCountArePlannedForIt) {
         want.push_back(2 * v);
         sq += 4.0 * v * v;
       }
-    EXPECT_TRUE(all_equal(out.at("picked"), floats({int64_t(want.size())}, want)));
+    EXPECT_TRUE(all_equal(out.at("picked"), f32({int64_t(want.size())}, want)));
     EXPECT_NEAR(out.at("sum").item_as_double(0), sq, 1e-4);
   }
   // Without running, the plan cannot know the count.

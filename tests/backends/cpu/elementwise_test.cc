@@ -1,7 +1,6 @@
 // Logical ops, where, cast, full and arange: every dtype (these kernels see
 // f16/bf16 directly), broadcasting corners, PyTorch goldens, error paths.
 #include <cmath>
-#include <limits>
 
 #include "backends/cpu/ew_ref.h"
 #include "rlx/builder.h"
@@ -10,10 +9,6 @@
 namespace rlx {
 namespace {
 using namespace rlx::testing;
-
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-const std::vector<DType> kAll = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
-                                 DType::I16, DType::I32, DType::I64,  DType::U8,  DType::Bool};
 
 // Values with zeros, negative zero and NaN (for floats) to probe truthiness.
 Tensor truthy_input(const Dims& d, DType t, uint64_t seed) {
@@ -45,8 +40,8 @@ class ElementwiseMisc : public ::testing::Test {
       g.push_back({"bnot_" + std::string(dtype_name(t)),
                    "y = torch.bitwise_not(x['a'])",
                    {{"a", random_tensor({20}, t, 6, t == DType::U8 ? 0 : -100, 100)}}});
-    for (DType s : kAll)
-      for (DType d : kAll)
+    for (DType s : kAllDTypes)
+      for (DType d : kAllDTypes)
         g.push_back({cast_key(s, d),
                      "y = x['a'].to(torch." + torch_name(d) + ")",
                      {{"a", cast_input(s, d)}}});
@@ -101,7 +96,7 @@ std::map<std::string, std::vector<Tensor>>* ElementwiseMisc::goldens_ = nullptr;
 TEST_F(ElementwiseMisc, LogicalOpsOnEveryDtypeWithBroadcasting) {
   const std::vector<std::pair<Dims, Dims>> shapes = {
       {{3, 1}, {1, 4}}, {{}, {2, 3}}, {{0, 3}, {3}}, {{5, 6}, {5, 6}}, {{200, 300}, {300}}};
-  for (DType t : kAll)
+  for (DType t : kAllDTypes)
     for (const auto& [da, db] : shapes) {
       Tensor a = truthy_input(da, t, 1), b = truthy_input(db, DType::F32, 2);  // mixed dtypes
       auto truth = [](double v) { return std::isnan(v) || v != 0; };
@@ -144,7 +139,7 @@ TEST_F(ElementwiseMisc, WhereAnyDtypeThreeWayBroadcast) {
                                  {{0, 1}, {1, 5}, {5}},
                                  {{4, 5}, {4, 5}, {4, 5}},
                                  {{1, 300}, {200, 1}, {300}}};
-  for (DType t : kAll)
+  for (DType t : kAllDTypes)
     for (const S& s : shapes) {
       Tensor c = random_tensor(s.c, DType::Bool, 3), a = random_tensor(s.a, t, 4, -5, 5),
              b = random_tensor(s.b, t, 5, -5, 5);
@@ -167,8 +162,8 @@ TEST_F(ElementwiseMisc, WhereAnyDtypeThreeWayBroadcast) {
 }
 
 TEST_F(ElementwiseMisc, CastBetweenAllDtypesMatchesTorch) {
-  for (DType s : kAll)
-    for (DType d : kAll) {
+  for (DType s : kAllDTypes)
+    for (DType d : kAllDTypes) {
       Tensor x = cast_input(s, d);
       Tensor y = run_op(Op::Cast, {x}, {{"dtype", std::string(dtype_name(d))}});
       EXPECT_EQ(y.dtype(), d);
@@ -198,7 +193,7 @@ Tensor run_leaf(const std::function<NodeId(Builder&)>& make) {
 }
 
 TEST_F(ElementwiseMisc, FullEveryDtype) {
-  for (DType t : kAll) {
+  for (DType t : kAllDTypes) {
     Tensor y = run_leaf([&](Builder& b) { return b.full({2, 3}, -2.5, t); });
     // -2.5 converted like Tensor::to: integers truncate, u8 wraps, bool is true.
     Tensor want = tensor_of({2, 3}, std::vector<double>(6, -2.5), DType::F64).to(t);

@@ -14,7 +14,7 @@
 #include "support/testing.h"
 #include "support/torch_golden.h"
 
-namespace rlx {
+namespace rlx::fake_quantize_test {
 namespace {
 
 using testing::run_op;
@@ -408,4 +408,4 @@ TEST(FakeQuantizeTorch, MatchesPyTorch) {
 }
 
 }  // namespace
-}  // namespace rlx
+}  // namespace rlx::fake_quantize_test

@@ -21,7 +21,7 @@ namespace {
 
 using testing::IsaLimit;
 
-struct Case {
+struct GemmCase {
   int64_t M, N, K;
   bool ta, tb;
   float alpha, beta;
@@ -39,7 +39,7 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
 // the float64 result, scaled by sum_k |a||b| (the rounding error's size).
 enum class Pack { none, a, b };
 
-void check(const Case& c, const GemmEpilogue<float>& epi = {}, Pack pack = Pack::none) {
+void check_gemm(const GemmCase& c, const GemmEpilogue<float>& epi = {}, Pack pack = Pack::none) {
   const int64_t lda = c.ta ? c.M : c.K, ldb = c.tb ? c.K : c.N, ldc = c.N + 3;
   auto A = random_vec(size_t(c.M * c.K), 1), B = random_vec(size_t(c.K * c.N), 2);
   auto C = random_vec(size_t(c.M * ldc), 3);
@@ -78,7 +78,7 @@ void check(const Case& c, const GemmEpilogue<float>& epi = {}, Pack pack = Pack:
     for (int64_t j = c.N; j < ldc; ++j) ASSERT_EQ(C[size_t(i * ldc + j)], C0[size_t(i * ldc + j)]);
 }
 
-const Case kCases[] = {
+const GemmCase kCases[] = {
     {1, 17, 1, false, false, 1, 0},
     {13, 33, 7, false, false, 1, 0},
     {14, 32, 256, false, false, 1, 0},
@@ -100,16 +100,16 @@ const Case kCases[] = {
 };
 
 void check_all_cases() {
-  for (const Case& c : kCases) check(c);
+  for (const GemmCase& c : kCases) check_gemm(c);
   // Bias per column (matmul) and per row (conv) with relu, over several blocks.
   std::vector<float> col_bias = random_vec(600, 4), row_bias = random_vec(200, 5);
-  check({200, 600, 300, false, false, 1, 0}, {Epilogue::relu, col_bias.data(), false});
-  check({200, 600, 300, false, true, 1, 0}, {Epilogue::relu, row_bias.data(), true});
+  check_gemm({200, 600, 300, false, false, 1, 0}, {Epilogue::relu, col_bias.data(), false});
+  check_gemm({200, 600, 300, false, true, 1, 0}, {Epilogue::relu, row_bias.data(), true});
   // Few rows: the epilogue runs on spans of several panels, the last one short.
-  check({24, 1500, 40, false, false, 1, 0}, {Epilogue::relu, row_bias.data(), true});
+  check_gemm({24, 1500, 40, false, false, 1, 0}, {Epilogue::relu, row_bias.data(), true});
   // relu6 (scaled so that both bounds clamp), and a bias alone.
-  check({50, 70, 300, false, false, 6, 0}, {Epilogue::relu6, row_bias.data(), true});
-  check({50, 70, 30, false, true, 1, 0.5f}, {Epilogue::none, col_bias.data(), false});
+  check_gemm({50, 70, 300, false, false, 6, 0}, {Epilogue::relu6, row_bias.data(), true});
+  check_gemm({50, 70, 30, false, true, 1, 0.5f}, {Epilogue::none, col_bias.data(), false});
 }
 
 // The epilogue the kernels fuse in registers (a bias, none / relu / relu6)
@@ -143,15 +143,16 @@ void check_packed_cases() {
   const int saved = num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
-    for (const Case& c : kCases) {
+    for (const GemmCase& c : kCases) {
       if (c.alpha != 1 || !gemm_uses_packed_operands(c.N)) continue;  // a packed A holds alpha 1
-      check(c, {}, Pack::a);
-      check(c, {}, Pack::b);
+      check_gemm(c, {}, Pack::a);
+      check_gemm(c, {}, Pack::b);
     }
-    check({300, 500, 600, false, true, 1, 0}, {}, Pack::b);
-    check({301, 90, 600, false, false, 1, 0}, {}, Pack::a);
+    check_gemm({300, 500, 600, false, true, 1, 0}, {}, Pack::b);
+    check_gemm({301, 90, 600, false, false, 1, 0}, {}, Pack::a);
     std::vector<float> row_bias = random_vec(301, 5);
-    check({301, 90, 300, false, false, 1, 0}, {Epilogue::relu, row_bias.data(), true}, Pack::a);
+    check_gemm({301, 90, 300, false, false, 1, 0}, {Epilogue::relu, row_bias.data(), true},
+               Pack::a);
   }
   set_num_threads(saved);
 }
@@ -187,7 +188,7 @@ TEST(Gemm, OpenBlasPathMatchesReference) {
 // set after packing): the product packs per call and stays right.
 TEST(Gemm, PackedOperandOfAnotherKernelIsIgnored) {
   if (detected_isa() < Isa::avx2) GTEST_SKIP() << "CPU has no AVX2/FMA";
-  const Case c{40, 70, 300, false, true, 1, 0};
+  const GemmCase c{40, 70, 300, false, true, 1, 0};
   const int64_t ldb = c.K;
   auto A = random_vec(size_t(c.M * c.K), 1), B = random_vec(size_t(c.K * c.N), 2);
   std::vector<float> want(size_t(c.M * c.N)), got(size_t(c.M * c.N), 7.f);
@@ -208,8 +209,8 @@ TEST(Gemm, PackedOperandOfAnotherKernelIsIgnored) {
 TEST(Gemm, ThreadedSplitMatchesReference) {
   const int saved = num_threads();
   set_num_threads(2);
-  check({300, 500, 400, false, true, 1, 0});
-  check({90, 900, 400, true, false, 1, 0});
+  check_gemm({300, 500, 400, false, true, 1, 0});
+  check_gemm({90, 900, 400, true, false, 1, 0});
   set_num_threads(saved);
 }
 

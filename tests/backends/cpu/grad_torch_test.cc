@@ -13,24 +13,20 @@ namespace rlx {
 namespace {
 
 using testing::all_close;
-using testing::random_tensor;
+using testing::random_f64;
 using testing::run_op;
 
-constexpr double kTol = 1e-10;
+constexpr double kGradTol = 1e-10;
 
-Tensor rnd(const Dims& d, uint64_t seed, double lo = -1, double hi = 1) {
-  return random_tensor(d, DType::F64, seed, lo, hi);
-}
-
-struct Act {
+struct ActivationCase {
   const char* kind;
   const char* torch;  // expression of xx
   double lo, hi;
   Attrs attrs;
 };
 
-const std::vector<Act>& acts() {
-  static const std::vector<Act> v{
+const std::vector<ActivationCase>& acts() {
+  static const std::vector<ActivationCase> v{
       {"relu", "F.relu(xx)", -2, 2, {}},
       {"gelu", "F.gelu(xx)", -4, 4, {}},
       {"gelu_tanh", "F.gelu(xx, approximate='tanh')", -4, 4, {}},
@@ -71,11 +67,11 @@ const char* kReductions[] = {"mean", "sum", "none"};
 
 // Inputs of every case, built once (same seeds for the goldens and our kernels).
 struct Data {
-  Tensor ln_x = rnd({3, 4, 5}, 1, -2, 2), ln_dy = rnd({3, 4, 5}, 2), ln_g = rnd({4, 5}, 3),
-         ln_b = rnd({4, 5}, 4);
-  Tensor gn_x = rnd({2, 6, 3, 2}, 5, -2, 2), gn_dy = rnd({2, 6, 3, 2}, 6), gn_g = rnd({6}, 7),
-         gn_b = rnd({6}, 8);
-  Tensor ce_logits = rnd({6, 5}, 9, -4, 4), ce_dl = rnd({6}, 10);
+  Tensor ln_x = random_f64({3, 4, 5}, 1, -2, 2), ln_dy = random_f64({3, 4, 5}, 2),
+         ln_g = random_f64({4, 5}, 3), ln_b = random_f64({4, 5}, 4);
+  Tensor gn_x = random_f64({2, 6, 3, 2}, 5, -2, 2), gn_dy = random_f64({2, 6, 3, 2}, 6),
+         gn_g = random_f64({6}, 7), gn_b = random_f64({6}, 8);
+  Tensor ce_logits = random_f64({6, 5}, 9, -4, 4), ce_dl = random_f64({6}, 10);
   // ignore_index -100 (row 2) and 2 (rows 3, 4).
   Tensor ce_labels = Tensor::from_vector<int64_t>({6}, {0, 4, -100, 2, 2, 1}, DType::I64);
   Tensor ce_labels2 = Tensor::from_vector<int64_t>({6}, {0, 4, 3, 2, 2, 1}, DType::I64);
@@ -83,7 +79,7 @@ struct Data {
   Data() {
     uint64_t seed = 20;
     for (const auto& a : acts())
-      act[a.kind] = {rnd({4, 9}, seed, a.lo, a.hi), rnd({4, 9}, seed + 1)};
+      act[a.kind] = {random_f64({4, 9}, seed, a.lo, a.hi), random_f64({4, 9}, seed + 1)};
   }
 };
 
@@ -92,7 +88,7 @@ const Data& data() {
   return d;
 }
 
-const std::map<std::string, std::vector<Tensor>>& goldens() {
+const std::map<std::string, std::vector<Tensor>>& grad_goldens() {
   static const auto g = [] {
     const Data& d = data();
     std::vector<testing::GoldenCase> cases;
@@ -140,19 +136,19 @@ const std::map<std::string, std::vector<Tensor>>& goldens() {
 
 TEST(GradTorch, LayerAndGroupNorm) {
   const Data& d = data();
-  const auto& ln = goldens().at("ln");
+  const auto& ln = grad_goldens().at("ln");
   const auto ln_got = testing::run_op_outputs(Op::LayerNormGrad, {d.ln_x, d.ln_dy, d.ln_g},
                                               {{"naxes", int64_t(2)}});
   for (size_t o = 0; o < 3; ++o)
-    EXPECT_TRUE(all_close(ln_got.at(o), ln[o], kTol, kTol)) << "layer_norm output " << o;
+    EXPECT_TRUE(all_close(ln_got.at(o), ln[o], kGradTol, kGradTol)) << "layer_norm output " << o;
   EXPECT_TRUE(all_close(
       testing::run_op_outputs(Op::LayerNormGrad, {d.ln_x, d.ln_dy}, {{"eps", 1e-3}}).at(0),
-      goldens().at("ln_plain")[0], kTol, kTol));
-  const auto& gn = goldens().at("gn");
+      grad_goldens().at("ln_plain")[0], kGradTol, kGradTol));
+  const auto& gn = grad_goldens().at("gn");
   const auto gn_got = testing::run_op_outputs(Op::GroupNormGrad, {d.gn_x, d.gn_dy, d.gn_g},
                                               {{"groups", int64_t(3)}});
   for (size_t o = 0; o < 3; ++o)
-    EXPECT_TRUE(all_close(gn_got.at(o), gn[o], kTol, kTol)) << "group_norm output " << o;
+    EXPECT_TRUE(all_close(gn_got.at(o), gn[o], kGradTol, kGradTol)) << "group_norm output " << o;
 }
 
 TEST(GradTorch, Activations) {
@@ -161,9 +157,9 @@ TEST(GradTorch, Activations) {
     Attrs at = a.attrs;
     at.set("kind", std::string(a.kind));
     // torch's hardsigmoid backward multiplies by the float constant 1.0f/6 (3e-8 relative off).
-    const double tol = std::string(a.kind) == "hard_sigmoid" ? 1e-7 : kTol;
+    const double tol = std::string(a.kind) == "hard_sigmoid" ? 1e-7 : kGradTol;
     EXPECT_TRUE(all_close(run_op(Op::ActivationGrad, {x, dy}, at),
-                          goldens().at(std::string("act_") + a.kind)[0], tol, tol))
+                          grad_goldens().at(std::string("act_") + a.kind)[0], tol, tol))
         << a.kind;
   }
 }
@@ -173,16 +169,16 @@ TEST(GradTorch, CrossEntropy) {
   for (const char* r : kReductions)
     for (int64_t ig : {-100, 2}) {
       SCOPED_TRACE(std::string(r) + " ignore_index " + std::to_string(ig));
-      const auto& want = goldens().at(std::string("ce_") + r + std::to_string(ig == 2));
+      const auto& want = grad_goldens().at(std::string("ce_") + r + std::to_string(ig == 2));
       Attrs a{{"reduction", std::string(r)}, {"ignore_index", ig}};
       const Tensor& labels = ig == 2 ? d.ce_labels2 : d.ce_labels;
       Tensor dl = std::string(r) == "none" ? d.ce_dl
                                            : Tensor::from_vector<double>(
                                                  Dims{}, {d.ce_dl.item_as_double(0)}, DType::F64);
       EXPECT_TRUE(all_close(run_op(Op::SoftmaxCrossEntropy, {d.ce_logits, labels}, a), want[0],
-                            kTol, kTol));
+                            kGradTol, kGradTol));
       EXPECT_TRUE(all_close(run_op(Op::SoftmaxCrossEntropyGrad, {d.ce_logits, labels, dl}, a),
-                            want[1], kTol, kTol));
+                            want[1], kGradTol, kGradTol));
     }
 }
 

@@ -13,21 +13,6 @@
 
 namespace rlx::testing::ref {
 
-inline Dims unravel(int64_t f, const Dims& d) {
-  Dims c(d.size(), 0);
-  for (size_t i = d.size(); i-- > 0;) {
-    c[i] = f % d[i];
-    f /= d[i];
-  }
-  return c;
-}
-
-inline int64_t ravel(const Dims& c, const Dims& d) {
-  int64_t f = 0;
-  for (size_t i = 0; i < d.size(); ++i) f = f * d[i] + c[i];
-  return f;
-}
-
 inline int64_t wrap(int64_t v, int64_t n) { return v < 0 ? v + n : v; }
 inline int64_t iv(const Tensor& t, int64_t f) { return int64_t(t.item_as_double(f)); }
 

@@ -16,13 +16,10 @@ namespace {
 using testing::all_close;
 using testing::all_equal;
 using testing::error_of;
+using testing::ints;
 using testing::random_tensor;
 using testing::run_op;
 using testing::run_op_outputs;
-
-Tensor ints(const Dims& d, std::vector<int64_t> v, DType t = DType::I64) {
-  return Tensor::from_vector<int64_t>(d, v, t);
-}
 
 Attrs red_attrs(const std::string& r, std::optional<int64_t> axis = {}) {
   Attrs a{{"reduction", r}};
@@ -289,7 +286,7 @@ TEST(IndexingShapeInfer, ScatterAcceptsSymbolicDimsAndRejectsStaticMismatch) {
 
 // ---- PyTorch goldens, one Python process for the whole file.
 
-struct TorchCase {
+struct ScatterTorchCase {
   std::string name, code;
   Op op;
   std::vector<Tensor> in;  // x['a'], x['b'], x['c']
@@ -297,9 +294,9 @@ struct TorchCase {
   double tol = 0;  // 0: exact
 };
 
-const std::vector<TorchCase>& torch_cases() {
-  static const std::vector<TorchCase> cases = [] {
-    std::vector<TorchCase> v;
+const std::vector<ScatterTorchCase>& scatter_torch_cases() {
+  static const std::vector<ScatterTorchCase> cases = [] {
+    std::vector<ScatterTorchCase> v;
     Tensor d = random_tensor({4, 5, 6}, DType::F32, 80, 0.5, 1.5);
     // Distinct indices along the axis per column (a permutation) for plain scatter.
     Tensor perm = ints({1, 5, 1}, {3, 0, 4, 1, 2});
@@ -369,10 +366,10 @@ const std::vector<TorchCase>& torch_cases() {
   return cases;
 }
 
-const std::map<std::string, std::vector<Tensor>>& goldens() {
+const std::map<std::string, std::vector<Tensor>>& scatter_goldens() {
   static const auto g = [] {
     std::vector<testing::GoldenCase> gc;
-    for (const auto& c : torch_cases()) {
+    for (const auto& c : scatter_torch_cases()) {
       TensorMap in;
       for (size_t i = 0; i < c.in.size(); ++i) in[std::string(1, char('a' + i))] = c.in[i];
       gc.push_back({c.name, c.code, in});
@@ -383,9 +380,9 @@ const std::map<std::string, std::vector<Tensor>>& goldens() {
 }
 
 TEST(IndexingScatterTorch, MatchesPyTorch) {
-  for (const auto& c : torch_cases()) {
+  for (const auto& c : scatter_torch_cases()) {
     SCOPED_TRACE(c.name);
-    const auto& want = goldens().at(c.name);
+    const auto& want = scatter_goldens().at(c.name);
     if (c.op == Op::TopK) {  // values and indices
       const auto got = run_op_outputs(c.op, c.in, c.attrs);
       EXPECT_TRUE(all_equal(got.at(0), want.at(0)));

@@ -11,16 +11,14 @@ namespace rlx {
 namespace {
 
 using testing::all_equal;
+using testing::ints;
+using testing::kAllDTypes;
 using testing::random_tensor;
 using testing::run_op;
 
-Tensor ints(const Dims& d, std::vector<int64_t> v, DType t = DType::I64) {
-  return Tensor::from_vector<int64_t>(d, v, t);
-}
-
 // Expects run_op to throw rlx::Error whose message contains every piece.
-void expect_error(Op op, const std::vector<Tensor>& in, const Attrs& a,
-                  const std::vector<std::string>& pieces) {
+void expect_run_op_error(Op op, const std::vector<Tensor>& in, const Attrs& a,
+                         const std::vector<std::string>& pieces) {
   try {
     run_op(op, in, a);
     ADD_FAILURE() << "no error for " << op_name(op);
@@ -31,12 +29,9 @@ void expect_error(Op op, const std::vector<Tensor>& in, const Attrs& a,
   }
 }
 
-const DType kAll[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
-                      DType::I16, DType::I32, DType::I64,  DType::U8,  DType::Bool};
-
 TEST(IndexingGather, MatchesReferenceOverAxesDtypesAndIndexRanks) {
   Tensor d0 = random_tensor({3, 4, 5}, DType::F64, 1, -50, 50);
-  for (DType t : kAll) {
+  for (DType t : kAllDTypes) {
     Tensor d = d0.to(t);
     for (int64_t axis : {0, 1, 2, -1, -3}) {
       const int64_t n = d.dims()[size_t(normalize_axis(axis, 3))];
@@ -76,11 +71,11 @@ TEST(IndexingGather, LargeThreadedGatherMatchesReference) {
 
 TEST(IndexingGather, OutOfRangeIndexNamesValueAndDim) {
   Tensor d = random_tensor({2, 5}, DType::F32, 8);
-  expect_error(Op::Gather, {d, ints({3}, {0, 7, 1})}, {{"axis", int64_t(1)}},
-               {"index 7", "dim 1", "size 5"});
-  expect_error(Op::Gather, {d, ints({1}, {-6}, DType::I32)}, {{"axis", int64_t(-1)}},
-               {"index -6", "dim 1"});
-  expect_error(Op::Gather, {d, ints({1}, {2})}, {}, {"index 2", "dim 0"});
+  expect_run_op_error(Op::Gather, {d, ints({3}, {0, 7, 1})}, {{"axis", int64_t(1)}},
+                      {"index 7", "dim 1", "size 5"});
+  expect_run_op_error(Op::Gather, {d, ints({1}, {-6}, DType::I32)}, {{"axis", int64_t(-1)}},
+                      {"index -6", "dim 1"});
+  expect_run_op_error(Op::Gather, {d, ints({1}, {2})}, {}, {"index 2", "dim 0"});
   // Float indices are rejected by shape inference.
   EXPECT_THROW(run_op(Op::Gather, {d, random_tensor({2}, DType::F32, 9)}, {}), Error);
   EXPECT_THROW(run_op(Op::Gather, {d, ints({1}, {0})}, {{"axis", int64_t(2)}}), Error);
@@ -88,7 +83,7 @@ TEST(IndexingGather, OutOfRangeIndexNamesValueAndDim) {
 
 TEST(IndexingGatherElements, MatchesReferenceIncludingSmallerIndexDims) {
   Tensor d0 = random_tensor({3, 4, 5}, DType::F64, 10, -50, 50);
-  for (DType t : kAll) {
+  for (DType t : kAllDTypes) {
     Tensor d = d0.to(t);
     for (int64_t axis : {0, 1, -1}) {
       const int64_t n = d.dims()[size_t(normalize_axis(axis, 3))];
@@ -114,8 +109,8 @@ TEST(IndexingGatherElements, MatchesReferenceIncludingSmallerIndexDims) {
 
 TEST(IndexingGatherElements, Errors) {
   Tensor d = random_tensor({3, 4}, DType::F32, 14);
-  expect_error(Op::GatherElements, {d, ints({1, 2}, {1, 4})}, {{"axis", int64_t(1)}},
-               {"index 4", "dim 1"});
+  expect_run_op_error(Op::GatherElements, {d, ints({1, 2}, {1, 4})}, {{"axis", int64_t(1)}},
+                      {"index 4", "dim 1"});
   // Index dims larger than data off the axis are a shape error; rank mismatch too.
   EXPECT_THROW(
       run_op(Op::GatherElements, {d, ints({1, 5}, {0, 0, 0, 0, 0})}, {{"axis", int64_t(0)}}),
@@ -129,7 +124,7 @@ TEST(IndexingGatherND, MatchesReferenceWithBatchDims) {
     Dims id;
     int64_t b;
   };
-  for (DType t : kAll) {
+  for (DType t : kAllDTypes) {
     Tensor d = d0.to(t);
     for (const C& c :
          {C{{4, 1}, 0}, C{{3, 2}, 0}, C{{2, 2, 3}, 0}, C{{5, 4}, 0}, C{{0, 2}, 0}, C{{2}, 0},
@@ -151,9 +146,9 @@ TEST(IndexingGatherND, MatchesReferenceWithBatchDims) {
 
 TEST(IndexingGatherND, Errors) {
   Tensor d = random_tensor({2, 3, 4}, DType::F32, 17);
-  expect_error(Op::GatherND, {d, ints({1, 2}, {1, 3})}, {}, {"index 3", "dim 1"});
-  expect_error(Op::GatherND, {d, ints({2, 1}, {0, 4})}, {{"batch_dims", int64_t(1)}},
-               {"index 4", "dim 1"});
+  expect_run_op_error(Op::GatherND, {d, ints({1, 2}, {1, 3})}, {}, {"index 3", "dim 1"});
+  expect_run_op_error(Op::GatherND, {d, ints({2, 1}, {0, 4})}, {{"batch_dims", int64_t(1)}},
+                      {"index 4", "dim 1"});
   EXPECT_THROW(run_op(Op::GatherND, {d, ints({1, 4}, {0, 0, 0, 0})}, {}), Error);  // k > rank
   EXPECT_THROW(run_op(Op::GatherND, {d, ints({3, 1}, {0, 0, 0})}, {{"batch_dims", int64_t(1)}}),
                Error);                                                   // batch dim 3 vs 2
@@ -178,8 +173,9 @@ TEST(IndexingOneHot, MatchesReferenceAndWrapsNegatives) {
 }
 
 TEST(IndexingOneHot, Errors) {
-  expect_error(Op::OneHot, {ints({2}, {1, 5})}, {{"depth", int64_t(5)}}, {"index 5", "depth 5"});
-  expect_error(Op::OneHot, {ints({1}, {-6})}, {{"depth", int64_t(5)}}, {"index -6"});
+  expect_run_op_error(Op::OneHot, {ints({2}, {1, 5})}, {{"depth", int64_t(5)}},
+                      {"index 5", "depth 5"});
+  expect_run_op_error(Op::OneHot, {ints({1}, {-6})}, {{"depth", int64_t(5)}}, {"index -6"});
   EXPECT_THROW(run_op(Op::OneHot, {ints({1}, {0})}, {{"depth", int64_t(0)}}), Error);
   EXPECT_THROW(run_op(Op::OneHot, {random_tensor({2}, DType::F32, 1)}, {{"depth", int64_t(3)}}),
                Error);
@@ -187,7 +183,7 @@ TEST(IndexingOneHot, Errors) {
 
 TEST(IndexingEmbedding, MatchesReferenceAllDtypes) {
   Tensor t0 = random_tensor({10, 6}, DType::F64, 20, -50, 50);
-  for (DType t : kAll) {
+  for (DType t : kAllDTypes) {
     Tensor table = t0.to(t);
     for (const Dims& id : {Dims{}, Dims{4}, Dims{2, 3}, Dims{0}, Dims{2, 0}}) {
       Tensor ids = random_tensor(id, DType::I32, 21, 0, 9);
@@ -207,14 +203,14 @@ TEST(IndexingEmbedding, MatchesReferenceAllDtypes) {
 
 TEST(IndexingEmbedding, Errors) {
   Tensor table = random_tensor({10, 4}, DType::F32, 25);
-  expect_error(Op::Embedding, {table, ints({3}, {0, 10, 2})}, {}, {"id 10", "10 rows"});
-  expect_error(Op::Embedding, {table, ints({1}, {-1}, DType::I32)}, {}, {"id -1"});
+  expect_run_op_error(Op::Embedding, {table, ints({3}, {0, 10, 2})}, {}, {"id 10", "10 rows"});
+  expect_run_op_error(Op::Embedding, {table, ints({1}, {-1}, DType::I32)}, {}, {"id -1"});
   EXPECT_THROW(run_op(Op::Embedding, {random_tensor({10}, DType::F32, 1), ints({1}, {0})}), Error);
 }
 
 // ---- PyTorch goldens, one Python process for the whole file.
 
-struct TorchCase {
+struct IndexingTorchCase {
   std::string name;
   std::string code;
   Op op;
@@ -222,9 +218,9 @@ struct TorchCase {
   Attrs attrs;
 };
 
-const std::vector<TorchCase>& torch_cases() {
-  static const std::vector<TorchCase> cases = [] {
-    std::vector<TorchCase> v;
+const std::vector<IndexingTorchCase>& indexing_torch_cases() {
+  static const std::vector<IndexingTorchCase> cases = [] {
+    std::vector<IndexingTorchCase> v;
     Tensor d = random_tensor({3, 4, 5}, DType::F32, 30);
     // Advanced indexing handles negative indices natively.
     v.push_back({"gather_ax1",
@@ -295,10 +291,10 @@ const std::vector<TorchCase>& torch_cases() {
   return cases;
 }
 
-const std::map<std::string, std::vector<Tensor>>& goldens() {
+const std::map<std::string, std::vector<Tensor>>& indexing_goldens() {
   static const auto g = [] {
     std::vector<testing::GoldenCase> gc;
-    for (const auto& c : torch_cases()) {
+    for (const auto& c : indexing_torch_cases()) {
       TensorMap in;
       for (size_t i = 0; i < c.in.size(); ++i) in[std::string(1, char('a' + i))] = c.in[i];
       gc.push_back({c.name, c.code, in});
@@ -309,9 +305,9 @@ const std::map<std::string, std::vector<Tensor>>& goldens() {
 }
 
 TEST(IndexingTorch, MatchesPyTorch) {
-  for (const auto& c : torch_cases()) {
+  for (const auto& c : indexing_torch_cases()) {
     SCOPED_TRACE(c.name);
-    Tensor want = goldens().at(c.name).at(0);
+    Tensor want = indexing_goldens().at(c.name).at(0);
     Tensor got = run_op(c.op, c.in, c.attrs);
     // Pure copies: exact, and the dtype must match too.
     EXPECT_TRUE(all_equal(got, want.dtype() == got.dtype() ? want : want.to(got.dtype())));

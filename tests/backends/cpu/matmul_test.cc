@@ -63,13 +63,13 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
   return out.to(a.dtype());
 }
 
-struct Case {
+struct MatMulCase {
   std::string name;
   Dims a, b;
   DType dt = DType::F32;
 };
 
-std::vector<Case> cases() {
+std::vector<MatMulCase> matmul_cases() {
   return {
       {"plain", {3, 4}, {4, 5}},
       {"bcast_2134_546", {2, 1, 3, 4}, {5, 4, 6}},
@@ -98,7 +98,7 @@ constexpr double kAtol32 = 1e-5, kRtol32 = 1e-5;
 
 TEST(MatMul, MatchesScalarReference) {
   uint64_t seed = 1;
-  for (const Case& c : cases()) {
+  for (const MatMulCase& c : matmul_cases()) {
     Tensor a = random_tensor(c.a, c.dt, seed++), b = random_tensor(c.b, c.dt, seed++);
     Tensor got = run_op(Op::MatMul, {a, b});
     const double tol = c.dt == DType::F64 ? 1e-12 : kAtol32;
@@ -121,11 +121,11 @@ Tensor swap_last_two(const Tensor& t) {
 // the reference on the logical operands.
 TEST(MatMul, TransposedOperandsMatchTheReference) {
   uint64_t seed = 100;
-  std::vector<Case> all = cases();
+  std::vector<MatMulCase> all = matmul_cases();
   all.push_back({"i32", {2, 3, 4}, {4, 5}, DType::I32});
   all.push_back({"i8_batched", {3, 2, 6}, {3, 6, 4}, DType::I8});
   int checked = 0;
-  for (const Case& c : all) {
+  for (const MatMulCase& c : all) {
     Tensor a = random_tensor(c.a, c.dt, seed++), b = random_tensor(c.b, c.dt, seed++);
     const Tensor want = ref_matmul(a, b);
     const double tol = c.dt == DType::F64 ? 1e-12 : is_float(c.dt) ? kAtol32 : 0;
@@ -150,7 +150,7 @@ TEST(MatMul, MatchesTorch) {
   std::vector<testing::GoldenCase> gc;
   std::vector<std::pair<Tensor, Tensor>> ins;
   uint64_t seed = 100;
-  for (const Case& c : cases()) {
+  for (const MatMulCase& c : matmul_cases()) {
     Tensor a = random_tensor(c.a, c.dt, seed++), b = random_tensor(c.b, c.dt, seed++);
     gc.push_back({c.name, "y = torch.matmul(x['a'], x['b'])", {{"a", a}, {"b", b}}});
     ins.emplace_back(a, b);

@@ -15,22 +15,12 @@ namespace {
 
 using testing::all_equal;
 using testing::random_tensor;
+using testing::ravel;
 using testing::run_op;
+using testing::unravel;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-
-Dims unravel(int64_t i, const Dims& d) {
-  Dims idx(d.size());
-  for (size_t k = d.size(); k-- > 0;) idx[k] = i % d[k], i /= d[k];
-  return idx;
-}
-
-int64_t ravel(const Dims& idx, const Dims& d) {
-  int64_t i = 0;
-  for (size_t k = 0; k < d.size(); ++k) i = i * d[k] + idx[k];
-  return i;
-}
 
 // Builds out[idx] = in[src(idx)] (src returns input multi-index, or an empty
 // optional-like {-1} for `fill`), element by element through doubles.
@@ -50,7 +40,7 @@ std::string py_list(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-struct Case {
+struct MovementCase {
   std::string name;
   Op op;
   Attrs attrs;
@@ -67,7 +57,7 @@ TensorMap golden_inputs(const std::vector<Tensor>& in) {
 
 // ------------------------------------------------------------------ cases
 
-void add_transpose(std::vector<Case>& cs) {
+void add_transpose(std::vector<MovementCase>& cs) {
   struct T {
     Dims d;
     std::vector<int64_t> perm;
@@ -132,7 +122,7 @@ std::vector<int64_t> py_slice(int64_t len, const int64_t* start, const int64_t* 
   return r;
 }
 
-void add_slice(std::vector<Case>& cs) {
+void add_slice(std::vector<MovementCase>& cs) {
   struct S {
     Dims d;
     int64_t axis;
@@ -179,7 +169,7 @@ void add_slice(std::vector<Case>& cs) {
   }
 }
 
-void add_concat(std::vector<Case>& cs) {
+void add_concat(std::vector<MovementCase>& cs) {
   struct C {
     std::vector<Dims> ds;
     int64_t axis;
@@ -221,7 +211,7 @@ void add_concat(std::vector<Case>& cs) {
   }
 }
 
-void add_expand(std::vector<Case>& cs) {
+void add_expand(std::vector<MovementCase>& cs) {
   struct E {
     Dims d;
     std::vector<int64_t> shape;
@@ -260,7 +250,7 @@ void add_expand(std::vector<Case>& cs) {
   }
 }
 
-void add_pad(std::vector<Case>& cs) {
+void add_pad(std::vector<MovementCase>& cs) {
   struct P {
     Dims d;
     std::vector<int64_t> pads;
@@ -340,7 +330,7 @@ void add_pad(std::vector<Case>& cs) {
   }
 }
 
-void add_tile_flip(std::vector<Case>& cs) {
+void add_tile_flip(std::vector<MovementCase>& cs) {
   struct T {
     Dims d;
     std::vector<int64_t> reps;
@@ -403,8 +393,8 @@ void add_tile_flip(std::vector<Case>& cs) {
   }
 }
 
-std::vector<Case> make_cases() {
-  std::vector<Case> cs;
+std::vector<MovementCase> make_movement_cases() {
+  std::vector<MovementCase> cs;
   add_transpose(cs);
   add_slice(cs);
   add_concat(cs);
@@ -427,15 +417,16 @@ std::vector<Case> make_cases() {
   return cs;
 }
 
-const std::vector<Case>& cases() {
-  static const std::vector<Case> cs = make_cases();
+const std::vector<MovementCase>& movement_cases() {
+  static const std::vector<MovementCase> cs = make_movement_cases();
   return cs;
 }
 
-const std::map<std::string, std::vector<Tensor>>& goldens() {
+const std::map<std::string, std::vector<Tensor>>& movement_goldens() {
   static const auto g = [] {
     std::vector<testing::GoldenCase> gc;
-    for (const Case& c : cases()) gc.push_back({c.name, c.code, golden_inputs(c.in)});
+    for (const MovementCase& c : movement_cases())
+      gc.push_back({c.name, c.code, golden_inputs(c.in)});
     return testing::torch_goldens(gc);
   }();
   return g;
@@ -443,13 +434,13 @@ const std::map<std::string, std::vector<Tensor>>& goldens() {
 
 void check_op(Op op, int expected_cases) {
   int n = 0;
-  for (const Case& c : cases()) {
+  for (const MovementCase& c : movement_cases()) {
     if (c.op != op) continue;
     SCOPED_TRACE(c.name);
     ++n;
     Tensor got = run_op(c.op, c.in, c.attrs);
     EXPECT_TRUE(all_equal(got, c.ref())) << "vs scalar reference";
-    EXPECT_TRUE(all_equal(got, goldens().at(c.name)[0])) << "vs torch";
+    EXPECT_TRUE(all_equal(got, movement_goldens().at(c.name)[0])) << "vs torch";
   }
   EXPECT_EQ(n, expected_cases);
 }

@@ -263,7 +263,7 @@ TEST(NormLayerNorm2d, MatchesReferenceAcrossPositionBlocks) {
 
 // ---------------------------------------------------------------- PyTorch goldens
 
-const std::map<std::string, std::vector<Tensor>>& goldens() {
+const std::map<std::string, std::vector<Tensor>>& norm_goldens() {
   static const auto g = [] {
     using testing::GoldenCase;
     std::vector<GoldenCase> cases;
@@ -308,7 +308,7 @@ const std::map<std::string, std::vector<Tensor>>& goldens() {
 }
 
 TEST(NormTorch, MatchesPyTorch) {
-  const auto& g = goldens();
+  const auto& g = norm_goldens();
   auto x = [](uint64_t s, const Dims& d, double lo = -2, double hi = 2) {
     return rnd(d, s, lo, hi);
   };

@@ -25,7 +25,7 @@ struct PoolCase {
 };
 
 // Max pooling takes a dilation, average pooling count_include_pad.
-Attrs attrs_of(const PoolCase& c, bool max_pool) {
+Attrs pool_attrs(const PoolCase& c, bool max_pool) {
   Attrs a;
   a.set("kernel", c.k);
   a.set("stride", c.s);
@@ -130,7 +130,7 @@ std::string torch_avg(const PoolCase& c) {
 
 // Extra cases: asymmetric pads (reference only, and through F.pad where exact),
 // unbatched input, ceil-mode windows overhanging a small input, NaN.
-std::vector<PoolCase> extra_cases() {
+std::vector<PoolCase> extra_pool_cases() {
   return {
       {"asym", {1, 2, 9, 10}, {3, 3}, {2, 2}, {1, 0, 0, 1}, {1, 1}, false, true},
       {"asym_ceil", {1, 2, 9, 10}, {3, 4}, {2, 3}, {0, 2, 1, 1}, {1, 1}, true, false},
@@ -148,11 +148,11 @@ constexpr double kAvgTol = 1e-6;
 TEST(MaxPool2d, MatchesScalarReference) {
   uint64_t seed = 1;
   auto cases = grid(true);
-  for (const auto& c : extra_cases()) cases.push_back(c);
+  for (const auto& c : extra_pool_cases()) cases.push_back(c);
   for (const PoolCase& c : cases) {
     Tensor x = random_tensor(c.x, DType::F32, seed++);
     EXPECT_TRUE(
-        testing::all_equal(run_op(Op::MaxPool2d, {x}, attrs_of(c, true)), ref_pool(c, x, 0)))
+        testing::all_equal(run_op(Op::MaxPool2d, {x}, pool_attrs(c, true)), ref_pool(c, x, 0)))
         << c.name;
   }
 }
@@ -179,7 +179,7 @@ TEST(MaxPool2d, VectorRowsMatchReferenceWithNaN) {
           Tensor x = random_tensor(c.x, DType::F32, seed++);
           for (int64_t i = 0; i < x.numel(); i += 97)
             x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
-          const Tensor got = run_op(Op::MaxPool2d, {x}, attrs_of(c, true));
+          const Tensor got = run_op(Op::MaxPool2d, {x}, pool_attrs(c, true));
           const Tensor want = ref_pool(c, x, 0);
           ASSERT_EQ(got.dims(), want.dims()) << c.name;
           int64_t nans = 0;
@@ -196,10 +196,10 @@ TEST(MaxPool2d, VectorRowsMatchReferenceWithNaN) {
 TEST(AvgPool2d, MatchesScalarReference) {
   uint64_t seed = 100;
   auto cases = grid(false);
-  for (const auto& c : extra_cases()) cases.push_back(c);
+  for (const auto& c : extra_pool_cases()) cases.push_back(c);
   for (const PoolCase& c : cases) {
     Tensor x = random_tensor(c.x, DType::F32, seed++);
-    EXPECT_TRUE(all_close(run_op(Op::AvgPool2d, {x}, attrs_of(c, false)), ref_pool(c, x, 1),
+    EXPECT_TRUE(all_close(run_op(Op::AvgPool2d, {x}, pool_attrs(c, false)), ref_pool(c, x, 1),
                           kAvgTol, kAvgTol))
         << c.name;
   }
@@ -259,26 +259,26 @@ TEST(Pool, MatchesTorch) {
   };
   for (const PoolCase& c : grid(true))
     add("max_" + c.name, torch_max(c), random_tensor(c.x, DType::F32, seed++), Op::MaxPool2d,
-        attrs_of(c, true));
+        pool_attrs(c, true));
   for (const PoolCase& c : grid(false))
     add("avg_" + c.name, torch_avg(c), random_tensor(c.x, DType::F32, seed++), Op::AvgPool2d,
-        attrs_of(c, false));
-  for (const PoolCase& c : extra_cases()) {
+        pool_attrs(c, false));
+  for (const PoolCase& c : extra_pool_cases()) {
     const bool sym = c.pads[0] == c.pads[2] && c.pads[1] == c.pads[3];
     const std::string pad = "(" + std::to_string(c.pads[1]) + "," + std::to_string(c.pads[3]) +
                             "," + std::to_string(c.pads[0]) + "," + std::to_string(c.pads[2]) + ")";
     Tensor x = random_tensor(c.x, DType::F32, seed++);
     if (sym) {
-      add("max_" + c.name, torch_max(c), x, Op::MaxPool2d, attrs_of(c, true));
-      add("avg_" + c.name, torch_avg(c), x, Op::AvgPool2d, attrs_of(c, false));
+      add("max_" + c.name, torch_max(c), x, Op::MaxPool2d, pool_attrs(c, true));
+      add("avg_" + c.name, torch_avg(c), x, Op::AvgPool2d, pool_attrs(c, false));
     } else if (!c.ceil) {  // without ceil_mode, asymmetric pads == explicit padding
       PoolCase u = c;
       u.pads = {0, 0, 0, 0};
       std::string mx = torch_max(u), av = torch_avg(u);
       mx.replace(mx.find("x['x']"), 6, "F.pad(x['x'], " + pad + ", value=-float('inf'))");
       av.replace(av.find("x['x']"), 6, "F.pad(x['x'], " + pad + ")");
-      add("max_" + c.name, mx, x, Op::MaxPool2d, attrs_of(c, true));
-      if (c.cip) add("avg_" + c.name, av, x, Op::AvgPool2d, attrs_of(c, false));
+      add("max_" + c.name, mx, x, Op::MaxPool2d, pool_attrs(c, true));
+      if (c.cip) add("avg_" + c.name, av, x, Op::AvgPool2d, pool_attrs(c, false));
     }
   }
   for (const auto& c : adaptive_cases())
@@ -295,8 +295,8 @@ TEST(Pool, MatchesTorch) {
   // f64
   PoolCase d{"f64", {1, 2, 6, 7}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, false};
   Tensor xd = random_tensor(d.x, DType::F64, 11);
-  add("max_f64", torch_max(d), xd, Op::MaxPool2d, attrs_of(d, true));
-  add("avg_f64", torch_avg(d), xd, Op::AvgPool2d, attrs_of(d, false));
+  add("max_f64", torch_max(d), xd, Op::MaxPool2d, pool_attrs(d, true));
+  add("avg_f64", torch_avg(d), xd, Op::AvgPool2d, pool_attrs(d, false));
   add("adaptive_f64", "y = F.adaptive_avg_pool2d(x['x'], (4, 3))", xd, Op::AdaptiveAvgPool2d,
       Attrs{{"output", std::vector<int64_t>{4, 3}}});
 
@@ -329,7 +329,7 @@ TEST(MaxPool2dGrad, MatchesTorchAutograd) {
   // The pooling grid, the symmetric extra cases, and 2x2 stride-2 pools (the
   // vectorized path) with odd sizes, row tails and ties; NaN; f64.
   std::vector<PoolCase> cases = grid(true);
-  for (const PoolCase& c : extra_cases())
+  for (const PoolCase& c : extra_pool_cases())
     if (c.pads[0] == c.pads[2] && c.pads[1] == c.pads[3]) cases.push_back(c);
   const std::vector<int64_t> k2{2, 2}, none{0, 0, 0, 0}, one{1, 1};
   cases.push_back({"2x2_odd", {1, 3, 9, 11}, k2, k2, none, one, false, true});
@@ -343,7 +343,7 @@ TEST(MaxPool2dGrad, MatchesTorchAutograd) {
   auto add = [&](const std::string& name, const PoolCase& c, Tensor x) {
     const Tensor dy = random_tensor(pooled_dims(c), x.dtype(), seed++);
     gc.push_back({name, torch_max_grad(c), {{"x", x}, {"dy", dy}}});
-    run.push_back([=] { return run_op(Op::MaxPool2dGrad, {x, dy}, attrs_of(c, true)); });
+    run.push_back([=] { return run_op(Op::MaxPool2dGrad, {x, dy}, pool_attrs(c, true)); });
   };
   for (const PoolCase& c : cases) {
     add(c.name, c, random_tensor(c.x, DType::F32, seed++));
@@ -386,7 +386,7 @@ TEST(MaxPool2d, IntegerDtypes) {
   PoolCase c{"int", {1, 2, 5, 6}, {3, 2}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, true};
   for (DType dt : {DType::I32, DType::I64, DType::I8, DType::U8}) {
     Tensor x = random_tensor(c.x, dt, 5, 0, 100);
-    Tensor got = run_op(Op::MaxPool2d, {x}, attrs_of(c, true));
+    Tensor got = run_op(Op::MaxPool2d, {x}, pool_attrs(c, true));
     EXPECT_TRUE(testing::all_equal(got, ref_pool(c, x, 0))) << dtype_name(dt);
   }
 }

@@ -12,7 +12,7 @@
 #include "rlx/rlx.h"
 #include "support/testing.h"
 
-namespace rlx {
+namespace rlx::recurrent_test {
 namespace {
 
 enum class Act { sigmoid, tanh, relu };
@@ -391,4 +391,4 @@ TEST(Recurrent, AutodiffOverADynamicSequenceIsAnErrorNamingTheNode) {
 }
 
 }  // namespace
-}  // namespace rlx
+}  // namespace rlx::recurrent_test

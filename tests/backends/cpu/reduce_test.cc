@@ -15,19 +15,9 @@ namespace {
 using testing::all_close;
 using testing::all_equal;
 using testing::random_tensor;
+using testing::ravel;
 using testing::run_op;
-
-Dims unravel(int64_t i, const Dims& d) {
-  Dims idx(d.size());
-  for (size_t k = d.size(); k-- > 0;) idx[k] = i % d[k], i /= d[k];
-  return idx;
-}
-
-int64_t ravel(const Dims& idx, const Dims& d) {
-  int64_t i = 0;
-  for (size_t k = 0; k < d.size(); ++k) i = i * d[k] + idx[k];
-  return i;
-}
+using testing::unravel;
 
 // Output position of input element `idx` when axes in `red` are reduced.
 Dims out_index(const Dims& idx, const std::vector<bool>& red, bool keep) {
@@ -132,7 +122,7 @@ std::string py_ints(const std::vector<int64_t>& v) {
 }
 
 // Every case of this file: the rlx op, its attrs and input, and the torch code.
-struct Case {
+struct ReduceCase {
   std::string name;
   Op op;
   Attrs attrs;
@@ -148,7 +138,7 @@ Tensor with_nans(Tensor t, std::vector<int64_t> at) {
 
 std::string pybool(bool b) { return b ? "True" : "False"; }
 
-void add_arg_cases(std::vector<Case>& cs) {
+void add_arg_cases(std::vector<ReduceCase>& cs) {
   struct A {
     std::string name;
     Tensor x;
@@ -181,7 +171,7 @@ void add_arg_cases(std::vector<Case>& cs) {
     }
 }
 
-void add_softmax_cases(std::vector<Case>& cs) {
+void add_softmax_cases(std::vector<ReduceCase>& cs) {
   struct S {
     std::string name;
     Tensor x;
@@ -218,7 +208,7 @@ void add_softmax_cases(std::vector<Case>& cs) {
     }
 }
 
-void add_cumsum_cases(std::vector<Case>& cs) {
+void add_cumsum_cases(std::vector<ReduceCase>& cs) {
   struct C {
     std::string name;
     Tensor x;
@@ -264,8 +254,8 @@ bool is_reduce(Op op) {
          op == Op::ReduceMin || op == Op::ReduceProd;
 }
 
-std::vector<Case> make_cases() {
-  std::vector<Case> cs;
+std::vector<ReduceCase> make_reduce_cases() {
+  std::vector<ReduceCase> cs;
   // --- reduce: (dims, axes, keepdims) over every op; f32 sums are compared
   // with torch at 1e-5: torch accumulates in f32 (cascade sum), rlx in double.
   struct RShape {
@@ -352,16 +342,16 @@ std::vector<Case> make_cases() {
   return cs;
 }
 
-const std::vector<Case>& cases() {
-  static const std::vector<Case> cs = make_cases();
+const std::vector<ReduceCase>& reduce_cases() {
+  static const std::vector<ReduceCase> cs = make_reduce_cases();
   return cs;
 }
 
 // Torch goldens for every case with code, computed once for the whole file.
-const std::map<std::string, std::vector<Tensor>>& goldens() {
+const std::map<std::string, std::vector<Tensor>>& reduce_goldens() {
   static const auto g = [] {
     std::vector<testing::GoldenCase> gc;
-    for (const Case& c : cases())
+    for (const ReduceCase& c : reduce_cases())
       if (!c.code.empty()) gc.push_back({c.name, c.code, {{"x", c.x}}});
     return testing::torch_goldens(gc);
   }();
@@ -369,7 +359,7 @@ const std::map<std::string, std::vector<Tensor>>& goldens() {
 }
 
 TEST(CpuReduce, MatchesScalarReference) {
-  for (const Case& c : cases()) {
+  for (const ReduceCase& c : reduce_cases()) {
     if (!is_reduce(c.op)) continue;
     SCOPED_TRACE(c.name);
     Tensor got = run_op(c.op, {c.x}, c.attrs);
@@ -387,11 +377,11 @@ TEST(CpuReduce, MatchesScalarReference) {
 }
 
 TEST(CpuReduce, MatchesTorch) {
-  for (const Case& c : cases()) {
+  for (const ReduceCase& c : reduce_cases()) {
     if (!is_reduce(c.op)) continue;
     SCOPED_TRACE(c.name);
     Tensor got = run_op(c.op, {c.x}, c.attrs);
-    EXPECT_TRUE(all_close(got, goldens().at(c.name)[0], c.atol, c.rtol));
+    EXPECT_TRUE(all_close(got, reduce_goldens().at(c.name)[0], c.atol, c.rtol));
   }
 }
 
@@ -464,14 +454,14 @@ Tensor ref_cumsum(const Tensor& x, int64_t axis, bool excl, bool rev) {
 
 TEST(CpuArgReduce, MatchesScalarReferenceAndTorch) {
   int n = 0;
-  for (const Case& c : cases()) {
+  for (const ReduceCase& c : reduce_cases()) {
     if (c.op != Op::ArgMax && c.op != Op::ArgMin) continue;
     SCOPED_TRACE(c.name);
     ++n;
     Tensor got = run_op(c.op, {c.x}, c.attrs);
     ASSERT_EQ(got.dtype(), DType::I64);
     EXPECT_TRUE(all_equal(got, ref_arg(c.op, c.x, c.attrs.i("axis"), got.dims())));
-    EXPECT_TRUE(all_equal(got, goldens().at(c.name)[0]));
+    EXPECT_TRUE(all_equal(got, reduce_goldens().at(c.name)[0]));
   }
   EXPECT_EQ(n, 24);
 }
@@ -487,7 +477,7 @@ TEST(CpuArgReduce, FirstNanWinsAndTiesTakeFirstIndex) {
 
 TEST(CpuSoftmax, MatchesScalarReferenceAndTorch) {
   int n = 0;
-  for (const Case& c : cases()) {
+  for (const ReduceCase& c : reduce_cases()) {
     if (c.op != Op::Softmax && c.op != Op::LogSoftmax) continue;
     SCOPED_TRACE(c.name);
     ++n;
@@ -496,7 +486,7 @@ TEST(CpuSoftmax, MatchesScalarReferenceAndTorch) {
     // The double reference sees the same f32 inputs, so the error budget is
     // the same as against torch.
     EXPECT_TRUE(all_close(got, ref_softmax(c.op, c.x, c.attrs.i("axis")), c.atol, c.rtol));
-    EXPECT_TRUE(all_close(got, goldens().at(c.name)[0], c.atol, c.rtol));
+    EXPECT_TRUE(all_close(got, reduce_goldens().at(c.name)[0], c.atol, c.rtol));
   }
   EXPECT_EQ(n, 26);
 }
@@ -518,7 +508,7 @@ TEST(CpuSoftmax, RowsSumToOneAndLogMatchesLog) {
 
 TEST(CpuCumSum, MatchesScalarReferenceAndTorch) {
   int n = 0;
-  for (const Case& c : cases()) {
+  for (const ReduceCase& c : reduce_cases()) {
     if (c.op != Op::CumSum) continue;
     SCOPED_TRACE(c.name);
     ++n;
@@ -528,7 +518,7 @@ TEST(CpuCumSum, MatchesScalarReferenceAndTorch) {
         ref_cumsum(c.x, c.attrs.i("axis"), c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0);
     // Same double accumulation order as the reference: one f32 rounding.
     EXPECT_TRUE(all_close(got, want, 1e-12, 2.4e-7));
-    EXPECT_TRUE(all_close(got, goldens().at(c.name)[0], c.atol, c.rtol));
+    EXPECT_TRUE(all_close(got, reduce_goldens().at(c.name)[0], c.atol, c.rtol));
   }
   EXPECT_EQ(n, 36);
 }

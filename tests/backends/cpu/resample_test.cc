@@ -19,7 +19,7 @@ using testing::all_close;
 using testing::random_tensor;
 using testing::run_op;
 
-constexpr double kTol = 1e-5;
+constexpr double kResampleTol = 1e-5;
 
 Tensor resize(const Tensor& x, int64_t h, int64_t w, const std::string& mode, bool align = false,
               bool aa = false) {
@@ -238,7 +238,7 @@ const Tensor& grid_g() {
   return t;
 }
 
-const std::map<std::string, std::vector<Tensor>>& goldens() {
+const std::map<std::string, std::vector<Tensor>>& resample_goldens() {
   static const auto g = [] {
     std::vector<testing::GoldenCase> cases;
     for (const ResizeCase& c : resize_cases()) {
@@ -261,22 +261,22 @@ const std::map<std::string, std::vector<Tensor>>& goldens() {
 }
 
 TEST(ResizeTorch, MatchesInterpolateForEveryMode) {
-  const auto& g = goldens();
+  const auto& g = resample_goldens();
   for (const ResizeCase& c : resize_cases()) {
     SCOPED_TRACE(c.name + " " + dims_str(c.x) + " -> " + std::to_string(c.oh) + "x" +
                  std::to_string(c.ow) + " " + c.mode + (c.align ? " align" : "") +
                  (c.aa ? " aa" : ""));
     EXPECT_TRUE(all_close(resize(resize_input(c), c.oh, c.ow, c.mode, c.align, c.aa),
-                          g.at(c.name)[0], kTol, kTol));
+                          g.at(c.name)[0], kResampleTol, kResampleTol));
   }
 }
 
 TEST(GridSampleTorch, MatchesGridSampleForEveryCombination) {
-  const auto& g = goldens();
+  const auto& g = resample_goldens();
   for (const GridCase& c : grid_cases()) {
     SCOPED_TRACE(c.name);
     EXPECT_TRUE(all_close(grid_sample(grid_x(), grid_g(), c.mode, c.pad, c.align), g.at(c.name)[0],
-                          kTol, kTol));
+                          kResampleTol, kResampleTol));
   }
 }
 

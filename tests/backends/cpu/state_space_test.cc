@@ -13,7 +13,7 @@
 #include "rlx/rlx.h"
 #include "support/testing.h"
 
-namespace rlx {
+namespace rlx::state_space_test {
 namespace {
 
 using Vec = std::vector<double>;
@@ -391,4 +391,4 @@ TEST(StateSpace, AutodiffGoesThroughTheScan) {
 }
 
 }  // namespace
-}  // namespace rlx
+}  // namespace rlx::state_space_test

@@ -11,7 +11,6 @@ namespace rlx {
 namespace {
 using namespace rlx::testing;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kPi = 3.14159265358979323846;
 
 double softplus_ref(double x, double beta, double th) {
@@ -32,7 +31,7 @@ struct UnaryCase {
   double atol = 1e-7;
 };
 
-std::vector<UnaryCase> cases() {
+std::vector<UnaryCase> unary_cases() {
   const double s2 = std::sqrt(2.0);
   return {
       {"relu", Op::Relu, {}, -5, 5, "torch.relu(a)", [](double x) { return x < 0 ? 0 : x; }},
@@ -194,13 +193,13 @@ Tensor input_for(const UnaryCase& c, const Dims& d, DType t, uint64_t seed) {
 
 // Odd sizes exercise the vector tails; 9001 elements spans several threads'
 // chunks for the expensive ops.
-const std::vector<Dims> kShapes = {{3, 37}, {9001}, {}, {0, 3}, {1, 1, 5}};
+const std::vector<Dims> kUnaryShapes = {{3, 37}, {9001}, {}, {0, 3}, {1, 1, 5}};
 
 class UnaryOps : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     std::vector<GoldenCase> g;
-    for (const UnaryCase& c : cases()) {
+    for (const UnaryCase& c : unary_cases()) {
       TensorMap in{{"a", input_for(c, {4, 33}, DType::F32, 7)}};
       g.push_back({c.name, "a = x['a']\ny = " + c.torch, in});
       TensorMap in64{{"a", input_for(c, {4, 33}, DType::F64, 8)}};
@@ -222,8 +221,8 @@ class UnaryOps : public ::testing::Test {
 std::map<std::string, std::vector<Tensor>>* UnaryOps::goldens_ = nullptr;
 
 TEST_F(UnaryOps, F32MatchesScalarReferenceOnAllShapes) {
-  for (const UnaryCase& c : cases())
-    for (const Dims& d : kShapes) {
+  for (const UnaryCase& c : unary_cases())
+    for (const Dims& d : kUnaryShapes) {
       Tensor x = input_for(c, d, DType::F32, 11);
       Tensor y = run_op(c.op, {x}, c.attrs);
       EXPECT_EQ(y.dtype(), DType::F32);
@@ -233,7 +232,7 @@ TEST_F(UnaryOps, F32MatchesScalarReferenceOnAllShapes) {
 }
 
 TEST_F(UnaryOps, F64MatchesScalarReference) {
-  for (const UnaryCase& c : cases()) {
+  for (const UnaryCase& c : unary_cases()) {
     Tensor x = input_for(c, {5, 41}, DType::F64, 12);
     Tensor y = run_op(c.op, {x}, c.attrs);
     EXPECT_EQ(y.dtype(), DType::F64);
@@ -243,7 +242,7 @@ TEST_F(UnaryOps, F64MatchesScalarReference) {
 }
 
 TEST_F(UnaryOps, MatchTorchGoldens) {
-  for (const UnaryCase& c : cases()) {
+  for (const UnaryCase& c : unary_cases()) {
     Tensor x = input_for(c, {4, 33}, DType::F32, 7);
     EXPECT_TRUE(all_close(run_op(c.op, {x}, c.attrs), goldens_->at(c.name)[0], c.atol, c.rtol))
         << c.name;
@@ -325,7 +324,7 @@ TEST_F(UnaryOps, HalfInputsUseTheF32PathAndRoundOnce) {
       // And against the math, within one ulp of the narrow type.
       double tol = t == DType::F16 ? 1e-3 : 8e-3;
       UnaryCase c;
-      for (const UnaryCase& k : cases())
+      for (const UnaryCase& k : unary_cases())
         if (k.op == op) c = k;
       Tensor math = ref_map({x}, DType::F64, [&](auto& a) { return c.ref(a[0]); });
       EXPECT_TRUE(all_close(y, math, 1e-3, tol)) << op_name(op) << " " << dtype_name(t);
