@@ -38,6 +38,12 @@ MODELS = {
     "qwen2": ("qwen2", "qwen2", ["--kv-heads", "2"]),
     "qwen3": ("qwen3", "qwen2", ["--kv-heads", "2"]),
     "phi3": ("phi3", "phi-3", ["--kv-heads", "2"]),
+    # LongRoPE: both engines take the long factors when their context (4096
+    # default for rlx, 256 for the peer) passes the original 64, with
+    # attn_factor sqrt(2) on 12 of 16 rotated dims (partial rotary, as
+    # Phi-4-mini); the short factors when it stays within 4096 of 8192.
+    "phi3-longrope": ("phi3", "phi-3", ["--kv-heads", "2", "--long-rope", "64", "--rope-dims", "12"]),
+    "phi3-shortrope": ("phi3", "phi-3", ["--kv-heads", "2", "--ctx", "8192", "--long-rope", "4096"]),
     # Mixtures of experts: qwen3moe (q/k norms) and llama with experts (mixtral's layout).
     "qwen3moe": ("qwen3moe", "qwen2", ["--kv-heads", "2", "--experts", "8", "--experts-used", "2"]),
     "mixtral": ("llama", "llama-spm", ["--kv-heads", "2", "--experts", "4", "--experts-used", "2"]),

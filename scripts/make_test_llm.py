@@ -38,10 +38,12 @@ attn_logit_softcapping / final_logit_softcapping (--attn-softcap,
 --final-softcap; llama.cpp defaults 50 / 30 when absent); gemma3 has q/k norms.
 --swa N writes attention.sliding_window (--swa-pattern P: layer l slides when
 l % P < P - 1; llama.cpp's defaults 2 for gemma2, 6 for gemma3), --rope-scale
-F a linear rope.scaling.factor (gemma3: global layers only). --dry-run prints the size of a preset (the 1b
+F a linear rope.scaling.factor (gemma3: global layers only), --long-rope ORIG_CTX
+phi3's LongRoPE factors and --rope-dims N partial rotary. --dry-run prints the size of a preset (the 1b
 f32 file is ~4.2 GB) without writing it.
 """
 import argparse
+import math
 import os
 import struct
 import sys
@@ -151,7 +153,10 @@ def tensor_specs(a, n_vocab):
     gemma = a.arch in GEMMA
     s = [("token_embd.weight", (n_vocab, a.dim), "w", 1.0)]
     if a.rope_freqs:
-        s.append(("rope_freqs.weight", (hd // 2,), "rope", 0))
+        s.append(("rope_freqs.weight", (a.rope_dims // 2,), "rope", 0))
+    if a.long_rope:  # LongRoPE (Phi-3 128k): the short set, and the long one for contexts past the original
+        s.append(("rope_factors_long.weight", (a.rope_dims // 2,), "rope_long", 0))
+        s.append(("rope_factors_short.weight", (a.rope_dims // 2,), "rope_short", 0))
     for i in range(a.layers):
         b = f"blk.{i}."
         s.append((b + "attn_norm.weight", (a.dim,), "norm", 0))
@@ -207,6 +212,10 @@ def make_tensor(spec, idx, a):
         f = np.ones(shape, dtype=np.float32)
         f[shape[0] // 2:] = np.linspace(1.0, 8.0, shape[0] - shape[0] // 2, dtype=np.float32)
         return f
+    if kind == "rope_short":  # mild, as Phi-3's short factors (1.0-1.2)
+        return np.linspace(1.0, 1.5, shape[0], dtype=np.float32)
+    if kind == "rope_long":  # up to 16x slower for the low frequencies
+        return np.geomspace(1.0, 16.0, shape[0]).astype(np.float32)
     w = rng.standard_normal(shape, dtype=np.float32)
     if name == "token_embd.weight" and a.tied:
         w *= np.float32(a.logit_scale * a.dim**-0.5)  # tied: the embedding is the head; spread the logits
@@ -249,6 +258,11 @@ def main():
     p.add_argument("--bias", action="store_true", help="q/k/v biases for llama too (qwen2 always has them)")
     p.add_argument("--rope-freqs", action="store_true", help="add rope_freqs.weight (llama3-style)")
     p.add_argument("--rope-base", type=float)
+    p.add_argument("--rope-dims", type=int, help="rope.dimension_count: rotate only these dims of a head "
+                                                 "(Phi-4-mini: 3/4 of them); default all")
+    p.add_argument("--long-rope", type=int, metavar="ORIG_CTX",
+                   help="LongRoPE as convert_hf_to_gguf writes Phi-3 128k: rope_factors_long/short, "
+                        "rope.scaling.original_context_length ORIG_CTX and the attn_factor of --ctx / ORIG_CTX")
     p.add_argument("--eps", type=float)
     p.add_argument("--ctx", type=int, default=4096, help="context_length")
     p.add_argument("--swa", type=int, help="attention.sliding_window (gemma2 / gemma3)")
@@ -293,6 +307,10 @@ def main():
         a.head_dim = a.dim // a.heads
     if a.heads % a.kv_heads or a.head_dim % 2:
         sys.exit("make_test_llm: heads must be a multiple of kv-heads and head_dim even")
+    if a.rope_dims is None:
+        a.rope_dims = a.head_dim
+    if a.rope_dims % 2 or not 0 < a.rope_dims <= a.head_dim:
+        sys.exit("make_test_llm: --rope-dims must be even and at most the head size")
     if a.arch == "qwen3moe" and not a.experts:
         sys.exit("make_test_llm: qwen3moe needs --experts")
     if a.experts and (a.arch not in ("llama", "qwen3moe") or not 0 < a.experts_used <= a.experts):
@@ -327,12 +345,17 @@ def main():
             (f"{arch}.attention.head_count_kv", kv_u32(a.kv_heads)),
             (f"{arch}.attention.layer_norm_rms_epsilon", kv_f32(a.eps)),
             (f"{arch}.rope.freq_base", kv_f32(a.rope_base)),
-            (f"{arch}.rope.dimension_count", kv_u32(a.head_dim))]
+            (f"{arch}.rope.dimension_count", kv_u32(a.rope_dims))]
     opt = [("attention.sliding_window", a.swa, kv_u32), ("attention.sliding_window_pattern", a.swa_pattern, kv_u32),
            ("attn_logit_softcapping", a.attn_softcap, kv_f32), ("final_logit_softcapping", a.final_softcap, kv_f32)]
     kvs += [(f"{arch}.{k}", enc(v)) for k, v, enc in opt if v is not None]
     if a.rope_scale is not None:
         kvs += [(f"{arch}.rope.scaling.type", kv_str("linear")), (f"{arch}.rope.scaling.factor", kv_f32(a.rope_scale))]
+    if a.long_rope:  # convert_hf_to_gguf's Phi3MiniModel: sqrt(1 + ln(scale) / ln(orig)) when scale > 1
+        scale = a.ctx / a.long_rope
+        attn_factor = math.sqrt(1 + math.log(scale) / math.log(a.long_rope)) if scale > 1 else 1.0
+        kvs += [(f"{arch}.rope.scaling.original_context_length", kv_u32(a.long_rope)),
+                (f"{arch}.rope.scaling.attn_factor", kv_f32(attn_factor))]
     if a.experts:
         kvs += [(f"{arch}.expert_count", kv_u32(a.experts)), (f"{arch}.expert_used_count", kv_u32(a.experts_used))]
         if arch == "qwen3moe":

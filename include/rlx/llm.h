@@ -47,6 +47,15 @@ struct Config {
   // Rope frequencies are divided by rope_scale (linear scaling: positions
   // times 1 / factor); sliding layers use rope_base_swa and rope_scale_swa.
   double rope_scale = 1, rope_base_swa = 10000, rope_scale_swa = 1;
+  // LongRoPE (phi3 files of Phi-3 128k, Phi-3.5, Phi-4-mini): the
+  // rope_factors_long / _short.weight divisors, the long ones when the context
+  // passes n_ctx_orig (rope.scaling.original_context_length, default
+  // n_ctx_train), as llama.cpp chooses. rope_attn_factor
+  // (rope.scaling.attn_factor, any architecture) scales the rotated dims of
+  // queries and keys, as ggml's rope scales cos and sin.
+  bool long_rope = false;
+  int64_t n_ctx_orig = 0;
+  double rope_attn_factor = 1;
   // Mixture of experts (qwen3moe; llama with experts, as mixtral's files are):
   // each FFN routes a token to the n_expert_used of n_expert experts (FFNs of
   // n_ff_exp) with the highest softmax of ffn_gate_inp, weighted by those
@@ -54,6 +63,13 @@ struct Config {
   // neither 0 nor 1. n_expert 0: dense FFNs.
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
   double expert_weights_scale = 0;
+
+  // The context chat / serve / generate use when none is asked for: the
+  // model's, at most 4096.
+  int64_t default_context() const;
+  // Whether a graph for this context (0: default_context()) rotates with the
+  // long rope factors.
+  bool long_context(int64_t n_ctx) const;
 
   bool is_swa(int64_t layer) const {
     return n_swa > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);
@@ -86,6 +102,9 @@ struct GraphOptions {
   // each decode step reads, as llama.cpp's default; keys and values are
   // rounded to f16 when written and widened tile by tile by attention).
   DType kv_dtype = DType::F32;
+  // The context (prompt + completion) the graph serves; on LongRoPE models it
+  // picks the long or short rope factors. 0: Config::default_context().
+  int64_t n_ctx = 0;
 };
 
 // Graph inputs: tokens i64[T], positions i64[T] and, with kv_cache,

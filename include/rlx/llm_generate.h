@@ -35,10 +35,11 @@ struct ChatModel {
   // Reads, builds and compiles `path`. A non-empty template_source replaces
   // the file's template. Throws rlx::Error naming the file and what is wrong.
   // batched: also compile the batched decode graph (rlx serve with several slots).
-  // kv_dtype: the KV cache's element type (GraphOptions::kv_dtype).
+  // kv_dtype: the KV cache's element type (GraphOptions::kv_dtype); n_ctx:
+  // the context it will serve (GraphOptions::n_ctx).
   static ChatModel load(const std::string& path, Weights w = Weights::Quantized,
                         const std::string& template_source = "", bool batched = false,
-                        DType kv_dtype = DType::F32);
+                        DType kv_dtype = DType::F32, int64_t n_ctx = 0);
   // The rendered conversation (with the generation prompt) as token ids:
   // control tokens spelled in the text become those tokens, and BOS is added
   // when the model wants one and the template did not write it.

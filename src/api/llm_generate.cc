@@ -28,7 +28,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 ChatModel ChatModel::load(const std::string& path, Weights w, const std::string& template_source,
-                          bool batched, DType kv_dtype) {
+                          bool batched, DType kv_dtype, int64_t n_ctx) {
   gguf::File f = gguf::read(path);
   Config c = Config::from_gguf(f);
   Tokenizer tok = Tokenizer::from_gguf(f);
@@ -48,11 +48,11 @@ ChatModel ChatModel::load(const std::string& path, Weights w, const std::string&
     }
   };
   ChatTemplate tmpl = parsed();
-  Model m = build_model(f, c, {.kv_dtype = kv_dtype}, w);
+  Model m = build_model(f, c, {.kv_dtype = kv_dtype, .n_ctx = n_ctx}, w);
   auto exe = Executable::compile(std::move(m.graph), m.weights);
   std::shared_ptr<const Executable> batch_exe;
   if (batched) {
-    Model b = build_model(f, c, {.batch = true, .kv_dtype = kv_dtype}, w);
+    Model b = build_model(f, c, {.batch = true, .kv_dtype = kv_dtype, .n_ctx = n_ctx}, w);
     batch_exe = Executable::compile(std::move(b.graph), b.weights);
   }
   return ChatModel{path,           std::move(c),         std::move(tok),

@@ -18,6 +18,7 @@ struct Loaded {
   std::string bytes;
   gguf::File file;
   llm::Config config;
+  int64_t n_ctx = 0;  // GraphOptions::n_ctx
 };
 
 Loaded load(const TinyLlm& m) {
@@ -25,11 +26,13 @@ Loaded load(const TinyLlm& m) {
   l.bytes = m.gguf_bytes();
   l.file = gguf::read_bytes(l.bytes.data(), l.bytes.size(), "tiny-" + m.arch + ".gguf");
   l.config = llm::Config::from_gguf(l.file);
+  l.n_ctx = m.n_ctx;
   return l;
 }
 
 Tensor all_logits(const Loaded& l, const std::vector<int32_t>& tokens, llm::Weights w) {
-  Model m = llm::build_model(l.file, l.config, {.kv_cache = false, .all_logits = true}, w);
+  Model m = llm::build_model(l.file, l.config,
+                             {.kv_cache = false, .all_logits = true, .n_ctx = l.n_ctx}, w);
   Session s(Executable::compile(std::move(m.graph), m.weights));
   return s.run(llm::token_inputs(tokens, 0, l.config.n_vocab)).at("logits");
 }
@@ -58,7 +61,8 @@ TEST_P(LlmArch, PrefillMatchesScalarReference) {
 double decode_against_prefill(const TinyLlm& m, DType kv, double tolerance) {
   Loaded l = load(m);
   Tensor full = all_logits(l, kTokens, llm::Weights::F32);
-  Model model = llm::build_model(l.file, l.config, {.kv_dtype = kv}, llm::Weights::F32);
+  Model model =
+      llm::build_model(l.file, l.config, {.kv_dtype = kv, .n_ctx = l.n_ctx}, llm::Weights::F32);
   llm::Session s(Executable::compile(std::move(model.graph), model.weights), l.config);
   std::vector<std::vector<float>> got;
   got.push_back(s.feed(std::span(kTokens).first(4)));
@@ -125,6 +129,19 @@ TinyLlm gemma3() {
   return m;
 }
 
+// phi3 with LongRoPE on 6 of each head's 8 dims (partial rotary, as
+// Phi-4-mini) and an attn factor: the long factors for the default context
+// (the file's 256 passes the original 128), the short ones for a graph built
+// for a context of 100.
+TinyLlm longrope(int64_t n_ctx) {
+  TinyLlm m = arch("phi3");
+  m.n_rot = 6;
+  m.n_ctx_orig = 128;
+  m.rope_attn_factor = 1.3;
+  m.n_ctx = n_ctx;
+  return m;
+}
+
 // A mixture of 4 experts, 2 per token (llama: mixtral's layout).
 TinyLlm moe(std::string a) {
   TinyLlm m = arch(std::move(a));
@@ -135,14 +152,15 @@ TinyLlm moe(std::string a) {
 std::string arch_name(const TinyLlm& m) {
   return m.arch + (m.tied ? "_tied" : "") + (m.rope_freqs ? "_freqs" : "") +
          (m.n_swa > 0 ? "_swa" : "") + (m.final_softcap > 0 ? "_softcap" : "") +
-         (m.n_expert > 0 && m.arch != "qwen3moe" ? "_moe" : "");
+         (m.n_expert > 0 && m.arch != "qwen3moe" ? "_moe" : "") +
+         (m.n_ctx_orig > 0 ? m.n_ctx > 0 ? "_shortrope" : "_longrope" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, LlmArch,
                          ::testing::Values(arch("llama"), arch("llama", true, true), arch("qwen2"),
                                            arch("qwen3", true), arch("phi3"), arch("gemma2"),
                                            gemma2(), arch("gemma3"), gemma3(), moe("llama"),
-                                           moe("qwen3moe")),
+                                           moe("qwen3moe"), longrope(0), longrope(100)),
                          [](const auto& info) { return arch_name(info.param); });
 
 // A batched decode step gives each session the logits (and cache) its own
@@ -203,6 +221,19 @@ TEST(LlmConfig, NewArchitecturesReadTheirKeys) {
   EXPECT_TRUE(phi.config.fused_qkv && phi.config.fused_gate_up);
   EXPECT_EQ(phi.config.rope_style, "neox");
   EXPECT_EQ(phi.config.n_swa, 0);
+  EXPECT_FALSE(phi.config.long_rope || phi.config.long_context(100000));
+  EXPECT_EQ(phi.config.n_ctx_orig, 256);  // the training context when the key is absent
+  EXPECT_EQ(phi.config.rope_attn_factor, 1);
+
+  const llm::Config lr = load(longrope(0)).config;
+  EXPECT_TRUE(lr.long_rope);
+  EXPECT_EQ(lr.n_ctx_orig, 128);
+  EXPECT_FLOAT_EQ(float(lr.rope_attn_factor), 1.3f);
+  EXPECT_TRUE(lr.long_context(0));  // the default context, 256
+  EXPECT_TRUE(lr.long_context(129));
+  EXPECT_FALSE(lr.long_context(128));
+  EXPECT_NE(lr.summary().find("longrope (original context 128) attn factor 1.3"), std::string::npos)
+      << lr.summary();
 
   Loaded g2 = load(gemma2());
   const llm::Config& c2 = g2.config;
@@ -344,6 +375,10 @@ TEST(LlmConfig, NewArchitecturesNameMissingTensorsAndBadKeys) {
   TinyLlm greedy = moe("llama");
   greedy.n_expert_used = 5;
   EXPECT_NE(error_of(greedy, "").find("bad expert counts: 5 used of 4"), std::string::npos);
+  EXPECT_NE(error_of(longrope(0), "rope_factors_short.weight")
+                .find("z.gguf: tensor 'rope_factors_short.weight' is missing (long-context rope "
+                      "needs both)"),
+            std::string::npos);
   TinyLlm phi_moe = moe("phi3");
   EXPECT_NE(error_of(phi_moe, "").find("phi3 with experts is not supported"), std::string::npos);
   const std::string e = error_of(gemma3(), "", "gemma3.rope.scaling.type");

@@ -9,6 +9,7 @@ namespace rlx::testing {
 namespace {
 
 using Vec = std::vector<double>;
+constexpr int64_t kContext = 256;  // every file's context_length
 
 struct Weights {
   std::map<std::string, std::vector<float>> data;
@@ -75,6 +76,10 @@ Weights make_weights(const TinyLlm& m) {
   w.add("output_norm.weight", {m.n_embd}, rng, 1, 0.1f);
   if (!m.tied && m.arch != "gemma2") w.add("output.weight", {m.n_vocab, m.n_embd}, rng, 0, 0.2f);
   if (m.rope_freqs) w.add("rope_freqs.weight", {m.n_rot / 2}, rng, 1.5f, 0.3f);
+  if (m.n_ctx_orig > 0) {
+    w.add("rope_factors_long.weight", {m.n_rot / 2}, rng, 4.0f, 1.0f);
+    w.add("rope_factors_short.weight", {m.n_rot / 2}, rng, 1.2f, 0.1f);
+  }
   return w;
 }
 
@@ -113,10 +118,17 @@ void rope(double* v, int64_t pos, const TinyLlm& m, const Weights& w, bool swa) 
   for (int64_t i = 0; i < m.n_rot / 2; ++i) {
     double theta = double(pos) * std::pow(base, -2.0 * double(i) / double(m.n_rot)) / scale;
     if (m.rope_freqs) theta /= double(w.at("rope_freqs.weight")[size_t(i)]);
+    if (m.n_ctx_orig > 0) {
+      const bool long_set = (m.n_ctx > 0 ? m.n_ctx : kContext) > m.n_ctx_orig;
+      theta /= double(
+          w.at(long_set ? "rope_factors_long.weight" : "rope_factors_short.weight")[size_t(i)]);
+    }
+    // ggml scales cos and sin by the attn factor: the rotated dims only.
+    const double f = m.rope_attn_factor > 0 ? m.rope_attn_factor : 1.0;
     int64_t a = neox ? i : 2 * i, b = neox ? i + m.n_rot / 2 : 2 * i + 1;
     double x0 = v[a], x1 = v[b];
-    v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-    v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    v[a] = f * (x0 * std::cos(theta) - x1 * std::sin(theta));
+    v[b] = f * (x0 * std::sin(theta) + x1 * std::cos(theta));
   }
 }
 
@@ -137,7 +149,7 @@ std::string TinyLlm::gguf_bytes() const {
       {arch + ".rope.dimension_count", Value::of_u32(uint32_t(n_rot))},
       {arch + ".rope.freq_base", Value::of_f32(float(rope_base))},
       {arch + ".attention.layer_norm_rms_epsilon", Value::of_f32(float(eps))},
-      {arch + ".context_length", Value::of_u32(256)},
+      {arch + ".context_length", Value::of_u32(uint32_t(kContext))},
       {"tokenizer.ggml.model", Value::of_string("llama")},
       {"tokenizer.ggml.bos_token_id", Value::of_u32(1)},
       {"tokenizer.ggml.eos_token_id", Value::of_u32(2)},
@@ -159,6 +171,11 @@ std::string TinyLlm::gguf_bytes() const {
     meta.emplace_back(arch + ".final_logit_softcapping", Value::of_f32(float(final_softcap)));
   if (rope_base_swa > 0)
     meta.emplace_back(arch + ".rope.freq_base_swa", Value::of_f32(float(rope_base_swa)));
+  if (n_ctx_orig > 0)
+    meta.emplace_back(arch + ".rope.scaling.original_context_length",
+                      Value::of_u32(uint32_t(n_ctx_orig)));
+  if (rope_attn_factor > 0)
+    meta.emplace_back(arch + ".rope.scaling.attn_factor", Value::of_f32(float(rope_attn_factor)));
   if (rope_scale > 0) {
     meta.emplace_back(arch + ".rope.scaling.type", Value::of_string("linear"));
     meta.emplace_back(arch + ".rope.scaling.factor", Value::of_f32(float(rope_scale)));

@@ -24,6 +24,13 @@ struct TinyLlm {
   // layout; qwen3moe, which needs it: written as expert_feed_forward_length),
   // n_expert_used per token.
   int64_t n_expert = 0, n_expert_used = 2;
+  // > 0: phi3's LongRoPE as Phi-3 128k files hold it: rope_factors_long /
+  // _short.weight, rope.scaling.original_context_length n_ctx_orig and, when
+  // > 0, rope.scaling.attn_factor. The reference rotates with the long set
+  // when n_ctx (the graph's GraphOptions::n_ctx; 0: the file's 256) passes
+  // n_ctx_orig.
+  int64_t n_ctx_orig = 0, n_ctx = 0;
+  double rope_attn_factor = 0;
   uint64_t seed = 1;
 
   // Writes the model (f32 tensors) as GGUF bytes.

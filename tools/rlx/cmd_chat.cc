@@ -39,7 +39,8 @@ void catch_interrupts() {
 
 void chat(const ChatOptions& o) {
   set_num_threads(o.threads);
-  llm::ChatModel model = load_chat_model(o.model, o.dequantize, o.chat_template, false, o.kv_type);
+  llm::ChatModel model =
+      load_chat_model(o.model, o.dequantize, o.chat_template, false, o.kv_type, o.ctx);
   const int64_t ctx = context_size(model.config, o.ctx);
   llm::Session session(model.exe, model.config);
   const bool interactive = isatty(STDIN_FILENO);

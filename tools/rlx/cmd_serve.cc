@@ -215,7 +215,7 @@ void run_server(const ServeOptions& given) {
   set_num_threads(o.threads);
   // Several slots decode together through the batched graph.
   llm::ChatModel model = load_chat_model(o.model, o.dequantize, o.chat_template,
-                                         o.parallel > 1 && !o.no_batch, o.kv_type);
+                                         o.parallel > 1 && !o.no_batch, o.kv_type, o.ctx);
   o.ctx = context_size(model.config, o.ctx);
   RLX_CHECK(o.ctx >= 2, "serve: --ctx must be at least 2, got ", o.ctx);
   std::fprintf(stderr, "%s\nchat template: %s\n", model.config.summary().c_str(),

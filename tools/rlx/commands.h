@@ -29,11 +29,12 @@ void add_serve_command(CLI::App& app);
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
 // --seed (llm_flags.cc), for generate and chat.
 void add_sampling_flags(CLI::App* cmd, llm::SamplerOptions& s);
-// The model compiled, with the template in template_file (if given) replacing
-// its own; throws rlx::Error naming the file.
+// The model compiled for a context of ctx tokens (0: the default), with the
+// template in template_file (if given) replacing its own; throws rlx::Error
+// naming the file.
 llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
                                const std::string& template_file, bool batched,
-                               const std::string& kv_type);
+                               const std::string& kv_type, int64_t ctx);
 // --kv-type f16|f32 (generate, chat, serve, bench-llm), and its DType.
 void add_kv_type_flag(CLI::App* cmd, std::string& kv_type);
 DType kv_dtype(const std::string& kv_type);

@@ -33,7 +33,7 @@ DType kv_dtype(const std::string& kv_type) { return kv_type == "f32" ? DType::F3
 
 llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
                                const std::string& template_file, bool batched,
-                               const std::string& kv_type) {
+                               const std::string& kv_type, int64_t ctx) {
   std::string source;
   if (!template_file.empty()) {
     std::ifstream in(template_file, std::ios::binary);
@@ -43,12 +43,12 @@ llm::ChatModel load_chat_model(const std::string& path, bool dequantize,
     source = text.str();
     RLX_CHECK(!source.empty(), template_file, ": the chat template is empty");
   }
-  return llm::ChatModel::load(path, weight_mode(dequantize), source, batched, kv_dtype(kv_type));
+  return llm::ChatModel::load(path, weight_mode(dequantize), source, batched, kv_dtype(kv_type),
+                              ctx);
 }
 
 int64_t context_size(const llm::Config& c, int64_t requested) {
-  if (requested > 0) return requested;
-  return c.n_ctx_train > 0 ? std::min<int64_t>(c.n_ctx_train, 4096) : 4096;
+  return requested > 0 ? requested : c.default_context();
 }
 
 }  // namespace rlx::cli

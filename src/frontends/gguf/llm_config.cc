@@ -2,6 +2,7 @@
 // Key names, defaults and per-architecture rules follow llama.cpp's loader
 // (src/llama-model.cpp, src/models/<arch>.cpp) so a file means the same thing
 // to both.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -135,6 +136,11 @@ Config Config::from_gguf(const gguf::File& f) {
   RLX_CHECK(factor >= 0 && std::isfinite(factor), f.source, ": metadata key '", arch,
             ".rope.scaling.factor' is ", factor);
   c.rope_scale = factor == 0 ? 1.0 : factor;
+  c.n_ctx_orig = m.integer("rope.scaling.original_context_length", c.n_ctx_train);
+  c.rope_attn_factor = m.real("rope.scaling.attn_factor", 1.0);
+  RLX_CHECK(c.n_ctx_orig >= 0 && c.rope_attn_factor > 0 && std::isfinite(c.rope_attn_factor),
+            f.source, ": bad rope.scaling.original_context_length ", c.n_ctx_orig,
+            " or rope.scaling.attn_factor ", c.rope_attn_factor);
   c.rope_style = arch == "llama" ? "interleaved" : "neox";
   c.rope_base_swa = c.rope_base;
   c.rope_scale_swa = c.rope_scale;
@@ -187,10 +193,17 @@ Config Config::from_gguf(const gguf::File& f) {
   expect_tensor(f, "output_norm.weight", {c.n_embd});
   c.rope_freqs = f.find_tensor("rope_freqs.weight") != nullptr;
   if (c.rope_freqs) expect_tensor(f, "rope_freqs.weight", {c.n_rot / 2});
-  // phi3's long-context factors come with an attention factor rlx does not apply.
-  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
-    RLX_CHECK(!f.find_tensor(t), f.source, ": tensor '", t,
-              "' (long-context rope scaling) is not supported");
+  // LongRoPE (Phi-3 128k, Phi-3.5, Phi-4-mini) writes both sets or neither;
+  // rope_freqs wins over them where a file has all three, as in llama.cpp.
+  const bool has_long = f.find_tensor("rope_factors_long.weight") != nullptr,
+             has_short = f.find_tensor("rope_factors_short.weight") != nullptr;
+  RLX_CHECK(has_long == has_short, f.source, ": tensor 'rope_factors_", has_long ? "short" : "long",
+            ".weight' is missing (long-context rope needs both)");
+  c.long_rope = has_long && !c.rope_freqs;
+  if (c.long_rope) {
+    expect_tensor(f, "rope_factors_long.weight", {c.n_rot / 2});
+    expect_tensor(f, "rope_factors_short.weight", {c.n_rot / 2});
+  }
   c.fused_qkv = f.find_tensor("blk.0.attn_qkv.weight") != nullptr;
   c.fused_gate_up = arch == "phi3";
   c.qkv_bias = f.find_tensor(c.fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
@@ -242,12 +255,22 @@ Config Config::from_gguf(const gguf::File& f) {
   return c;
 }
 
+int64_t Config::default_context() const {
+  return n_ctx_train > 0 ? std::min<int64_t>(n_ctx_train, 4096) : 4096;
+}
+
+bool Config::long_context(int64_t n_ctx) const {
+  return long_rope && (n_ctx > 0 ? n_ctx : default_context()) > n_ctx_orig;
+}
+
 std::string Config::summary() const {
   std::ostringstream s;
   s << arch << ": " << n_layer << " layers, d=" << n_embd << ", " << n_head << "/" << n_head_kv
     << " heads x " << head_dim << ", ff " << n_ff << ", vocab " << n_vocab << ", rope "
     << rope_style << " base " << rope_base << (rope_scale != 1 ? " linear x" : "");
   if (rope_scale != 1) s << rope_scale;
+  if (long_rope) s << " longrope (original context " << n_ctx_orig << ")";
+  if (rope_attn_factor != 1) s << " attn factor " << rope_attn_factor;
   s << (tied_output ? ", tied output" : "") << (qkv_bias ? ", qkv bias" : "")
     << (qk_norm ? ", q/k norm" : "") << (fused_qkv ? ", fused qkv" : "")
     << (fused_gate_up ? ", fused gate/up" : "") << (ffn_act != "silu" ? ", " + ffn_act : "")

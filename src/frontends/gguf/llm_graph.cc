@@ -2,7 +2,9 @@
 // GGUF file's tensors. One graph serves prefill and decode: the KV cache is
 // a pair of inputs per layer ([1, past, n_head_kv, head_dim]) and comes back,
 // extended, as outputs.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "frontends/gguf/llm_weights.h"
 #include "rlx/builder.h"
@@ -34,6 +36,9 @@ class LlmBuilder {
       masks_[1] = sliding ? b_.input("kv_mask_swa", keys) : masks_[0];
     }
     if (c_.rope_freqs) freq_factors_ = weights_.dense(b_, "rope_freqs.weight");
+    if (c_.long_rope)
+      freq_factors_ = weights_.dense(
+          b_, c_.long_context(o.n_ctx) ? "rope_factors_long.weight" : "rope_factors_short.weight");
     b_.set_origin("token_embd");
     NodeId x = weights_.embedding(b_, "token_embd.weight", tokens);
     if (c_.embd_scale != 1) x = scale(x, c_.embd_scale);
@@ -80,6 +85,14 @@ class LlmBuilder {
     return d = b_.full({c_.n_rot / 2}, factor);
   }
 
+  // rope_attn_factor on the rotated dims of a head, 1 on the ones rope passes through.
+  NodeId rotated_dims_scale() {
+    if (c_.n_rot == c_.head_dim) return b_.scalar(float(c_.rope_attn_factor));
+    std::vector<float> s(size_t(c_.head_dim), 1.0f);
+    std::fill_n(s.begin(), c_.n_rot, float(c_.rope_attn_factor));
+    return b_.constant(Tensor::from_vector({c_.head_dim}, s, DType::F32));
+  }
+
   // [T, H*hd] -> [1, T, H, hd] (attention's bshd layout), with the optional
   // per-head rms-norm (qwen3, gemma3) and rope applied (the sliding layers'
   // base when swa; rope takes heads first). A batch's tokens are rotated the
@@ -96,6 +109,7 @@ class LlmBuilder {
                  {"style", c_.rope_style},
                  {"rotary_dims", c_.n_rot}});
       x = b_.transpose(x, {0, 2, 1, 3});
+      if (c_.rope_attn_factor != 1) x = b_.mul(x, rotated_dims_scale());
     }
     return batch_ ? b_.reshape(x, {-1, 1, h, c_.head_dim}) : x;
   }
