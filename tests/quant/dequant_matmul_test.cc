@@ -190,6 +190,20 @@ TEST(DequantMatmul, DirectKernelsLargeKAndNoBias) {
   }
 }
 
+// Prefill rows of types without an integer GEMM run in tiles of 64 weight rows
+// over one packed copy of the activations; here three tiles, the last 12 rows
+// wide (a product too narrow for the packed copy, which packs its own).
+TEST(DequantMatmul, PrefillTilesShareOnePackedActivation) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q2_K}) {
+    const int64_t K = 512, N = 140;
+    const Tensor w = random_weight(t, N, K, 21);
+    const Tensor x = random_tensor({40, K}, DType::F32, 23);
+    const Tensor bias = random_tensor({N}, DType::F32, 25);
+    check_dequant(t, dmm(t, x, w, &bias, K), dequant_reference(t, w, x, bias.data<float>(), N, K),
+                  "40 x 140 tiled");
+  }
+}
+
 // The portable (non-AVX2) vec_dot path, forced, against the same bounds.
 TEST(DequantMatmul, PortablePathMatches) {
   quant::detail::force_portable_vec_dot(true);

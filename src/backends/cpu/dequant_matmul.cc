@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "backends/cpu/gemm.h"
@@ -186,10 +187,17 @@ void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>
     add_bias(p);
     return;
   }
-  // Not cacheable: rows dequantized per task into bounded thread-local scratch
-  // (<= 256 KiB of floats per thread, at least one row).
-  const int64_t TN = std::clamp<int64_t>((256 << 10) / (4 * std::max<int64_t>(p.K, 1)), 1, 64);
+  // Not cacheable: tiles of 64 rows dequantized per task into thread-local
+  // scratch (64 K floats), two column panels of the AVX-512 kernel. Tiles
+  // sized to 256 KiB instead were 11 rows at K = 5632 (1B FFN down), which
+  // fell to OpenBLAS's narrow path: half of a 1B f16 prefill was spent there.
+  const int64_t TN = 64;
   const int64_t ntiles = (p.N + TN - 1) / TN;
+  // The activations packed once for every tile: each tile's product would
+  // repack all M x K of them for its 64 rows.
+  std::optional<PackedOperand> pa;
+  if (ntiles > 1 && gemm_uses_packed_operands(TN)) pa = pack_a_operand(false, p.x, p.K, p.M, p.K);
+  const GemmPacked packed{pa ? &*pa : nullptr, nullptr};
   parallel_for(ntiles, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> scratch;
     for (int64_t t = b; t < e; ++t) {
@@ -198,7 +206,7 @@ void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>
       for (int64_t r = 0; r < rows; ++r)
         tr.dequantize_row(p.w + size_t(n0 + r) * p.rb, scratch.data() + r * p.K, p.K);
       gemm_serial(false, true, p.M, rows, p.K, 1.f, p.x, p.K, scratch.data(), p.K, 0.f, p.y + n0,
-                  p.N);
+                  p.N, {}, packed);
     }
   });
   add_bias(p);
