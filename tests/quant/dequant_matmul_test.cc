@@ -191,16 +191,19 @@ TEST(DequantMatmul, DirectKernelsLargeKAndNoBias) {
 }
 
 // Prefill rows of types without an integer GEMM run in tiles of 64 weight rows
-// over one packed copy of the activations; here three tiles, the last 12 rows
-// wide (a product too narrow for the packed copy, which packs its own).
+// over one packed copy of the activations (512 rows of them at a time); here
+// three tiles, the last 12 rows wide (a product too narrow for the packed
+// copy, which packs its own), and 40 or 520 activation rows.
 TEST(DequantMatmul, PrefillTilesShareOnePackedActivation) {
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q2_K}) {
-    const int64_t K = 512, N = 140;
+    const int64_t K = 256, N = 140;
     const Tensor w = random_weight(t, N, K, 21);
-    const Tensor x = random_tensor({40, K}, DType::F32, 23);
     const Tensor bias = random_tensor({N}, DType::F32, 25);
-    check_dequant(t, dmm(t, x, w, &bias, K), dequant_reference(t, w, x, bias.data<float>(), N, K),
-                  "40 x 140 tiled");
+    for (int64_t M : {40, 520}) {
+      const Tensor x = random_tensor({M, K}, DType::F32, 23);
+      check_dequant(t, dmm(t, x, w, &bias, K), dequant_reference(t, w, x, bias.data<float>(), N, K),
+                    std::to_string(M) + " x 140 tiled");
+    }
   }
 }
 

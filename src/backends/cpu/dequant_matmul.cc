@@ -193,22 +193,28 @@ void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>
   // fell to OpenBLAS's narrow path: half of a 1B f16 prefill was spent there.
   const int64_t TN = 64;
   const int64_t ntiles = (p.N + TN - 1) / TN;
-  // The activations packed once for every tile: each tile's product would
-  // repack all M x K of them for its 64 rows.
-  std::optional<PackedOperand> pa;
-  if (ntiles > 1 && gemm_uses_packed_operands(TN)) pa = pack_a_operand(false, p.x, p.K, p.M, p.K);
-  const GemmPacked packed{pa ? &*pa : nullptr, nullptr};
-  parallel_for(ntiles, 1, [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> scratch;
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t n0 = t * TN, rows = std::min(p.N, n0 + TN) - n0;
-      scratch.resize(size_t(rows * p.K));
-      for (int64_t r = 0; r < rows; ++r)
-        tr.dequantize_row(p.w + size_t(n0 + r) * p.rb, scratch.data() + r * p.K, p.K);
-      gemm_serial(false, true, p.M, rows, p.K, 1.f, p.x, p.K, scratch.data(), p.K, 0.f, p.y + n0,
-                  p.N, {}, packed);
-    }
-  });
+  // The activations packed once for every tile (each tile's product would
+  // repack all of them for its 64 rows), 512 rows at a time so the packed
+  // copy stays bounded on long prompts.
+  for (int64_t m0 = 0; m0 < p.M; m0 += 512) {
+    const int64_t M = std::min<int64_t>(512, p.M - m0);
+    const float* x = p.x + m0 * p.K;
+    float* y = p.y + m0 * p.N;
+    std::optional<PackedOperand> pa;
+    if (ntiles > 1 && gemm_uses_packed_operands(TN)) pa = pack_a_operand(false, x, p.K, M, p.K);
+    const GemmPacked packed{pa ? &*pa : nullptr, nullptr};
+    parallel_for(ntiles, 1, [&](int64_t b, int64_t e) {
+      thread_local std::vector<float> scratch;
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t n0 = t * TN, rows = std::min(p.N, n0 + TN) - n0;
+        scratch.resize(size_t(rows * p.K));
+        for (int64_t r = 0; r < rows; ++r)
+          tr.dequantize_row(p.w + size_t(n0 + r) * p.rb, scratch.data() + r * p.K, p.K);
+        gemm_serial(false, true, M, rows, p.K, 1.f, x, p.K, scratch.data(), p.K, 0.f, y + n0, p.N,
+                    {}, packed);
+      }
+    });
+  }
   add_bias(p);
 }
 
