@@ -85,6 +85,27 @@ TEST_F(LlmCli, GenerateStreamsAndReportsSpeed) {
   EXPECT_NE(r.output.find("exactly one of"), std::string::npos) << r.output;
 }
 
+// generate's context is the prompt plus -n: a LongRoPE model takes its long
+// factors once that passes the original context, and says which it took.
+TEST_F(LlmCli, GenerateTakesTheRopeFactorsOfItsContext) {
+  testing::TinyLlm m;
+  m.arch = "phi3";
+  m.n_ctx_orig = 8;
+  std::ofstream(path("longrope.gguf"), std::ios::binary) << m.gguf_bytes();
+  auto r = run_cli("generate " + path("longrope.gguf") + " --tokens '1 5' -n 2 --temp 0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("rope: the short factors for a context of 4 (original 8)"),
+            std::string::npos)
+      << r.output;
+  r = run_cli("generate " + path("longrope.gguf") + " --tokens '1 5' -n 7 --temp 0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("rope: the long factors for a context of 9 (original 8)"),
+            std::string::npos)
+      << r.output;
+  r = run_cli("generate " + path("tiny.gguf") + " --tokens '1 5' -n 2 --temp 0");
+  EXPECT_EQ(r.output.find("rope: the"), std::string::npos) << r.output;
+}
+
 TEST_F(LlmCli, ChatRepliesResetsAndReusesTheConversationsCache) {
   const std::string chat =
       std::string(RLX_CLI_PATH) + " chat " + path("tiny.gguf") + " --temp 0 -n 4 -v -s 'ba'";

@@ -45,9 +45,10 @@ void chat(const ChatOptions& o) {
   llm::Session session(model.exe, model.config);
   const bool interactive = isatty(STDIN_FILENO);
   std::fprintf(stderr,
-               "%s\nchat template: %s, context %lld tokens\n"
+               "%s\n%schat template: %s, context %lld tokens\n"
                "Type a message; /reset starts over, /exit quits, Ctrl-C stops a reply.\n",
-               model.config.summary().c_str(), model.template_origin.c_str(), (long long)ctx);
+               model.config.summary().c_str(), rope_factors_line(model.config, ctx).c_str(),
+               model.template_origin.c_str(), (long long)ctx);
   catch_interrupts();
 
   std::vector<llm::ChatMessage> messages;

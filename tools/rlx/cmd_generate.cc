@@ -1,6 +1,7 @@
 // rlx generate MODEL.gguf -p "text" -n 64: prefill the prompt once, then
 // decode one token at a time over the KV cache, streaming text as it comes, in
 // whole UTF-8 characters.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -32,8 +33,12 @@ void generate(const GenerateOptions& o) {
   std::vector<int32_t> ids =
       o.tokens.empty() ? tok.encode(o.prompt, !o.no_bos, true) : parse_token_list(o.tokens);
   RLX_CHECK(!ids.empty(), "generate: the prompt encodes to no tokens");
-  std::fprintf(stderr, "%s\n", c.summary().c_str());
-  Model m = llm::build_model(f, c, {.kv_dtype = kv_dtype(o.kv_type)}, weight_mode(o.dequantize));
+  // The context is the prompt and what it may grow by (LongRoPE models take
+  // their long rope factors when it passes the original context).
+  const int64_t n_ctx = int64_t(ids.size()) + std::max<int64_t>(o.n_predict, 0);
+  Model m = llm::build_model(f, c, {.kv_dtype = kv_dtype(o.kv_type), .n_ctx = n_ctx},
+                             weight_mode(o.dequantize));
+  std::fprintf(stderr, "%s\n%s", c.summary().c_str(), rope_factors_line(c, n_ctx).c_str());
   llm::Session session(Executable::compile(std::move(m.graph), m.weights), c);
 
   // Whole characters only: a character split over tokens waits for its rest,

@@ -218,8 +218,8 @@ void run_server(const ServeOptions& given) {
                                          o.parallel > 1 && !o.no_batch, o.kv_type, o.ctx);
   o.ctx = context_size(model.config, o.ctx);
   RLX_CHECK(o.ctx >= 2, "serve: --ctx must be at least 2, got ", o.ctx);
-  std::fprintf(stderr, "%s\nchat template: %s\n", model.config.summary().c_str(),
-               model.template_origin.c_str());
+  std::fprintf(stderr, "%s\n%schat template: %s\n", model.config.summary().c_str(),
+               rope_factors_line(model.config, o.ctx).c_str(), model.template_origin.c_str());
 
   Server server(o, model);
   const int port = server.bind(o.host, o.port);

@@ -40,6 +40,9 @@ void add_kv_type_flag(CLI::App* cmd, std::string& kv_type);
 DType kv_dtype(const std::string& kv_type);
 // The requested context, or by default the model's training context up to 4096.
 int64_t context_size(const llm::Config& c, int64_t requested);
+// For LongRoPE models, a line saying which rope factors a context of n_ctx
+// (0: the default) takes; "" for the others.
+std::string rope_factors_line(const llm::Config& c, int64_t n_ctx);
 
 // Optimization-pipeline flags shared by run and inspect (pass_flags.cc).
 struct PassFlags {

@@ -51,4 +51,12 @@ int64_t context_size(const llm::Config& c, int64_t requested) {
   return requested > 0 ? requested : c.default_context();
 }
 
+std::string rope_factors_line(const llm::Config& c, int64_t n_ctx) {
+  if (!c.long_rope) return "";
+  const int64_t ctx = context_size(c, n_ctx);
+  return std::string("rope: the ") + (c.long_context(ctx) ? "long" : "short") +
+         " factors for a context of " + std::to_string(ctx) + " (original " +
+         std::to_string(c.n_ctx_orig) + ")\n";
+}
+
 }  // namespace rlx::cli
