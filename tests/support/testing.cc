@@ -46,10 +46,6 @@ Tensor ints(const Dims& dims, std::vector<int64_t> v, DType t) {
 
 Tensor i64(int64_t v) { return Tensor::from_vector<int64_t>({}, {v}, DType::I64); }
 
-Tensor random_f64(const Dims& dims, uint64_t seed, double lo, double hi) {
-  return random_tensor(dims, DType::F64, seed, lo, hi);
-}
-
 std::vector<float> randn(size_t n, uint32_t seed, float scale) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, scale);

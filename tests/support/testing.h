@@ -100,8 +100,6 @@ inline Dim sym(const char* name) { return Dim::symbol(name); }
 Tensor f32(const Dims& dims, std::vector<float> v);
 Tensor ints(const Dims& dims, std::vector<int64_t> v, DType t = DType::I64);
 Tensor i64(int64_t v);
-// Uniform in [lo, hi) as f64 (the dtype of gradient checks).
-Tensor random_f64(const Dims& dims, uint64_t seed, double lo = -1, double hi = 1);
 // n samples of N(0, scale^2), from std::mt19937(seed).
 std::vector<float> randn(size_t n, uint32_t seed, float scale = 1);
 

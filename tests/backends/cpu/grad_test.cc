@@ -21,7 +21,7 @@ namespace {
 
 using testing::all_close;
 using testing::dot;
-using testing::random_f64;
+using testing::random_tensor;
 using testing::run_op;
 using testing::run_op_outputs;
 
@@ -74,8 +74,10 @@ TEST(GradNorm, FiniteDifferences) {
   for (const auto& c : norm_cases()) {
     for (bool affine : {false, true}) {
       SCOPED_TRACE(std::string(op_name(c.grad)) + (affine ? " affine " : " ") + dims_str(c.x));
-      const Tensor x = random_f64(c.x, seed++, -2, 2), dy = random_f64(c.x, seed++);
-      const Tensor g = random_f64(c.param, seed++, 0.5, 1.5), b = random_f64(c.param, seed++);
+      const Tensor x = random_tensor(c.x, DType::F64, seed++, -2, 2),
+                   dy = random_tensor(c.x, DType::F64, seed++);
+      const Tensor g = random_tensor(c.param, DType::F64, seed++, 0.5, 1.5),
+                   b = random_tensor(c.param, DType::F64, seed++);
       const bool has_beta = c.fwd != Op::RmsNorm;
       std::vector<Tensor> fin{x};
       if (affine) {
@@ -114,8 +116,9 @@ TEST(GradNorm, F32MatchesF64Large) {
   uint64_t seed = 100;
   for (const auto& c : cases) {
     // A large mean next to the spread exercises the hi/lo centering.
-    Tensor x = random_f64(c.x, seed++, 9, 11), dy = random_f64(c.x, seed++),
-           g = random_f64(c.p, seed++, 0.5, 1.5);
+    Tensor x = random_tensor(c.x, DType::F64, seed++, 9, 11),
+           dy = random_tensor(c.x, DType::F64, seed++),
+           g = random_tensor(c.p, DType::F64, seed++, 0.5, 1.5);
     const auto want = run_op_outputs(c.op, {x, dy, g}, c.a);
     const auto got = run_op_outputs(c.op, {to_f32(x), to_f32(dy), to_f32(g)}, c.a);
     ASSERT_EQ(got.size(), want.size());
@@ -129,16 +132,17 @@ TEST(GradNorm, F32MatchesF64Large) {
 }
 
 TEST(GradNorm, EmptyAndF16) {
-  Tensor x = random_f64({0, 4}, 1), g = random_f64({4}, 2);
+  Tensor x = random_tensor({0, 4}, DType::F64, 1), g = random_tensor({4}, DType::F64, 2);
   const auto empty = run_op_outputs(Op::LayerNormGrad, {x, x, g});
   EXPECT_EQ(empty[0].numel(), 0);
   const Tensor zeros = Tensor::from_vector<double>({4}, {0, 0, 0, 0}, DType::F64);
   EXPECT_TRUE(all_close(empty[1], zeros, 0, 0));
   EXPECT_TRUE(all_close(empty[2], zeros, 0, 0));
-  Tensor gx = random_f64({0, 4, 3}, 3);
+  Tensor gx = random_tensor({0, 4, 3}, DType::F64, 3);
   EXPECT_EQ(run_op_outputs(Op::GroupNormGrad, {gx, gx}, {{"groups", int64_t(2)}})[0].numel(), 0);
   // f16 runs through the f32 upcast path, every output cast back.
-  Tensor xh = random_f64({3, 8}, 4).to(DType::F16), dyh = random_f64({3, 8}, 5).to(DType::F16);
+  Tensor xh = random_tensor({3, 8}, DType::F64, 4).to(DType::F16),
+         dyh = random_tensor({3, 8}, DType::F64, 5).to(DType::F16);
   const auto got = run_op_outputs(Op::RmsNormGrad, {xh, dyh});
   const auto want = run_op_outputs(Op::RmsNormGrad, {xh.to(DType::F64), dyh.to(DType::F64)});
   for (size_t i = 0; i < 2; ++i) {
@@ -148,15 +152,16 @@ TEST(GradNorm, EmptyAndF16) {
 }
 
 TEST(GradNorm, Errors) {
-  Tensor x = random_f64({2, 4}, 1);
+  Tensor x = random_tensor({2, 4}, DType::F64, 1);
   EXPECT_THROW(run_op_outputs(Op::RmsNormGrad, {x, x}, {{"output", int64_t(1)}}), Error);
-  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, random_f64({2, 5}, 2)}), Error);
-  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, x, random_f64({3}, 2)}), Error);
+  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, random_tensor({2, 5}, DType::F64, 2)}), Error);
+  EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, x, random_tensor({3}, DType::F64, 2)}), Error);
   EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, x}, {{"naxes", int64_t(3)}}), Error);
-  EXPECT_THROW(
-      run_op_outputs(Op::GroupNormGrad, {random_f64({2, 6, 2}, 3), random_f64({2, 6, 2}, 3)},
-                     {{"groups", int64_t(4)}}),
-      Error);
+  EXPECT_THROW(run_op_outputs(Op::GroupNormGrad,
+                              {random_tensor({2, 6, 2}, DType::F64, 3),
+                               random_tensor({2, 6, 2}, DType::F64, 3)},
+                              {{"groups", int64_t(4)}}),
+               Error);
   EXPECT_THROW(run_op_outputs(Op::LayerNormGrad, {x, x}, {{"eps", INFINITY}}), Error);
 }
 
@@ -214,7 +219,8 @@ TEST(GradActivation, FiniteDifferences) {
   uint64_t seed = 7;
   for (const auto& c : act_cases()) {
     SCOPED_TRACE(act_attrs(c).str());
-    Tensor x = random_f64({5, 37}, seed++, c.lo, c.hi), dy = random_f64({5, 37}, seed++);
+    Tensor x = random_tensor({5, 37}, DType::F64, seed++, c.lo, c.hi),
+           dy = random_tensor({5, 37}, DType::F64, seed++);
     Tensor xp = copy(x), xm = copy(x);
     for (int64_t i = 0; i < x.numel(); ++i) {
       xp.data<double>()[i] += kH;
@@ -230,7 +236,7 @@ TEST(GradActivation, FiniteDifferences) {
 }
 
 TEST(GradActivation, RoundIsStraightThroughAndKinks) {
-  Tensor x = random_f64({4, 9}, 3, -3, 3), dy = random_f64({4, 9}, 4);
+  Tensor x = random_tensor({4, 9}, DType::F64, 3, -3, 3), dy = random_tensor({4, 9}, DType::F64, 4);
   EXPECT_TRUE(
       all_close(run_op(Op::ActivationGrad, {x, dy}, {{"kind", std::string("round")}}), dy, 0, 0));
   // Kinks follow PyTorch: relu'(0) = abs'(0) = 0, clamp passes at its bounds.
@@ -250,18 +256,19 @@ TEST(GradActivation, F32MatchesF64) {
   uint64_t seed = 50;
   for (const auto& c : act_cases()) {
     SCOPED_TRACE(act_attrs(c).str());
-    Tensor x = random_f64({3, 40003}, seed++, c.lo, c.hi), dy = random_f64({3, 40003}, seed++);
+    Tensor x = random_tensor({3, 40003}, DType::F64, seed++, c.lo, c.hi),
+           dy = random_tensor({3, 40003}, DType::F64, seed++);
     Tensor want = run_op(Op::ActivationGrad, {x, dy}, act_attrs(c));
     Tensor got = run_op(Op::ActivationGrad, {to_f32(x), to_f32(dy)}, act_attrs(c));
     // Inputs rounded to f32 move f'(x) by |f''| * 6e-8 * |x|; tan/reciprocal/rsqrt amplify it.
     EXPECT_TRUE(all_close(got, want, 2e-6, 2e-5));
   }
-  Tensor e = random_f64({0, 3}, 1);
+  Tensor e = random_tensor({0, 3}, DType::F64, 1);
   EXPECT_EQ(run_op(Op::ActivationGrad, {e, e}, {{"kind", std::string("gelu")}}).numel(), 0);
 }
 
 TEST(GradActivation, Errors) {
-  Tensor x = random_f64({2, 3}, 1);
+  Tensor x = random_tensor({2, 3}, DType::F64, 1);
   try {
     run_op(Op::ActivationGrad, {x, x}, {{"kind", std::string("swishy")}});
     FAIL() << "no error for an unknown kind";
@@ -270,9 +277,9 @@ TEST(GradActivation, Errors) {
     EXPECT_NE(m.find("attribute 'kind': unknown op 'swishy'"), std::string::npos) << m;
   }
   EXPECT_THROW(run_op(Op::ActivationGrad, {x, x}, {{"kind", std::string("add")}}), Error);
-  EXPECT_THROW(
-      run_op(Op::ActivationGrad, {x, random_f64({3, 2}, 2)}, {{"kind", std::string("relu")}}),
-      Error);
+  EXPECT_THROW(run_op(Op::ActivationGrad, {x, random_tensor({3, 2}, DType::F64, 2)},
+                      {{"kind", std::string("relu")}}),
+               Error);
   EXPECT_THROW(
       run_op(Op::ActivationGrad, {x, x}, {{"kind", std::string("softplus")}, {"beta", 0.0}}),
       Error);
@@ -285,7 +292,7 @@ Tensor labels(const std::vector<int64_t>& v) {
 }
 
 TEST(GradSoftmaxCE, LossAgainstScalarReference) {
-  Tensor lg = random_f64({4, 5}, 11, -3, 3);
+  Tensor lg = random_tensor({4, 5}, DType::F64, 11, -3, 3);
   lg.data<double>()[7] = 700;  // exp overflows without the max subtracted
   Tensor lab = labels({1, -100, 4, 0});
   std::vector<double> per(4, 0.0);
@@ -313,12 +320,12 @@ TEST(GradSoftmaxCE, LossAgainstScalarReference) {
 }
 
 TEST(GradSoftmaxCE, GradFiniteDifferences) {
-  Tensor lg = random_f64({4, 5}, 21, -3, 3);
+  Tensor lg = random_tensor({4, 5}, DType::F64, 21, -3, 3);
   Tensor lab = labels({2, 0, -100, 4});
   for (const char* r : {"mean", "sum", "none"}) {
     SCOPED_TRACE(r);
     Attrs a{{"reduction", std::string(r)}};
-    Tensor dl = std::string(r) == "none" ? random_f64({4}, 22)
+    Tensor dl = std::string(r) == "none" ? random_tensor({4}, DType::F64, 22)
                                          : Tensor::from_vector<double>(Dims{}, {0.7}, DType::F64);
     auto f = [&](const std::vector<Tensor>& in) {
       return run_op(Op::SoftmaxCrossEntropy, {in[0], lab}, a);
@@ -327,7 +334,7 @@ TEST(GradSoftmaxCE, GradFiniteDifferences) {
     EXPECT_TRUE(all_close(got, fd_grad(f, {lg}, 0, dl), kFdTol, kFdTol));
   }
   // i32 labels and f32 logits (threaded rows) against the f64 path.
-  Tensor big = random_f64({300, 129}, 23, -5, 5);
+  Tensor big = random_tensor({300, 129}, DType::F64, 23, -5, 5);
   std::vector<int32_t> l32(300);
   for (int i = 0; i < 300; ++i) l32[size_t(i)] = (i * 37) % 129;
   Tensor lab32 = Tensor::from_vector<int32_t>({300}, l32, DType::I32);
@@ -338,22 +345,26 @@ TEST(GradSoftmaxCE, GradFiniteDifferences) {
 }
 
 TEST(GradSoftmaxCE, Errors) {
-  Tensor lg = random_f64({3, 4}, 1);
+  Tensor lg = random_tensor({3, 4}, DType::F64, 1);
   EXPECT_THROW(run_op(Op::SoftmaxCrossEntropy, {lg, labels({0, 4, 1})}), Error);
   EXPECT_THROW(run_op(Op::SoftmaxCrossEntropy, {lg, labels({0, -1, 1})}), Error);
   EXPECT_THROW(run_op(Op::SoftmaxCrossEntropy, {lg, labels({0, 1})}), Error);
   EXPECT_THROW(
       run_op(Op::SoftmaxCrossEntropy, {lg, labels({0, 1, 2})}, {{"reduction", std::string("avg")}}),
       Error);
-  EXPECT_THROW(run_op(Op::SoftmaxCrossEntropy, {lg, random_f64({3}, 2)}), Error);  // float labels
-  EXPECT_THROW(run_op(Op::SoftmaxCrossEntropyGrad, {lg, labels({0, 5, 1}), random_f64({}, 3)}),
+  EXPECT_THROW(run_op(Op::SoftmaxCrossEntropy, {lg, random_tensor({3}, DType::F64, 2)}),
+               Error);  // float labels
+  EXPECT_THROW(run_op(Op::SoftmaxCrossEntropyGrad,
+                      {lg, labels({0, 5, 1}), random_tensor({}, DType::F64, 3)}),
                Error);
   // dloss must be [N] for "none" and a scalar otherwise.
-  EXPECT_THROW(run_op(Op::SoftmaxCrossEntropyGrad, {lg, labels({0, 1, 1}), random_f64({3}, 3)}),
+  EXPECT_THROW(run_op(Op::SoftmaxCrossEntropyGrad,
+                      {lg, labels({0, 1, 1}), random_tensor({3}, DType::F64, 3)}),
                Error);
-  EXPECT_THROW(run_op(Op::SoftmaxCrossEntropyGrad, {lg, labels({0, 1, 1}), random_f64({}, 3)},
-                      {{"reduction", std::string("none")}}),
-               Error);
+  EXPECT_THROW(
+      run_op(Op::SoftmaxCrossEntropyGrad, {lg, labels({0, 1, 1}), random_tensor({}, DType::F64, 3)},
+             {{"reduction", std::string("none")}}),
+      Error);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ namespace rlx {
 namespace {
 
 using testing::all_close;
-using testing::random_f64;
+using testing::random_tensor;
 using testing::run_op;
 
 constexpr double kGradTol = 1e-10;
@@ -67,11 +67,14 @@ const char* kReductions[] = {"mean", "sum", "none"};
 
 // Inputs of every case, built once (same seeds for the goldens and our kernels).
 struct Data {
-  Tensor ln_x = random_f64({3, 4, 5}, 1, -2, 2), ln_dy = random_f64({3, 4, 5}, 2),
-         ln_g = random_f64({4, 5}, 3), ln_b = random_f64({4, 5}, 4);
-  Tensor gn_x = random_f64({2, 6, 3, 2}, 5, -2, 2), gn_dy = random_f64({2, 6, 3, 2}, 6),
-         gn_g = random_f64({6}, 7), gn_b = random_f64({6}, 8);
-  Tensor ce_logits = random_f64({6, 5}, 9, -4, 4), ce_dl = random_f64({6}, 10);
+  Tensor ln_x = random_tensor({3, 4, 5}, DType::F64, 1, -2, 2),
+         ln_dy = random_tensor({3, 4, 5}, DType::F64, 2),
+         ln_g = random_tensor({4, 5}, DType::F64, 3), ln_b = random_tensor({4, 5}, DType::F64, 4);
+  Tensor gn_x = random_tensor({2, 6, 3, 2}, DType::F64, 5, -2, 2),
+         gn_dy = random_tensor({2, 6, 3, 2}, DType::F64, 6),
+         gn_g = random_tensor({6}, DType::F64, 7), gn_b = random_tensor({6}, DType::F64, 8);
+  Tensor ce_logits = random_tensor({6, 5}, DType::F64, 9, -4, 4),
+         ce_dl = random_tensor({6}, DType::F64, 10);
   // ignore_index -100 (row 2) and 2 (rows 3, 4).
   Tensor ce_labels = Tensor::from_vector<int64_t>({6}, {0, 4, -100, 2, 2, 1}, DType::I64);
   Tensor ce_labels2 = Tensor::from_vector<int64_t>({6}, {0, 4, 3, 2, 2, 1}, DType::I64);
@@ -79,7 +82,8 @@ struct Data {
   Data() {
     uint64_t seed = 20;
     for (const auto& a : acts())
-      act[a.kind] = {random_f64({4, 9}, seed, a.lo, a.hi), random_f64({4, 9}, seed + 1)};
+      act[a.kind] = {random_tensor({4, 9}, DType::F64, seed, a.lo, a.hi),
+                     random_tensor({4, 9}, DType::F64, seed + 1)};
   }
 };
 
