@@ -123,6 +123,12 @@ void direct(const Problem& p, const TypeTraits& tr) {
   });
 }
 
+void add_bias(const Problem& p) {
+  if (!p.bias) return;
+  for (int64_t m = 0; m < p.M; ++m)
+    for (int64_t n = 0; n < p.N; ++n) p.y[m * p.N + n] += p.bias[n];
+}
+
 // Decode GEMV on regrouped rows (quant/row_groups.h): each activation row
 // quantized to the type's vec_dot_type once, groups of 16 weight rows split
 // over the pool, every activation row run against a group while it is in cache.
@@ -151,15 +157,7 @@ void grouped(const Problem& p, const TypeTraits& tr, const quant::RowGroups& rg,
       quant::gemv_row_groups(kernel, rg, acts[size_t(m)], first_group + b, first_group + e,
                              p.y + m * p.N + b * quant::kGroupRows);
   });
-  if (p.bias)
-    for (int64_t m = 0; m < p.M; ++m)
-      for (int64_t n = 0; n < p.N; ++n) p.y[m * p.N + n] += p.bias[n];
-}
-
-void add_bias(const Problem& p) {
-  if (!p.bias) return;
-  for (int64_t m = 0; m < p.M; ++m)
-    for (int64_t n = 0; n < p.N; ++n) p.y[m * p.N + n] += p.bias[n];
+  add_bias(p);
 }
 
 void tiled(const Problem& p, const TypeTraits& tr, const std::shared_ptr<Buffer>& owner,
