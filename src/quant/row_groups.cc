@@ -3,12 +3,11 @@
 // bit) and the choice of kernel. See row_groups.h for the layout.
 #include "quant/row_groups.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "core/huge_pages.h"
 #include "quant/quant_impl.h"
 #include "quant/vec_dot.h"
 #include "rlx/cpu_isa.h"
@@ -104,17 +103,7 @@ RowGroups make_row_groups(GgmlType t, const uint8_t* w, size_t row_bytes, int64_
     rg.group_bytes = rg.scale_bytes + size_t(nb * V) * 64;
   }
   const size_t total = size_t(rg.groups()) * rg.group_bytes;
-  // A large weight on 2 MiB boundaries, advised as huge pages: a decode step
-  // streams all of it, and 4 KiB pages cost a fault each on first use and TLB
-  // misses after (1B q4_K decode, 64 tokens after a 5-token prompt, 2 threads:
-  // 67 -> 85 tok/s). Small ones stay on 64 bytes: rounding each up to 2 MiB
-  // made the 100M model's decode slower (562 -> 530 tok/s, q4_0).
-  constexpr size_t kHuge = size_t(2) << 20;
-  const size_t align = total >= 2 * kHuge ? kHuge : 64;
-  const size_t padded = std::max(align, (total + align - 1) / align * align);
-  rg.storage.reset(static_cast<uint8_t*>(std::aligned_alloc(align, padded)));
-  RLX_CHECK(rg.storage, "row groups: out of memory for ", padded, " bytes");
-  if (align == kHuge) madvise(rg.storage.get(), padded, MADV_HUGEPAGE);  // advice: may fail
+  rg.storage = alloc_huge(total);  // a decode step streams all of it
   rg.data = rg.storage.get();
   // Not zeroed up front (that touched every page twice): only the last
   // group, whose rows past N must read as zeros.

@@ -32,9 +32,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 
+#include "core/huge_pages.h"
 #include "rlx/quant.h"
 
 namespace rlx::quant {
@@ -54,11 +54,8 @@ struct RowGroups {
   const void* source = nullptr;  // the rows it was made from
   size_t scale_bytes = 0;        // per group, padded to 64 (K-quants: 0)
   size_t group_bytes = 0;        // scales + quants
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, Free> storage;  // from aligned_alloc: 64 bytes or 2 MiB aligned
-  uint8_t* data = nullptr;                 // = storage
+  HugeBuffer storage;            // core/huge_pages.h
+  uint8_t* data = nullptr;       // = storage
   int64_t groups() const { return (rows + kGroupRows - 1) / kGroupRows; }
 };
 

@@ -249,6 +249,8 @@ void dequant_matmul(const KernelCall& c) {
                  .K = K,
                  .owner = w.buffer()};
   if (M < kGemmMinRows) rows.groups = regrouped(c.pack, 0, type, rows.w, rb, N, K);
+  // Float rows have no regrouped layout; they are streamed as they are, from huge pages.
+  if (!tr.is_quantized) rows.w = resident_rows(c.pack, rows.w, rb * size_t(N));
   quant_matmul(c.ctx, rows, x.data<float>(), M, bias, c.out.data<float>());
 }
 
@@ -260,18 +262,55 @@ const quant::RowGroups* regrouped(WeightPack* pack, int slot, GgmlType type, con
   return rg && rg->rows == N && rg->k == K ? rg : nullptr;
 }
 
-SharedRowGroups shared_row_groups(GgmlType type, const uint8_t* w, size_t rb, int64_t N,
-                                  int64_t K) {
+namespace {
+
+// One T per weight across compiled graphs: made by the first, kept while any holds it.
+template <class T, class Fits, class Make>
+std::shared_ptr<const T> shared_by_source(const void* w, Fits fits, Make make) {
   static std::mutex m;
-  static std::map<const void*, std::weak_ptr<const quant::RowGroups>> made;
+  static std::map<const void*, std::weak_ptr<const T>> made;
   std::lock_guard lock(m);
   std::erase_if(made, [](const auto& e) { return e.second.expired(); });
-  std::shared_ptr<const quant::RowGroups> g = made[w].lock();
-  if (!g || g->type != type || g->rows != N || g->k != K) {
-    g = std::make_shared<const quant::RowGroups>(quant::make_row_groups(type, w, rb, N, K));
+  std::shared_ptr<const T> g = made[w].lock();
+  if (!g || !fits(*g)) {
+    g = std::make_shared<const T>(make());
     made[w] = g;
   }
-  return {w, std::move(g)};
+  return g;
+}
+
+}  // namespace
+
+SharedRowGroups shared_row_groups(GgmlType type, const uint8_t* w, size_t rb, int64_t N,
+                                  int64_t K) {
+  return {
+      w,
+      shared_by_source<quant::RowGroups>(
+          w, [&](const quant::RowGroups& g) { return g.type == type && g.rows == N && g.k == K; },
+          [&] { return quant::make_row_groups(type, w, rb, N, K); })};
+}
+
+SharedRowsCopy shared_rows_copy(const uint8_t* w, size_t bytes) {
+  return {w,
+          shared_by_source<RowsCopy>(
+              w, [&](const RowsCopy& c) { return c.bytes == bytes; },
+              [&] {
+                RowsCopy c{bytes, alloc_huge(bytes)};
+                constexpr int64_t kChunk = 1 << 20;
+                parallel_for((int64_t(bytes) + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
+                  const size_t o = size_t(b * kChunk);
+                  std::memcpy(c.data.get() + o, w + o, std::min(bytes, size_t(e * kChunk)) - o);
+                });
+                // Later steps read the copy: the mapped pages go back to the OS.
+                release_file_pages(w, bytes);
+                return c;
+              })};
+}
+
+const uint8_t* resident_rows(WeightPack* pack, const uint8_t* w, size_t bytes) {
+  if (!pack || bytes < kHugeBufferMin) return w;
+  const RowsCopy* c = pack->rows_copy(w, [&] { return shared_rows_copy(w, bytes); });
+  return c && c->bytes == bytes ? c->data.get() : w;
 }
 
 void quant_matmul(const Context& ctx, const QuantRows& w, const float* x, int64_t M,

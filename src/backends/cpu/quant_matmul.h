@@ -38,4 +38,8 @@ void quant_matmul(const Context& ctx, const QuantRows& w, const float* x, int64_
 const quant::RowGroups* regrouped(WeightPack* pack, int slot, quant::GgmlType type,
                                   const uint8_t* w, size_t rb, int64_t N, int64_t K);
 
+// `bytes` of constant weight `w` copied into huge pages on first use (into
+// `pack`'s slot); `w` itself when small or without a pack.
+const uint8_t* resident_rows(WeightPack* pack, const uint8_t* w, size_t bytes);
+
 }  // namespace rlx::cpu

@@ -2,7 +2,8 @@
 // kept with the compiled graph: loading and compiling stay as fast as before,
 // and every later run skips the packing. A matmul's or conv's f32 weight is
 // packed for rlx's sgemm; a dequant_matmul's quantized rows are regrouped
-// for the decode GEMV (quant/row_groups.h).
+// for the decode GEMV (quant/row_groups.h), its float rows copied into huge
+// pages.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -12,6 +13,7 @@
 
 #include "backends/cpu/sgemm.h"
 #include "core/file_pages.h"
+#include "core/huge_pages.h"
 #include "quant/row_groups.h"
 
 namespace rlx::cpu {
@@ -52,6 +54,19 @@ struct SharedRowGroups {
 SharedRowGroups shared_row_groups(quant::GgmlType type, const uint8_t* w, size_t row_bytes,
                                   int64_t N, int64_t K);
 
+// A weight's bytes as they are, copied into huge pages (core/huge_pages.h)
+// for kernels that stream them every step (float rows of decode GEMVs),
+// shared the same way.
+struct RowsCopy {
+  size_t bytes = 0;
+  HugeBuffer data;
+};
+struct SharedRowsCopy {
+  const void* source = nullptr;
+  std::shared_ptr<const RowsCopy> copy;
+};
+SharedRowsCopy shared_rows_copy(const uint8_t* w, size_t bytes);
+
 class WeightPack {
  public:
   // `source_floats`: the weight's size. Once packed, its mapped pages (if it
@@ -71,10 +86,15 @@ class WeightPack {
     const SharedRowGroups* g = groups_[slot].get(source, make);
     return g ? g->groups.get() : nullptr;
   }
+  const RowsCopy* rows_copy(const uint8_t* source, const std::function<SharedRowsCopy()>& make) {
+    const SharedRowsCopy* c = copy_.get(source, make);
+    return c ? c->copy.get() : nullptr;
+  }
 
  private:
   PackSlot<PackedOperand> sgemm_;
   PackSlot<SharedRowGroups> groups_[3];
+  PackSlot<SharedRowsCopy> copy_;
 };
 
 }  // namespace rlx::cpu
