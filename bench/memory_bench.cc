@@ -4,10 +4,12 @@
 // than an rlx kernel.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "bench_util.h"
+#include "core/huge_pages.h"
 
 namespace rlx::bench {
 
@@ -47,13 +49,12 @@ float sum(const float* p, int64_t n) {
   return avx2 ? sum_avx2(p, n) : sum_scalar(p, n);
 }
 
-void bm_read(benchmark::State& st) {
-  static std::vector<float> src(size_t(kFloats), 1.0f);  // kept across repetitions
+// Read-only sum over `src` (kFloats of it).
+void read_sum(benchmark::State& st, const float* src) {
   std::vector<float> partial(size_t(kFloats / kGrain + 1));
   for (auto _ : st) {
-    parallel_for(kFloats, kGrain, [&](int64_t b, int64_t e) {
-      partial[size_t(b / kGrain)] = sum(src.data() + b, e - b);
-    });
+    parallel_for(kFloats, kGrain,
+                 [&](int64_t b, int64_t e) { partial[size_t(b / kGrain)] = sum(src + b, e - b); });
     benchmark::DoNotOptimize(partial.data());
     benchmark::ClobberMemory();
   }
@@ -61,6 +62,22 @@ void bm_read(benchmark::State& st) {
   st.counters["bytes"] = double(kBytes);
   st.counters["GB"] =
       benchmark::Counter(double(kBytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_read(benchmark::State& st) {
+  static std::vector<float> src(size_t(kFloats), 1.0f);  // kept across repetitions
+  read_sum(st, src.data());
+}
+
+// The same on huge pages, as decode reads its weights (core/huge_pages.h):
+// the yardstick for a decode GEMV's share of the bandwidth.
+void bm_read_huge(benchmark::State& st) {
+  static const HugeBuffer src = [] {
+    HugeBuffer b = alloc_huge(size_t(kBytes));
+    std::fill_n(reinterpret_cast<float*>(b.get()), kFloats, 1.0f);
+    return b;
+  }();
+  read_sum(st, reinterpret_cast<const float*>(src.get()));
 }
 
 void bm_copy(benchmark::State& st) {
@@ -81,6 +98,9 @@ void bm_copy(benchmark::State& st) {
 
 void register_memory() {
   benchmark::RegisterBenchmark("membw/read_sum_256MiB", bm_read)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("membw/read_sum_256MiB_huge_pages", bm_read_huge)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("membw/memcpy_256MiB", bm_copy)
