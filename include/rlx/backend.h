@@ -89,9 +89,10 @@ struct CpuOptions {
   // quantized at every batch size, and GELU-tanh through ggml's f16 table.
   bool ggml_numerics = false;
   // Regroup q4_0 / q8_0 / q4_K / q5_K / q6_K weights 16 rows at a time on
-  // their first decode step, for the decode GEMV (a second copy of those
-  // weights; CLI: RLX_REGROUP_WEIGHTS=0 turns it off and decodes from the
-  // file's layout).
+  // their first decode step, for the decode GEMV, and copy f32 / f16 / bf16
+  // weights of 4 MiB or more into huge pages on first use (a second copy of
+  // those weights; CLI: RLX_REGROUP_WEIGHTS=0 turns both off and reads the
+  // weights where the file is mapped).
   bool regroup_weights = true;
 };
 // Each CPU backend owns its caches: two backends never share a budget.

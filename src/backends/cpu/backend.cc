@@ -52,8 +52,8 @@ KernelEntry checked_kernel(const Node& n) {
 // A weight that is a param or constant (bound once, never changes between
 // runs): a matmul's B or a conv's weight in f32, packed once for rlx's sgemm;
 // a dequant_matmul's rows (a moe_ffn's three expert weights), regrouped once
-// for the decode GEMV (the types of quant/row_groups.h), unless
-// CpuOptions::regroup_weights is off.
+// for the decode GEMV (the types of quant/row_groups.h) or, float rows,
+// copied into huge pages, unless CpuOptions::regroup_weights is off.
 bool has_packable_weight(const Graph& g, const Node& n, const Context& ctx) {
   auto constant = [&](size_t i) {
     const Op op = g.node(n.inputs[i]).op;
