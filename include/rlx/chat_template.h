@@ -34,7 +34,11 @@ struct ChatTemplateOptions {
 // "arguments": {...}}</tool_call> blocks (the Hermes format of the Qwen 2.5 / Qwen 3 templates),
 // or a reply that is one JSON object {"name": ..., "arguments" | "parameters": {...}} (Llama
 // 3.1's JSON calls). `content` is the text outside the blocks, trimmed; a block that is not such
-// JSON stays in it. Calls get ids "call_0", "call_1", ...; arguments are compact JSON text.
+// JSON stays in it. Calls get ids "call_0", "call_1", ...; arguments are the model's own text of
+// the object (compact JSON when it wrote them as a string, or only as part of other JSON). A
+// block that starts {"name": N, "arguments": { is a call even when its object never closes (a
+// reply cut by max_tokens): its arguments are the text up to the block's end, as a stream sent
+// them.
 struct ToolCallReply {
   std::string content;
   std::vector<ChatToolCall> calls;
@@ -46,24 +50,37 @@ ToolCallReply parse_tool_calls(const std::string& reply);
 enum class ToolCallFormat { none, hermes, json };
 ToolCallFormat tool_call_format(const std::string& template_source);
 // The start of a reply that calls `function` (empty: a function the model names next), which the
-// model continues: a forced call (OpenAI's tool_choice "required" or a function by name). The
-// model writes the arguments unconstrained; a reply that does not finish a call stays text.
+// model continues: a forced call (OpenAI's tool_choice "required" or a function by name).
 std::string call_reply_start(ToolCallFormat format, const std::string& function);
+
+// A piece of a streamed call: the first piece of call `index` carries its id and name, and each
+// piece the next part of its arguments' text.
+struct ToolCallDelta {
+  size_t index = 0;
+  std::string id, name, arguments;
+};
+struct ToolCallPieces {
+  std::string content;
+  std::vector<ToolCallDelta> calls;
+};
 
 // parse_tool_calls for a reply that arrives a token at a time (the server's streamed replies):
 // push() each piece and send what it returns; finish() returns the rest. The content of every
-// piece, in order, is parse_tool_calls(whole reply).content and the calls are its calls. Text
-// goes out as it comes, except whitespace that may end the reply and the start of what may be a
-// "<tool_call>" tag; a call goes out when its block closes. A reply whose first character (after
-// whitespace) is "{" may be one JSON call: it is held to the end.
+// piece, in order, is parse_tool_calls(whole reply).content, and each call's pieces add up to
+// its call. Text goes out as it comes, except whitespace that may end the reply and the start
+// of what may be a "<tool_call>" tag. A block's call goes out once its head
+// {"name": N, "arguments": is read, and its arguments as they come; a block in another shape
+// goes out when it closes. A reply whose first character (after whitespace) is "{" may be one
+// JSON call: it is held to the end.
 class ToolCallStream {
  public:
-  ToolCallReply push(std::string_view piece);
-  ToolCallReply finish();
+  ToolCallPieces push(std::string_view piece);
+  ToolCallPieces finish();
 
  private:
-  void drain(ToolCallReply& out, bool final);
-  void text(ToolCallReply& out, std::string_view s);
+  void drain(ToolCallPieces& out, bool final);
+  void text(ToolCallPieces& out, std::string_view s);
+  void call_piece(ToolCallPieces& out, std::string id, std::string name, std::string_view args);
 
   enum class Mode { start, text, block, whole } mode_ = Mode::start;
   // Not yet decided: text that may open a block, an open block's body, or (Mode::whole) the
@@ -72,6 +89,10 @@ class ToolCallStream {
   std::string held_;  // whitespace that ends the content so far (trimmed away if nothing follows)
   bool started_ = false;  // content has gone out (whitespace before it is trimmed away)
   size_t calls_ = 0;
+  // The open block: its head read (its arguments start at args_at_ in pending_, sent up to
+  // sent_), or found in another shape.
+  bool head_ = false, other_shape_ = false;
+  size_t args_at_ = 0, sent_ = 0;
 };
 
 namespace chat_detail {

@@ -4,6 +4,7 @@
 // the cache between calls.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -171,14 +172,27 @@ struct SamplerOptions {
   uint64_t seed = 0;
 };
 
+// Whether a token may come next (a grammar's verdict).
+using TokenFilter = std::function<bool(int32_t)>;
+
 // llama.cpp's order: repetition penalty, top-k, top-p, min-p, temperature,
 // then a draw (or argmax when greedy).
 class Sampler {
  public:
   explicit Sampler(SamplerOptions o);
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  // Only tokens `allowed` takes, as if the others' logits were -inf: top-k keeps the k best
+  // allowed tokens. Tokens whose logit is -inf are out without asking; the others are asked
+  // in logit order until the sampler has what it needs (the best one when greedy, top-k of
+  // them), so a filter is asked about every token only without top-k. -1 when no token is
+  // allowed.
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
+                 const TokenFilter& allowed);
 
  private:
+  std::vector<float> penalized(std::span<const float> logits,
+                               std::span<const int32_t> history) const;
+  int32_t draw(const std::vector<float>& l, std::vector<int32_t> idx);
   SamplerOptions o_;
   uint64_t state_;
   double uniform();

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "rlx/chat_template.h"
+#include "rlx/grammar.h"
 #include "rlx/llm.h"
 #include "rlx/tokenizer.h"
 #include "rlx/utf8.h"
@@ -83,6 +85,13 @@ struct GenerateRequest {
   SamplerOptions sampling;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // Constrained generation: only tokens whose bytes the grammar accepts, and an end token only
+  // once the reply is a whole document of it. The grammar first takes grammar_prefix, the
+  // reply's start that the prompt already holds (a forced call's opening). A grammar_trigger
+  // leaves the reply free until that text appears in it; from there on the grammar holds
+  // (a reply that may call tools: the call block must be a valid call).
+  std::shared_ptr<const Grammar> grammar;
+  std::string grammar_prefix, grammar_trigger;
 };
 
 struct GenerateResult {
@@ -120,6 +129,9 @@ class Generation {
 
  private:
   bool at_length() const;  // the token budget or the context is used up
+  int32_t constrained_sample();
+  bool grammar_allows(int32_t token) const;
+  void follow_grammar(const std::string& piece);
   void finish(Finish f, const TextSink& sink);
   void emit(const std::string& text, const TextSink& sink);
 
@@ -128,6 +140,11 @@ class Generation {
   GenerateRequest r_;
   GenerateResult res_;
   Sampler sampler_;
+  std::optional<GrammarMatcher> grammar_;
+  bool grammar_waits_ = false;       // for its trigger
+  std::string before_trigger_;       // the reply's end while the trigger is awaited
+  std::vector<std::string> pieces_;  // each token's bytes; empty for control tokens
+  std::vector<int16_t> first_byte_;  // of each piece; -1 for none
   std::vector<float> logits_;
   std::vector<int32_t> history_;
   Utf8Stream utf8_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "rlx/error.h"
 
@@ -143,7 +144,57 @@ Generation::Generation(Session& session, const Tokenizer& tok, GenerateRequest r
   logits_ = session.feed(std::span(prompt).subspan(common));
   res_.prefill_s = seconds_since(t0);
   history_ = prompt;
+  if (r_.grammar) {
+    grammar_.emplace(r_.grammar);
+    grammar_waits_ = !r_.grammar_trigger.empty();
+    RLX_CHECK(grammar_waits_ || grammar_->accept(r_.grammar_prefix),
+              "generate: the grammar rejects the reply's start '", r_.grammar_prefix, "'");
+    pieces_.resize(size_t(tok.n_vocab()));
+    first_byte_.assign(size_t(tok.n_vocab()), -1);
+    for (int32_t t = 0; t < tok.n_vocab(); ++t) {
+      if (tok.is_control(t)) continue;
+      pieces_[size_t(t)] = tok.token_to_piece(t);
+      if (!pieces_[size_t(t)].empty()) first_byte_[size_t(t)] = uint8_t(pieces_[size_t(t)][0]);
+    }
+  }
   decode_start_ = std::chrono::steady_clock::now();
+}
+
+int32_t Generation::constrained_sample() {
+  // Tokens whose first byte the grammar cannot take next are out before sorting.
+  std::vector<float> l = logits_;
+  const std::bitset<256>& next = grammar_->next_bytes();
+  // Logits past the tokenizer's vocabulary (padded output rows) are never tokens.
+  for (size_t t = 0; t < l.size(); ++t)
+    if (t >= first_byte_.size() ||
+        (first_byte_[t] < 0 ? !tok_.is_eog(int32_t(t)) : !next.test(size_t(first_byte_[t]))))
+      l[t] = -INFINITY;
+  return sampler_.sample(l, history_, [&](int32_t t) { return grammar_allows(t); });
+}
+
+bool Generation::grammar_allows(int32_t token) const {
+  if (tok_.is_eog(token)) return !r_.ignore_eos && grammar_->complete();
+  const std::string& piece = pieces_[size_t(token)];
+  return !piece.empty() && grammar_->accepts(piece);
+}
+
+void Generation::follow_grammar(const std::string& piece) {
+  if (!grammar_waits_) {
+    RLX_CHECK(grammar_->accept(piece), "generate: a sampled token left the grammar");
+    return;
+  }
+  before_trigger_ += piece;
+  const size_t at = before_trigger_.find(r_.grammar_trigger);
+  if (at == std::string::npos) {
+    // Keep only what may still begin the trigger.
+    const size_t keep = std::min(before_trigger_.size(), r_.grammar_trigger.size() - 1);
+    before_trigger_.erase(0, before_trigger_.size() - keep);
+    return;
+  }
+  grammar_waits_ = false;
+  // The token that completed the trigger may run past it; text the grammar rejects there
+  // (written before the grammar held) ends the constraint rather than the reply.
+  if (!grammar_->accept(std::string_view(before_trigger_).substr(at))) grammar_.reset();
 }
 
 void Generation::emit(const std::string& text, const TextSink& sink) {
@@ -182,7 +233,12 @@ bool Generation::step(const TextSink& sink) {
     return false;
   }
   if (unfed_ >= 0) logits_ = session_.feed(std::span(&unfed_, 1));
-  const int32_t next = sampler_.sample(logits_, history_);
+  const int32_t next =
+      grammar_ && !grammar_waits_ ? constrained_sample() : sampler_.sample(logits_, history_);
+  if (next < 0) {  // the grammar allows no token: its document is done
+    finish(Finish::Stop, sink);
+    return false;
+  }
   if (!r_.ignore_eos && tok_.is_eog(next)) {
     finish(Finish::Stop, sink);
     return false;
@@ -190,7 +246,9 @@ bool Generation::step(const TextSink& sink) {
   res_.tokens.push_back(next);
   history_.push_back(next);
   unfed_ = next;
-  emit(stops_.push(utf8_.push(tok_.token_to_piece(next))), sink);
+  const std::string piece = tok_.token_to_piece(next);
+  if (grammar_) follow_grammar(piece);
+  emit(stops_.push(utf8_.push(piece)), sink);
   if (stops_.matched() || !open_) {
     finish(Finish::Stop, sink);
     return false;

@@ -156,13 +156,22 @@ TEST(ToolCalls, HermesBlocksAndJsonReplies) {
   ASSERT_EQ(r.calls.size(), 2u);
   EXPECT_EQ(r.calls[0].id, "call_0");
   EXPECT_EQ(r.calls[0].name, "get_weather");
-  EXPECT_EQ(r.calls[0].arguments, R"({"city":"Paris","days":2})");  // key order kept
+  EXPECT_EQ(r.calls[0].arguments, R"({"city": "Paris", "days": 2})");  // as the model wrote it
   EXPECT_EQ(r.calls[1].id, "call_1");
   EXPECT_EQ(r.calls[1].arguments, "{}");
   // Llama 3.1's JSON call, "parameters" for the arguments.
   r = parse_tool_calls(R"( {"name": "f", "parameters": {"x": 1}} )");
   ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].arguments, R"({"x": 1})");
+  EXPECT_TRUE(r.content.empty());
+  // Arguments before the name: a call still, its arguments re-written compact.
+  r = parse_tool_calls(R"(<tool_call>{"arguments": {"x": 1}, "name": "f"}</tool_call>)");
+  ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_EQ(r.calls[0].arguments, R"({"x":1})");
+  // A call cut inside its arguments (max_tokens) is a call with the arguments it got to.
+  r = parse_tool_calls("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, ");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].arguments, "{\"a\": [1, ");
   EXPECT_TRUE(r.content.empty());
   // A block cut off by max_tokens still counts when its JSON is whole; one that is not JSON, or
   // JSON without a name, stays text.
@@ -187,6 +196,11 @@ TEST(ToolCalls, StreamedPiecesGiveWhatTheWholeReplyGives) {
       "{\"x\": [1, 2]}}</tool_call>  c ",
       "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}",
       "<tool_call>{\"name\": \"f\", \"argu",
+      "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, {\"b\"",
+      "<tool_call> {\"name\":\"f\",\"arguments\":{\"s\": \"}{ </tool \\\" ]\"}} </tool_call> ok",
+      "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"</tool_call>\"}}</tool_call>",
+      "<tool_call>{\"name\": \"f\", \"arguments\": {}, \"x\": 1}</tool_call>",
+      "<tool_call>{\"arguments\": {\"x\": 1}, \"name\": \"f\"}</tool_call>",
       " {\"name\": \"f\", \"parameters\": {\"x\": 1}} ",
       "{\"x\": 1} and <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>",
       "x < y, <tool <tool_cal <tool_call",
@@ -200,9 +214,16 @@ TEST(ToolCalls, StreamedPiecesGiveWhatTheWholeReplyGives) {
     for (size_t size : {size_t(1), size_t(2), size_t(3), size_t(5), size_t(11), reply.size() + 1}) {
       ToolCallStream stream;
       ToolCallReply got;
-      auto take = [&](const ToolCallReply& out) {
+      auto take = [&](const ToolCallPieces& out) {
         got.content += out.content;
-        got.calls.insert(got.calls.end(), out.calls.begin(), out.calls.end());
+        for (const ToolCallDelta& d : out.calls) {
+          if (!d.id.empty()) {
+            ASSERT_EQ(d.index, got.calls.size());
+            got.calls.push_back({d.id, d.name, ""});
+          }
+          ASSERT_LT(d.index, got.calls.size());
+          got.calls[d.index].arguments += d.arguments;
+        }
       };
       for (size_t at = 0; at < reply.size(); at += size) take(stream.push(reply.substr(at, size)));
       take(stream.finish());
@@ -217,18 +238,27 @@ TEST(ToolCalls, StreamedPiecesGiveWhatTheWholeReplyGives) {
   }
 }
 
-// Text goes out as it comes and a call as soon as its block closes, not at the end.
+// Text goes out as it comes; a call's name as soon as its head is read, then its arguments as
+// they come, not at the end.
 TEST(ToolCalls, StreamedTextAndCallsGoOutAsTheyComplete) {
   ToolCallStream s;
   EXPECT_EQ(s.push("Let me").content, "Let me");
   EXPECT_EQ(s.push(" check. ").content, " check.");  // the space waits for what follows it
   EXPECT_EQ(s.push("<tool_").content, "");
-  ToolCallReply out = s.push("call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}");
-  EXPECT_TRUE(out.calls.empty());
-  out = s.push("</tool_call>");
+  EXPECT_TRUE(s.push("call>{\"name\": \"f\", \"arguments\": ").calls.empty());
+  ToolCallPieces out = s.push("{\"a\": ");
   ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.calls[0].id, "call_0");
   EXPECT_EQ(out.calls[0].name, "f");
-  EXPECT_EQ(out.calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(out.calls[0].arguments, "{\"a\": ");
+  out = s.push("\"x</tool");  // may be the closing tag: held
+  ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.calls[0].index, 0u);
+  EXPECT_TRUE(out.calls[0].id.empty());
+  EXPECT_EQ(out.calls[0].arguments, "\"x");
+  out = s.push(" y\"}}</tool_call>");
+  ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.calls[0].arguments, "</tool y\"}");
   EXPECT_EQ(s.push("\nOK").content, " \nOK");
   out = s.finish();
   EXPECT_TRUE(out.content.empty() && out.calls.empty());
@@ -514,7 +544,7 @@ TEST(ToolCalls, ForcedCallsStartInTheTemplatesForm) {
   ToolCallReply r = parse_tool_calls(named + "{\"city\": \"Paris\"}}\n</tool_call>");
   ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_EQ(r.calls[0].name, "get_weather");
-  EXPECT_EQ(r.calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_EQ(r.calls[0].arguments, R"({"city": "Paris"})");
   const std::string any = call_reply_start(ToolCallFormat::hermes, "");
   EXPECT_EQ(any, "<tool_call>\n{\"name\": \"");
   r = parse_tool_calls(any + "now\", \"arguments\": {}}</tool_call>");
@@ -525,7 +555,7 @@ TEST(ToolCalls, ForcedCallsStartInTheTemplatesForm) {
   r = parse_tool_calls(llama + R"({"a": 1}})");
   ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_EQ(r.calls[0].name, "say \"hi\"");
-  EXPECT_EQ(r.calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(r.calls[0].arguments, R"({"a": 1})");
   EXPECT_THROW(call_reply_start(ToolCallFormat::none, "f"), Error);
 }
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "rlx/io.h"
 #include "support/testing.h"
@@ -87,6 +88,29 @@ TEST_F(LlmCli, GenerateStreamsAndReportsSpeed) {
 
 // generate's context is the prompt plus -n: a LongRoPE model takes its long
 // factors once that passes the original context, and says which it took.
+// -j keeps the reply to a JSON schema (the model has JSON tokens; LlmGenerate.AGrammar* checks
+// many replies); a schema with an unsupported keyword fails before the model loads.
+TEST_F(LlmCli, GenerateKeepsToAJsonSchema) {
+  testing::TinyLlm spec;
+  spec.extra_tokens = testing::TinyLlm::json_tokens();
+  spec.n_vocab = 50 + int64_t(spec.extra_tokens.size());
+  std::ofstream(path("json.gguf"), std::ios::binary) << spec.gguf_bytes();
+  std::ofstream(path("schema.json"))
+      << R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})";
+  auto r = run_cli("generate " + path("json.gguf") +
+                   " -p 'ab' -n 100 --temp 0 --json-schema-file " + path("schema.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const size_t end = r.output.find("\nprompt:");
+  const size_t open = r.output.rfind('{', end);
+  ASSERT_NE(open, std::string::npos) << r.output;
+  const auto reply = nlohmann::json::parse(r.output.substr(open, end - open), nullptr, false);
+  EXPECT_TRUE(reply.is_object() && reply.size() == 1 && reply["ok"].is_boolean()) << r.output;
+  r = run_cli("generate " + path("json.gguf") + " -p 'ab' -j '{\"pattern\": \"x\"}'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("--json-schema: json schema: 1 problem"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'pattern' is not supported"), std::string::npos) << r.output;
+}
+
 TEST_F(LlmCli, GenerateTakesTheRopeFactorsOfItsContext) {
   testing::TinyLlm m;
   m.arch = "phi3";

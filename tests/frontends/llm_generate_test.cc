@@ -3,6 +3,8 @@
 // session, and the token budget and context limit.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "rlx/llm_generate.h"
 #include "support/greedy_request.h"
 #include "support/tiny_llm.h"
@@ -30,7 +32,8 @@ TEST(StopStrings, HoldsBackAPossibleStartAndCutsAtTheMatch) {
 }
 
 struct TinyModel {
-  std::string bytes = testing::TinyLlm{}.gguf_bytes();
+  explicit TinyModel(testing::TinyLlm spec = {}) : bytes(spec.gguf_bytes()) {}
+  std::string bytes;
   gguf::File file = gguf::read_bytes(bytes.data(), bytes.size(), "tiny.gguf");
   llm::Config config = llm::Config::from_gguf(file);
   Tokenizer tok = Tokenizer::from_gguf(file);
@@ -88,6 +91,103 @@ TEST(LlmGenerate, StopsAtTheBudgetTheContextAndACancellingSink) {
   EXPECT_EQ(r.finish, llm::Finish::Cancelled);
   EXPECT_EQ(pieces, 2);
   EXPECT_LT(r.tokens.size(), 50u);
+}
+
+// A vocabulary that can spell JSON, so a grammar has tokens to choose from.
+testing::TinyLlm json_llm() {
+  testing::TinyLlm spec;
+  spec.extra_tokens = testing::TinyLlm::json_tokens();
+  spec.n_vocab = 50 + int64_t(spec.extra_tokens.size());
+  return spec;
+}
+
+// Every document of this schema is at most a few hundred bytes, so a constrained reply must
+// end (with the end token) long before its budget.
+const char* kBoundedSchema = R"({"type": "object", "properties": {
+  "id": {"type": "integer", "minimum": 0},
+  "ok": {"type": "boolean"},
+  "tag": {"enum": ["red", "blue"]},
+  "name": {"type": "string", "maxLength": 6},
+  "list": {"type": "array", "items": {"type": "null"}, "maxItems": 3}},
+  "required": ["id", "tag", "name"]})";
+
+// The reply parsed and checked against kBoundedSchema by hand; "" when it holds.
+std::string bounded_schema_problem(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "not a JSON object";
+  if (!j.contains("id") || !j["id"].is_number_unsigned()) return "id";
+  if (j.value("tag", "") != "red" && j.value("tag", "") != "blue") return "tag";
+  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().size() > 6)
+    return "name";
+  if (j.contains("ok") && !j["ok"].is_boolean()) return "ok";
+  if (j.contains("list") && (!j["list"].is_array() || j["list"].size() > 3)) return "list";
+  for (const auto& [k, v] : j.items())
+    if (k != "id" && k != "ok" && k != "tag" && k != "name" && k != "list") return "key " + k;
+  return "";
+}
+
+TEST(LlmGenerate, AGrammarKeepsEveryReplyToItsSchema) {
+  TinyModel m(json_llm());
+  const auto grammar = llm::Grammar::from_json_schema(kBoundedSchema);
+  llm::Session s(m.exe, m.config);
+  // Free, the random model writes no JSON: what the grammar changes is visible.
+  llm::GenerateRequest r = greedy_request({1, 5, 7}, 400);
+  r.ignore_eos = false;
+  EXPECT_NE(bounded_schema_problem(llm::generate(s, m.tok, r).text), "");
+  r.grammar = grammar;
+  for (float temp : {0.0f, 0.7f, 1.5f})
+    for (int top_k : {0, 40})
+      for (uint64_t seed = 0; seed < (temp > 0 ? 6u : 1u); ++seed) {
+        r.sampling.temperature = temp;
+        r.sampling.top_k = top_k;
+        r.sampling.seed = seed;
+        const llm::GenerateResult got = llm::generate(s, m.tok, r);
+        SCOPED_TRACE("temp " + std::to_string(temp) + " top_k " + std::to_string(top_k) + " seed " +
+                     std::to_string(seed) + ": " + got.text);
+        EXPECT_EQ(got.finish, llm::Finish::Stop);
+        EXPECT_LT(got.tokens.size(), 400u);
+        EXPECT_EQ(bounded_schema_problem(got.text), "");
+      }
+  // A reply that starts in the prompt: the grammar takes it first, the model writes the rest.
+  r.sampling.temperature = 0;
+  r.grammar_prefix = "{\"id\": 12";
+  const llm::GenerateResult cont = llm::generate(s, m.tok, r);
+  EXPECT_EQ(bounded_schema_problem(r.grammar_prefix + cont.text), "") << cont.text;
+  r.grammar_prefix = "[";
+  EXPECT_THROW(llm::generate(s, m.tok, r), Error);
+}
+
+// With a trigger the reply is free until the trigger appears; from there it keeps to the
+// grammar. Sampled hot, some replies write "<tool_call>" on their own; each of those goes on
+// as a whole, valid call.
+TEST(LlmGenerate, AGrammarWithATriggerHoldsFromTheTriggerOn) {
+  TinyModel m(json_llm());
+  llm::Session s(m.exe, m.config);
+  llm::GenerateRequest r = greedy_request({1, 5, 7}, 200);
+  r.ignore_eos = false;
+  r.grammar = llm::Grammar::tool_calls(
+      llm::ToolCallFormat::hermes,
+      R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+          "properties": {"a": {"type": "boolean"}}, "required": ["a"]}}}])");
+  r.grammar_trigger = "<tool_call>";
+  r.sampling.temperature = 2.0f;
+  r.sampling.top_k = 0;
+  int triggered = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    r.sampling.seed = seed;
+    const llm::GenerateResult got = llm::generate(s, m.tok, r);
+    const size_t at = got.text.find("<tool_call>");
+    if (at == std::string::npos) continue;
+    ++triggered;
+    const llm::ToolCallReply calls = llm::parse_tool_calls(got.text.substr(at));
+    EXPECT_EQ(got.finish, llm::Finish::Stop) << got.text;
+    ASSERT_FALSE(calls.calls.empty()) << got.text;
+    for (const auto& c : calls.calls) {
+      EXPECT_EQ(c.name, "f");
+      EXPECT_TRUE(nlohmann::json::parse(c.arguments)["a"].is_boolean()) << c.arguments;
+    }
+  }
+  EXPECT_GT(triggered, 0);
 }
 
 }  // namespace

@@ -311,50 +311,109 @@ TEST_F(LlmServe, ToolRequestsAndToolTurns) {
   EXPECT_EQ(e["error"]["param"], "messages[1].tool_calls[0]") << e.dump();
 }
 
-// tool_choice forces a call by starting the reply in the template's call form, which the model
-// continues. The tiny model's random weights write no JSON, so its block stays text and shows the
-// start it was given; the stream adds up to the same. A name not in `tools`, a forced call
-// without tools, or a malformed tool_choice: 400 naming it.
-TEST_F(LlmServe, ToolChoiceForcesACallInTheTemplatesForm) {
-  const fs::path hermes_template = dir_ / "hermes.jinja";
+// tool_choice forces a call by starting the reply in the template's call form, and the call's
+// grammar keeps what the model writes after it to a call of an offered tool with arguments its
+// schema accepts (the tiny model here has tokens for JSON's punctuation; free, its random
+// weights write none). Streamed, the call comes as deltas: its name first, then its arguments
+// in pieces that add up to the whole reply's. A name not in `tools`, a forced call without
+// tools, or a malformed tool_choice: 400 naming it.
+TEST_F(LlmServe, ToolChoiceForcesAValidCallInTheTemplatesForm) {
+  const fs::path hermes_template = dir_ / "hermes.jinja", json_model = dir_ / "json.gguf";
   std::ofstream(hermes_template)
       << "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
          "{%- endfor %}{%- if tools %}<|im_start|>system\nCall a function as <tool_call>{\"name\":"
          " ..., \"arguments\": ...}</tool_call>: {{ tools | tojson }}<|im_end|>\n{%- endif %}"
          "<|im_start|>assistant\n";
+  testing::TinyLlm spec;
+  spec.extra_tokens = testing::TinyLlm::json_tokens();
+  spec.n_vocab = 50 + int64_t(spec.extra_tokens.size());
+  std::ofstream(json_model, std::ios::binary) << spec.gguf_bytes();
   ServeProcess hermes;
   hermes.start(
-      model_path() + " --port 0 --ctx 4096 -t 1 --chat-template " + hermes_template.string(),
+      json_model.string() + " --port 0 --ctx 4096 -t 1 --chat-template " + hermes_template.string(),
       dir_ / "hermes.err");
-  const json tools = json::array(
-      {{{"type", "function"},
-        {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}});
+  const json weather_args = {{"type", "object"},
+                             {"properties",
+                              {{"city", {{"type", "string"}, {"maxLength", 8}}},
+                               {"days", {{"type", "integer"}, {"minimum", 0}}}}},
+                             {"required", {"city"}}};
+  const json tools =
+      json::array({{{"type", "function"},
+                    {"function", {{"name", "get_weather"}, {"parameters", weather_args}}}},
+                   {{"type", "function"}, {"function", {{"name", "now"}}}}});
   const json ask = {{"messages", json::array({{{"role", "user"}, {"content", "ab"}}})},
                     {"tools", tools},
-                    {"max_tokens", 6},
+                    {"max_tokens", 200},
                     {"temperature", 0}};
   auto with_choice = [&](const json& choice) {
     json body = ask;
     body["tool_choice"] = choice;
     return body;
   };
+  // A call's arguments checked against weather_args by hand.
+  auto check_weather = [](const std::string& arguments) {
+    const json a = json::parse(arguments, nullptr, false);
+    ASSERT_TRUE(a.is_object()) << arguments;
+    ASSERT_TRUE(a.contains("city") && a["city"].is_string()) << arguments;
+    EXPECT_LE(a["city"].get<std::string>().size(), 8u) << arguments;
+    for (const auto& [k, v] : a.items()) {
+      EXPECT_TRUE(k == "city" || k == "days") << arguments;
+      if (k == "days") {
+        EXPECT_TRUE(v.is_number_unsigned()) << arguments;
+      }
+    }
+  };
   int status = 0;
   const json free = post("/v1/chat/completions", ask, &status, hermes.port);
   ASSERT_EQ(status, 200) << free.dump();
+  // "auto": free text, where a "<tool_call>" the model writes must go on as a valid call.
+  for (const json& c : free["choices"][0]["message"].value("tool_calls", json::array()))
+    EXPECT_TRUE(json::parse(c["function"]["arguments"].get<std::string>()).is_object());
   const json by_name = with_choice({{"type", "function"}, {"function", {{"name", "get_weather"}}}});
   const json named = post("/v1/chat/completions", by_name, &status, hermes.port);
   ASSERT_EQ(status, 200) << named.dump();
-  const std::string content = named["choices"][0]["message"]["content"];
-  EXPECT_TRUE(content.starts_with("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "))
-      << content;
+  const json& message = named["choices"][0]["message"];
+  EXPECT_EQ(named["choices"][0]["finish_reason"], "tool_calls") << named.dump();
+  EXPECT_TRUE(message["content"].is_null()) << named.dump();
+  ASSERT_EQ(message["tool_calls"].size(), 1u) << named.dump();
+  const json& call = message["tool_calls"][0];
+  EXPECT_EQ(call["id"], "call_0");
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  check_weather(call["function"]["arguments"]);
   EXPECT_GT(named["usage"]["prompt_tokens"], free["usage"]["prompt_tokens"]) << named.dump();
-  EXPECT_EQ(stream_chat(by_name, hermes.port).content, content);
 
+  // Streamed: the first delta names the call, later ones carry its arguments.
+  const StreamedChat streamed = stream_chat(by_name, hermes.port);
+  EXPECT_EQ(streamed.content, "") << streamed.raw;
+  EXPECT_EQ(streamed.finish, "tool_calls") << streamed.raw;
+  std::string id, name, arguments;
+  for_each_choice(streamed.raw, [&](const json& choice) {
+    if (!choice["delta"].contains("tool_calls")) return;
+    for (const json& d : choice["delta"]["tool_calls"]) {
+      EXPECT_EQ(d["index"], 0) << d.dump();
+      if (d.contains("id")) {
+        EXPECT_TRUE(id.empty()) << "a second head: " << d.dump();
+        id = d["id"], name = d["function"]["name"];
+        EXPECT_EQ(d["type"], "function");
+      }
+      EXPECT_FALSE(id.empty()) << "arguments before the call's head: " << d.dump();
+      arguments += d["function"]["arguments"].get<std::string>();
+    }
+  });
+  EXPECT_EQ(id, "call_0");
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_EQ(arguments, call["function"]["arguments"]) << streamed.raw;
+
+  // "required": one call or more, each of an offered tool.
   const json any = post("/v1/chat/completions", with_choice("required"), &status, hermes.port);
   ASSERT_EQ(status, 200) << any.dump();
-  EXPECT_TRUE(any["choices"][0]["message"]["content"].get<std::string>().starts_with(
-      "<tool_call>\n{\"name\": \""))
-      << any.dump();
+  ASSERT_TRUE(any["choices"][0]["message"].contains("tool_calls")) << any.dump();
+  for (const json& c : any["choices"][0]["message"]["tool_calls"]) {
+    const std::string f = c["function"]["name"];
+    EXPECT_TRUE(f == "get_weather" || f == "now") << any.dump();
+    if (f == "get_weather") check_weather(c["function"]["arguments"]);
+    EXPECT_TRUE(json::parse(c["function"]["arguments"].get<std::string>()).is_object());
+  }
 
   for (const json& body :
        {with_choice({{"type", "function"}, {"function", {{"name", "get_time"}}}}),
@@ -363,6 +422,52 @@ TEST_F(LlmServe, ToolChoiceForcesACallInTheTemplatesForm) {
     const json e = post("/v1/chat/completions", body, &status, hermes.port);
     EXPECT_EQ(status, 400) << body.dump();
     EXPECT_EQ(e["error"]["param"], "tool_choice") << e.dump();
+  }
+
+  // response_format: a JSON object, or one that a schema accepts, on both endpoints.
+  const json user = json::array({{{"role", "user"}, {"content", "ab"}}});
+  const json schema = {{"type", "object"},
+                       {"properties", {{"ok", {{"type", "boolean"}}}, {"n", {{"type", "null"}}}}},
+                       {"required", {"ok", "n"}}};
+  for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+    json body = {{"max_tokens", 200}, {"temperature", 0.9}, {"seed", 3}};
+    if (std::string(path) == "/v1/completions")
+      body["prompt"] = "ab";
+    else
+      body["messages"] = user;
+    auto text_of = [&](const json& r) {
+      const json& c = r["choices"][0];
+      return c.contains("text") ? c["text"].get<std::string>()
+                                : c["message"]["content"].get<std::string>();
+    };
+    body["response_format"] = {{"type", "json_schema"},
+                               {"json_schema", {{"name", "answer"}, {"schema", schema}}}};
+    json r = post(path, body, &status, hermes.port);
+    ASSERT_EQ(status, 200) << r.dump();
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << r.dump();
+    const json doc = json::parse(text_of(r), nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << r.dump();
+    EXPECT_TRUE(doc["ok"].is_boolean() && doc["n"].is_null() && doc.size() == 2) << r.dump();
+    body["response_format"] = {{"type", "json_object"}};
+    body["max_tokens"] = 400;
+    r = post(path, body, &status, hermes.port);
+    ASSERT_EQ(status, 200) << r.dump();
+    if (r["choices"][0]["finish_reason"] == "stop") {
+      EXPECT_TRUE(json::parse(text_of(r), nullptr, false).is_object()) << r.dump();
+    }
+    body["response_format"] = {
+        {"type", "json_schema"},
+        {"json_schema", {{"schema", {{"type", "string"}, {"pattern", "^a+$"}}}}}};
+    r = post(path, body, &status, hermes.port);
+    EXPECT_EQ(status, 400) << r.dump();
+    EXPECT_EQ(r["error"]["param"], "response_format") << r.dump();
+    EXPECT_NE(r["error"]["message"].get<std::string>().find("'pattern' is not supported"),
+              std::string::npos)
+        << r.dump();
+    body["response_format"] = {{"type", "xml"}};
+    r = post(path, body, &status, hermes.port);
+    EXPECT_EQ(status, 400) << r.dump();
+    EXPECT_EQ(r["error"]["param"], "response_format") << r.dump();
   }
   hermes.stop();
 }

@@ -187,6 +187,8 @@ std::string TinyLlm::gguf_bytes() const {
     std::string t = i == 0 ? "<unk>" : i == 1 ? "<s>" : i == 2 ? "</s>" : "";
     if (i >= 3) t = (i % 2 ? "\u2581" : "") + std::string(1, char('a' + (i - 3) / 2 % 26));
     if (i >= 3 + 52) t += std::to_string(i);  // past the alphabet: unique, never matched
+    if (const size_t from = size_t(n_vocab) - extra_tokens.size(); size_t(i) >= from)
+      t = extra_tokens[size_t(i) - from];
     text.push_back(Value::of_string(t));
     scores.push_back(Value::of_f32(-float(i)));
     types.push_back(Value::of_i32(i == 0 ? 2 : i < 3 ? 3 : 1));
@@ -201,6 +203,14 @@ std::string TinyLlm::gguf_bytes() const {
                        std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * 4)});
   }
   return gguf::serialize(meta, tensors);
+}
+
+std::vector<std::string> TinyLlm::json_tokens() {
+  return {"{",     "}",    "[",   "]",   "\"",  ":",        ",",           "\u2581",
+          "\n",    "\\",   "-",   ".",   "_",   "0",        "1",           "2",
+          "3",     "4",    "5",   "6",   "7",   "8",        "9",           "true",
+          "false", "null", "{\"", "\":", "\",", "\u2581\"", "<tool_call>", "</tool_call>",
+          "y",     "z"};
 }
 
 static double gelu_tanh(double x) {

@@ -32,6 +32,10 @@ struct TinyLlm {
   int64_t n_ctx_orig = 0, n_ctx = 0;
   double rope_attn_factor = 0;
   uint64_t seed = 1;
+  // Texts of the last extra_tokens.size() ids (in place of letters), e.g. JSON punctuation
+  // for constrained generation; json_tokens() spells every byte a JSON document needs.
+  std::vector<std::string> extra_tokens;
+  static std::vector<std::string> json_tokens();
 
   // Writes the model (f32 tensors) as GGUF bytes.
   std::string gguf_bytes() const;

@@ -3,9 +3,11 @@
 // whole UTF-8 characters.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 
 #include "commands.h"
+#include "rlx/grammar.h"
 #include "rlx/llm.h"
 #include "rlx/llm_generate.h"
 #include "rlx/tokenizer.h"
@@ -15,7 +17,7 @@ namespace rlx::cli {
 namespace {
 
 struct GenerateOptions {
-  std::string model, prompt, tokens;
+  std::string model, prompt, tokens, json_schema, json_schema_file;
   int n_predict = 64;
   int threads = 0;
   bool dequantize = false, ignore_eos = false, no_bos = false, warmup = false;
@@ -23,10 +25,29 @@ struct GenerateOptions {
   llm::SamplerOptions sampling;
 };
 
+// The grammar -j / --json-schema-file ask for (before the model loads, so a bad schema fails
+// at once), or none.
+std::shared_ptr<const llm::Grammar> schema_grammar(const GenerateOptions& o) {
+  if (o.json_schema.empty() && o.json_schema_file.empty()) return nullptr;
+  std::string text = o.json_schema;
+  if (!o.json_schema_file.empty()) {
+    std::ifstream in(o.json_schema_file, std::ios::binary);
+    RLX_CHECK(in, o.json_schema_file, ": cannot open the JSON schema");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  try {
+    return llm::Grammar::from_json_schema(text);
+  } catch (const Error& e) {
+    throw Error((o.json_schema_file.empty() ? "--json-schema" : o.json_schema_file) + ": " +
+                e.what());
+  }
+}
+
 void generate(const GenerateOptions& o) {
   set_num_threads(o.threads);
   RLX_CHECK(o.prompt.empty() != o.tokens.empty(),
             "generate: pass exactly one of -p/--prompt and --tokens");
+  std::shared_ptr<const llm::Grammar> grammar = schema_grammar(o);
   gguf::File f = gguf::read(o.model);
   llm::Config c = llm::Config::from_gguf(f);
   Tokenizer tok = Tokenizer::from_gguf(f);
@@ -61,6 +82,7 @@ void generate(const GenerateOptions& o) {
   req.max_tokens = o.n_predict;
   req.sampling = o.sampling;
   req.ignore_eos = o.ignore_eos;
+  req.grammar = grammar;
   llm::GenerateResult r = llm::generate(session, tok, req, write);
   std::printf("\n");
   std::fflush(stdout);
@@ -91,6 +113,12 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--dequantize", o->dequantize, "Dequantize every weight to f32 up front");
   add_kv_type_flag(cmd, o->kv_type);
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep going past end-of-generation tokens");
+  auto* schema =
+      cmd->add_option("-j,--json-schema", o->json_schema,
+                      "Constrain the reply to JSON this schema accepts ('{}': any JSON)");
+  cmd->add_option("--json-schema-file", o->json_schema_file, "-j's schema from a file")
+      ->check(CLI::ExistingFile)
+      ->excludes(schema);
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token to the prompt");
   cmd->add_flag("--warmup", o->warmup,
                 "Run the prompt once untimed first (page in weights, plan shapes) for benchmarks");

@@ -9,7 +9,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <ctime>
-#include <optional>
 #include <random>
 
 namespace rlx::cli::serve {
@@ -129,10 +128,13 @@ std::vector<llm::ChatToolCall> tool_calls_of(const json& msg, const std::string&
 struct ToolChoice {
   const json* tools = nullptr;
   std::string reply_start;
+  std::string function;  // the call forced by name
+  llm::ToolCallFormat format = llm::ToolCallFormat::none;
 };
 ToolChoice tool_choice(const json& body, const llm::ChatModel& m) {
   const json* t = field(body, "tools", json::value_t::array, "an array");
-  ToolChoice c{t && !t->empty() ? t : nullptr, ""};
+  ToolChoice c{t && !t->empty() ? t : nullptr, "", "",
+               llm::tool_call_format(m.chat_template.source())};
   auto choice = body.find("tool_choice");
   if (choice == body.end() || choice->is_null() || *choice == "auto") return c;
   if (*choice == "none") return {};
@@ -156,13 +158,62 @@ ToolChoice tool_choice(const json& body, const llm::ChatModel& m) {
         return f && f->is_object() && f->value("name", json()) == function;
       }))
     throw bad("tool_choice", "'tool_choice' names '" + function + "', which is not in 'tools'");
-  const llm::ToolCallFormat format = llm::tool_call_format(m.chat_template.source());
-  if (format == llm::ToolCallFormat::none)
+  if (c.format == llm::ToolCallFormat::none)
     throw bad("tool_choice",
               "this model's chat template asks for calls in no form rlx knows (<tool_call> "
               "blocks, or JSON with \"parameters\"), so it cannot force one: use \"auto\"");
-  c.reply_start = llm::call_reply_start(format, function);
+  c.reply_start = llm::call_reply_start(c.format, function);
+  c.function = function;
   return c;
+}
+
+// The grammar of response_format (json_object, or json_schema's schema) or of llama.cpp's
+// top-level json_schema; none for text.
+std::shared_ptr<const llm::Grammar> format_grammar(const json& body) {
+  const char* param = "json_schema";
+  try {
+    if (const json* s = field(body, "json_schema", json::value_t::object, "an object"))
+      return llm::Grammar::from_json_schema(s->dump());
+    param = "response_format";
+    const json* rf = field(body, "response_format", json::value_t::object, "an object");
+    if (!rf) return nullptr;
+    const json type = rf->value("type", json());
+    if (type == "text") return nullptr;
+    if (type == "json_object")
+      return rf->contains("schema") ? llm::Grammar::from_json_schema((*rf)["schema"].dump())
+                                    : llm::Grammar::json_object();
+    if (type == "json_schema") {
+      const json* w = field(*rf, "json_schema", json::value_t::object, "an object");
+      if (!w || !w->contains("schema"))
+        throw bad(param, "'response_format' of type json_schema needs json_schema.schema");
+      return llm::Grammar::from_json_schema((*w)["schema"].dump());
+    }
+    throw bad(param,
+              "'response_format.type' must be \"text\", \"json_object\" or "
+              "\"json_schema\", got " +
+                  type.dump());
+  } catch (const Error& e) {
+    throw bad(param, e.what());
+  }
+}
+
+// What the reply must keep to: a forced call's grammar (after the start the prompt gave it),
+// else response_format's, else, for a model that writes <tool_call> blocks, the calls'
+// grammar from the first "<tool_call>" on. A tool whose schema no grammar covers leaves the
+// calls unconstrained (they are parsed as before).
+void constrain(const json& body, const ToolChoice& choice, llm::GenerateRequest& g) {
+  std::shared_ptr<const llm::Grammar> calls;
+  if (choice.tools && choice.format != llm::ToolCallFormat::none) try {
+      calls = llm::Grammar::tool_calls(choice.format, choice.tools->dump(), choice.function);
+    } catch (const Error&) {
+    }
+  if (!choice.reply_start.empty()) {  // a forced call
+    if (calls) g.grammar = calls, g.grammar_prefix = choice.reply_start;
+    return;
+  }
+  g.grammar = format_grammar(body);
+  if (!g.grammar && calls && choice.format == llm::ToolCallFormat::hermes)
+    g.grammar = calls, g.grammar_trigger = "<tool_call>";
 }
 
 std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m,
@@ -190,18 +241,12 @@ std::vector<int32_t> chat_prompt(const json& body, const llm::ChatModel& m,
   }
 }
 
-// first: a stream delta's calls, numbered on from the calls sent before (the index says which
-// call a delta extends).
-json tool_calls_json(const std::vector<llm::ChatToolCall>& calls,
-                     std::optional<size_t> first = std::nullopt) {
+json tool_calls_json(const std::vector<llm::ChatToolCall>& calls) {
   json out = json::array();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    json c{{"id", calls[i].id},
-           {"type", "function"},
-           {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
-    if (first) c["index"] = *first + i;
-    out.push_back(std::move(c));
-  }
+  for (const llm::ChatToolCall& c : calls)
+    out.push_back({{"id", c.id},
+                   {"type", "function"},
+                   {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
   return out;
 }
 
@@ -298,11 +343,13 @@ ParsedRequest parse_request(Endpoint e, const std::string& text, const llm::Chat
   llm::GenerateRequest& g = p.generate;
   if (e == Endpoint::Completions) {
     g.prompt = completion_prompt(body, model);
+    g.grammar = format_grammar(body);
   } else {
     const ToolChoice choice = tool_choice(body, model);
     g.prompt = chat_prompt(body, model, choice);
     p.tools = choice.tools != nullptr;
     p.reply_start = choice.reply_start;
+    constrain(body, choice, g);
   }
   if (int64_t(g.prompt.size()) >= limits.n_ctx)
     throw ApiError{400,
@@ -376,7 +423,7 @@ std::string text_event(const ResponseHead& h, const std::string& text, const cha
 }
 
 ToolCallEvents::ToolCallEvents(const std::string& reply_start) {
-  const llm::ToolCallReply out = stream_.push(reply_start);
+  const llm::ToolCallPieces out = stream_.push(reply_start);
   RLX_CHECK(out.content.empty() && out.calls.empty(), "a forced call's start is text or a call");
 }
 
@@ -386,18 +433,28 @@ std::string ToolCallEvents::piece(const ResponseHead& h, const std::string& text
 
 std::string ToolCallEvents::finish(const ResponseHead& h, const llm::GenerateResult& r) {
   std::string out = events(h, stream_.finish());
-  return out + text_event(h, "", sent_ ? "tool_calls" : llm::finish_name(r.finish));
+  return out + text_event(h, "", called_ ? "tool_calls" : llm::finish_name(r.finish));
 }
 
-std::string ToolCallEvents::events(const ResponseHead& h, const llm::ToolCallReply& out) {
+std::string ToolCallEvents::events(const ResponseHead& h, const llm::ToolCallPieces& out) {
   std::string ev = out.content.empty() ? "" : text_event(h, out.content, nullptr);
   if (out.calls.empty()) return ev;
+  // A call's first delta names it (id, type, name); every delta carries a piece of its
+  // arguments, as OpenAI streams them.
+  json deltas = json::array();
+  for (const llm::ToolCallDelta& d : out.calls) {
+    json c{{"index", d.index}};
+    if (!d.id.empty()) c["id"] = d.id, c["type"] = "function";
+    c["function"] = json{{"arguments", d.arguments}};
+    if (!d.id.empty()) c["function"]["name"] = d.name;
+    deltas.push_back(std::move(c));
+  }
+  called_ = true;
   json j = head_json(h, true);
   j["choices"] = json::array({json{{"index", 0},
-                                   {"delta", {{"tool_calls", tool_calls_json(out.calls, sent_)}}},
+                                   {"delta", {{"tool_calls", std::move(deltas)}}},
                                    {"logprobs", nullptr},
                                    {"finish_reason", nullptr}}});
-  sent_ += out.calls.size();
   return ev + event(j);
 }
 

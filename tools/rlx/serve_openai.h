@@ -57,8 +57,8 @@ json response(const ResponseHead& h, const llm::GenerateResult& r, bool tools = 
 // One "data: {...}\n\n" event: a piece of text, or (finish set) the last one.
 std::string text_event(const ResponseHead& h, const std::string& text, const char* finish);
 // A streamed chat reply read for function calls as it comes (a request with tools): its
-// text as content deltas, each call as a tool_calls delta once complete, and finish_reason
-// "tool_calls" if it made any.
+// text as content deltas, each call as tool_calls deltas (its name once its head is read, then
+// its arguments as they come), and finish_reason "tool_calls" if it made any.
 class ToolCallEvents {
  public:
   explicit ToolCallEvents(const std::string& reply_start = "");
@@ -67,9 +67,9 @@ class ToolCallEvents {
   std::string finish(const ResponseHead& h, const llm::GenerateResult& r);
 
  private:
-  std::string events(const ResponseHead& h, const llm::ToolCallReply& out);
+  std::string events(const ResponseHead& h, const llm::ToolCallPieces& out);
   llm::ToolCallStream stream_;
-  size_t sent_ = 0;  // calls sent: the next one's index
+  bool called_ = false;
 };
 // The chat stream's first event (the assistant role), empty for completions.
 std::string role_event(const ResponseHead& h);

@@ -35,11 +35,93 @@ bool as_call(std::string_view text, size_t index, ChatToolCall& call) {
   return true;
 }
 
-// The length of the longest end of s that kOpen begins with (a tag the next piece may complete).
-size_t open_tag_start(std::string_view s) {
-  for (size_t n = std::min(s.size(), kOpen.size() - 1); n > 0; --n)
-    if (kOpen.starts_with(s.substr(s.size() - n))) return n;
+// The length of the longest end of s that `tag` begins with (a tag the next piece may complete).
+size_t tag_start(std::string_view s, std::string_view tag) {
+  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
+    if (tag.starts_with(s.substr(s.size() - n))) return n;
   return 0;
+}
+
+enum class Head { more, no, yes };
+
+// Whether a block's body starts {"name": N, "arguments" | "parameters": { (blanks anywhere
+// between), so its arguments can go out as they come; more: the body ends before that is known.
+// On yes, args_at is where the arguments' "{" stands.
+Head read_head(std::string_view body, std::string& name, size_t& args_at) {
+  size_t i = 0;
+  auto blank = [&] {
+    while (i < body.size() && kSpace.find(body[i]) != std::string_view::npos) ++i;
+  };
+  auto word = [&](std::string_view w) {  // one of the words, or the body ends inside one
+    const std::string_view rest = body.substr(i);
+    if (rest.starts_with(w)) return i += w.size(), Head::yes;
+    return w.starts_with(rest) ? Head::more : Head::no;
+  };
+  for (std::string_view w : {"{", "\"name\"", ":"}) {
+    blank();
+    if (Head h = word(w); h != Head::yes) return h;
+  }
+  blank();
+  if (i == body.size()) return Head::more;
+  if (body[i] != '"') return Head::no;
+  size_t j = i + 1;
+  while (j < body.size() && body[j] != '"') j += body[j] == '\\' ? 2 : 1;
+  if (j >= body.size()) return Head::more;
+  const json n = json::parse(body.substr(i, j + 1 - i), nullptr, false);
+  if (!n.is_string()) return Head::no;
+  name = n.get<std::string>();
+  i = j + 1;
+  blank();
+  if (Head h = word(","); h != Head::yes) return h;
+  blank();
+  const Head a = word("\"arguments\"");
+  if (a != Head::yes) {
+    const Head p = word("\"parameters\"");
+    if (p != Head::yes) return a == Head::more || p == Head::more ? Head::more : Head::no;
+  }
+  blank();
+  if (Head h = word(":"); h != Head::yes) return h;
+  blank();
+  if (i == body.size()) return Head::more;
+  if (body[i] != '{') return Head::no;  // arguments as a string: read whole
+  args_at = i;
+  return Head::yes;
+}
+
+// Where the JSON object starting at s[at] ends (one past its "}"), or npos if s ends first.
+size_t object_end(std::string_view s, size_t at) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = at; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// A block's call: by its head, arguments to where their object ends (or to the block's end when
+// it never does), else any JSON call.
+bool block_call(std::string_view body, size_t index, ChatToolCall& call) {
+  std::string name;
+  size_t at = 0;
+  if (read_head(body, name, at) == Head::yes) {
+    call.id = "call_" + std::to_string(index);
+    call.name = name;
+    call.arguments = std::string(body.substr(at, object_end(body, at) - at));
+    return true;
+  }
+  return as_call(trimmed(body), index, call);
 }
 
 }  // namespace
@@ -57,7 +139,7 @@ ToolCallReply parse_tool_calls(const std::string& reply) {
     const size_t end = close == std::string::npos ? reply.size() : close;
     const size_t next = close == std::string::npos ? reply.size() : close + kClose.size();
     ChatToolCall call;
-    if (as_call(trimmed(std::string_view(reply).substr(body, end - body)), r.calls.size(), call)) {
+    if (block_call(std::string_view(reply).substr(body, end - body), r.calls.size(), call)) {
       rest += reply.substr(at, open - at);
       r.calls.push_back(std::move(call));
     } else {  // not a call: the block stays text, tags included
@@ -70,6 +152,11 @@ ToolCallReply parse_tool_calls(const std::string& reply) {
   if (r.calls.empty()) {
     ChatToolCall call;
     if (as_call(r.content, 0, call)) {
+      // The arguments as the model wrote them, when its object is where a call puts it.
+      std::string name;
+      size_t at = 0;
+      if (read_head(r.content, name, at) == Head::yes)
+        call.arguments = r.content.substr(at, object_end(r.content, at) - at);
       r.calls.push_back(std::move(call));
       r.content.clear();
     }
@@ -99,21 +186,35 @@ std::string call_reply_start(ToolCallFormat format, const std::string& function)
   throw make_error("call_reply_start: the chat template writes calls in no form rlx knows");
 }
 
-ToolCallReply ToolCallStream::push(std::string_view piece) {
-  ToolCallReply out;
+ToolCallPieces ToolCallStream::push(std::string_view piece) {
+  ToolCallPieces out;
   pending_ += piece;
   if (mode_ != Mode::whole) drain(out, false);
   return out;
 }
 
-ToolCallReply ToolCallStream::finish() {
-  if (mode_ == Mode::whole) return parse_tool_calls(pending_);
-  ToolCallReply out;
+ToolCallPieces ToolCallStream::finish() {
+  ToolCallPieces out;
+  if (mode_ == Mode::whole) {
+    ToolCallReply r = parse_tool_calls(pending_);
+    out.content = std::move(r.content);
+    for (ChatToolCall& c : r.calls) call_piece(out, c.id, c.name, c.arguments);
+    return out;
+  }
   drain(out, true);
   return out;  // held_ is the content's trailing whitespace: trimmed away
 }
 
-void ToolCallStream::drain(ToolCallReply& out, bool final) {
+void ToolCallStream::call_piece(ToolCallPieces& out, std::string id, std::string name,
+                                std::string_view args) {
+  if (!out.calls.empty() && out.calls.back().index == calls_ && id.empty()) {
+    out.calls.back().arguments += args;
+    return;
+  }
+  out.calls.push_back({calls_, std::move(id), std::move(name), std::string(args)});
+}
+
+void ToolCallStream::drain(ToolCallPieces& out, bool final) {
   while (true) {
     if (mode_ == Mode::start) {
       const size_t b = pending_.find_first_not_of(kSpace);
@@ -125,7 +226,7 @@ void ToolCallStream::drain(ToolCallReply& out, bool final) {
     if (mode_ == Mode::text) {
       const size_t open = pending_.find(kOpen);
       if (open == std::string::npos) {
-        const size_t keep = final ? 0 : open_tag_start(pending_);
+        const size_t keep = final ? 0 : tag_start(pending_, kOpen);
         text(out, std::string_view(pending_).substr(0, pending_.size() - keep));
         pending_.erase(0, pending_.size() - keep);
         return;
@@ -133,16 +234,37 @@ void ToolCallStream::drain(ToolCallReply& out, bool final) {
       text(out, std::string_view(pending_).substr(0, open));
       pending_.erase(0, open + kOpen.size());
       mode_ = Mode::block;
+      head_ = other_shape_ = false;
     }
     // Mode::block: pending_ holds the body after "<tool_call>".
     const size_t close = pending_.find(kClose);
-    if (close == std::string::npos && !final) return;
+    const bool closed = close != std::string::npos || final;
     // A reply cut by max_tokens or a stop string may lack the closing tag.
-    const size_t end = close == std::string::npos ? pending_.size() : close;
+    const std::string_view body =
+        std::string_view(pending_).substr(0, std::min(close, pending_.size()));
+    if (!head_ && !other_shape_) {
+      std::string name;
+      const Head h = read_head(body, name, args_at_);
+      if (h == Head::yes) {
+        head_ = true;
+        sent_ = args_at_;
+        call_piece(out, "call_" + std::to_string(calls_), name, "");
+      }
+      other_shape_ = h == Head::no || (h == Head::more && closed);
+    }
+    if (head_) {  // the arguments so far, less what may be the start of the closing tag
+      size_t upto = std::min(object_end(body, args_at_), body.size());
+      if (upto == body.size() && !closed) upto -= tag_start(body, kClose);
+      if (upto > sent_) call_piece(out, "", "", body.substr(sent_, upto - sent_));
+      sent_ = std::max(sent_, upto);
+    }
+    if (!closed) return;
     const size_t next = close == std::string::npos ? pending_.size() : close + kClose.size();
     ChatToolCall call;
-    if (as_call(trimmed(std::string_view(pending_).substr(0, end)), calls_, call)) {
-      out.calls.push_back(std::move(call));
+    if (head_) {
+      ++calls_;
+    } else if (as_call(trimmed(body), calls_, call)) {
+      call_piece(out, call.id, call.name, call.arguments);
       ++calls_;
     } else {  // not a call: the block stays text, tags included
       text(out, std::string(kOpen) + pending_.substr(0, next));
@@ -154,7 +276,7 @@ void ToolCallStream::drain(ToolCallReply& out, bool final) {
 
 // Content out as parse_tool_calls trims it: nothing before its first non-space character, and
 // a run of whitespace only once more text follows it.
-void ToolCallStream::text(ToolCallReply& out, std::string_view s) {
+void ToolCallStream::text(ToolCallPieces& out, std::string_view s) {
   held_ += s;
   if (!started_) {
     const size_t b = held_.find_first_not_of(kSpace);

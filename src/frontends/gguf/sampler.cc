@@ -24,7 +24,8 @@ double Sampler::uniform() {
   return double(z >> 11) * 0x1.0p-53;
 }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+std::vector<float> Sampler::penalized(std::span<const float> logits,
+                                      std::span<const int32_t> history) const {
   const int64_t n = int64_t(logits.size());
   RLX_CHECK(n > 0, "sampler: empty logits");
   std::vector<float> l(logits.begin(), logits.end());
@@ -38,16 +39,48 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
         l[size_t(t)] =
             l[size_t(t)] > 0 ? l[size_t(t)] / o_.repeat_penalty : l[size_t(t)] * o_.repeat_penalty;
   }
-  if (o_.temperature <= 0) return int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+  return l;
+}
 
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const std::vector<float> l = penalized(logits, history);
+  if (o_.temperature <= 0) return int32_t(std::max_element(l.begin(), l.end()) - l.begin());
   // Candidates sorted by logit, cut by top-k.
-  std::vector<int32_t> idx(static_cast<size_t>(n));
+  std::vector<int32_t> idx(l.size());
   std::iota(idx.begin(), idx.end(), 0);
   size_t k = o_.top_k > 0 ? std::min<size_t>(size_t(o_.top_k), idx.size()) : idx.size();
   auto by_logit = [&](int32_t a, int32_t b) { return l[size_t(a)] > l[size_t(b)]; };
   std::partial_sort(idx.begin(), idx.begin() + long(k), idx.end(), by_logit);
   idx.resize(k);
+  return draw(l, std::move(idx));
+}
 
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                        const TokenFilter& allowed) {
+  if (!allowed) return sample(logits, history);
+  const std::vector<float> l = penalized(logits, history);
+  const size_t want = o_.temperature <= 0 ? 1 : o_.top_k > 0 ? size_t(o_.top_k) : l.size();
+  std::vector<int32_t> order, kept;
+  for (size_t t = 0; t < l.size(); ++t)
+    if (l[t] != -INFINITY) order.push_back(int32_t(t));
+  // Sorted a block at a time, each twice the last, so the usual case (the first few
+  // candidates pass) costs one selection over the vocabulary.
+  auto by_logit = [&](int32_t a, int32_t b) { return l[size_t(a)] > l[size_t(b)]; };
+  for (size_t sorted = 0; sorted < order.size() && kept.size() < want;) {
+    const size_t upto = std::min(order.size(), std::max<size_t>(64, 2 * sorted));
+    std::nth_element(order.begin() + long(sorted), order.begin() + long(upto - 1), order.end(),
+                     by_logit);
+    std::sort(order.begin() + long(sorted), order.begin() + long(upto), by_logit);
+    for (; sorted < upto && kept.size() < want; ++sorted)
+      if (allowed(order[sorted])) kept.push_back(order[sorted]);
+  }
+  if (kept.empty()) return -1;
+  if (o_.temperature <= 0) return kept[0];
+  return draw(l, std::move(kept));
+}
+
+// idx: candidates in falling logit order (at least one).
+int32_t Sampler::draw(const std::vector<float>& l, std::vector<int32_t> idx) {
   // Probabilities at temperature 1 decide the top-p / min-p cuts (as llama.cpp
   // applies them before the temperature).
   auto softmax = [&](float temp) {

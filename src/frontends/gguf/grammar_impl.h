@@ -1,0 +1,63 @@
+// A grammar's rules as the builder writes them and as the matcher walks them (grammar.h).
+#pragma once
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rlx/grammar.h"
+
+namespace rlx::llm {
+
+using ByteSet = std::bitset<256>;
+
+// One symbol of an alternative: a byte from a set, or a rule.
+struct GrammarSymbol {
+  int32_t rule = -1;  // >= 0: a reference to that rule
+  ByteSet bytes;
+};
+using GrammarAlt = std::vector<GrammarSymbol>;
+
+// Rules are added, then filled with their alternatives; a rule may refer to itself or to a
+// later one, but never as the first symbol of its own alternatives (no left recursion).
+class GrammarBuilder {
+ public:
+  int32_t rule(std::string name);
+  void alt(int32_t rule, GrammarAlt symbols);
+  // A rule of these alternatives, in one call.
+  int32_t rule(std::string name, std::vector<GrammarAlt> alts);
+
+  static GrammarSymbol ref(int32_t rule) { return {rule, {}}; }
+  static GrammarSymbol byte_in(std::string_view chars);  // any of these bytes
+  static GrammarSymbol byte_range(uint8_t lo, uint8_t hi);
+  static GrammarAlt literal(std::string_view bytes);
+  // Concatenation of alternatives' symbols.
+  static GrammarAlt cat(std::initializer_list<GrammarAlt> parts);
+
+  // x repeated min..max times (max < 0: no bound), as a chain of right-recursive rules.
+  int32_t repeat(const std::string& name, const GrammarAlt& x, int64_t min, int64_t max);
+
+  std::shared_ptr<const Grammar> build(int32_t root) const;
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::vector<GrammarAlt>> rules_;
+};
+
+// The flattened form: every alternative's symbols in one array, each alternative closed by an
+// end marker, so a parse position is one index.
+struct Grammar::Impl {
+  enum class Kind : uint8_t { End, Bytes, Rule };
+  struct Element {
+    Kind kind;
+    uint32_t arg;  // Bytes: index into sets; Rule: the rule
+  };
+  std::vector<Element> elements;
+  std::vector<ByteSet> sets;
+  std::vector<std::vector<uint32_t>> alt_starts;  // per rule
+  std::vector<std::string> names;
+  int32_t root = 0;
+};
+
+}  // namespace rlx::llm

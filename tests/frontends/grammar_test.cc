@@ -1,0 +1,217 @@
+// Grammars from JSON Schemas and their matcher: documents the schema accepts pass byte by
+// byte, documents it rejects fail at the first wrong byte, random walks through a grammar
+// produce JSON that nlohmann parses and that matches the schema (checked by hand below, not
+// by the grammar), and unsupported schemas fail naming every problem.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "rlx/error.h"
+#include "rlx/grammar.h"
+
+namespace rlx {
+namespace {
+
+using llm::Grammar;
+using llm::GrammarMatcher;
+using nlohmann::ordered_json;
+
+bool matches(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  GrammarMatcher m(g);
+  return m.accept(text) && m.complete();
+}
+
+// A document built byte by byte: each step a byte the matcher takes, drawn at random; once
+// the document is complete it ends with probability `stop`. Empty when it runs past max_len.
+std::string random_document(const std::shared_ptr<const Grammar>& g, std::mt19937& rng, double stop,
+                            size_t max_len) {
+  GrammarMatcher m(g);
+  std::string out;
+  while (out.size() < max_len) {
+    if (m.complete() && (!m.can_continue() || std::uniform_real_distribution<>(0, 1)(rng) < stop))
+      return out;
+    std::vector<char> next;
+    for (int c = 0; c < 256; ++c)
+      if (m.accepts(std::string(1, char(c)))) next.push_back(char(c));
+    EXPECT_FALSE(next.empty()) << "a prefix with no way on: " << out;
+    if (next.empty()) return "";
+    const char c = next[std::uniform_int_distribution<size_t>(0, next.size() - 1)(rng)];
+    EXPECT_TRUE(m.accept(std::string(1, c)));
+    out += c;
+  }
+  return "";
+}
+
+TEST(Grammar, JsonObjectAcceptsObjectsOnly) {
+  const auto g = Grammar::json_object();
+  for (const char* ok : {"{}", " {\"a\": 1}", "{\"a\":[1, 2.5e-3, true, null, \"x\\n\"]}\n",
+                         "{\"k\": {\"n\": {}}, \"s\": \"\\u00e9\xc3\xa9\"}", "{\n  \"a\": -0\n}"})
+    EXPECT_TRUE(matches(g, ok)) << ok;
+  for (const char* bad : {"[]", "1", "{\"a\"}", "{\"a\": 01}", "{'a': 1}", "{\"a\": 1,}",
+                          "{\"a\": tru}", "{\"a\": \"\x01\"}", "{\"a\": \"\\x\"}", "{} {}",
+                          "{\"a\": \"\xff\"}", "{\"a\": 1}          x"})
+    EXPECT_FALSE(matches(g, bad)) << bad;
+  // Prefixes are accepted but not complete; the matcher stays put on a rejected byte.
+  GrammarMatcher m(g);
+  EXPECT_TRUE(m.accept("{\"a\": [1"));
+  EXPECT_FALSE(m.complete());
+  EXPECT_FALSE(m.accept("}"));
+  EXPECT_TRUE(m.accepts("]}"));
+  EXPECT_TRUE(m.accept("]}"));
+  EXPECT_TRUE(m.complete());
+  // Whitespace is bounded: a newline and at most 20 blanks between tokens.
+  EXPECT_TRUE(matches(g, "{\n" + std::string(20, ' ') + "}"));
+  EXPECT_FALSE(matches(g, "{\n" + std::string(21, ' ') + "}"));
+}
+
+const char* kPersonSchema = R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "minLength": 1, "maxLength": 4},
+    "age": {"type": "integer", "minimum": 0},
+    "role": {"enum": ["admin", "user", null]},
+    "tags": {"type": "array", "items": {"type": "boolean"}, "minItems": 1, "maxItems": 2},
+    "kind": {"const": "person"},
+    "note": {"type": ["string", "null"], "maxLength": 2}
+  },
+  "required": ["name", "kind"],
+  "additionalProperties": false
+})";
+
+TEST(Grammar, SchemaKeywordsShapeTheDocument) {
+  const auto g = Grammar::from_json_schema(kPersonSchema);
+  for (const char* ok : {R"({"name": "ab", "kind": "person"})",
+                         R"({"name":"a","age":0,"role":null,"tags":[true],"kind":"person"})",
+                         "{\"name\": \"abcd\", \"age\": 42, \"role\": \"user\",\n"
+                         "  \"tags\": [false, true], \"kind\": \"person\", \"note\": null}",
+                         R"({"name": "x", "kind": "person", "note": "hi"})"})
+    EXPECT_TRUE(matches(g, ok)) << ok;
+  for (const char* bad :
+       {R"({"kind": "person"})",                                           // name is required
+        R"({"name": "", "kind": "person"})",                               // minLength
+        R"({"name": "abcde", "kind": "person"})",                          // maxLength
+        R"({"name": "a", "age": -1, "kind": "person"})",                   // minimum 0
+        R"({"name": "a", "age": 1.5, "kind": "person"})",                  // integer
+        R"({"name": "a", "role": "root", "kind": "person"})",              // enum
+        R"({"name": "a", "tags": [], "kind": "person"})",                  // minItems
+        R"({"name": "a", "tags": [1], "kind": "person"})",                 // items
+        R"({"name": "a", "tags": [true, true, true], "kind": "person"})",  // maxItems
+        R"({"name": "a", "kind": "robot"})",                               // const
+        R"({"kind": "person", "name": "a"})",                              // the schema's order
+        R"({"name": "a", "kind": "person", "extra": 1})",                  // additionalProperties
+        R"({"name": "a", "kind": "person", "note": "abc"})"})
+    EXPECT_FALSE(matches(g, bad)) << bad;
+}
+
+// Random documents of the person schema parse as JSON and satisfy it, as checked by hand.
+TEST(Grammar, RandomWalksMakeValidDocuments) {
+  const auto g = Grammar::from_json_schema(kPersonSchema);
+  std::mt19937 rng(7);
+  int made = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string doc = random_document(g, rng, 0.5, 4000);
+    if (doc.empty()) continue;
+    ++made;
+    const ordered_json j = ordered_json::parse(doc, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << doc;
+    ASSERT_TRUE(j.is_object()) << doc;
+    ASSERT_TRUE(j.contains("name") && j["name"].is_string()) << doc;
+    const size_t n = j["name"].get<std::string>().size();  // bytes: >= characters
+    EXPECT_GE(n, 1u) << doc;
+    EXPECT_EQ(j["kind"], "person") << doc;
+    for (const auto& [k, v] : j.items()) {
+      if (k == "age") {
+        EXPECT_TRUE(v.is_number_integer() && v.get<int64_t>() >= 0) << doc;
+      }
+      if (k == "role") {
+        EXPECT_TRUE(v.is_null() || v == "admin" || v == "user") << doc;
+      }
+      if (k == "tags") {
+        EXPECT_TRUE(v.is_array() && !v.empty() && v.size() <= 2) << doc;
+        for (const auto& t : v) EXPECT_TRUE(t.is_boolean()) << doc;
+      }
+      if (k == "note") {
+        EXPECT_TRUE(v.is_null() || v.is_string()) << doc;
+      }
+      EXPECT_TRUE(k == "name" || k == "age" || k == "role" || k == "tags" || k == "kind" ||
+                  k == "note")
+          << doc;
+    }
+  }
+  EXPECT_GT(made, 150);
+}
+
+TEST(Grammar, RefsAnyOfAndRecursion) {
+  const auto g = Grammar::from_json_schema(R"({
+    "$defs": {"node": {"type": "object", "properties": {
+      "v": {"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]},
+      "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}},
+      "required": ["v"]}},
+    "$ref": "#/$defs/node"})");
+  EXPECT_TRUE(matches(g, R"({"v": 1, "kids": [{"v": "a"}, {"v": 2, "kids": [{"v": 3}]}]})"));
+  EXPECT_FALSE(matches(g, R"({"v": 1, "kids": [{"v": "ab"}]})"));
+  EXPECT_FALSE(matches(g, R"({"v": 1, "kids": [{"w": 1}]})"));
+  // Without properties, an object takes any members; `true` and {} are any value.
+  const auto any = Grammar::from_json_schema(R"({"type": "object"})");
+  EXPECT_TRUE(matches(any, R"({"x": [1, {"y": null}]})"));
+  EXPECT_TRUE(matches(Grammar::from_json_schema("true"), "[1, \"a\"]"));
+  EXPECT_TRUE(matches(Grammar::from_json_schema("{}"), "-1.5E+3"));
+  // additionalProperties as a schema.
+  const auto extra = Grammar::from_json_schema(
+      R"({"properties": {"a": {"type": "null"}}, "additionalProperties": {"type": "boolean"}})");
+  EXPECT_TRUE(matches(extra, R"({"a": null, "b": true, "c": false})"));
+  EXPECT_TRUE(matches(extra, R"({"b": true})"));
+  EXPECT_FALSE(matches(extra, R"({"a": null, "b": 1})"));
+}
+
+TEST(Grammar, UnsupportedSchemasNameEveryProblem) {
+  try {
+    Grammar::from_json_schema(R"({"type": "object", "properties": {
+      "zip": {"type": "string", "pattern": "^[0-9]+$"},
+      "n": {"not": {"type": "null"}},
+      "t": {"type": "tuple"},
+      "r": {"$ref": "#/$defs/missing"}}})");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("4 problems"), std::string::npos) << m;
+    EXPECT_NE(m.find("#/properties/zip: 'pattern' is not supported"), std::string::npos) << m;
+    EXPECT_NE(m.find("#/properties/n: 'not' is not supported"), std::string::npos) << m;
+    EXPECT_NE(m.find("unknown type 'tuple'"), std::string::npos) << m;
+    EXPECT_NE(m.find("#/$defs/missing names nothing"), std::string::npos) << m;
+  }
+  EXPECT_THROW(Grammar::from_json_schema("{\"type\": "), Error);
+  EXPECT_THROW(Grammar::from_json_schema("false"), Error);
+  // A schema that is only a reference to itself has no first byte: left recursion.
+  EXPECT_THROW(Grammar::from_json_schema(R"({"$ref": "#"})"), Error);
+}
+
+TEST(Grammar, ToolCallsInTheTemplatesForm) {
+  const std::string tools = R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+      "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "now"}}])";
+  const auto hermes = Grammar::tool_calls(llm::ToolCallFormat::hermes, tools);
+  EXPECT_TRUE(matches(hermes,
+                      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\"}}\n"
+                      "</tool_call>"));
+  EXPECT_TRUE(matches(hermes,
+                      "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>\n<tool_call>"
+                      "{\"name\": \"now\", \"arguments\": {\"tz\": 1}}</tool_call>"));
+  EXPECT_FALSE(matches(hermes,
+                       "<tool_call>{\"name\": \"get_weather\", \"arguments\": {}}"
+                       "</tool_call>"));  // city is required
+  EXPECT_FALSE(matches(hermes, "<tool_call>{\"name\": \"later\", \"arguments\": {}}</tool_call>"));
+  EXPECT_FALSE(matches(hermes,
+                       "Sure! <tool_call>{\"name\": \"now\", \"arguments\": {}}"
+                       "</tool_call>"));
+  const auto json_form = Grammar::tool_calls(llm::ToolCallFormat::json, tools, "now");
+  EXPECT_TRUE(matches(json_form, "{\"name\": \"now\", \"parameters\": {}}"));
+  EXPECT_FALSE(matches(json_form, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"\"}}"));
+  EXPECT_THROW(Grammar::tool_calls(llm::ToolCallFormat::json, tools, "later"), Error);
+  EXPECT_THROW(Grammar::tool_calls(llm::ToolCallFormat::hermes, "[{}]"), Error);
+}
+
+}  // namespace
+}  // namespace rlx
