@@ -42,7 +42,7 @@ namespace {
 
 struct Options {
   std::string mode, model, tokens_text, prompt_text, out;
-  int threads = 2, n_gen = 32, n_prompt = 512, n_decode = 64, reps = 3, depth = 0;
+  int threads = 2, n_gen = 32, n_prompt = 512, n_decode = 64, reps = 3, depth = 0, parallel = 1;
   bool no_bos = false, parse_special = false, verbose = false;
   std::string kv;  // empty = mode default
   std::string fa;  // empty = mode default
@@ -54,11 +54,12 @@ struct Options {
 }
 
 void usage() {
-  std::fprintf(stderr,
-               "usage: llama_peer logits|tokenize|generate|bench MODEL.gguf [options]\n"
-               "  --tokens \"1 2 3\"  --out F.safetensors  -p TEXT  --no-bos  --parse-special\n"
-               "  -n N (generate)  --prompt N --decode N --decode-depth N --reps N (bench)\n"
-               "  --threads N  --kv f32|f16  --fa auto|on|off  --verbose\n");
+  std::fprintf(
+      stderr,
+      "usage: llama_peer logits|tokenize|generate|bench MODEL.gguf [options]\n"
+      "  --tokens \"1 2 3\"  --out F.safetensors  -p TEXT  --no-bos  --parse-special\n"
+      "  -n N (generate)  --prompt N --decode N --decode-depth N --reps N --parallel N (bench)\n"
+      "  --threads N  --kv f32|f16  --fa auto|on|off  --verbose\n");
   std::exit(2);
 }
 
@@ -93,6 +94,8 @@ Options parse(int argc, char** argv) {
       o.reps = std::stoi(need(i));
     else if (a == "--decode-depth")
       o.depth = std::stoi(need(i));
+    else if (a == "--parallel")
+      o.parallel = std::stoi(need(i));
     else if (a == "--threads" || a == "-t")
       o.threads = std::stoi(need(i));
     else if (a == "--kv")
@@ -147,11 +150,12 @@ struct Model {
 
 struct Context {
   llama_context* c = nullptr;
-  Context(const Model& model, const Options& o, int n_ctx, int n_batch, bool exact) {
+  // n_seq sequences of n_ctx tokens each.
+  Context(const Model& model, const Options& o, int n_ctx, int n_batch, bool exact, int n_seq = 1) {
     llama_context_params p = llama_context_default_params();
-    p.n_ctx = static_cast<uint32_t>(n_ctx);
+    p.n_ctx = static_cast<uint32_t>(n_ctx * n_seq);
     p.n_batch = p.n_ubatch = static_cast<uint32_t>(n_batch);
-    p.n_seq_max = 1;
+    p.n_seq_max = static_cast<uint32_t>(n_seq);
     p.n_threads = p.n_threads_batch = o.threads;
     // exact: f32 KV cache and no flash attention (ggml's CPU flash attention
     // rounds to f16: ~2e-3 logit error on the test models).
@@ -175,17 +179,19 @@ struct Context {
   void clear() { llama_memory_clear(llama_get_memory(c), true); }
 };
 
-// Decode `ids` at positions [pos0, pos0+n); request logits for every token
-// (all_logits) or only the last one.
-void decode(Context& ctx, const std::vector<llama_token>& ids, int pos0, bool all_logits) {
+// Decode `ids` at positions [pos0, pos0+n) of sequence `seq`; request logits for every token
+// (all_logits) or only the last one. one_each: token i is the next of sequence i instead, at
+// position pos0 (a batched decode step of several sequences, logits for each).
+void decode(Context& ctx, const std::vector<llama_token>& ids, int pos0, bool all_logits,
+            int seq = 0, bool one_each = false) {
   llama_batch b = llama_batch_init(static_cast<int32_t>(ids.size()), 0, 1);
   b.n_tokens = static_cast<int32_t>(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     b.token[i] = ids[i];
-    b.pos[i] = pos0 + static_cast<llama_pos>(i);
+    b.pos[i] = pos0 + (one_each ? 0 : static_cast<llama_pos>(i));
     b.n_seq_id[i] = 1;
-    b.seq_id[i][0] = 0;
-    b.logits[i] = all_logits || i + 1 == ids.size();
+    b.seq_id[i][0] = one_each ? static_cast<llama_seq_id>(i) : seq;
+    b.logits[i] = all_logits || one_each || i + 1 == ids.size();
   }
   int rc = llama_decode(ctx.c, b);
   llama_batch_free(b);
@@ -284,13 +290,17 @@ double median(std::vector<double> v) {
 
 // Like llama-bench: pp = one batch of n_prompt tokens into an empty cache;
 // tg = n_decode single-token decodes after `depth` cached tokens (0 = empty
-// cache, like llama-bench). Random token ids.
+// cache, like llama-bench). Random token ids. --parallel N: tg decodes N
+// sequences at once, one batch of N tokens a step (llama-server's continuous
+// batching of N slots; llama-batched-bench's S_TG), tok/s over all N.
 int cmd_bench(const Options& o) {
   Model model(o, false);
   const int n_vocab = llama_vocab_n_tokens(model.vocab());
-  if (o.depth < 0 || o.n_prompt < 0 || o.n_decode < 0 || o.reps < 1) die("bad bench sizes");
+  if (o.depth < 0 || o.n_prompt < 0 || o.n_decode < 0 || o.reps < 1 || o.parallel < 1)
+    die("bad bench sizes");
+  const int n_seq = o.parallel;
   Context ctx(model, o, round_up(std::max(o.n_prompt, o.depth + o.n_decode) + 16, 256),
-              std::max({o.n_prompt, o.depth, 32}), false);
+              std::max({o.n_prompt, o.depth, 32}), false, n_seq);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int> dist(0, n_vocab - 1);
   std::vector<llama_token> prompt(std::max({o.n_prompt, o.depth, 16}));
@@ -300,9 +310,9 @@ int cmd_bench(const Options& o) {
     return std::chrono::duration<double>(b - a).count();
   };
   // Warm-up: one small batch and one single-token decode (page in weights).
-  decode(ctx, std::vector<llama_token>(prompt.begin(), prompt.begin() + std::min(o.n_prompt, 16)),
-         0, false);
-  decode(ctx, {prompt[0]}, std::min(o.n_prompt, 16), false);
+  const int warm = std::clamp(o.n_prompt, 1, 16);
+  decode(ctx, std::vector<llama_token>(prompt.begin(), prompt.begin() + warm), 0, false);
+  decode(ctx, {prompt[0]}, warm, false);
   std::vector<double> pp, tg;
   for (int r = 0; r < o.reps; ++r) {
     if (o.n_prompt > 0) {
@@ -315,16 +325,20 @@ int cmd_bench(const Options& o) {
     if (o.n_decode > 0) {
       ctx.clear();
       if (o.depth > 0)
-        decode(ctx, std::vector<llama_token>(prompt.begin(), prompt.begin() + o.depth), 0, false);
-      llama_token tok = prompt[0];
+        for (int s = 0; s < n_seq; ++s)
+          decode(ctx, std::vector<llama_token>(prompt.begin(), prompt.begin() + o.depth), 0, false,
+                 s);
+      std::vector<llama_token> toks(n_seq);
+      for (int s = 0; s < n_seq; ++s) toks[s] = prompt[s % prompt.size()];
       auto t0 = clock::now();
       for (int i = 0; i < o.n_decode; ++i) {
-        decode(ctx, {tok}, o.depth + i, false);
-        tok =
-            argmax(llama_get_logits_ith(ctx.c, -1), n_vocab);  // the sampling cost a generator pays
+        decode(ctx, toks, o.depth + i, false, 0, n_seq > 1);
+        // the sampling cost a generator pays
+        for (int s = 0; s < n_seq; ++s)
+          toks[s] = argmax(llama_get_logits_ith(ctx.c, n_seq > 1 ? s : -1), n_vocab);
       }
       llama_synchronize(ctx.c);
-      tg.push_back(o.n_decode / secs(t0, clock::now()));
+      tg.push_back(double(n_seq) * o.n_decode / secs(t0, clock::now()));
     }
   }
   auto list = [](const std::vector<double>& v) {
@@ -334,10 +348,10 @@ int cmd_bench(const Options& o) {
   };
   std::printf(
       "{\"engine\":\"llama.cpp\",\"model\":\"%s\",\"threads\":%d,\"prompt\":%d,\"decode\":%d,"
-      "\"depth\":%d,\"reps\":%d,"
+      "\"depth\":%d,\"parallel\":%d,\"reps\":%d,"
       "\"kv\":\"%s\",\"fa\":\"%s\",\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,\"prefill_runs\":%"
       "s,\"decode_runs\":%s}\n",
-      o.model.c_str(), o.threads, o.n_prompt, o.n_decode, o.depth, o.reps,
+      o.model.c_str(), o.threads, o.n_prompt, o.n_decode, o.depth, o.parallel, o.reps,
       o.kv.empty() ? "f16" : o.kv.c_str(), o.fa.empty() ? "auto" : o.fa.c_str(),
       pp.empty() ? 0.0 : median(pp), tg.empty() ? 0.0 : median(tg), list(pp).c_str(),
       list(tg).c_str());

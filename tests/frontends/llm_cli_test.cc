@@ -161,6 +161,10 @@ TEST_F(LlmCli, BenchLlmPrintsLlamaBenchRows) {
   EXPECT_NE(r.output.find("| 1 | pp16 @ d8 | "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("| 1 | tg4 @ d8 | "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" ± "), std::string::npos) << r.output;
+  // Three sequences decoded as one batch, as rlx serve --parallel 3 steps them.
+  r = run_cli("bench-llm " + path("tiny.gguf") + " -p 0 -n 4 -d 8 -r 1 -t 1 --parallel 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("| 1 | tg4 x3 @ d8 | "), std::string::npos) << r.output;
   r = run_cli("bench-llm " + path("tiny.gguf") + " -p 8 -n 0 -r 1 --json");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("\"prefill_tok_s\": "), std::string::npos) << r.output;

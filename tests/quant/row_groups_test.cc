@@ -5,6 +5,8 @@
 // path decoding takes) on every ISA path against the file-layout kernels.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -211,8 +213,10 @@ TEST(RowGroups, DequantMatmulOnAConstantWeightMatchesTheFileLayout) {
     if (isa > detected_isa()) continue;
     IsaLimit lim(isa);
     for (GgmlType t : kRowGroupTypes)
-      for (int64_t M : {1, 3}) {
-        const int64_t N = 70, K = 512;
+      for (auto [M, N, K] :
+           {std::array<int64_t, 3>{1, 70, 512}, {3, 70, 512}, {1, 300, 4096}, {5, 300, 4096}}) {
+        // (At K = 4096 several rows take the groups a cache-sized block at a time: 2-3 groups a
+        // block, a short group at the end.)
         const auto& tr = quant::traits(t);
         const auto wb = testing::random_quant_rows(t, N, K, 5);
         Tensor w(Dims{N, int64_t(quant::row_size(t, K))}, DType::U8);
@@ -230,7 +234,7 @@ TEST(RowGroups, DequantMatmulOnAConstantWeightMatchesTheFileLayout) {
         for (int run = 0; run < 2; ++run) {  // the first run regroups, the second reuses
           const Tensor got = s.run({{"x", x}}).at("y");
           EXPECT_TRUE(testing::all_close(got, want, 2e-4, 1e-5))
-              << tr.name << " M=" << M << " isa " << isa_name(isa) << " run " << run;
+              << tr.name << " M=" << M << " K=" << K << " isa " << isa_name(isa) << " run " << run;
         }
         // CpuOptions::regroup_weights off: the file-layout kernels, bit for bit.
         CompileOptions off;

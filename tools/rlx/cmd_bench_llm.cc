@@ -3,6 +3,7 @@
 // single-token steps; "@ d<D>" after D cached tokens), so a comparison with
 // llama.cpp is one command on each side. Tokens are random ids drawn from a
 // seeded generator, as llama-bench's are.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,7 +19,7 @@ namespace {
 
 struct BenchLlmOptions {
   std::string model;
-  int prompt = 512, gen = 128, depth = 0, reps = 5, threads = 0;
+  int prompt = 512, gen = 128, depth = 0, reps = 5, threads = 0, parallel = 1;
   bool dequantize = false, json = false;
   std::string kv_type = "f16";
 };
@@ -54,7 +55,18 @@ void bench_llm(const BenchLlmOptions& o) {
   for (const auto& t : f.tensors) params += t.numel();
   const auto size = double(std::filesystem::file_size(o.model));
   Model m = llm::build_model(f, c, {.kv_dtype = kv_dtype(o.kv_type)}, weight_mode(o.dequantize));
-  llm::Session session(Executable::compile(std::move(m.graph), m.weights), c);
+  auto exe = Executable::compile(std::move(m.graph), m.weights);
+  llm::Session session(exe, c);
+  // --parallel: the decode test steps that many sessions as one batch (rlx serve's slots).
+  std::unique_ptr<llm::BatchDecoder> batch;
+  std::vector<std::unique_ptr<llm::Session>> slots;
+  if (o.parallel > 1) {
+    Model b = llm::build_model(f, c, {.batch = true, .kv_dtype = kv_dtype(o.kv_type)},
+                               weight_mode(o.dequantize));
+    batch =
+        std::make_unique<llm::BatchDecoder>(Executable::compile(std::move(b.graph), b.weights), c);
+    for (int s = 0; s < o.parallel; ++s) slots.push_back(std::make_unique<llm::Session>(exe, c));
+  }
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> pick(0, int32_t(c.n_vocab - 1));
   auto tokens = [&](int n) {
@@ -62,8 +74,29 @@ void bench_llm(const BenchLlmOptions& o) {
     for (int32_t& t : v) t = pick(rng);
     return v;
   };
+  // The batched decode test: every slot gets the depth's tokens (untimed), then o.gen steps of
+  // one token per slot, each the argmax of its last logits (a generator's sampling cost).
+  auto run_batched = [&] {
+    std::vector<llm::Session*> ptrs;
+    std::vector<int32_t> next;
+    for (auto& s : slots) {
+      s->reset();
+      if (o.depth > 0) s->feed(tokens(o.depth));
+      ptrs.push_back(s.get());
+      next.push_back(tokens(1)[0]);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < o.gen; ++i) {
+      const std::vector<std::vector<float>> logits = batch->feed(ptrs, next);
+      for (size_t s = 0; s < next.size(); ++s)
+        next[s] = int32_t(std::max_element(logits[s].begin(), logits[s].end()) - logits[s].begin());
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return double(o.gen) * double(o.parallel) / s;
+  };
   // One test: reset, the depth's tokens cached (untimed), then the timed part.
   auto run = [&](bool prefill) {
+    if (!prefill && batch) return run_batched();
     session.reset();
     if (o.depth > 0) session.feed(tokens(o.depth));
     const std::vector<int32_t> in = tokens(prefill ? o.prompt : o.gen);
@@ -89,7 +122,8 @@ void bench_llm(const BenchLlmOptions& o) {
     std::vector<double> v;
     for (int r = 0; r < o.reps; ++r) v.push_back(run(prefill));
     rows.push_back({prefill,
-                    (prefill ? "pp" + std::to_string(o.prompt) : "tg" + std::to_string(o.gen)) + at,
+                    (prefill ? "pp" + std::to_string(o.prompt) : "tg" + std::to_string(o.gen)) +
+                        (!prefill && batch ? " x" + std::to_string(o.parallel) : "") + at,
                     stat_of(v)});
   }
   const std::string name = std::filesystem::path(o.model).filename().string();
@@ -133,6 +167,11 @@ void add_bench_llm_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("-r,--repetitions", o->reps, "Timed runs of each test (after one warm-up)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--parallel", o->parallel,
+                  "Sequences the decode test steps as one batch, as rlx serve --parallel does "
+                  "(tok/s over all of them; row tg<N> x<P>)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Worker threads (default: all cores)")

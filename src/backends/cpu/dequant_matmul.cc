@@ -152,10 +152,18 @@ void grouped(const Problem& p, const TypeTraits& tr, const quant::RowGroups& rg,
   const int64_t grain =
       std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, quant::kGroupRows * p.K * p.M));
   const int64_t groups = (p.N + quant::kGroupRows - 1) / quant::kGroupRows;
+  // Several rows (batched decode) take a task's groups a cache-sized block at a time, every row
+  // through a block before the next, so the weights come from memory once, not once a row (a
+  // task's share is megabytes): 4 sequences of the 1B q4_K, 2 threads, 105 -> 123 tok/s.
+  const int64_t block_groups =
+      p.M == 1 ? groups : std::max<int64_t>(1, (96 << 10) / int64_t(quant::kGroupRows * p.rb));
   parallel_for(groups, grain, [&](int64_t b, int64_t e) {
-    for (int64_t m = 0; m < p.M; ++m)
-      quant::gemv_row_groups(kernel, rg, acts[size_t(m)], first_group + b, first_group + e,
-                             p.y + m * p.N + b * quant::kGroupRows);
+    for (int64_t g = b; g < e; g += block_groups) {
+      const int64_t ge = std::min(e, g + block_groups);
+      for (int64_t m = 0; m < p.M; ++m)
+        quant::gemv_row_groups(kernel, rg, acts[size_t(m)], first_group + g, first_group + ge,
+                               p.y + m * p.N + g * quant::kGroupRows);
+    }
   });
   add_bias(p);
 }
