@@ -176,4 +176,28 @@ void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a
   }
 }
 
+bool gemv_row_groups_rows(GroupKernel k, const RowGroups& w, const GroupActivation* a, int64_t rows,
+                          int64_t g0, int64_t g1, float* y, int64_t ldy) {
+  const detail::GroupDotRowsFn fn =
+      k == GroupKernel::avx512_vnni ? detail::group_dot_rows_vnni(w.type) : nullptr;
+  if (!fn) return false;
+  const int64_t nb = w.k / traits(w.type).block_size;
+  float tail[kGroupRowsAtOnce * kGroupRows];
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* grp = w.data + size_t(g) * w.group_bytes;
+    const int64_t n0 = g * kGroupRows, live = std::min(kGroupRows, w.rows - n0);
+    for (int64_t m = 0; m < rows; m += kGroupRowsAtOnce) {
+      const int r = int(std::min<int64_t>(kGroupRowsAtOnce, rows - m));
+      float* yg = y + m * ldy + (g - g0) * kGroupRows;
+      if (live == kGroupRows) {
+        fn(grp, nb, a + m, r, yg, ldy);
+        continue;
+      }
+      fn(grp, nb, a + m, r, tail, kGroupRows);  // a short last group: rows >= N not written
+      for (int i = 0; i < r; ++i) std::copy_n(tail + i * kGroupRows, live, yg + i * ldy);
+    }
+  }
+  return true;
+}
+
 }  // namespace rlx::quant

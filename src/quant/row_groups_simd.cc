@@ -212,21 +212,27 @@ RLX_AVX2 void q45_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t 
   _mm256_storeu_ps(out + 8, acc[1]);
 }
 
-template <bool kFive>
-RLX_VNNI512 void q45_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
-                            const GroupActivation& a, float* out) {
+// R activation rows (1..4) against one group: each 64-byte vector of weights is unpacked once
+// and multiplied into every row's sums (batched decode), out[r * ldo + 0..15]. Each row's sums
+// and their order are the one-row kernel's, so its result is the same bits.
+template <bool kFive, int R>
+RLX_VNNI512 void q45_K_vnni_rows(const uint8_t* g, int64_t nsb, const GroupActivation* a,
+                                 float* out, int64_t ldo) {
   const __m512i low = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
   constexpr size_t stride = kFive ? kQ5KGroupBytes : kQ4KGroupBytes;
-  __m512 acc = _mm512_setzero_ps();
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* sb = g + size_t(s) * stride;
-    const uint8_t* aq = q8_K_quants(a, s);
-    __m512i isum = _mm512_setzero_si512();
+    const uint8_t* aq[R];
+    __m512i isum[R];
+    for (int r = 0; r < R; ++r) aq[r] = q8_K_quants(a[r], s), isum[r] = _mm512_setzero_si512();
     for (int64_t p = 0; p < 4; ++p) {
       const uint8_t* q = qs_vectors(sb, p);
       prefetch_quarter(sb, stride, p);
       const __m128i shift = _mm_cvtsi32_si128(int(2 * p));
-      __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+      __m512i lo[R], hi[R];
+      for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm512_setzero_si512();
       for (int64_t j = 0; j < 8; ++j) {
         const __m512i v = _mm512_load_si512(q + j * 64);
         __m512i ql = _mm512_and_si512(v, low), qh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
@@ -236,31 +242,60 @@ RLX_VNNI512 void q45_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64
           ql = _mm512_or_si512(ql, _mm512_and_si512(_mm512_slli_epi16(bits, 4), bit4));
           qh = _mm512_or_si512(qh, _mm512_and_si512(_mm512_slli_epi16(bits, 3), bit4));
         }
-        lo = _mm512_dpbusd_epi32(lo, ql, _mm512_set1_epi32(u32at(aq + 64 * p + 4 * j)));
-        hi = _mm512_dpbusd_epi32(hi, qh, _mm512_set1_epi32(u32at(aq + 64 * p + 32 + 4 * j)));
+        for (int r = 0; r < R; ++r) {
+          lo[r] = _mm512_dpbusd_epi32(lo[r], ql, _mm512_set1_epi32(u32at(aq[r] + 64 * p + 4 * j)));
+          hi[r] =
+              _mm512_dpbusd_epi32(hi[r], qh, _mm512_set1_epi32(u32at(aq[r] + 64 * p + 32 + 4 * j)));
+        }
       }
       const __m512i sc_lo = _mm512_cvtepu8_epi32(
           _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKScales + 2 * p * 16)));
       const __m512i sc_hi = _mm512_cvtepu8_epi32(
           _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKScales + (2 * p + 1) * 16)));
-      isum = _mm512_add_epi32(
-          isum, _mm512_add_epi32(_mm512_mullo_epi32(lo, sc_lo), _mm512_mullo_epi32(hi, sc_hi)));
+      for (int r = 0; r < R; ++r)
+        isum[r] = _mm512_add_epi32(isum[r], _mm512_add_epi32(_mm512_mullo_epi32(lo[r], sc_lo),
+                                                             _mm512_mullo_epi32(hi[r], sc_hi)));
     }
-    __m512i msum = _mm512_setzero_si512();
+    __m512i msum[R];
+    for (int r = 0; r < R; ++r) msum[r] = _mm512_setzero_si512();
     for (int64_t j = 0; j < 8; ++j) {
       const __m512i m = _mm512_cvtepu8_epi32(
           _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKMins + j * 16)));
-      msum =
-          _mm512_add_epi32(msum, _mm512_mullo_epi32(m, _mm512_set1_epi32(sub_block_sum(a, s, j))));
+      for (int r = 0; r < R; ++r)
+        msum[r] = _mm512_add_epi32(
+            msum[r], _mm512_mullo_epi32(m, _mm512_set1_epi32(sub_block_sum(a[r], s, j))));
     }
-    const __m512 da = _mm512_set1_ps(a.d[s]);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb)));
     const __m512 dm =
         _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kKDmin)));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da), acc);
-    acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dm, da), acc);
+    for (int r = 0; r < R; ++r) {
+      const __m512 da = _mm512_set1_ps(a[r].d[s]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(dw, da), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[r]), _mm512_mul_ps(dm, da), acc[r]);
+    }
   }
-  _mm512_storeu_ps(out, acc);
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(out + r * ldo, acc[r]);
+}
+
+template <bool kFive>
+RLX_VNNI512 void q45_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                            const GroupActivation& a, float* out) {
+  q45_K_vnni_rows<kFive, 1>(g, nsb, &a, out, 0);
+}
+
+template <bool kFive>
+void q45_K_vnni_any_rows(const uint8_t* g, int64_t nsb, const GroupActivation* a, int rows,
+                         float* out, int64_t ldo) {
+  switch (rows) {
+    case 1:
+      return q45_K_vnni_rows<kFive, 1>(g, nsb, a, out, ldo);
+    case 2:
+      return q45_K_vnni_rows<kFive, 2>(g, nsb, a, out, ldo);
+    case 3:
+      return q45_K_vnni_rows<kFive, 3>(g, nsb, a, out, ldo);
+    default:
+      return q45_K_vnni_rows<kFive, 4>(g, nsb, a, out, ldo);
+  }
 }
 
 // q6_K, per super-block: for each half h and ql column c, the ql vector's
@@ -409,5 +444,10 @@ GroupDotFn kernel_for(const Kernels& k, GgmlType type) {
 
 GroupDotFn group_dot_avx2(GgmlType type) { return kernel_for(kAvx2, type); }
 GroupDotFn group_dot_vnni(GgmlType type) { return kernel_for(kVnni, type); }
+GroupDotRowsFn group_dot_rows_vnni(GgmlType type) {
+  return type == GgmlType::Q4_K   ? q45_K_vnni_any_rows<false>
+         : type == GgmlType::Q5_K ? q45_K_vnni_any_rows<true>
+                                  : nullptr;
+}
 
 }  // namespace rlx::quant::detail

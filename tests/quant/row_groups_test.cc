@@ -141,6 +141,37 @@ TEST(RowGroups, KernelsEqualThePortableOneAndTheExactDot) {
     }
 }
 
+// Several activation rows against each group at once (batched decode) give every row the bits
+// one row at a time gives, for 1..9 rows (chunks of 4 and a remainder) and a short last group.
+TEST(RowGroups, SeveralRowsAtOnceEqualOneAtATime) {
+  IsaLimit lim(Isa::avx512);
+  int checked = 0;
+  for (GgmlType t : kRowGroupTypes) {
+    const GroupKernel k = quant::group_kernel(t);
+    const int64_t N = 70, K = 1024;
+    const auto w = testing::random_quant_rows(t, N, K, 3);
+    const quant::RowGroups rg = quant::make_row_groups(t, w.data(), quant::row_size(t, K), N, K);
+    std::vector<ActRow> rows;
+    std::vector<quant::GroupActivation> acts;
+    for (uint32_t m = 0; m < 9; ++m) rows.push_back(random_activation(t, K, 100 + m));
+    for (const ActRow& a : rows) acts.push_back(a.view());
+    for (int64_t M = 1; M <= 9; ++M) {
+      std::vector<float> got(size_t(M * N), -1.f), want(size_t(M * N), -2.f);
+      // Groups 1..4 of 5: y starts at row 16, and the last group is short.
+      if (!quant::gemv_row_groups_rows(k, rg, acts.data(), M, 1, rg.groups(), got.data(), N))
+        break;
+      for (int64_t m = 0; m < M; ++m)
+        quant::gemv_row_groups(k, rg, acts[size_t(m)], 1, rg.groups(), want.data() + m * N);
+      for (int64_t m = 0; m < M; ++m)
+        EXPECT_EQ(std::memcmp(got.data() + m * N, want.data() + m * N, size_t(N - 16) * 4), 0)
+            << quant::traits(t).name << " M=" << M << " row " << m;
+      ++checked;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no several-row kernel on this CPU";
+  EXPECT_EQ(checked, 18);  // q4_K and q5_K on AVX-512 VNNI
+}
+
 // A block of extreme quants: every quant at its largest or smallest (by the
 // parity of the byte's place plus n), every K-quant scale and min at its
 // extremes, float scales 1.

@@ -160,9 +160,13 @@ void grouped(const Problem& p, const TypeTraits& tr, const quant::RowGroups& rg,
   parallel_for(groups, grain, [&](int64_t b, int64_t e) {
     for (int64_t g = b; g < e; g += block_groups) {
       const int64_t ge = std::min(e, g + block_groups);
+      float* yb = p.y + g * quant::kGroupRows;
+      if (p.M > 1 && quant::gemv_row_groups_rows(kernel, rg, acts.data(), p.M, first_group + g,
+                                                 first_group + ge, yb, p.N))
+        continue;
       for (int64_t m = 0; m < p.M; ++m)
         quant::gemv_row_groups(kernel, rg, acts[size_t(m)], first_group + g, first_group + ge,
-                               p.y + m * p.N + g * quant::kGroupRows);
+                               yb + m * p.N);
     }
   });
   add_bias(p);
