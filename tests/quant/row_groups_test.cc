@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <array>
-
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -158,8 +157,7 @@ TEST(RowGroups, SeveralRowsAtOnceEqualOneAtATime) {
     for (int64_t M = 1; M <= 9; ++M) {
       std::vector<float> got(size_t(M * N), -1.f), want(size_t(M * N), -2.f);
       // Groups 1..4 of 5: y starts at row 16, and the last group is short.
-      if (!quant::gemv_row_groups_rows(k, rg, acts.data(), M, 1, rg.groups(), got.data(), N))
-        break;
+      if (!quant::gemv_row_groups_rows(k, rg, acts.data(), M, 1, rg.groups(), got.data(), N)) break;
       for (int64_t m = 0; m < M; ++m)
         quant::gemv_row_groups(k, rg, acts[size_t(m)], 1, rg.groups(), want.data() + m * N);
       for (int64_t m = 0; m < M; ++m)
