@@ -45,14 +45,15 @@
 // GCC 12's AVX-512 headers build _mm512_setzero_ps & co. from a deliberately
 // uninitialized value, which -Wuninitialized flags in every caller (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  // popped at the end of the file (unity builds)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
 #define RLX_AVX2F __attribute__((target("avx2,fma,f16c")))
 #define RLX_AVX2F_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
-#define RLX_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
-#define RLX_AVX512_INLINE \
+#define RLX_ATTN_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
+#define RLX_ATTN_AVX512_INLINE \
   __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c"), always_inline)) inline
 
 namespace rlx::cpu {
@@ -150,7 +151,7 @@ RLX_AVX2F void row_pv_avx2(const float* p, const KT* V, int64_t ldv, int64_t n, 
 
 // Sixteen elements under mask m, widened from f16 or as they are.
 template <typename KT>
-RLX_AVX512_INLINE __m512 load16(const KT* p, __mmask16 m) {
+RLX_ATTN_AVX512_INLINE __m512 load16(const KT* p, __mmask16 m) {
   if constexpr (std::is_same_v<KT, float>)
     return _mm512_maskz_loadu_ps(m, p);
   else
@@ -160,8 +161,8 @@ RLX_AVX512_INLINE __m512 load16(const KT* p, __mmask16 m) {
 // The AVX-512 forms of the two above: 16 lanes, masked tails, each key's
 // 16-lane sum folded to 8 before the shared shuffle tree.
 template <typename KT>
-RLX_AVX512 void row_scores_avx512(const float* q, const KT* K, int64_t ldk, int64_t n, int64_t D,
-                                  float scale, float* s) {
+RLX_ATTN_AVX512 void row_scores_avx512(const float* q, const KT* K, int64_t ldk, int64_t n,
+                                       int64_t D, float scale, float* s) {
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     __m512 a[8];
@@ -189,8 +190,8 @@ RLX_AVX512 void row_scores_avx512(const float* q, const KT* K, int64_t ldk, int6
 }
 
 template <typename KT>
-RLX_AVX512 void row_pv_avx512(const float* p, const KT* V, int64_t ldv, int64_t n, int64_t Dv,
-                              float* acc) {
+RLX_ATTN_AVX512 void row_pv_avx512(const float* p, const KT* V, int64_t ldv, int64_t n, int64_t Dv,
+                                   float* acc) {
   for (int64_t c = 0; c < Dv; c += 64) {
     __mmask16 m[4];
     __m512 a[4], b[4];
@@ -435,3 +436,7 @@ void attention(const KernelCall& c) {
 }
 
 }  // namespace rlx::cpu
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -26,7 +26,7 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr int64_t kQBlock = 64, kKBlock = 128;
+constexpr int64_t kGradQBlock = 64, kGradKBlock = 128;
 
 template <typename T>
 void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
@@ -34,11 +34,11 @@ void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
   const T* dout = c.in[3].data<T>();
   const AttentionBias<T> bias = attention_bias<T>(c, 4);
   T *dq = c.outs[0].data<T>(), *dk = c.outs[1].data<T>(), *dv = c.outs[2].data<T>();
-  const int64_t group = g.Hq / g.Hk, nqb = (g.Sq + kQBlock - 1) / kQBlock;
+  const int64_t group = g.Hq / g.Hk, nqb = (g.Sq + kGradQBlock - 1) / kGradQBlock;
   const T scale = T(g.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   parallel_for(g.B * g.Hk, 1, [&](int64_t t0, int64_t t1) {
-    const auto R = size_t(kQBlock), KB = size_t(kKBlock);
+    const auto R = size_t(kGradQBlock), KB = size_t(kGradKBlock);
     std::vector<T> m(R), l(R), o(R * size_t(g.Dv)), drow(R), s(R * KB), th(R * KB), dp(R * KB);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / g.Hk, kh = t % g.Hk;
@@ -52,7 +52,7 @@ void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
       }
       for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
         for (int64_t qb = 0; qb < nqb; ++qb) {
-          const int64_t i0 = qb * kQBlock, rows = std::min(kQBlock, g.Sq - i0);
+          const int64_t i0 = qb * kGradQBlock, rows = std::min(kGradQBlock, g.Sq - i0);
           const T* Q = q + g.q.at(b, h, i0);
           const T* dO = dout + g.o.at(b, h, i0);
           T* dQ = dq + g.q.at(b, h, i0);
@@ -80,8 +80,8 @@ void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
           std::fill(m.begin(), m.end(), kNegInf);
           std::fill(l.begin(), l.end(), T(0));
           std::fill(o.begin(), o.end(), T(0));
-          for (int64_t j0 = jlo; j0 < jhi; j0 += kKBlock) {
-            const int64_t j1 = std::min(jhi, j0 + kKBlock), tn = j1 - j0;
+          for (int64_t j0 = jlo; j0 < jhi; j0 += kGradKBlock) {
+            const int64_t j1 = std::min(jhi, j0 + kGradKBlock), tn = j1 - j0;
             scores(j0, j1, nullptr);
             for (int64_t r = 0; r < rows; ++r) {
               T* sr = s.data() + r * tn;
@@ -109,8 +109,8 @@ void attention_grad_t(const KernelCall& c, const AttentionGeometry& g) {
             l[size_t(r)] = inv;  // from here on: 1 / l
           }
           // 2. The gradients, tile by tile.
-          for (int64_t j0 = jlo; j0 < jhi; j0 += kKBlock) {
-            const int64_t j1 = std::min(jhi, j0 + kKBlock), tn = j1 - j0;
+          for (int64_t j0 = jlo; j0 < jhi; j0 += kGradKBlock) {
+            const int64_t j1 = std::min(jhi, j0 + kGradKBlock), tn = j1 - j0;
             scores(j0, j1, g.softcap > 0 ? th.data() : nullptr);
             for (int64_t r = 0; r < rows; ++r) {  // s becomes P (masked keys: exp(-inf) = 0)
               T* sr = s.data() + r * tn;

@@ -15,11 +15,11 @@
 namespace rlx::cpu {
 namespace {
 
-struct Layout {
+struct BnLayout {
   int64_t N, C, S;
 };
 
-Layout layout_of(const KernelCall& c) {
+BnLayout bn_layout_of(const KernelCall& c) {
   const Tensor& x = c.in[0];
   RLX_CHECK(x.rank() >= 2, c.node.label(), ": batch_norm_train needs [N,C,...], got ",
             dims_str(x.dims()));
@@ -50,7 +50,7 @@ struct Stats {
 };
 
 template <typename T>
-Stats<T> channel_stats(const T* x, const Layout& L, int64_t c, double eps) {
+Stats<T> channel_stats(const T* x, const BnLayout& L, int64_t c, double eps) {
   const double count = double(L.N * L.S);
   double s = 0;
   for (int64_t n = 0; n < L.N; ++n) {
@@ -69,7 +69,7 @@ Stats<T> channel_stats(const T* x, const Layout& L, int64_t c, double eps) {
 
 // y = xhat, or xhat * gamma + beta with the affine (gamma and beta, or nulls).
 template <typename T>
-void forward_channel(const T* x, const Layout& L, int64_t ch, double eps, const T* gamma,
+void forward_channel(const T* x, const BnLayout& L, int64_t ch, double eps, const T* gamma,
                      const T* beta, T* y, T* mean, T* var) {
   const Stats<T> st = channel_stats(x, L, ch, eps);
   mean[ch] = st.mean;
@@ -88,7 +88,7 @@ void forward_channel(const T* x, const Layout& L, int64_t ch, double eps, const 
 // Over one channel, with dbeta = sum(g) and dgamma = sum(g * xhat):
 // dx = gamma * rstd * (g - dbeta / n - xhat * dgamma / n).
 template <typename T>
-void backward_channel(const T* x, const T* g, const Layout& L, int64_t ch, double eps,
+void backward_channel(const T* x, const T* g, const BnLayout& L, int64_t ch, double eps,
                       const T* gamma, T* dx, T* dgamma, T* dbeta) {
   const double count = double(L.N * L.S);
   const Stats<T> st = channel_stats(x, L, ch, eps);
@@ -112,14 +112,14 @@ void backward_channel(const T* x, const T* g, const Layout& L, int64_t ch, doubl
 
 // The f32 channels compiled whole for AVX2 (flatten inlines the loops above),
 // so the 8-lane sums and the element passes run one vector each.
-RLX_AVX2 __attribute__((flatten)) void forward_channel_avx2(const float* x, const Layout& L,
+RLX_AVX2 __attribute__((flatten)) void forward_channel_avx2(const float* x, const BnLayout& L,
                                                             int64_t ch, double eps,
                                                             const float* gamma, const float* beta,
                                                             float* y, float* mean, float* var) {
   forward_channel(x, L, ch, eps, gamma, beta, y, mean, var);
 }
 RLX_AVX2 __attribute__((flatten)) void backward_channel_avx2(const float* x, const float* g,
-                                                             const Layout& L, int64_t ch,
+                                                             const BnLayout& L, int64_t ch,
                                                              double eps, const float* gamma,
                                                              float* dx, float* dgamma,
                                                              float* dbeta) {
@@ -127,7 +127,7 @@ RLX_AVX2 __attribute__((flatten)) void backward_channel_avx2(const float* x, con
 }
 
 template <typename T>
-void forward(const KernelCall& c, const Layout& L, double eps) {
+void bn_forward(const KernelCall& c, const BnLayout& L, double eps) {
   const T* x = c.in[0].data<T>();
   const bool affine = c.in.size() == 3;
   const T* gamma = affine ? c.in[1].data<T>() : nullptr;
@@ -147,7 +147,7 @@ void forward(const KernelCall& c, const Layout& L, double eps) {
 }
 
 template <typename T>
-void backward(const KernelCall& c, const Layout& L, double eps) {
+void bn_backward(const KernelCall& c, const BnLayout& L, double eps) {
   const T *x = c.in[0].data<T>(), *g = c.in[1].data<T>();
   const T* gamma = c.in.size() > 2 ? c.in[2].data<T>() : nullptr;
   T *dx = c.outs[0].data<T>(), *dgamma = c.outs[1].data<T>(), *dbeta = c.outs[2].data<T>();
@@ -167,19 +167,19 @@ void backward(const KernelCall& c, const Layout& L, double eps) {
 }  // namespace
 
 void batch_norm_train(const KernelCall& c) {
-  const Layout L = layout_of(c);
+  const BnLayout L = bn_layout_of(c);
   const double eps = c.node.attrs_as<EpsAttrs>().eps;
-  if (c.in[0].dtype() == DType::F32) return forward<float>(c, L, eps);
-  if (c.in[0].dtype() == DType::F64) return forward<double>(c, L, eps);
+  if (c.in[0].dtype() == DType::F32) return bn_forward<float>(c, L, eps);
+  if (c.in[0].dtype() == DType::F64) return bn_forward<double>(c, L, eps);
   throw make_error(c.node.label(), ": batch_norm_train supports f32/f64, not ",
                    dtype_name(c.in[0].dtype()));
 }
 
 void batch_norm_train_grad(const KernelCall& c) {
-  const Layout L = layout_of(c);
+  const BnLayout L = bn_layout_of(c);
   const double eps = c.node.attrs_as<EpsAttrs>().eps;
-  if (c.in[0].dtype() == DType::F32) return backward<float>(c, L, eps);
-  if (c.in[0].dtype() == DType::F64) return backward<double>(c, L, eps);
+  if (c.in[0].dtype() == DType::F32) return bn_backward<float>(c, L, eps);
+  if (c.in[0].dtype() == DType::F64) return bn_backward<double>(c, L, eps);
   throw make_error(c.node.label(), ": batch_norm_train_grad supports f32/f64, not ",
                    dtype_name(c.in[0].dtype()));
 }

@@ -146,7 +146,7 @@ T py_mod(T a, T b) {
 
 // The AVX2 form of an f32 op where the CPU has it; false: use the scalar one.
 template <typename V, typename T>
-bool try_avx2(const T* a, bool sa, const T* b, bool sb, T* o, int64_t n) {
+bool try_binary_avx2(const T* a, bool sa, const T* b, bool sb, T* o, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
     if (has_avx2_fma()) {
       run_avx2<V>(a, sa, b, sb, o, n);
@@ -162,13 +162,13 @@ void binary_span(Op op, const OpAttrs& attrs, const T* a, bool sa, const T* b, b
   auto loop = [&](auto f) { span_loop(a, sa, b, sb, o, n, f); };
   switch (family_op<BinaryOp>(op)) {
     case BinaryOp::Add:
-      if (try_avx2<AddOp>(a, sa, b, sb, o, n)) return;
+      if (try_binary_avx2<AddOp>(a, sa, b, sb, o, n)) return;
       return loop([](T a, T b) { return a + b; });
     case BinaryOp::Sub:
-      if (try_avx2<SubOp>(a, sa, b, sb, o, n)) return;
+      if (try_binary_avx2<SubOp>(a, sa, b, sb, o, n)) return;
       return loop([](T a, T b) { return a - b; });
     case BinaryOp::Mul:
-      if (try_avx2<MulOp>(a, sa, b, sb, o, n)) return;
+      if (try_binary_avx2<MulOp>(a, sa, b, sb, o, n)) return;
       return loop([](T a, T b) { return a * b; });
     case BinaryOp::Div:
       switch (std::get<DivAttrs>(attrs).rounding) {
@@ -177,15 +177,15 @@ void binary_span(Op op, const OpAttrs& attrs, const T* a, bool sa, const T* b, b
         case DivRounding::floor:
           return loop(div_floor<T>);
         case DivRounding::none:
-          if (try_avx2<DivOp>(a, sa, b, sb, o, n)) return;
+          if (try_binary_avx2<DivOp>(a, sa, b, sb, o, n)) return;
           return loop([](T a, T b) { return a / b; });
       }
       break;
     case BinaryOp::Max:
-      if (try_avx2<MaxOp>(a, sa, b, sb, o, n)) return;
+      if (try_binary_avx2<MaxOp>(a, sa, b, sb, o, n)) return;
       return loop([](T a, T b) { return a != a || b != b ? a + b : std::max(a, b); });
     case BinaryOp::Min:
-      if (try_avx2<MinOp>(a, sa, b, sb, o, n)) return;
+      if (try_binary_avx2<MinOp>(a, sa, b, sb, o, n)) return;
       return loop([](T a, T b) { return a != a || b != b ? a + b : std::min(a, b); });
     case BinaryOp::Pow:
       return loop([](T a, T b) { return std::pow(a, b); });

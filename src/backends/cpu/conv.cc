@@ -66,7 +66,7 @@ ConvTransposeAttrs conv_attrs(const Node& n, bool transpose) {
           .output_padding = {}};
 }
 
-Geom make_geom(const KernelCall& c, bool transpose) {
+Geom conv_geom(const KernelCall& c, bool transpose) {
   const char* op = transpose ? "conv_transpose" : "conv";
   const Tensor &x = c.in[0], &w = c.in[1];
   const std::string where =
@@ -139,8 +139,8 @@ Geom make_geom(const KernelCall& c, bool transpose) {
 
 // For j in [0, n): position (start + j) * s + off lies in [0, W) exactly for
 // j in [lo, hi).
-void valid_range(int64_t start, int64_t n, int64_t s, int64_t off, int64_t W, int64_t& lo,
-                 int64_t& hi) {
+void conv_valid_range(int64_t start, int64_t n, int64_t s, int64_t off, int64_t W, int64_t& lo,
+                      int64_t& hi) {
   const int64_t a = -off - start * s;         // need j * s >= a
   const int64_t b = W - 1 - off - start * s;  // need j * s <= b
   if (s == 1) {                               // the common case, without two divisions
@@ -160,8 +160,6 @@ int64_t tile_cols(int64_t rows, int64_t total) {
   t = (t + 15) / 16 * 16;
   return std::max<int64_t>(1, std::min(t, total));
 }
-
-bool has_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // dst[j] = src[2 * j] for j < n, where src[2 * n - 1] may be read (the
 // row holds the element after the last one taken).
@@ -311,7 +309,7 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t l
   const int64_t tl = ld ? ld : p1 - p0, oHW = g.out[1] * g.out[2];
   if (p0 == 0 && p1 == g.out_sz && is_2d_unit_stride(g)) {
     if constexpr (std::is_same_v<T, float>)
-      if (has_avx2()) return im2col_padded_avx2(x, g, col, tl);
+      if (has_avx2_fma()) return im2col_padded_avx2(x, g, col, tl);
     return im2col_padded<T, false>(x, g, col, tl);
   }
   // Where p0 lies in the output, once: the segments below step through it
@@ -337,7 +335,7 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t l
             }
             const T* row = xc + (id * g.in[1] + ih) * g.in[2];
             int64_t lo, hi;
-            valid_range(ow0, n, g.s[2], offw, g.in[2], lo, hi);
+            conv_valid_range(ow0, n, g.s[2], offw, g.in[2], lo, hi);
             std::fill(o, o + lo, T(0));
             std::fill(o + hi, o + n, T(0));
             const int64_t base = ow0 * g.s[2] + offw;  // row index of j = 0 (may be < 0)
@@ -351,7 +349,7 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t p1, T* col, int64_t l
               continue;
             }
             if constexpr (std::is_same_v<T, float>)
-              if (g.s[2] == 2 && hi > lo && has_avx2()) {
+              if (g.s[2] == 2 && hi > lo && has_avx2_fma()) {
                 // The vector loop reads one past the last element taken: keep
                 // the last element, whose neighbour may lie past the row, scalar.
                 const bool last_in_row = base + 2 * (hi - 1) + 1 >= g.in[2];
@@ -401,7 +399,7 @@ void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int
   const int64_t tl = q1 - q0, iHW = g.in[1] * g.in[2];
   if (q0 == 0 && q1 == g.in_sz && is_2d_unit_stride(g)) {
     if constexpr (std::is_same_v<T, float>)
-      if (has_avx2()) return col2im_padded_avx2(col, g, o0, o1, out);
+      if (has_avx2_fma()) return col2im_padded_avx2(col, g, o0, o1, out);
     return col2im_padded<T, false>(col, g, o0, o1, out);
   }
   // Where q0 lies in the input, once (as im2col does for p0).
@@ -424,7 +422,7 @@ void col2im(const T* col, const Geom& g, int64_t q0, int64_t q1, int64_t o0, int
             T* row = oc + (od * g.out[1] + oh) * g.out[2];
             const int64_t base = iw0 * g.s[2] + offw;
             int64_t lo, hi;
-            valid_range(iw0, n, g.s[2], offw, g.out[2], lo, hi);
+            conv_valid_range(iw0, n, g.s[2], offw, g.out[2], lo, hi);
             if (g.s[2] == 1)
               for (int64_t j = lo; j < hi; ++j) row[base + j] += s[j];
             else
@@ -440,7 +438,8 @@ void axpy_scalar(T* y, const T* x, T a, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-__attribute__((target("avx2,fma"))) void axpy_avx2(float* y, const float* x, float a, int64_t n) {
+__attribute__((target("avx2,fma"))) void conv_axpy_avx2(float* y, const float* x, float a,
+                                                        int64_t n) {
   const __m256 va = _mm256_set1_ps(a);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -451,7 +450,7 @@ __attribute__((target("avx2,fma"))) void axpy_avx2(float* y, const float* x, flo
 template <typename T>
 void axpy(T* y, const T* x, T a, int64_t n) {
   if constexpr (std::is_same_v<T, float>)
-    if (has_avx2()) return axpy_avx2(y, x, a, n);
+    if (has_avx2_fma()) return conv_axpy_avx2(y, x, a, n);
   axpy_scalar(y, x, a, n);
 }
 
@@ -684,7 +683,7 @@ void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
     const bool direct = g.d[1] == 1 && g.d[2] == 1 && g.s[1] == g.s[2] && g.s[2] <= 2;
     if (direct && g.k[2] <= 16 && cpu_isa() >= Isa::avx512)
       return depthwise_direct(g, x, w, bias, act, res, y);
-    const bool fast = has_avx2() && g.d[1] == 1 && g.d[2] == 1 && g.s[2] <= 2 && g.k[1] <= 16;
+    const bool fast = has_avx2_fma() && g.d[1] == 1 && g.d[2] == 1 && g.s[2] <= 2 && g.k[1] <= 16;
     const bool flat = g.s[1] == g.s[2] && (g.s[2] == 2 || g.out[2] < 32) && g.k_sz <= 64;
     if (fast)
       return flat ? depthwise_flat(g, x, w, bias, act, res, y)
@@ -708,7 +707,7 @@ void depthwise(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
           for (int64_t kw = 0; kw < KW; ++kw) {
             const int64_t off = kw * g.d[2] - g.pb[2];
             int64_t lo, hi;
-            valid_range(0, OW, g.s[2], off, W, lo, hi);
+            conv_valid_range(0, OW, g.s[2], off, W, lo, hi);
             if (hi <= lo) continue;
             const T wv = wc[kh * KW + kw];
             if (g.s[2] == 1)
@@ -739,7 +738,7 @@ void im2row(const T* x, const Geom& g, T* colT, int64_t p0, int64_t p1) {
   // (resnet18's 7x7 parts of 14x14 maps do not).
   if (is_2d_undilated(g) && (2 * (p1 - p0) * g.k_sz >= g.in_sz || (p0 == 0 && p1 == g.out_sz))) {
     if constexpr (std::is_same_v<T, float>)
-      if (has_avx2()) return im2row_padded_avx2(x, g, colT, p0, p1);
+      if (has_avx2_fma()) return im2row_padded_avx2(x, g, colT, p0, p1);
     return im2row_padded<T, false>(x, g, colT, p0, p1);
   }
   for (int64_t p = p0; p < p1; ++p) {
@@ -1038,8 +1037,8 @@ void conv_transpose_impl(const Geom& g, const T* x, const T* w, const T* bias, T
 }
 
 template <typename T>
-void run(const KernelCall& c, bool transpose) {
-  const Geom g = make_geom(c, transpose);
+void conv_run(const KernelCall& c, bool transpose) {
+  const Geom g = conv_geom(c, transpose);
   if (transpose) {
     const T* bias = c.in.size() == 3 ? c.in[2].data<T>() : nullptr;
     return conv_transpose_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, c.out.data<T>());
@@ -1058,12 +1057,12 @@ void run(const KernelCall& c, bool transpose) {
             c.pack);
 }
 
-void dispatch(const KernelCall& c, bool transpose) {
+void conv_dispatch(const KernelCall& c, bool transpose) {
   switch (c.in[0].dtype()) {
     case DType::F32:
-      return run<float>(c, transpose);
+      return conv_run<float>(c, transpose);
     case DType::F64:
-      return run<double>(c, transpose);
+      return conv_run<double>(c, transpose);
     default:
       throw make_error(c.node.label(), ": ", transpose ? "conv_transpose" : "conv",
                        " supports f32/f64 (f16/bf16 via f32), not ", dtype_name(c.in[0].dtype()));
@@ -1072,7 +1071,7 @@ void dispatch(const KernelCall& c, bool transpose) {
 
 }  // namespace
 
-void conv(const KernelCall& c) { dispatch(c, false); }
-void conv_transpose(const KernelCall& c) { dispatch(c, true); }
+void conv(const KernelCall& c) { conv_dispatch(c, false); }
+void conv_transpose(const KernelCall& c) { conv_dispatch(c, true); }
 
 }  // namespace rlx::cpu

@@ -141,8 +141,8 @@ int64_t position_stride(int64_t n) {
 }
 
 template <class F>
-void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, const float* res,
-         float* y, const PackedOperand& u, int64_t orows) {
+void winograd_run(const Conv3x3& s, const float* x, const float* bias, Epilogue act,
+                  const float* res, float* y, const PackedOperand& u, int64_t orows) {
   constexpr int A = F::a, M = F::m, AA = A * A;
   const SgemmKernel& kernel = *u.kernel;
   const int64_t th = (s.OH + M - 1) / M, tw = (s.OW + M - 1) / M;
@@ -243,8 +243,8 @@ void run(const Conv3x3& s, const float* x, const float* bias, Epilogue act, cons
 }
 
 template <class F>
-bool dispatch(const Conv3x3& s, const float* x, const float* w, const float* bias, Epilogue act,
-              const float* res, float* y, WeightPack& pack) {
+bool winograd_dispatch(const Conv3x3& s, const float* x, const float* w, const float* bias,
+                       Epilogue act, const float* res, float* y, WeightPack& pack) {
   const SgemmKernel* kernel = sgemm_kernel();
   const int64_t orows = round_up(s.O, kernel->mr);
   const PackedOperand* u =
@@ -252,7 +252,7 @@ bool dispatch(const Conv3x3& s, const float* x, const float* w, const float* bia
   // Another packing in this slot (another variant, or the im2col path's, or
   // for another kernel after an ISA change): not ours to use.
   if (!u || u->kernel != kernel || u->rows != F::a * F::a * orows || u->cols != s.C) return false;
-  run<F>(s, x, bias, act, res, y, *u, orows);
+  winograd_run<F>(s, x, bias, act, res, y, *u, orows);
   return true;
 }
 
@@ -264,8 +264,8 @@ bool winograd_applies(const Conv3x3& s, bool weight_is_constant) {
 
 bool conv3x3_winograd(const Conv3x3& s, const float* x, const float* w, const float* bias,
                       Epilogue act, const float* res, float* y, WeightPack& pack) {
-  return tile_for(s) == 4 ? dispatch<Variant<4>>(s, x, w, bias, act, res, y, pack)
-                          : dispatch<Variant<2>>(s, x, w, bias, act, res, y, pack);
+  return tile_for(s) == 4 ? winograd_dispatch<Variant<4>>(s, x, w, bias, act, res, y, pack)
+                          : winograd_dispatch<Variant<2>>(s, x, w, bias, act, res, y, pack);
 }
 
 }  // namespace rlx::cpu

@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #if defined(__GNUC__) && !defined(__clang__)  // GCC bug 105593, as in sgemm_avx512.cc
+#pragma GCC diagnostic push                   // popped at the end of the file (unity builds)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
@@ -21,7 +22,7 @@
 namespace rlx::cpu {
 namespace {
 
-#define RLX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define RLX_DW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 constexpr int kMaxKW = 16;  // conv.cc sends kernels up to 16 wide
 
@@ -33,13 +34,13 @@ inline __mmask16 lanes_between(int64_t lo, int64_t hi) {
 }
 
 // Lanes l of in[0..16) then in[16..32) kept at their even positions: in[2 l].
-RLX_AVX512 inline __m512 even_lanes(__m512 lo, __m512 hi) {
+RLX_DW_AVX512 inline __m512 even_lanes(__m512 lo, __m512 hi) {
   const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   return _mm512_permutex2var_ps(lo, idx, hi);
 }
 
 // The stored value: the plane's fused clamp, if any (x second: NaN lanes come through).
-RLX_AVX512 inline __m512 finish(const DwPlane& g, __m512 x) {
+RLX_DW_AVX512 inline __m512 finish(const DwPlane& g, __m512 x) {
   if (!g.clamp) return x;
   return _mm512_min_ps(_mm512_set1_ps(g.top), _mm512_max_ps(_mm512_setzero_ps(), x));
 }
@@ -56,10 +57,10 @@ RLX_AVX512 inline __m512 finish(const DwPlane& g, __m512 x) {
 // kw - pl of each tap row; lo / hi: the masks of its 16 (S == 2: 32) input
 // columns from S c + kw - pl.
 template <int S, int V, int R, int KK, bool PAIR = false>
-RLX_AVX512 void row_block(const DwPlane& g, const float* x, const float* w, float b, float* y,
-                          int64_t j0, int64_t oh, const __mmask16 (*lo)[kMaxKW],
-                          const __mmask16 (*hi)[kMaxKW], const __mmask16* next,
-                          const __mmask16* store) {
+RLX_DW_AVX512 void row_block(const DwPlane& g, const float* x, const float* w, float b, float* y,
+                             int64_t j0, int64_t oh, const __mmask16 (*lo)[kMaxKW],
+                             const __mmask16 (*hi)[kMaxKW], const __mmask16* next,
+                             const __mmask16* store) {
   static_assert(!PAIR || (S == 2 && V == 1));
   constexpr int kRows = PAIR ? 2 * R : R;  // input rows read per tap row
   const int64_t KH = KK > 0 ? KK : g.KH, KW = KK > 0 ? KK : g.KW, H = g.H, W = g.W;
@@ -162,8 +163,8 @@ RLX_AVX512 void row_block(const DwPlane& g, const float* x, const float* w, floa
 // Columns [j0, j0 + 16 V) of every output row, a block of rows at a time; the
 // last block ends at the last row, recomputing rows the one before it wrote.
 template <int S, int V, int KK>
-RLX_AVX512 void column_block(const DwPlane& g, const float* x, const float* w, float b, float* y,
-                             int64_t j0) {
+RLX_DW_AVX512 void column_block(const DwPlane& g, const float* x, const float* w, float b, float* y,
+                                int64_t j0) {
   constexpr int R = V == 1 ? 8 : V == 2 ? 4 : 2;
   // next: the 16 input columns after vector v's first 16 S (the 3-tap forms read them).
   __mmask16 lo[V][kMaxKW], hi[V][kMaxKW], next[V], store[V];
@@ -225,8 +226,8 @@ void rows_plane(const DwPlane& g, const float* x, const float* w, float b, float
 
 // NV vectors of the flat form (dw_flat_masks) from vector v0: NV chains.
 template <int KK, int NV>
-RLX_AVX512 void flat_block(const DwPlane& g, const float* x, const float* w, float b, float* y,
-                           const uint16_t* masks, int64_t v0) {
+RLX_DW_AVX512 void flat_block(const DwPlane& g, const float* x, const float* w, float b, float* y,
+                              const uint16_t* masks, int64_t v0) {
   const int64_t KH = KK > 0 ? KK : g.KH, KW = KK > 0 ? KK : g.KW, taps = KH * KW;
   const int64_t W = g.W, n = g.OH * g.OW;
   const float* origin = x + 16 * v0 - g.pt * W - g.pl;
@@ -301,3 +302,7 @@ void dw_plane_avx512(const DwPlane& g, const float* x, const float* w, float b, 
 }
 
 }  // namespace rlx::cpu
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -15,7 +15,7 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr int64_t kGrainElems = 16384;
+constexpr int64_t kDropoutGrain = 16384;
 
 inline uint64_t mix64(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
@@ -25,11 +25,11 @@ inline uint64_t mix64(uint64_t z) {
 }
 
 template <typename T>
-void apply(const KernelCall& c, uint64_t key, uint64_t threshold, double p) {
+void apply_dropout(const KernelCall& c, uint64_t key, uint64_t threshold, double p) {
   const T* x = c.in[0].data<T>();
   T* y = c.out.data<T>();
   const T scale = T(1.0 / (1.0 - p));
-  parallel_for(c.out.numel(), kGrainElems, [&](int64_t b, int64_t e) {
+  parallel_for(c.out.numel(), kDropoutGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
       y[i] = (mix64(key + uint64_t(i)) >> 40) >= threshold ? x[i] * scale : T(0);
   });
@@ -47,9 +47,9 @@ void dropout(const KernelCall& c) {
   const uint64_t threshold = uint64_t(a.p * 16777216.0);  // p in 24-bit fixed point
   switch (c.out.dtype()) {
     case DType::F32:
-      return apply<float>(c, key, threshold, a.p);
+      return apply_dropout<float>(c, key, threshold, a.p);
     case DType::F64:
-      return apply<double>(c, key, threshold, a.p);
+      return apply_dropout<double>(c, key, threshold, a.p);
     default:
       throw make_error(c.node.label(), ": dropout needs f32 or f64, got ",
                        dtype_name(c.out.dtype()));

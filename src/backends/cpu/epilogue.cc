@@ -11,7 +11,7 @@ namespace rlx::cpu {
 namespace {
 
 template <typename T>
-T activate(Epilogue act, T x) {
+T epilogue_activate(Epilogue act, T x) {
   switch (act) {
     case Epilogue::none:
       return x;
@@ -42,7 +42,7 @@ void row_scalar(Epilogue act, T* y, int64_t n, const T* col_bias, const T* row_b
     if (row_bias) v += *row_bias;
     if (col_bias) v += col_bias[j];
     if (res) v += res[j];
-    y[j] = activate(act, v);
+    y[j] = epilogue_activate(act, v);
   }
 }
 
@@ -50,7 +50,7 @@ RLX_AVX2_INLINE __m256 relu6(__m256 x) {
   // NaN lanes pass through both (the second operand is returned for NaN).
   return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(_mm256_setzero_ps(), x));
 }
-RLX_AVX2_INLINE __m256 identity(__m256 x) { return x; }
+RLX_AVX2_INLINE __m256 identity_lanes(__m256 x) { return x; }
 RLX_AVX2_INLINE __m256 hard_swish(__m256 x) {
   const __m256 c = relu6(_mm256_add_ps(x, _mm256_set1_ps(3.0f)));
   return _mm256_div_ps(_mm256_mul_ps(x, c), _mm256_set1_ps(6.0f));
@@ -99,7 +99,7 @@ RowFn with_bias(Bias b) {
 RowFn avx2_row(Epilogue act, Bias b) {
   switch (act) {
     case Epilogue::none:
-      return with_bias<identity>(b);
+      return with_bias<identity_lanes>(b);
     case Epilogue::relu:
       return with_bias<vm::relu>(b);
     case Epilogue::relu6:
@@ -117,7 +117,7 @@ RowFn avx2_row(Epilogue act, Bias b) {
     case Epilogue::hard_swish:
       return with_bias<hard_swish>(b);
   }
-  return with_bias<identity>(b);
+  return with_bias<identity_lanes>(b);
 }
 
 // row_avx2 on 16 lanes, for the activations bound by their arithmetic
@@ -167,8 +167,8 @@ RowFn avx512_row(Epilogue act, Bias b) {
 }
 
 template <typename T>
-void apply(const GemmEpilogue<T>& e, T* C, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
-           int64_t col0) {
+void epilogue_block(const GemmEpilogue<T>& e, T* C, int64_t ldc, int64_t rows, int64_t cols,
+                    int64_t row0, int64_t col0) {
   if (!e.active()) return;
   const Bias b = !e.bias ? Bias::none : e.bias_per_row ? Bias::row : Bias::column;
   // Chosen once per block: the sgemm driver calls this on narrow blocks
@@ -197,11 +197,11 @@ void apply(const GemmEpilogue<T>& e, T* C, int64_t ldc, int64_t rows, int64_t co
 
 void apply_epilogue(const GemmEpilogue<float>& e, float* C, int64_t ldc, int64_t rows, int64_t cols,
                     int64_t row0, int64_t col0) {
-  apply(e, C, ldc, rows, cols, row0, col0);
+  epilogue_block(e, C, ldc, rows, cols, row0, col0);
 }
 void apply_epilogue(const GemmEpilogue<double>& e, double* C, int64_t ldc, int64_t rows,
                     int64_t cols, int64_t row0, int64_t col0) {
-  apply(e, C, ldc, rows, cols, row0, col0);
+  epilogue_block(e, C, ldc, rows, cols, row0, col0);
 }
 
 }  // namespace rlx::cpu

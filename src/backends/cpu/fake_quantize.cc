@@ -28,17 +28,17 @@ constexpr int64_t kBlock = 16384;  // elements per parallel chunk
 
 // The channel layout and per-channel constants of one call.
 template <typename T>
-struct Plan {
+struct FqPlan {
   int64_t outer = 1, channels = 1, inner = 1;
   T qmin = 0, qmax = 0;
   std::vector<T> scale, zero;  // per channel (a [1] scale is repeated)
 };
 
 template <typename T>
-Plan<T> plan_of(const KernelCall& c, const Tensor& x, size_t scale_input) {
+FqPlan<T> plan_of(const KernelCall& c, const Tensor& x, size_t scale_input) {
   const auto& a = c.node.attrs_as<FakeQuantAttrs>();
   const FakeQuantRange r = fake_quant_range(a);
-  Plan<T> p;
+  FqPlan<T> p;
   p.qmin = T(r.qmin);
   p.qmax = T(r.qmax);
   if (a.axis) {
@@ -157,11 +157,11 @@ void floor_scales(std::vector<T>& s) {
 }
 
 template <typename T>
-void forward(const KernelCall& c) {
+void fq_forward(const KernelCall& c) {
   const Tensor& xt = c.in[0];
   const T* x = xt.data<T>();
   T* y = c.out.data<T>();
-  Plan<T> p = plan_of<T>(c, xt, 1);
+  FqPlan<T> p = plan_of<T>(c, xt, 1);
   const bool avx = std::is_same_v<T, float> && has_avx2_fma();
   if (p.scale.empty()) {  // scale=batch: max|x| per channel / qmax
     p.scale = reduce_channels<T>(
@@ -195,13 +195,13 @@ void forward(const KernelCall& c) {
 // ---- backward: dx (identity or clipped) and the lsq scale gradient
 
 template <typename T>
-void backward(const KernelCall& c) {
+void fq_backward(const KernelCall& c) {
   const auto& a = c.node.attrs_as<FakeQuantAttrs>();
   const Tensor& xt = c.in[0];
   const T *x = xt.data<T>(), *dy = c.in[1].data<T>();
   T* dx = c.outs[0].data<T>();
   Tensor& dscale = c.outs[1];
-  Plan<T> p = plan_of<T>(c, xt, 2);
+  FqPlan<T> p = plan_of<T>(c, xt, 2);
   if (p.scale.empty()) {  // scale=batch: the same scale as the forward computed
     p.scale = reduce_channels<T>(
         p.outer, p.channels, p.inner, T(0),
@@ -241,9 +241,9 @@ void backward(const KernelCall& c) {
 void fake_quantize(const KernelCall& c) {
   switch (c.out.dtype()) {
     case DType::F32:
-      return forward<float>(c);
+      return fq_forward<float>(c);
     case DType::F64:
-      return forward<double>(c);
+      return fq_forward<double>(c);
     default:
       throw make_error(c.node.label(), ": fake_quantize needs f32 or f64, got ",
                        dtype_name(c.out.dtype()));
@@ -253,9 +253,9 @@ void fake_quantize(const KernelCall& c) {
 void fake_quantize_grad(const KernelCall& c) {
   switch (c.out.dtype()) {
     case DType::F32:
-      return backward<float>(c);
+      return fq_backward<float>(c);
     case DType::F64:
-      return backward<double>(c);
+      return fq_backward<double>(c);
     default:
       throw make_error(c.node.label(), ": fake_quantize_grad needs f32 or f64, got ",
                        dtype_name(c.out.dtype()));

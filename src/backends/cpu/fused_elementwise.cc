@@ -27,7 +27,7 @@ constexpr int64_t kChunk = 512;
 // A program ready to run: its instructions, and for every value (inputs,
 // then instructions) the scratch slot that holds its chunk, reused once the
 // value is dead. Inputs read in place have no slot (-1).
-struct Plan {
+struct FusedPlan {
   EwProgram program;
   std::vector<int> slot;
   int slots = 0;
@@ -45,8 +45,8 @@ bool is_heavy(const EwInstr& in) {
   }
 }
 
-Plan make_plan(EwProgram p) {
-  Plan plan;
+FusedPlan make_fused_plan(EwProgram p) {
+  FusedPlan plan;
   const size_t values = size_t(p.inputs) + p.code.size();
   std::vector<size_t> last_use(values, 0);
   for (size_t i = 0; i < p.code.size(); ++i)
@@ -80,16 +80,17 @@ Plan make_plan(EwProgram p) {
 // times, and the text with its input dtypes is the key. The cache forgets
 // everything past kMaxPlans (a process that compiles model after model);
 // callers hold their plan, so forgetting one in use is safe.
-std::shared_ptr<const Plan> cached_plan(const std::string& text, const std::vector<DType>& types) {
+std::shared_ptr<const FusedPlan> cached_plan(const std::string& text,
+                                             const std::vector<DType>& types) {
   constexpr size_t kMaxPlans = 4096;
   static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<const Plan>> cache;
+  static std::unordered_map<std::string, std::shared_ptr<const FusedPlan>> cache;
   std::string key = text + '|';
   for (DType t : types) key += dtype_name(t);
   std::lock_guard lock(mu);
   if (auto at = cache.find(key); at != cache.end()) return at->second;
   if (cache.size() >= kMaxPlans) cache.clear();
-  auto plan = std::make_shared<const Plan>(make_plan(parse_program(text, types)));
+  auto plan = std::make_shared<const FusedPlan>(make_fused_plan(parse_program(text, types)));
   cache.emplace(std::move(key), plan);
   return plan;
 }
@@ -143,9 +144,9 @@ void fused_elementwise(const KernelCall& c) {
   const Node& node = c.node;
   std::vector<DType> types;
   for (const Tensor& t : c.in) types.push_back(t.dtype());
-  const std::shared_ptr<const Plan> held =
+  const std::shared_ptr<const FusedPlan> held =
       cached_plan(node.attrs_as<FusedElementwiseAttrs>().program, types);
-  const Plan& plan = *held;
+  const FusedPlan& plan = *held;
   const EwProgram& prog = plan.program;
   RLX_CHECK(c.out.dtype() == DType::F32, node.label(), ": output must be f32, got ",
             dtype_name(c.out.dtype()));

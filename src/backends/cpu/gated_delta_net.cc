@@ -30,7 +30,7 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr int64_t kGrainWork = 1 << 15;  // multiply-adds per parallel_for chunk, at least
+constexpr int64_t kGdnGrainWork = 1 << 15;  // multiply-adds per parallel_for chunk, at least
 
 // Where sequence bh = b * H + h starts: q / k / v / o rows are H * N apart, g / beta H apart.
 struct Sequence {
@@ -108,11 +108,6 @@ struct ChunkScratch {
         kd(u.size()),
         gam(size_t(kGdnChunk)) {}
 };
-
-void exp_in_place(float* v, int64_t n) { vexp(v, v, n); }
-void exp_in_place(double* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) v[i] = std::exp(v[i]);
-}
 
 template <typename T>
 __attribute__((always_inline)) inline void chunked_sequence(const GdnView<T>& a, int64_t bh,
@@ -194,9 +189,9 @@ RLX_AVX2 void chunked_range_avx2(const GdnView<T>& a, int64_t begin, int64_t end
 }
 
 template <typename T>
-void run(const GdnView<T>& a, GdnForm form) {
+void gdn_run(const GdnView<T>& a, GdnForm form) {
   const int64_t per_seq = std::max<int64_t>(1, 3 * a.S * a.N * a.N);
-  const int64_t grain = std::max<int64_t>(1, kGrainWork / per_seq);
+  const int64_t grain = std::max<int64_t>(1, kGdnGrainWork / per_seq);
   const bool avx2 = cpu_isa() >= Isa::avx2;
   if (form == GdnForm::chunked) {
     parallel_for(a.B * a.H, grain, [&](int64_t b0, int64_t b1) {
@@ -211,7 +206,7 @@ void run(const GdnView<T>& a, GdnForm form) {
 
 }  // namespace
 
-void gated_delta_net_run(const GdnView<float>& a, GdnForm form) { run(a, form); }
-void gated_delta_net_run(const GdnView<double>& a, GdnForm form) { run(a, form); }
+void gated_delta_net_run(const GdnView<float>& a, GdnForm form) { gdn_run(a, form); }
+void gated_delta_net_run(const GdnView<double>& a, GdnForm form) { gdn_run(a, form); }
 
 }  // namespace rlx::cpu

@@ -17,7 +17,7 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr int64_t kGrainElems = 16384;
+constexpr int64_t kLossGrain = 16384;
 
 // Labels as i64, validated: ignore_index stays as is, anything else must be in [0, C).
 std::vector<int64_t> read_labels(const KernelCall& c, int64_t C, int64_t ignore) {
@@ -76,7 +76,7 @@ template <typename T>
 void loss_typed(const KernelCall& c, const Setup& s) {
   const T* x = c.in[0].data<T>();
   std::vector<double> per(size_t(s.N), 0.0);
-  const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, s.C));
+  const int64_t grain = std::max<int64_t>(1, kLossGrain / std::max<int64_t>(1, s.C));
   parallel_for(s.N, grain, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
       const int64_t l = s.labels[size_t(n)];
@@ -102,7 +102,7 @@ void grad_typed(const KernelCall& c, const Setup& s) {
   T* out = c.out.data<T>();
   const bool none = s.reduction == LossReduction::none;
   const double scale = none ? 1.0 : s.reduction == LossReduction::sum ? 1.0 : 1.0 / double(s.count);
-  const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, s.C));
+  const int64_t grain = std::max<int64_t>(1, kLossGrain / std::max<int64_t>(1, s.C));
   parallel_for(s.N, grain, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
       const int64_t l = s.labels[size_t(n)];

@@ -23,7 +23,7 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr int64_t kGrainElems = 16384;
+constexpr int64_t kNormGradGrain = 16384;
 
 struct Sums {
   double s1 = 0, s2 = 0, s3 = 0;
@@ -107,7 +107,7 @@ void dx_run(const T* x, const T* dy, const T* g, T gs, T* dx, int64_t n, double 
   dx_body(x, dy, g, gs, dx, n, mh, ml, T(p), T(q), T(r));
 }
 
-struct Layout {
+struct NormGradLayout {
   int64_t rows = 0, inner = 0;  // rows of `inner` elements
   int64_t runs = 1, run = 0;    // each row: `runs` runs of `run` elements (group_norm: C/G x S)
   int64_t C = 0, G = 1, N = 0;  // group_norm only
@@ -115,12 +115,12 @@ struct Layout {
   double eps = 0;  // the op's attributes, read from either set
 };
 
-Layout layout_of(const KernelCall& c) {
+NormGradLayout norm_grad_layout_of(const KernelCall& c) {
   const Node& n = c.node;
   const Tensor& x = c.in[0];
   RLX_CHECK(c.in[1].dims() == x.dims(), n.label(), ": dy ", dims_str(c.in[1].dims()),
             " does not match x ", dims_str(x.dims()));
-  Layout L;
+  NormGradLayout L;
   L.rms = n.op == Op::RmsNormGrad;
   if (n.op == Op::GroupNormGrad) {
     RLX_CHECK(x.rank() >= 2, n.label(), ": x must be [N,C,...], got ", dims_str(x.dims()));
@@ -159,14 +159,14 @@ struct RowStats {
 };
 
 template <typename T>
-void norm_grad_typed(const KernelCall& c, const Layout& L) {
+void norm_grad_typed(const KernelCall& c, const NormGradLayout& L) {
   const double eps = L.eps;
   const T *x = c.in[0].data<T>(), *dy = c.in[1].data<T>();
   const T* g = c.in.size() > 2 ? c.in[2].data<T>() : nullptr;
   T* dx = c.outs[0].data<T>();
   T* dgamma = c.outs[1].data<T>();
   T* dbeta = c.outs.size() > 2 ? c.outs[2].data<T>() : nullptr;
-  const int64_t row_grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, L.inner));
+  const int64_t row_grain = std::max<int64_t>(1, kNormGradGrain / std::max<int64_t>(1, L.inner));
   // gamma of run k of row r (group_norm: one channel per run) or the row-indexed pointer.
   auto run_gamma = [&](int64_t row, int64_t k, const T** gp, T* gs) {
     *gp = nullptr;
@@ -212,7 +212,7 @@ void norm_grad_typed(const KernelCall& c, const Layout& L) {
   // dgamma = sum(dy * x_hat), dbeta = sum(dy) over the rows.
   if (L.grouped) {
     // channel ch: runs (n, ch) of S elements, statistics of row (n, ch / (C/G)).
-    const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, L.N * L.run));
+    const int64_t grain = std::max<int64_t>(1, kNormGradGrain / std::max<int64_t>(1, L.N * L.run));
     parallel_for(L.C, grain, [&](int64_t b, int64_t e) {
       for (int64_t ch = b; ch < e; ++ch) {
         double acc_g = 0, acc_b = 0;
@@ -230,7 +230,7 @@ void norm_grad_typed(const KernelCall& c, const Layout& L) {
     return;
   }
   // layer/rms: column chunks, rows streamed through each chunk's accumulators.
-  const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, L.rows));
+  const int64_t grain = std::max<int64_t>(1, kNormGradGrain / std::max<int64_t>(1, L.rows));
   parallel_for(L.inner, grain, [&](int64_t b, int64_t e) {
     std::vector<double> acc_g(size_t(e - b), 0.0), acc_b(size_t(e - b), 0.0);
     for (int64_t r = 0; r < L.rows; ++r) {
@@ -249,7 +249,7 @@ void norm_grad_typed(const KernelCall& c, const Layout& L) {
 }
 
 void norm_grad(const KernelCall& c) {
-  const Layout L = layout_of(c);
+  const NormGradLayout L = norm_grad_layout_of(c);
   RLX_CHECK(c.outs.size() == (c.node.op == Op::RmsNormGrad ? 2u : 3u), c.node.label(), ": wants ",
             c.node.op == Op::RmsNormGrad ? 2 : 3, " output buffers, got ", c.outs.size());
   if (c.in[0].numel() == 0) {  // empty x: zero parameter gradients

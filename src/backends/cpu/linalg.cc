@@ -146,7 +146,7 @@ void fill(T* p, int64_t count, T v) {
 }
 
 template <typename T>
-void identity(T* p, int64_t n) {
+void set_identity(T* p, int64_t n) {
   fill(p, n * n, T(0));
   for (int64_t i = 0; i < n; ++i) p[i * n + i] = T(1);
 }
@@ -288,7 +288,7 @@ void linalg_typed(const KernelCall& c) {
             vt(size_t(std::max<int64_t>(1, vr * n)));
         T *U = out(0) + b * m * uc, *S = out(1) + b * k, *Vh = out(2) + b * vr * n;
         if (k == 0) {  // LAPACK returns at once; the full forms are identities
-          if (at.full_matrices) identity(U, m), identity(Vh, n);
+          if (at.full_matrices) set_identity(U, m), set_identity(Vh, n);
           break;
         }
         const int info = L::gesdd(at.full_matrices ? 'A' : 'S', im, in, a.data(), S, u.data(),

@@ -17,14 +17,14 @@
 namespace rlx::cpu {
 namespace {
 
-struct Plan {
+struct MatmulPlan {
   int64_t M = 0, N = 0, K = 0;
   bool ta = false, tb = false;        // operands stored [K,M] / [N,K] (transpose_a/b)
   int64_t a_batch = 1, b_batch = 1;   // numel of each operand's own batch dims
   std::vector<int64_t> a_off, b_off;  // per output batch: element offsets into a, b
 };
 
-Plan make_plan(const KernelCall& c) {
+MatmulPlan make_matmul_plan(const KernelCall& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
   const std::string where =
       c.node.label() + ": matmul " + dims_str(a.dims()) + " @ " + dims_str(b.dims());
@@ -34,7 +34,7 @@ Plan make_plan(const KernelCall& c) {
   Dims ad = a.dims(), bd = b.dims();
   if (ad.size() == 1) ad.insert(ad.begin(), 1);
   if (bd.size() == 1) bd.push_back(1);
-  Plan p;
+  MatmulPlan p;
   const auto& t = c.node.attrs_as<MatMulAttrs>();
   p.ta = t.transpose_a;
   p.tb = t.transpose_b;
@@ -87,7 +87,7 @@ Plan make_plan(const KernelCall& c) {
 
 // `epi` (bias over columns, fused activation) runs on each block as it is computed.
 template <typename T>
-void matmul_float(const Plan& p, const T* a, const T* b, T* out, const GemmEpilogue<T>& epi,
+void matmul_float(const MatmulPlan& p, const T* a, const T* b, T* out, const GemmEpilogue<T>& epi,
                   WeightPack* pack) {
   const int64_t nb = int64_t(p.a_off.size()), M = p.M, N = p.N, K = p.K;
   if (nb == 0 || M == 0 || N == 0) return;
@@ -130,7 +130,7 @@ void matmul_float(const Plan& p, const T* a, const T* b, T* out, const GemmEpilo
 // Integer matmul: accumulate in uint64 (two's-complement wrap, no UB) and
 // truncate, which equals PyTorch's wrapping arithmetic in the narrow type.
 template <typename T>
-void matmul_int(const Plan& p, const T* a, const T* b, const T* bias, T* out) {
+void matmul_int(const MatmulPlan& p, const T* a, const T* b, const T* bias, T* out) {
   const int64_t nb = int64_t(p.a_off.size()), M = p.M, N = p.N, K = p.K;
   const int64_t rows = nb * M;
   int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, N * K));
@@ -159,7 +159,7 @@ void matmul_int(const Plan& p, const T* a, const T* b, const T* bias, T* out) {
 }  // namespace
 
 void matmul(const KernelCall& c) {
-  const Plan p = make_plan(c);
+  const MatmulPlan p = make_matmul_plan(c);
   const Tensor &a = c.in[0], &b = c.in[1];
   RLX_CHECK(c.out.dtype() == a.dtype(), c.node.label(), ": matmul output dtype ",
             dtype_name(c.out.dtype()), " differs from inputs ", dtype_name(a.dtype()));

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/elem_types.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
@@ -27,7 +28,7 @@ void par_copy(void* dst, const void* src, size_t bytes) {
 }
 
 // Rows over the leading `dims` with ~16K elements of work per chunk.
-int64_t row_grain(int64_t row_len) {
+int64_t movement_row_grain(int64_t row_len) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_len));
 }
 
@@ -56,7 +57,7 @@ void for_rows(const Dims& out_dims, F&& fn) {
   if (numel(out_dims) == 0) return;
   Dims lead(out_dims.begin(), out_dims.end() - (out_dims.empty() ? 0 : 1));
   int64_t row_len = out_dims.empty() ? 1 : out_dims.back();
-  parallel_for(numel(lead), row_grain(row_len), [&](int64_t b, int64_t e) {
+  parallel_for(numel(lead), movement_row_grain(row_len), [&](int64_t b, int64_t e) {
     Odometer od(lead);
     od.seek(b);
     for (int64_t r = b; r < e; ++r, od.next()) fn(r, od);
@@ -91,7 +92,6 @@ namespace {
 // reads input axis p[k]. Handles the case where the input's innermost axis
 // is not the output's: 2-D tiles over (out-innermost, in-innermost) axes so
 // both reads and writes stay in cache.
-bool has_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // dst[j * ds + i] = src[i * ss + j] for an 8x8 block of 4-byte elements.
 // Shuffles move bits unchanged, so loading any 4-byte dtype as floats is exact.
@@ -137,7 +137,7 @@ void transpose_tiled(const E* x, E* y, const Dims& id, const std::vector<int>& p
   constexpr int64_t T = 32;
   const int64_t ntb = (B + T - 1) / T;
   const int64_t nrest = numel(rest_dims);
-  const bool avx = has_avx2();
+  const bool avx = has_avx2_fma();
   parallel_for(nrest * ntb, std::max<int64_t>(1, 16384 / (T * A)), [&](int64_t b, int64_t e) {
     Odometer odo(rest_dims);
     odo.seek(b / ntb);
@@ -272,7 +272,7 @@ void slice(const KernelCall& c) {
   const size_t es = dtype_size(x.dtype()), row = size_t(inner) * es;
   const Byte* src = static_cast<const Byte*>(x.raw());
   Byte* dst = static_cast<Byte*>(c.out.raw());
-  parallel_for(outer * count, row_grain(inner), [&](int64_t b, int64_t e) {
+  parallel_for(outer * count, movement_row_grain(inner), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       int64_t o = t / count, k = t % count;
       std::memcpy(dst + size_t(t) * row, src + size_t(o * len + start + k * step) * row, row);
@@ -306,7 +306,7 @@ void split(const KernelCall& c) {
     if (outer == 1) {
       par_copy(dst, src + off, chunk);
     } else if (chunk > 0) {
-      parallel_for(outer, row_grain(int64_t(chunk / es)), [&](int64_t b, int64_t e) {
+      parallel_for(outer, movement_row_grain(int64_t(chunk / es)), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o)
           std::memcpy(dst + size_t(o) * chunk, src + size_t(o) * in_row + off, chunk);
       });
@@ -343,7 +343,7 @@ void concat(const KernelCall& c) {
       // An operand already in place was grown into (Session::run's append).
       if (dst + off != src) par_copy(dst + off, src, chunk);
     } else if (chunk > 0) {
-      parallel_for(outer, row_grain(int64_t(chunk / es)), [&](int64_t b, int64_t e) {
+      parallel_for(outer, movement_row_grain(int64_t(chunk / es)), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o)
           std::memcpy(dst + size_t(o) * out_row + off, src + size_t(o) * chunk, chunk);
       });

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
@@ -23,9 +24,7 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr int64_t kGrainElems = 16384;  // work per parallel_for chunk
-
-bool use_avx2() { return cpu_isa() >= Isa::avx2; }
+constexpr int64_t kNormGrain = 16384;  // work per parallel_for chunk
 
 // ---- row reductions: sum(x) and sum((x - c)^2), accumulated in double.
 
@@ -86,14 +85,14 @@ __attribute__((target("avx2,fma"))) double sq_dev_avx2(const float* x, int64_t n
 template <typename T>
 double row_sum(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float>)
-    if (use_avx2()) return sum_avx2(x, n);
+    if (has_avx2_fma()) return sum_avx2(x, n);
   return sum_scalar(x, n);
 }
 
 template <typename T>
 double row_sq_dev(const T* x, int64_t n, double c) {
   if constexpr (std::is_same_v<T, float>)
-    if (use_avx2()) return sq_dev_avx2(x, n, c);
+    if (has_avx2_fma()) return sq_dev_avx2(x, n, c);
   return sq_dev_scalar(x, n, c);
 }
 
@@ -139,7 +138,7 @@ void affine_plain(const T* x, T* y, int64_t n, T mh, T ml, T scale, const T* g, 
 template <typename T>
 void affine_row(const T* x, T* y, int64_t n, double mean, T scale, const T* g, const T* b) {
   const Mean2 m = split<T>(mean);
-  if (use_avx2())
+  if (has_avx2_fma())
     affine_avx2(x, y, n, T(m.hi), T(m.lo), scale, g, b);
   else
     affine_plain(x, y, n, T(m.hi), T(m.lo), scale, g, b);
@@ -163,7 +162,7 @@ void shift_plain(const T* x, T* y, int64_t n, T mh, T ml, T scale, T shift) {
 template <typename T>
 void shift_row(const T* x, T* y, int64_t n, double mean, T scale, T shift) {
   const Mean2 m = split<T>(mean);
-  if (use_avx2())
+  if (has_avx2_fma())
     shift_avx2(x, y, n, T(m.hi), T(m.lo), scale, shift);
   else
     shift_plain(x, y, n, T(m.hi), T(m.lo), scale, shift);
@@ -171,7 +170,7 @@ void shift_row(const T* x, T* y, int64_t n, double mean, T scale, T shift) {
 
 // ---- validation helpers
 
-void check_float(const KernelCall& c) {
+void norm_check_float(const KernelCall& c) {
   DType t = c.in[0].dtype();
   RLX_CHECK(t == DType::F32 || t == DType::F64, c.node.label(), ": expected a float tensor, got ",
             c.in[0].shape().str());
@@ -198,7 +197,7 @@ double check_eps(const KernelCall& c, double eps) {
 }
 
 int64_t grain_rows(int64_t row_len) {
-  return std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, row_len));
+  return std::max<int64_t>(1, kNormGrain / std::max<int64_t>(1, row_len));
 }
 
 // ---- layer_norm / rms_norm: rows of the trailing `naxes` dims.
@@ -222,7 +221,7 @@ void layer_norm_t(const KernelCall& c, int64_t inner, double eps, bool rms) {
 }
 
 void layer_or_rms(const KernelCall& c, bool rms) {
-  check_float(c);
+  norm_check_float(c);
   const Tensor& x = c.in[0];
   const auto& a = c.node.attrs_as<NormAttrs>();
   const int64_t naxes = a.naxes;
@@ -361,7 +360,7 @@ void layer_norm_2d_t(const KernelCall& c, double eps) {
       int64_t len = std::min(kPosBlock, hw - p0);
       const T* xb = x + n * C * hw + p0;
       T* yb = y + n * C * hw + p0;
-      if (use_avx2())
+      if (has_avx2_fma())
         ln2d_block_avx2(xb, yb, C, hw, len, eps, g, b, acc, mean_t, lo_t, rstd_t);
       else
         ln2d_block_plain(xb, yb, C, hw, len, eps, g, b, acc, mean_t, lo_t, rstd_t);
@@ -375,7 +374,7 @@ void layer_norm(const KernelCall& c) { layer_or_rms(c, false); }
 void rms_norm(const KernelCall& c) { layer_or_rms(c, true); }
 
 void group_norm(const KernelCall& c) {
-  check_float(c);
+  norm_check_float(c);
   const Tensor& x = c.in[0];
   RLX_CHECK(x.rank() >= 2, c.node.label(), ": x must be [N,C,...], got ", x.shape().str());
   const auto& a = c.node.attrs_as<GroupNormAttrs>();
@@ -394,7 +393,7 @@ void group_norm(const KernelCall& c) {
 }
 
 void batch_norm(const KernelCall& c) {
-  check_float(c);
+  norm_check_float(c);
   const Tensor& x = c.in[0];
   RLX_CHECK(x.rank() >= 2, c.node.label(), ": x must be [N,C,...], got ", x.shape().str());
   const int64_t C = x.dim(1);
@@ -408,7 +407,7 @@ void batch_norm(const KernelCall& c) {
 }
 
 void layer_norm_2d(const KernelCall& c) {
-  check_float(c);
+  norm_check_float(c);
   const Tensor& x = c.in[0];
   RLX_CHECK(x.rank() == 4, c.node.label(), ": x must be [N,C,H,W], got ", x.shape().str());
   check_param(c, 1, {x.dim(1)}, "gamma");

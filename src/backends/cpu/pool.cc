@@ -56,7 +56,7 @@ void check_plane_dims(const KernelCall& c, const std::string& where, int64_t OH,
 
 // A is MaxPoolAttrs (dilation, no count_include_pad) or AvgPoolAttrs (the reverse).
 template <typename A>
-PoolGeom make_geom(const KernelCall& c, const char* op) {
+PoolGeom make_pool_geom(const KernelCall& c, const char* op) {
   const Tensor& x = c.in[0];
   const std::string where = c.node.label() + ": " + op + " " + dims_str(x.dims());
   RLX_CHECK(x.rank() == 3 || x.rank() == 4, where, ": expected [N,]C,H,W");
@@ -98,14 +98,14 @@ PoolGeom make_geom(const KernelCall& c, const char* op) {
 }
 
 // For j in [0, n): j * s + off lies in [0, W) exactly for j in [lo, hi).
-void valid_range(int64_t n, int64_t s, int64_t off, int64_t W, int64_t& lo, int64_t& hi) {
+void pool_valid_range(int64_t n, int64_t s, int64_t off, int64_t W, int64_t& lo, int64_t& hi) {
   lo = off >= 0 ? 0 : (-off + s - 1) / s;
   hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / s + 1;
   lo = std::min(lo, n);
   hi = std::clamp(hi, lo, n);
 }
 
-int64_t row_grain(int64_t per_row) {
+int64_t pool_row_grain(int64_t per_row) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_row));
 }
 
@@ -119,7 +119,7 @@ void for_each_tap(const PoolGeom& g, int64_t oh, Tap&& tap) {
     for (int64_t kw = 0; kw < g.k[1]; ++kw) {
       const int64_t off = kw * g.d[1] - g.pb[1];
       int64_t lo, hi;
-      valid_range(g.OW, g.s[1], off, g.W, lo, hi);
+      pool_valid_range(g.OW, g.s[1], off, g.W, lo, hi);
       tap(ih, off, lo, hi);
     }
   }
@@ -223,7 +223,7 @@ void max_pool(const PoolGeom& g, const T* x, T* y) {
     if (has_avx2_fma() && g.d[0] == 1 && g.d[1] == 1 && g.s[1] <= 2) {
       const bool inside = g.pb[0] == 0 && g.pb[1] == 0 && (g.OH - 1) * g.s[0] + g.k[0] <= g.H &&
                           (g.OW - 1) * g.s[1] + g.k[1] <= g.W;
-      return parallel_for(g.planes, row_grain(g.OH * g.OW * g.k[0] * g.k[1]),
+      return parallel_for(g.planes, pool_row_grain(g.OH * g.OW * g.k[0] * g.k[1]),
                           [&](int64_t p0, int64_t p1) {
                             if (inside && g.s[1] == 1)
                               return max_pool_f32_inside<1>(g, x, y, p0, p1);
@@ -234,52 +234,55 @@ void max_pool(const PoolGeom& g, const T* x, T* y) {
     }
   const T init = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                       : std::numeric_limits<T>::lowest();
-  parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t oh = r % g.OH;
-      const T* xp = x + r / g.OH * g.H * g.W;
-      T* yr = y + r * g.OW;
-      std::fill(yr, yr + g.OW, init);
-      for_each_tap(g, oh, [&](int64_t ih, int64_t off, int64_t lo, int64_t hi) {
-        const T* xr = xp + ih * g.W;
-        for (int64_t j = lo; j < hi; ++j) yr[j] = take_max(yr[j], xr[j * g.s[1] + off]);
-      });
-    }
-  });
+  parallel_for(g.planes * g.OH, pool_row_grain(g.OW * g.k[0] * g.k[1]),
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t r = r0; r < r1; ++r) {
+                   const int64_t oh = r % g.OH;
+                   const T* xp = x + r / g.OH * g.H * g.W;
+                   T* yr = y + r * g.OW;
+                   std::fill(yr, yr + g.OW, init);
+                   for_each_tap(g, oh, [&](int64_t ih, int64_t off, int64_t lo, int64_t hi) {
+                     const T* xr = xp + ih * g.W;
+                     for (int64_t j = lo; j < hi; ++j)
+                       yr[j] = take_max(yr[j], xr[j * g.s[1] + off]);
+                   });
+                 }
+               });
 }
 
 template <typename T>
 void avg_pool(const PoolGeom& g, const T* x, T* y) {
-  parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
-    std::vector<T> div(size_t(g.OW));
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t oh = r % g.OH;
-      const T* xp = x + r / g.OH * g.H * g.W;
-      T* yr = y + r * g.OW;
-      std::fill(yr, yr + g.OW, T(0));
-      // PyTorch: the window is first clipped to the padded input (which only
-      // matters for ceil_mode's extra windows), that size is the
-      // count_include_pad divisor; then clipped to the input for the sum.
-      const int64_t h0 = oh * g.s[0] - g.pb[0], h1 = std::min(h0 + g.k[0], g.H + g.pe[0]);
-      const int64_t hc = std::min(h1, g.H) - std::max<int64_t>(h0, 0);
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        const int64_t w0 = ow * g.s[1] - g.pb[1], w1 = std::min(w0 + g.k[1], g.W + g.pe[1]);
-        const int64_t wc = std::min(w1, g.W) - std::max<int64_t>(w0, 0);
-        const int64_t n = g.count_include_pad ? (h1 - h0) * (w1 - w0) : hc * wc;
-        div[size_t(ow)] = n > 0 ? T(n) : T(1);  // empty windows (not reachable) give 0
-      }
-      for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h1, g.H); ++ih) {
-        const T* xr = xp + ih * g.W;
-        for (int64_t kw = 0; kw < g.k[1]; ++kw) {
-          const int64_t off = kw - g.pb[1];
-          int64_t lo, hi;
-          valid_range(g.OW, g.s[1], off, g.W, lo, hi);
-          for (int64_t j = lo; j < hi; ++j) yr[j] += xr[j * g.s[1] + off];
+  parallel_for(
+      g.planes * g.OH, pool_row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
+        std::vector<T> div(size_t(g.OW));
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t oh = r % g.OH;
+          const T* xp = x + r / g.OH * g.H * g.W;
+          T* yr = y + r * g.OW;
+          std::fill(yr, yr + g.OW, T(0));
+          // PyTorch: the window is first clipped to the padded input (which only
+          // matters for ceil_mode's extra windows), that size is the
+          // count_include_pad divisor; then clipped to the input for the sum.
+          const int64_t h0 = oh * g.s[0] - g.pb[0], h1 = std::min(h0 + g.k[0], g.H + g.pe[0]);
+          const int64_t hc = std::min(h1, g.H) - std::max<int64_t>(h0, 0);
+          for (int64_t ow = 0; ow < g.OW; ++ow) {
+            const int64_t w0 = ow * g.s[1] - g.pb[1], w1 = std::min(w0 + g.k[1], g.W + g.pe[1]);
+            const int64_t wc = std::min(w1, g.W) - std::max<int64_t>(w0, 0);
+            const int64_t n = g.count_include_pad ? (h1 - h0) * (w1 - w0) : hc * wc;
+            div[size_t(ow)] = n > 0 ? T(n) : T(1);  // empty windows (not reachable) give 0
+          }
+          for (int64_t ih = std::max<int64_t>(h0, 0); ih < std::min(h1, g.H); ++ih) {
+            const T* xr = xp + ih * g.W;
+            for (int64_t kw = 0; kw < g.k[1]; ++kw) {
+              const int64_t off = kw - g.pb[1];
+              int64_t lo, hi;
+              pool_valid_range(g.OW, g.s[1], off, g.W, lo, hi);
+              for (int64_t j = lo; j < hi; ++j) yr[j] += xr[j * g.s[1] + off];
+            }
+          }
+          for (int64_t ow = 0; ow < g.OW; ++ow) yr[ow] /= div[size_t(ow)];
         }
-      }
-      for (int64_t ow = 0; ow < g.OW; ++ow) yr[ow] /= div[size_t(ow)];
-    }
-  });
+      });
 }
 
 template <typename T>
@@ -287,7 +290,7 @@ void adaptive_avg(const KernelCall& c, int64_t OH, int64_t OW, const T* x, T* y)
   const int64_t H = c.in[0].dim(-2), W = c.in[0].dim(-1);
   const int64_t planes = c.in[0].numel() / (H * W);
   const int64_t per_row = OW * ((H + OH - 1) / OH + 1) * ((W + OW - 1) / OW + 1);
-  parallel_for(planes * OH, row_grain(per_row), [&](int64_t r0, int64_t r1) {
+  parallel_for(planes * OH, pool_row_grain(per_row), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t oh = r % OH;
       const T* xp = x + r / OH * H * W;
@@ -332,11 +335,12 @@ void window_argmax_row(const PoolGeom& g, const T* xp, int64_t oh, T* best, int6
 // by inference's hot path.
 template <typename T>
 void max_pool_indices(const PoolGeom& g, const T* x, int64_t* idx) {
-  parallel_for(g.planes * g.OH, row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
-    std::vector<T> best(size_t(g.OW));
-    for (int64_t r = r0; r < r1; ++r)
-      window_argmax_row(g, x + r / g.OH * g.H * g.W, r % g.OH, best.data(), idx + r * g.OW);
-  });
+  parallel_for(
+      g.planes * g.OH, pool_row_grain(g.OW * g.k[0] * g.k[1]), [&](int64_t r0, int64_t r1) {
+        std::vector<T> best(size_t(g.OW));
+        for (int64_t r = r0; r < r1; ++r)
+          window_argmax_row(g, x + r / g.OH * g.H * g.W, r % g.OH, best.data(), idx + r * g.OW);
+      });
 }
 
 // Row oh's argmax taps (window_argmax_row) in per-thread buffers of OW.
@@ -442,14 +446,14 @@ void for_max_pool_dtype(const KernelCall& c, const char* op, Fn&& fn) {
 }  // namespace
 
 void max_pool2d_indices(const KernelCall& c) {
-  const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d_indices");
+  const PoolGeom g = make_pool_geom<MaxPoolAttrs>(c, "max_pool2d_indices");
   for_max_pool_dtype(c, "max_pool2d_indices", [&]<typename T>(T) {
     max_pool_indices(g, c.in[0].data<T>(), c.out.data<int64_t>());
   });
 }
 
 void max_pool2d_grad(const KernelCall& c) {
-  const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d_grad");
+  const PoolGeom g = make_pool_geom<MaxPoolAttrs>(c, "max_pool2d_grad");
   const Tensor &x = c.in[0], &dy = c.in[1];
   const bool two_by_two = g.k[0] == 2 && g.k[1] == 2 && g.s[0] == 2 && g.s[1] == 2 && g.d[0] == 1 &&
                           g.d[1] == 1 && g.pb[0] == 0 && g.pb[1] == 0 && 2 * g.OH <= g.H &&
@@ -465,13 +469,13 @@ void max_pool2d_grad(const KernelCall& c) {
 }
 
 void max_pool2d(const KernelCall& c) {
-  const PoolGeom g = make_geom<MaxPoolAttrs>(c, "max_pool2d");
+  const PoolGeom g = make_pool_geom<MaxPoolAttrs>(c, "max_pool2d");
   for_max_pool_dtype(c, "max_pool2d",
                      [&]<typename T>(T) { max_pool(g, c.in[0].data<T>(), c.out.data<T>()); });
 }
 
 void avg_pool2d(const KernelCall& c) {
-  const PoolGeom g = make_geom<AvgPoolAttrs>(c, "avg_pool2d");
+  const PoolGeom g = make_pool_geom<AvgPoolAttrs>(c, "avg_pool2d");
   RLX_CHECK(g.d[0] == 1 && g.d[1] == 1, c.node.label(), ": avg_pool2d has no dilation");
   const Tensor& x = c.in[0];
   if (x.dtype() == DType::F32) return avg_pool(g, x.data<float>(), c.out.data<float>());

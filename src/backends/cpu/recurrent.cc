@@ -18,7 +18,7 @@ namespace rlx::cpu {
 
 namespace {
 
-void activate(RnnActivation a, float* v, int64_t n) {
+void rnn_activate(RnnActivation a, float* v, int64_t n) {
   switch (a) {
     case RnnActivation::sigmoid:
       vsigmoid(v, v, n);
@@ -107,17 +107,17 @@ void run_direction(const RecurrentSpec& s, const Geometry& g, int64_t in_l, cons
         clip_to(zi, H, s.clip);
         clip_to(zf, H, s.clip);
         clip_to(zg, H, s.clip);
-        activate(s.f, zi, H);
-        activate(s.f, zf, H);
-        activate(s.g, zg, H);
+        rnn_activate(s.f, zi, H);
+        rnn_activate(s.f, zf, H);
+        rnn_activate(s.g, zg, H);
         for (int64_t j = 0; j < H; ++j) cb[j] = zf[j] * cb[j] + zi[j] * zg[j];
         if (peep)
           for (int64_t j = 0; j < H; ++j) zo[j] += peep[H + j] * cb[j];
         clip_to(zo, H, s.clip);
-        activate(s.f, zo, H);
+        rnn_activate(s.f, zo, H);
         float* th = tmp.data() + b * H;
         std::memcpy(th, cb, size_t(H) * sizeof(float));
-        activate(s.h, th, H);
+        rnn_activate(s.h, th, H);
         for (int64_t j = 0; j < H; ++j) th[j] *= zo[j];
         if (w_hr)  // h = (o * act_h(c)) W_hr^T
           gemm_serial(false, true, 1, W, H, 1.0f, th, H, w_hr, H, 0.0f, hb, W);
@@ -133,8 +133,8 @@ void run_direction(const RecurrentSpec& s, const Geometry& g, int64_t in_l, cons
         }
         clip_to(zr, H, s.clip);
         clip_to(zz, H, s.clip);
-        activate(s.f, zr, H);
-        activate(s.f, zz, H);
+        rnn_activate(s.f, zr, H);
+        rnn_activate(s.f, zz, H);
         if (s.linear_before_reset) {
           for (int64_t j = 0; j < H; ++j)
             zn[j] = xn[j] + zr[j] * (zn[j] + rec_bias[size_t(nb + j)]);
@@ -145,12 +145,12 @@ void run_direction(const RecurrentSpec& s, const Geometry& g, int64_t in_l, cons
           for (int64_t j = 0; j < H; ++j) zn[j] += xn[j];
         }
         clip_to(zn, H, s.clip);
-        activate(s.g, zn, H);
+        rnn_activate(s.g, zn, H);
         for (int64_t j = 0; j < H; ++j) y[j] = hb[j] = (1 - zz[j]) * zn[j] + zz[j] * hb[j];
       } else {
         for (int64_t j = 0; j < GH; ++j) z[j] += x[j];
         clip_to(z, H, s.clip);
-        activate(s.f, z, H);
+        rnn_activate(s.f, z, H);
         for (int64_t j = 0; j < H; ++j) y[j] = hb[j] = z[j];
       }
     }

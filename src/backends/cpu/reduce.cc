@@ -11,14 +11,13 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
 namespace {
-
-bool has_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // Calls f(T{}) with T the storage type of a non-f16/bf16 dtype (bool as u8;
 // callers reject the ops that make no sense on bool first).
@@ -64,7 +63,7 @@ using Acc = std::conditional_t<K == Kind::Max || K == Kind::Min, T,
                                std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>>;
 
 template <typename A, Kind K>
-A identity() {
+A reduce_identity() {
   if constexpr (K == Kind::Sum) return A(0);
   if constexpr (K == Kind::Prod) return A(1);
   if constexpr (K == Kind::Max)
@@ -157,14 +156,15 @@ __attribute__((target("avx2,fma"))) float row_maxmin_f32_avx2(const float* x, in
 template <typename T, Kind K, typename A = Acc<T, K>>
 A reduce_row(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
-    if (has_avx2()) {
+    if (has_avx2_fma()) {
       if constexpr (K == Kind::Sum) return row_sum_f32_avx2(x, n);
       if constexpr (K == Kind::Max) return row_maxmin_f32_avx2<true>(x, n);
       if constexpr (K == Kind::Min) return row_maxmin_f32_avx2<false>(x, n);
     }
   }
   // Four independent accumulators break the dependency chain.
-  A a[4] = {identity<A, K>(), identity<A, K>(), identity<A, K>(), identity<A, K>()};
+  A a[4] = {reduce_identity<A, K>(), reduce_identity<A, K>(), reduce_identity<A, K>(),
+            reduce_identity<A, K>()};
   int64_t i = 0;
   for (; i + 4 <= n; i += 4)
     for (int j = 0; j < 4; ++j) a[j] = step<A, K>(a[j], cvt<T, K>(x[i + j]));
@@ -184,7 +184,7 @@ void reduce_typed(const T* x, T* y, int64_t outer, int64_t red, int64_t inner, b
     const int64_t rlen = std::max<int64_t>(1, 32768 / iblk);
     const int64_t nrc = std::max<int64_t>(1, (red + rlen - 1) / rlen);
     std::vector<A> part(size_t(outer * nrc * inner));
-    const bool avx = has_avx2();
+    const bool avx = has_avx2_fma();
     const int64_t grain =
         std::max<int64_t>(1, 16384 / std::max<int64_t>(1, std::min(red, rlen) * iblk));
     parallel_for(outer * nib * nrc, grain, [&](int64_t b, int64_t e) {
@@ -197,7 +197,7 @@ void reduce_typed(const T* x, T* y, int64_t outer, int64_t red, int64_t inner, b
           acc[0] = reduce_row<T, K>(x + o * red + r0, r1 - r0);
           continue;
         }
-        std::fill(acc, acc + ni, identity<A, K>());
+        std::fill(acc, acc + ni, reduce_identity<A, K>());
         for (int64_t r = r0; r < r1; ++r) {
           const T* row = x + (o * red + r) * inner + i0;
           avx ? cols_avx2<T, K>(acc, row, ni) : cols_scalar<T, K>(acc, row, ni);
@@ -207,7 +207,7 @@ void reduce_typed(const T* x, T* y, int64_t outer, int64_t red, int64_t inner, b
     parallel_for(outer * inner, 4096, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         int64_t o = t / inner, i = t % inner;
-        A a = identity<A, K>();
+        A a = reduce_identity<A, K>();
         for (int64_t rc = 0; rc < nrc; ++rc)
           a = step<A, K>(a, part[size_t((o * nrc + rc) * inner + i)]);
         if constexpr (std::is_floating_point_v<T>) {

@@ -21,14 +21,13 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
 namespace {
-
-bool use_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // ---------------------------------------------------------------- resize
 
@@ -158,7 +157,7 @@ template <typename T>
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 template <typename T>
-__attribute__((target("avx2,fma"))) void axpy_avx2(T* y, const T* x, T a, int64_t n) {
+__attribute__((target("avx2,fma"))) void resize_axpy_avx2(T* y, const T* x, T a, int64_t n) {
   axpy_body(y, x, a, n);
 }
 template <typename T>
@@ -178,7 +177,7 @@ void resize_t(const KernelCall& c, ResizeMode mode, bool align_corners, bool ant
   const int64_t chunks = (OH + rows_per_task - 1) / rows_per_task;
   const T* xp = x.data<T>();
   T* yp = c.out.data<T>();
-  const bool avx = use_avx2();
+  const bool avx = has_avx2_fma();
   parallel_for(P * chunks, 1, [&](int64_t t0, int64_t t1) {
     std::vector<T> tmp;
     for (int64_t t = t0; t < t1; ++t) {
@@ -210,7 +209,7 @@ void resize_t(const KernelCall& c, ResizeMode mode, bool align_corners, bool ant
           const T wk = th.w[size_t(oh * th.K + k)];
           const T* row = tmp.data() + (th.idx[size_t(oh * th.K + k)] - lo) * OW;
           if (avx)
-            axpy_avx2(out, row, wk, OW);
+            resize_axpy_avx2(out, row, wk, OW);
           else
             axpy_plain(out, row, wk, OW);
         }

@@ -13,14 +13,13 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
 namespace {
-
-bool use_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // One row of D values. cs/sn hold rotary_dims/2 entries for this row's position. The rotated
 // pair is read before it is written, so y may alias x.
@@ -92,7 +91,7 @@ void rope_t(const KernelCall& c, int64_t rd, double theta, bool neox) {
       });
   const T* xp = x.data<T>();
   T* yp = c.out.data<T>();
-  const bool avx = use_avx2();
+  const bool avx = has_avx2_fma();
   parallel_for(B * H * S, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, D)),
                [&](int64_t r0, int64_t r1) {
                  for (int64_t r = r0; r < r1; ++r) {

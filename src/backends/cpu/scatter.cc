@@ -21,7 +21,7 @@ namespace {
 // UB); float max/min propagate NaN from either side, like torch amax/amin;
 // bool uses or (add, max) and and (mul, min).
 template <ScatterReduction R, typename T>
-inline void apply(T& dst, T src) {
+inline void scatter_apply(T& dst, T src) {
   if constexpr (R == ScatterReduction::none) {
     dst = src;
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -113,7 +113,7 @@ void scatter_elements(const KernelCall& c) {
     T* out = static_cast<T*>(c.out.raw());
     visit_reduction(red, [&]<ScatterReduction R>() {
       idx::ordered_by_dest(n, dest.data(), d.numel(), 1,
-                           [&](int64_t i) { apply<R>(out[dest[size_t(i)]], up[i]); });
+                           [&](int64_t i) { scatter_apply<R>(out[dest[size_t(i)]], up[i]); });
     });
   });
 }
@@ -161,7 +161,7 @@ void scatter_nd(const KernelCall& c) {
           for (int64_t t = 0; t < count; ++t) {
             T* o = out + dest[size_t(t)] * inner;
             const T* s = up + t * inner;
-            for (int64_t x = lo; x < hi; ++x) apply<R>(o[x], s[x]);
+            for (int64_t x = lo; x < hi; ++x) scatter_apply<R>(o[x], s[x]);
           }
         });
         return;
@@ -169,7 +169,7 @@ void scatter_nd(const KernelCall& c) {
       idx::ordered_by_dest(count, dest.data(), nrows, inner, [&](int64_t t) {
         T* o = out + dest[size_t(t)] * inner;
         const T* s = up + t * inner;
-        for (int64_t x = 0; x < inner; ++x) apply<R>(o[x], s[x]);
+        for (int64_t x = 0; x < inner; ++x) scatter_apply<R>(o[x], s[x]);
       });
     });
   });

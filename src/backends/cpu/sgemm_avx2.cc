@@ -16,8 +16,8 @@ namespace {
 // Bp rows are NR floats apart (the panel width), of which V vectors are read:
 // a panel's last columns may fit in fewer vectors than it holds.
 template <int M, int V, int NR>
-RLX_AVX2 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C, int64_t ldc,
-                           int64_t n, bool accumulate, const TileEpilogue* epi) {
+RLX_AVX2 void micro_kernel_avx2(int64_t K, const float* Ap, const float* Bp, float* C, int64_t ldc,
+                                int64_t n, bool accumulate, const TileEpilogue* epi) {
   __m256 acc[M][V];
   for (int r = 0; r < M; ++r)
     for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
@@ -110,15 +110,15 @@ struct Avx2 {
   static constexpr int64_t NC = 512;  // KC x NC = 512 KiB of packed B
   static constexpr int64_t MC = 168;  // 168 x 256 floats = 168 KiB of packed A (in L2)
   template <int M, int V>
-  static constexpr auto tile = &micro_kernel<M, V, NR>;
+  static constexpr auto tile = &micro_kernel_avx2<M, V, NR>;
   static constexpr auto transpose = &transpose8;
   static constexpr auto copy_panel = &copy_panel8;
 };
 
-constexpr SgemmKernel kKernel = sgemm_detail::Driver<Avx2>::kernel("avx2 6x16");
+constexpr SgemmKernel kAvx2Kernel = sgemm_detail::Driver<Avx2>::kernel("avx2 6x16");
 
 }  // namespace
 
-const SgemmKernel& sgemm_avx2_kernel() { return kKernel; }
+const SgemmKernel& sgemm_avx2_kernel() { return kAvx2Kernel; }
 
 }  // namespace rlx::cpu

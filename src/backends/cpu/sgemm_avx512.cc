@@ -11,6 +11,7 @@
 // GCC 12's AVX-512 headers build _mm512_setzero_ps & co. from a deliberately
 // uninitialized value, which -Wuninitialized flags in every caller (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  // popped at the end of the file (unity builds)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
@@ -18,14 +19,15 @@
 namespace rlx::cpu {
 namespace {
 
-#define RLX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define RLX_SGEMM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 // C[M rows, n <= 16*V cols] (+)= Ap (K x M, k-major) * Bp (K x 16V, k-major).
 // Bp rows are NR floats apart (the panel width), of which V vectors are read:
 // a panel's last columns may fit in fewer vectors than it holds.
 template <int M, int V, int NR>
-RLX_AVX512 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float* C, int64_t ldc,
-                             int64_t n, bool accumulate, const TileEpilogue* epi) {
+RLX_SGEMM_AVX512 void micro_kernel_avx512(int64_t K, const float* Ap, const float* Bp, float* C,
+                                          int64_t ldc, int64_t n, bool accumulate,
+                                          const TileEpilogue* epi) {
   __m512 acc[M][V];
   for (int r = 0; r < M; ++r)
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
@@ -70,8 +72,8 @@ RLX_AVX512 void micro_kernel(int64_t K, const float* Ap, const float* Bp, float*
 // dst[k * ldd + r] = scale * src[r * ld + k] for r < rows, k < 16: a 16 x 16
 // transpose in registers (rows >= `rows` read as zeros). Each of the 16 stored
 // rows writes `lanes` floats, so a panel's zero padding is written with it.
-RLX_AVX512 void transpose16(const float* src, int64_t ld, int64_t rows, float scale, float* dst,
-                            int64_t ldd, int64_t lanes) {
+RLX_SGEMM_AVX512 void transpose16(const float* src, int64_t ld, int64_t rows, float scale,
+                                  float* dst, int64_t ldd, int64_t lanes) {
   __m512 r[16], t[16];
   for (int i = 0; i < 16; ++i)
     r[i] = i < rows ? _mm512_mul_ps(_mm512_loadu_ps(src + i * ld), _mm512_set1_ps(scale))
@@ -105,7 +107,8 @@ RLX_AVX512 void transpose16(const float* src, int64_t ld, int64_t rows, float sc
 // dst[k * 32 + c] = src[k * ld + c] for k < kc, c < w (<= 32), zeros past w: a B panel row by
 // row in vector moves (a memcpy here compiles to rep movsq, slow for 128-byte rows: it took 13%
 // of mobilenet_v2's time).
-RLX_AVX512 void copy_panel16(const float* src, int64_t ld, int64_t kc, int64_t w, float* dst) {
+RLX_SGEMM_AVX512 void copy_panel16(const float* src, int64_t ld, int64_t kc, int64_t w,
+                                   float* dst) {
   const __mmask16 m0 = vm::first_lanes16(w), m1 = vm::first_lanes16(w - 16);
   for (int64_t k = 0; k < kc; ++k, src += ld, dst += 32) {
     _mm512_storeu_ps(dst, _mm512_maskz_loadu_ps(m0, src));
@@ -119,15 +122,19 @@ struct Avx512 {
   static constexpr int64_t NC = 512;  // KC x NC = 512 KiB of packed B
   static constexpr int64_t MC = 168;  // 168 x 256 floats = 168 KiB of packed A
   template <int M, int V>
-  static constexpr auto tile = &micro_kernel<M, V, NR>;
+  static constexpr auto tile = &micro_kernel_avx512<M, V, NR>;
   static constexpr auto transpose = &transpose16;
   static constexpr auto copy_panel = &copy_panel16;
 };
 
-constexpr SgemmKernel kKernel = sgemm_detail::Driver<Avx512>::kernel("avx512 14x32");
+constexpr SgemmKernel kAvx512Kernel = sgemm_detail::Driver<Avx512>::kernel("avx512 14x32");
 
 }  // namespace
 
-const SgemmKernel& sgemm_avx512_kernel() { return kKernel; }
+const SgemmKernel& sgemm_avx512_kernel() { return kAvx512Kernel; }
 
 }  // namespace rlx::cpu
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

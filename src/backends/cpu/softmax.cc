@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
 #include "backends/cpu/vmath512.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
@@ -15,8 +16,6 @@
 
 namespace rlx::cpu {
 namespace {
-
-bool has_avx2() { return cpu_isa() >= Isa::avx2; }
 
 // exp(x) for 8 floats: Cephes-style range reduction x = n ln2 + r, |r| <=
 // ln2/2, degree-6 polynomial, scale by 2^n. Relative error ~2 ulp. The clamps
@@ -139,7 +138,7 @@ RLX_AVX512_MATH void softmax_row_avx512(const float* x, float* y, int64_t n, boo
 template <typename T>
 T row_max(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float>)
-    if (has_avx2()) return row_max_avx2(x, n);
+    if (has_avx2_fma()) return row_max_avx2(x, n);
   T m = -INFINITY;
   for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
   return m;
@@ -148,7 +147,7 @@ T row_max(const T* x, int64_t n) {
 template <typename T>
 double exp_sum(const T* x, T m, T* y, int64_t n) {
   if constexpr (std::is_same_v<T, float>)
-    if (has_avx2()) return exp_sum_avx2(x, m, y, n);
+    if (has_avx2_fma()) return exp_sum_avx2(x, m, y, n);
   double s = 0;
   for (int64_t i = 0; i < n; ++i) {
     T e = std::exp(x[i] - m);
@@ -161,7 +160,7 @@ double exp_sum(const T* x, T m, T* y, int64_t n) {
 template <typename T>
 void exp_cols(const T* x, const T* m, T* y, double* sum, int64_t n) {
   if constexpr (std::is_same_v<T, float>)
-    if (has_avx2()) return exp_cols_avx2(x, m, y, sum, n);
+    if (has_avx2_fma()) return exp_cols_avx2(x, m, y, sum, n);
   for (int64_t i = 0; i < n; ++i) {
     y[i] = std::exp(x[i] - m[i]);
     sum[i] += y[i];

@@ -25,9 +25,7 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr int64_t kGrainWork = 1 << 15;  // multiply-adds per parallel_for chunk, at least
-
-bool use_avx2() { return cpu_isa() >= Isa::avx2; }
+constexpr int64_t kScanGrainWork = 1 << 15;  // multiply-adds per parallel_for chunk, at least
 
 // Run-time shapes may bind symbols that inference could only call compatible; check them all.
 void check_dims(const Node& n, const char* what, const Tensor& t, const Dims& want) {
@@ -35,18 +33,13 @@ void check_dims(const Node& n, const char* what, const Tensor& t, const Dims& wa
             dims_str(want));
 }
 
-void check_float(const Node& n, std::span<const Tensor> in) {
+void ssm_check_float(const Node& n, std::span<const Tensor> in) {
   const DType dt = in[0].dtype();
   RLX_CHECK(dt == DType::F32 || dt == DType::F64, n.label(), ": wants f32 or f64 inputs, got ",
             in[0].shape().str());
   for (const Tensor& t : in)
     RLX_CHECK(t.dtype() == dt, n.label(), ": inputs of mixed dtypes: ", in[0].shape().str(),
               " and ", t.shape().str());
-}
-
-void exp_in_place(float* v, int64_t n) { vexp(v, v, n); }
-void exp_in_place(double* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) v[i] = std::exp(v[i]);
 }
 
 // ---- selective_scan
@@ -135,9 +128,9 @@ void run_ssm(const KernelCall& c, const SelectiveScanSpec& s, int64_t B) {
            c.outs[1].data<T>(), x.dim(1),          x.dim(2),          c.in[2].dim(1)};
   const int64_t blocks = (a.D + kChannelBlock - 1) / kChannelBlock;
   const int64_t per_task = std::max<int64_t>(1, 3 * a.L * a.N * std::min(a.D, kChannelBlock));
-  const bool avx2 = use_avx2();
+  const bool avx2 = has_avx2_fma();
   parallel_for(
-      B * blocks, std::max<int64_t>(1, kGrainWork / per_task),
+      B * blocks, std::max<int64_t>(1, kScanGrainWork / per_task),
       [&](int64_t i0, int64_t i1) { avx2 ? ssm_range_avx2(a, i0, i1) : ssm_range(a, i0, i1); });
 }
 
@@ -172,7 +165,7 @@ void run_gdn(const KernelCall& c, const GatedDeltaNetSpec& s, int64_t B) {
 
 void gated_delta_net(const KernelCall& c) {
   const GatedDeltaNetSpec s = gated_delta_net_spec(c.node);
-  check_float(c.node, c.in);
+  ssm_check_float(c.node, c.in);
   const Tensor& q = c.in[0];
   RLX_CHECK(q.rank() == 4 && q.dim(3) == s.state_size, c.node.label(), ": q ", q.shape().str(),
             " must be [B, S, H, N] with N = state_size=", s.state_size);
@@ -192,7 +185,7 @@ void selective_scan(const KernelCall& c) {
   const SelectiveScanSpec s = selective_scan_spec(c.node);
   RLX_CHECK(int(c.in.size()) == s.num_inputs, c.node.label(), ": expected ", s.num_inputs,
             " inputs, got ", c.in.size());
-  check_float(c.node, c.in);
+  ssm_check_float(c.node, c.in);
   const Tensor &x = c.in[0], &A = c.in[2];
   RLX_CHECK(x.rank() == 3 && A.rank() == 2, c.node.label(), ": x ", x.shape().str(), " and A ",
             A.shape().str(), " must be [B, L, D] and [D, N]");

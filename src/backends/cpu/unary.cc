@@ -48,7 +48,7 @@ namespace {
 
 // The AVX2 form of an f32 map where the CPU has it; false: use the scalar one.
 template <__m256 (*F)(__m256), typename T>
-bool try_avx2(const T* x, T* y, int64_t n) {
+bool try_unary_avx2(const T* x, T* y, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
     if (has_avx2_fma()) {
       vm::map_avx2<F>(x, y, n);
@@ -68,7 +68,7 @@ bool try_simd(const T* x, T* y, int64_t n) {
       return true;
     }
   }
-  return try_avx2<F8>(x, y, n);
+  return try_unary_avx2<F8>(x, y, n);
 }
 
 }  // namespace
@@ -104,7 +104,7 @@ void unary_span(Op op, const OpAttrs& attrs, bool ggml_numerics, const T* x, T* 
   auto map = [&](auto f) { map_span<T>(x, y, n, f); };
   switch (family_op<UnaryOp>(op)) {
     case UnaryOp::Relu:
-      if (try_avx2<vm::relu>(x, y, n)) return;
+      if (try_unary_avx2<vm::relu>(x, y, n)) return;
       return map([](T x) { return relu_ref(x); });
     case UnaryOp::Gelu:
       if (try_simd<vm::gelu, vm16::gelu>(x, y, n)) return;

@@ -6,6 +6,7 @@
 #pragma once
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 
 #define RLX_AVX2 __attribute__((target("avx2,fma")))
@@ -210,5 +211,11 @@ void vexp(const float* x, float* y, int64_t n);
 void vtanh(const float* x, float* y, int64_t n);
 void verf(const float* x, float* y, int64_t n);
 void vsigmoid(const float* x, float* y, int64_t n);
+// v[i] = exp(v[i]) in place: vexp for floats, std::exp for doubles (the
+// selective scan and gated delta net kernels).
+inline void exp_in_place(float* v, int64_t n) { vexp(v, v, n); }
+inline void exp_in_place(double* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) v[i] = std::exp(v[i]);
+}
 
 }  // namespace rlx::cpu
