@@ -7,8 +7,6 @@
 
 namespace rlx::quant::detail {
 namespace {
-const uint8_t* B(const void* p) { return static_cast<const uint8_t*>(p); }
-uint8_t* B(void* p) { return static_cast<uint8_t*>(p); }
 
 // E2M1 code values times two (ggml's kvalues_mxfp4), and IQ4_NL's codebook.
 const int8_t kMxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};

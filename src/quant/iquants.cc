@@ -7,7 +7,6 @@
 namespace rlx::quant::detail {
 namespace {
 constexpr float kIq1sDelta = 0.125f;
-const uint8_t* B(const void* p) { return static_cast<const uint8_t*>(p); }
 
 // 7-bit sign index -> 8 sign bits (bit 7 = parity, so the count is even).
 uint8_t ksign(uint32_t k) { return uint8_t(k | (uint32_t(__builtin_parity(k)) << 7)); }

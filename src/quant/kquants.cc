@@ -12,9 +12,6 @@ namespace {
 constexpr int QK = 256;
 constexpr float kGroupMaxEps = 1e-15f;
 
-const uint8_t* B(const void* p) { return static_cast<const uint8_t*>(p); }
-uint8_t* B(void* p) { return static_cast<uint8_t*>(p); }
-
 // Symmetric signed quants with a scale search (ggml make_qx_quants, rmse_type 1, no weights).
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
   float max = 0, amax = 0;

@@ -15,23 +15,17 @@
 #include "quant/qgemm_impl.h"
 #include "rlx/dtype.h"
 
-#define RLX_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define RLX_QGEMM_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace rlx::quant::qgemm::detail {
 namespace {
-
-inline int32_t load_i32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // kAcc: chunks of 4 k whose maddubs results are summed in i16 before one
 // madd to i32; the weights' range bounds each chunk's pair sums by 2 * 255 *
 // max|v| (q4_0 |v| <= 8: 8 chunks; q5_0 16 and q4_1 / q4_K 15: 4; q5_1 /
 // q5_K 31 and q6_K 32: 2; q8_0: 1), so the i16 sum stays within +-32767.
 template <int G, bool kMin, bool kSigned, bool kSB, int kAcc, int RM>
-RLX_AVX2 void rows256(const TileArgs& t, int64_t r0) {
+RLX_QGEMM_AVX2 void rows256(const TileArgs& t, int64_t r0) {
   constexpr int NR = 8;
   constexpr size_t gb = group_bytes(G, NR, kMin);
   constexpr int64_t per = kSB ? 256 / G : 1;  // groups per activation scale
@@ -105,7 +99,7 @@ RLX_AVX2 void rows256(const TileArgs& t, int64_t r0) {
 }
 
 template <int G, bool kMin, bool kSigned, bool kSB, int kAcc>
-RLX_AVX2 void run(const TileArgs& t) {
+RLX_QGEMM_AVX2 void tiles_avx2(const TileArgs& t) {
   constexpr int RM = 4;
   int64_t r = 0;
   for (; r + RM <= t.rows; r += RM) rows256<G, kMin, kSigned, kSB, kAcc, RM>(t, r);
@@ -126,8 +120,8 @@ RLX_AVX2 void run(const TileArgs& t) {
 
 }  // namespace
 
-RLX_AVX2 void interleave_avx2(const int8_t* v, const float* s, const float* o, int64_t K, int G,
-                              bool has_min, uint8_t* dst) {
+RLX_QGEMM_AVX2 void interleave_avx2(const int8_t* v, const float* s, const float* o, int64_t K,
+                                    int G, bool has_min, uint8_t* dst) {
   constexpr int NR = 8;
   const int64_t ng = K / G;
   const size_t gb = group_bytes(G, NR, has_min);
@@ -157,20 +151,20 @@ RLX_AVX2 void interleave_avx2(const int8_t* v, const float* s, const float* o, i
 }
 
 namespace {
-RLX_AVX2 inline float hmax(__m256 v) {
+RLX_QGEMM_AVX2 inline float hmax(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   m = _mm_max_ss(m, _mm_movehdup_ps(m));
   return _mm_cvtss_f32(m);
 }
-RLX_AVX2 inline int hsum_i32(__m256i v) {
+RLX_QGEMM_AVX2 inline int hsum_i32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
   return _mm_cvtsi128_si32(s);
 }
 // Four vectors of 8 i32 -> 32 saturated i8 in element order.
-RLX_AVX2 inline __m256i pack_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
+RLX_QGEMM_AVX2 inline __m256i pack_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
   const __m256i x = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
   return _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
@@ -182,8 +176,8 @@ inline float round_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
 // Q8_K as quantize_row_q8_K (the first element of largest magnitude sets
 // iscale = -127 / max, q = min(127, round(iscale * x)), d = 1 / iscale);
 // cvtps rounds half to even as nearest_int does.
-RLX_AVX2 void quantize_row_avx2(GgmlType vdt, int G, bool offset, const float* x, int64_t K,
-                                uint8_t* q, float* da, float* mt) {
+RLX_QGEMM_AVX2 void quantize_row_avx2(GgmlType vdt, int G, bool offset, const float* x, int64_t K,
+                                      uint8_t* q, float* da, float* mt) {
   const __m256 sign = _mm256_set1_ps(-0.f);
   const __m256i flip = _mm256_set1_epi8(offset ? char(0x80) : 0);
   if (vdt == GgmlType::Q8_0 || vdt == GgmlType::Q8_1) {
@@ -259,21 +253,22 @@ RLX_AVX2 void quantize_row_avx2(GgmlType vdt, int G, bool offset, const float* x
 void run_avx2(GgmlType type, bool signed_act, const TileArgs& t) {
   switch (type) {
     case GgmlType::Q8_0:
-      return signed_act ? run<32, false, true, false, 1>(t) : run<32, false, false, false, 1>(t);
+      return signed_act ? tiles_avx2<32, false, true, false, 1>(t)
+                        : tiles_avx2<32, false, false, false, 1>(t);
     case GgmlType::Q4_0:
-      return run<32, false, false, false, 8>(t);
+      return tiles_avx2<32, false, false, false, 8>(t);
     case GgmlType::Q5_0:
-      return run<32, false, false, false, 4>(t);
+      return tiles_avx2<32, false, false, false, 4>(t);
     case GgmlType::Q4_1:
-      return run<32, true, false, false, 4>(t);
+      return tiles_avx2<32, true, false, false, 4>(t);
     case GgmlType::Q5_1:
-      return run<32, true, false, false, 2>(t);
+      return tiles_avx2<32, true, false, false, 2>(t);
     case GgmlType::Q4_K:
-      return run<32, true, false, true, 4>(t);
+      return tiles_avx2<32, true, false, true, 4>(t);
     case GgmlType::Q5_K:
-      return run<32, true, false, true, 2>(t);
+      return tiles_avx2<32, true, false, true, 2>(t);
     case GgmlType::Q6_K:
-      return run<16, false, false, true, 2>(t);
+      return tiles_avx2<16, false, false, true, 2>(t);
     default:
       return;
   }

@@ -12,28 +12,23 @@
 
 #include "quant/qgemm_impl.h"
 
-#define RLX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma")))
+#define RLX_QGEMM_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma")))
 
 namespace rlx::quant::qgemm::detail {
 namespace {
-
-inline int32_t load_i32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // kSB: Q8_K activations, one da per 256: the groups of a super-block are
 // summed as cvt(i) * s (+ o * group sum) and scaled by da once.
 // i32 -> f32. The zero-masked form (as for the gathers below): GCC 12's
 // unmasked intrinsics pass an _mm512_undefined_*() that -Wmaybe-uninitialized
 // flags once inlined here.
-RLX_AVX512 inline __m512 to_f32(__m512i v) {
+RLX_QGEMM_AVX512 inline __m512 to_f32(__m512i v) {
   return _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), v);
 }
 
 template <int G, bool kMin, bool kSB, int RM>
-RLX_AVX512 void rows512(const TileArgs& t, int64_t r0) {
+RLX_QGEMM_AVX512 void rows512(const TileArgs& t, int64_t r0) {
   constexpr int NR = 32;
   constexpr size_t gb = group_bytes(G, NR, kMin);
   constexpr int64_t per = kSB ? 256 / G : 1;  // groups per activation scale
@@ -116,7 +111,7 @@ RLX_AVX512 void rows512(const TileArgs& t, int64_t r0) {
 }
 
 template <int G, bool kMin, bool kSB>
-RLX_AVX512 void run(const TileArgs& t) {
+RLX_QGEMM_AVX512 void tiles_avx512(const TileArgs& t) {
   constexpr int RM = 4;
   int64_t r = 0;
   for (; r + RM <= t.rows; r += RM) rows512<G, kMin, kSB, RM>(t, r);
@@ -137,8 +132,8 @@ RLX_AVX512 void run(const TileArgs& t) {
 
 }  // namespace
 
-RLX_AVX512 void interleave_avx512(const int8_t* v, const float* s, const float* o, int64_t K, int G,
-                                  bool has_min, uint8_t* dst) {
+RLX_QGEMM_AVX512 void interleave_avx512(const int8_t* v, const float* s, const float* o, int64_t K,
+                                        int G, bool has_min, uint8_t* dst) {
   constexpr int NR = 32, L = 16;
   const int64_t ng = K / G;
   const size_t gb = group_bytes(G, NR, has_min);
@@ -173,11 +168,11 @@ RLX_AVX512 void interleave_avx512(const int8_t* v, const float* s, const float* 
 
 void run_avx512(int G, bool has_min, bool superblock, const TileArgs& t) {
   if (G == 16)
-    run<16, false, true>(t);  // q6_K
+    tiles_avx512<16, false, true>(t);  // q6_K
   else if (superblock)
-    has_min ? run<32, true, true>(t) : run<32, false, true>(t);
+    has_min ? tiles_avx512<32, true, true>(t) : tiles_avx512<32, false, true>(t);
   else
-    has_min ? run<32, true, false>(t) : run<32, false, false>(t);
+    has_min ? tiles_avx512<32, true, false>(t) : tiles_avx512<32, false, false>(t);
 }
 
 }  // namespace rlx::quant::qgemm::detail

@@ -16,6 +16,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "rlx/quant.h"
 
@@ -23,6 +24,13 @@ namespace rlx::quant::qgemm::detail {
 
 constexpr size_t group_bytes(int G, int NR, bool has_min) {
   return size_t(G) * size_t(NR) + 4 * size_t(NR) * (has_min ? 3 : 2);
+}
+
+// 4 bytes from p (any alignment) as an int32.
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
 }
 
 struct TileArgs {

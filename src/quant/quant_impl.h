@@ -18,6 +18,9 @@ inline void put_fp16(uint8_t* p, float f) {
   uint16_t h = f32_to_f16(f);
   std::memcpy(p, &h, 2);
 }
+// A block pointer as bytes.
+inline const uint8_t* B(const void* p) { return static_cast<const uint8_t*>(p); }
+inline uint8_t* B(void* p) { return static_cast<uint8_t*>(p); }
 inline uint16_t u16le(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);

@@ -12,11 +12,12 @@
 // GCC 12's AVX-512 headers pass _mm512_undefined_*() to the unmasked
 // intrinsics, which -Wmaybe-uninitialized reports falsely (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  // popped at the end of the file (unity builds)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#define RLX_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define RLX_VNNI512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vnni")))
+#define RLX_GROUPS_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define RLX_GROUPS_VNNI512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vnni")))
 
 namespace rlx::quant::detail {
 namespace {
@@ -41,7 +42,7 @@ inline void prefetch_quarter(const uint8_t* sb, size_t stride, int64_t i) {
     _mm_prefetch(reinterpret_cast<const char*>(sb + kAhead + o), _MM_HINT_T0);
 }
 
-inline int32_t u32at(const uint8_t* p) {
+inline int32_t i32at(const uint8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
@@ -56,7 +57,7 @@ inline int32_t u32at(const uint8_t* p) {
 // q8_0 moves its sign onto the activation (|q| <= 128, |a| <= 127: no
 // saturation of maddubs' 16-bit pair sums).
 template <bool kQ4>
-RLX_AVX2 inline __m256i dot_avx2(__m256i w, __m256i act) {
+RLX_GROUPS_AVX2 inline __m256i dot_avx2(__m256i w, __m256i act) {
   const __m256i ones = _mm256_set1_epi16(1);
   if constexpr (kQ4) return _mm256_madd_epi16(_mm256_maddubs_epi16(w, act), ones);
   return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(act, w)),
@@ -64,8 +65,8 @@ RLX_AVX2 inline __m256i dot_avx2(__m256i w, __m256i act) {
 }
 
 template <bool kQ4>
-RLX_AVX2 void q_blocks_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb,
-                            const GroupActivation& a, float* out) {
+RLX_GROUPS_AVX2 void q_blocks_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb,
+                                   const GroupActivation& a, float* out) {
   constexpr int64_t V = kQ4 ? 4 : 8;
   const uint8_t* q = g + scale_bytes;
   const __m256i low = _mm256_set1_epi8(0x0F);
@@ -76,11 +77,11 @@ RLX_AVX2 void q_blocks_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb,
     const __m256i start = _mm256_set1_epi32(kQ4 ? -8 * a.sum[b] : 0);
     __m256i s[2][2] = {{start, _mm256_setzero_si256()}, {start, _mm256_setzero_si256()}};
     for (int64_t j = 0; j < V; ++j) {
-      const __m256i lo_act = _mm256_set1_epi32(u32at(ab + 4 * j));
+      const __m256i lo_act = _mm256_set1_epi32(i32at(ab + 4 * j));
       for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + j * 64 + h * 32));
         if constexpr (kQ4) {
-          const __m256i hi_act = _mm256_set1_epi32(u32at(ab + 16 + 4 * j));
+          const __m256i hi_act = _mm256_set1_epi32(i32at(ab + 16 + 4 * j));
           s[h][0] = _mm256_add_epi32(s[h][0], dot_avx2<true>(_mm256_and_si256(v, low), lo_act));
           s[h][1] = _mm256_add_epi32(
               s[h][1], dot_avx2<true>(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), hi_act));
@@ -102,8 +103,8 @@ RLX_AVX2 void q_blocks_avx2(const uint8_t* g, size_t scale_bytes, int64_t nb,
 }
 
 template <bool kQ4>
-RLX_VNNI512 void q_blocks_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb,
-                               const GroupActivation& a, float* out) {
+RLX_GROUPS_VNNI512 void q_blocks_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb,
+                                      const GroupActivation& a, float* out) {
   constexpr int64_t V = kQ4 ? 4 : 8;
   const uint8_t* q = g + scale_bytes;
   const __m512i low = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(char(0x80));
@@ -115,9 +116,9 @@ RLX_VNNI512 void q_blocks_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb,
     __m512i s0 = _mm512_set1_epi32((kQ4 ? -8 : -128) * a.sum[b]), s1 = _mm512_setzero_si512();
     for (int64_t j = 0; j < V; ++j) {
       const __m512i v = _mm512_load_si512(q + j * 64);
-      const __m512i lo_act = _mm512_set1_epi32(u32at(ab + 4 * j));
+      const __m512i lo_act = _mm512_set1_epi32(i32at(ab + 4 * j));
       if constexpr (kQ4) {
-        const __m512i hi_act = _mm512_set1_epi32(u32at(ab + 16 + 4 * j));
+        const __m512i hi_act = _mm512_set1_epi32(i32at(ab + 16 + 4 * j));
         s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(v, low), lo_act);
         s1 = _mm512_dpbusd_epi32(s1, _mm512_and_si512(_mm512_srli_epi16(v, 4), low), hi_act);
       } else if (j % 2 == 0) {
@@ -147,8 +148,8 @@ inline int32_t sub_block_sum(const GroupActivation& a, int64_t s, int64_t j) {
 }
 
 template <bool kFive>
-RLX_AVX2 void q45_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
-                         const GroupActivation& a, float* out) {
+RLX_GROUPS_AVX2 void q45_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                                const GroupActivation& a, float* out) {
   const __m256i low = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
   constexpr size_t stride = kFive ? kQ5KGroupBytes : kQ4KGroupBytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -163,8 +164,8 @@ RLX_AVX2 void q45_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t 
       __m256i lo[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
       __m256i hi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
       for (int64_t j = 0; j < 8; ++j) {
-        const __m256i lo_act = _mm256_set1_epi32(u32at(aq + 64 * p + 4 * j));
-        const __m256i hi_act = _mm256_set1_epi32(u32at(aq + 64 * p + 32 + 4 * j));
+        const __m256i lo_act = _mm256_set1_epi32(i32at(aq + 64 * p + 4 * j));
+        const __m256i hi_act = _mm256_set1_epi32(i32at(aq + 64 * p + 32 + 4 * j));
         for (int h = 0; h < 2; ++h) {
           const __m256i v =
               _mm256_load_si256(reinterpret_cast<const __m256i*>(q + j * 64 + h * 32));
@@ -216,8 +217,8 @@ RLX_AVX2 void q45_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t 
 // and multiplied into every row's sums (batched decode), out[r * ldo + 0..15]. Each row's sums
 // and their order are the one-row kernel's, so its result is the same bits.
 template <bool kFive, int R>
-RLX_VNNI512 void q45_K_vnni_rows(const uint8_t* g, int64_t nsb, const GroupActivation* a,
-                                 float* out, int64_t ldo) {
+RLX_GROUPS_VNNI512 void q45_K_vnni_rows(const uint8_t* g, int64_t nsb, const GroupActivation* a,
+                                        float* out, int64_t ldo) {
   const __m512i low = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
   constexpr size_t stride = kFive ? kQ5KGroupBytes : kQ4KGroupBytes;
   __m512 acc[R];
@@ -243,9 +244,9 @@ RLX_VNNI512 void q45_K_vnni_rows(const uint8_t* g, int64_t nsb, const GroupActiv
           qh = _mm512_or_si512(qh, _mm512_and_si512(_mm512_slli_epi16(bits, 3), bit4));
         }
         for (int r = 0; r < R; ++r) {
-          lo[r] = _mm512_dpbusd_epi32(lo[r], ql, _mm512_set1_epi32(u32at(aq[r] + 64 * p + 4 * j)));
+          lo[r] = _mm512_dpbusd_epi32(lo[r], ql, _mm512_set1_epi32(i32at(aq[r] + 64 * p + 4 * j)));
           hi[r] =
-              _mm512_dpbusd_epi32(hi[r], qh, _mm512_set1_epi32(u32at(aq[r] + 64 * p + 32 + 4 * j)));
+              _mm512_dpbusd_epi32(hi[r], qh, _mm512_set1_epi32(i32at(aq[r] + 64 * p + 32 + 4 * j)));
         }
       }
       const __m512i sc_lo = _mm512_cvtepu8_epi32(
@@ -278,8 +279,8 @@ RLX_VNNI512 void q45_K_vnni_rows(const uint8_t* g, int64_t nsb, const GroupActiv
 }
 
 template <bool kFive>
-RLX_VNNI512 void q45_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
-                            const GroupActivation& a, float* out) {
+RLX_GROUPS_VNNI512 void q45_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                                   const GroupActivation& a, float* out) {
   q45_K_vnni_rows<kFive, 1>(g, nsb, &a, out, 0);
 }
 
@@ -310,8 +311,8 @@ inline const uint8_t* qh_vectors(const uint8_t* sb, int64_t h) {
   return sb + kQ6KQhAt + h * 8 * 64;
 }
 
-RLX_AVX2 void q6_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
-                        const GroupActivation& a, float* out) {
+RLX_GROUPS_AVX2 void q6_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                               const GroupActivation& a, float* out) {
   const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t s = 0; s < nsb; ++s) {
@@ -333,8 +334,8 @@ RLX_AVX2 void q6_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t n
             hi[r][k] = _mm256_set1_epi32(-32 * a.sum[shi + k]);
           }
         for (int64_t j = 0; j < 8; ++j) {
-          const __m256i lo_act = _mm256_set1_epi32(u32at(aq + 128 * h + 32 * c + 4 * j));
-          const __m256i hi_act = _mm256_set1_epi32(u32at(aq + 128 * h + 64 + 32 * c + 4 * j));
+          const __m256i lo_act = _mm256_set1_epi32(i32at(aq + 128 * h + 32 * c + 4 * j));
+          const __m256i hi_act = _mm256_set1_epi32(i32at(aq + 128 * h + 64 + 32 * c + 4 * j));
           for (int r = 0; r < 2; ++r) {
             const __m256i v =
                 _mm256_load_si256(reinterpret_cast<const __m256i*>(ql + j * 64 + r * 32));
@@ -370,8 +371,8 @@ RLX_AVX2 void q6_K_avx2(const uint8_t* g, size_t /*no scale section*/, int64_t n
   _mm256_storeu_ps(out + 8, acc[1]);
 }
 
-RLX_VNNI512 void q6_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
-                           const GroupActivation& a, float* out) {
+RLX_GROUPS_VNNI512 void q6_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                                  const GroupActivation& a, float* out) {
   const __m512i low = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
   __m512 acc = _mm512_setzero_ps();
   for (int64_t s = 0; s < nsb; ++s) {
@@ -396,9 +397,9 @@ RLX_VNNI512 void q6_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_
           const __m512i qhi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low),
                                               _mm512_and_si512(_mm512_srl_epi16(b, down), top));
           lo[j / 4] = _mm512_dpbusd_epi32(lo[j / 4], qlo,
-                                          _mm512_set1_epi32(u32at(aq + 128 * h + 32 * c + 4 * j)));
+                                          _mm512_set1_epi32(i32at(aq + 128 * h + 32 * c + 4 * j)));
           hi[j / 4] = _mm512_dpbusd_epi32(
-              hi[j / 4], qhi, _mm512_set1_epi32(u32at(aq + 128 * h + 64 + 32 * c + 4 * j)));
+              hi[j / 4], qhi, _mm512_set1_epi32(i32at(aq + 128 * h + 64 + 32 * c + 4 * j)));
         }
         for (int k = 0; k < 2; ++k) {
           const int64_t at_lo = (8 * h + 2 * c + k) * 16, at_hi = at_lo + 4 * 16;
@@ -451,3 +452,7 @@ GroupDotRowsFn group_dot_rows_vnni(GgmlType type) {
 }
 
 }  // namespace rlx::quant::detail
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

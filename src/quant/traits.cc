@@ -10,17 +10,20 @@
 
 namespace rlx::quant {
 namespace {
-using namespace detail;
-using T = GgmlType;
 
 // Quantizers exist for these types (round-to-nearest reference, as ggml's
 // quantize_row_*_ref); the rest have dequantization only.
-#define Q(t, name, blk, size, q, quant, vdt) \
-  TypeTraits { T::t, #name, blk, size, q, dequantize_row_##name, quant, T::vdt, nullptr }
+#define Q(t, name, blk, size, q, quant, vdt)                                                       \
+  TypeTraits {                                                                                     \
+    GgmlType::t, #name, blk, size, q, detail::dequantize_row_##name, quant, GgmlType::vdt, nullptr \
+  }
 // QD: the type also has a direct vec_dot (src/quant/vec_dot*.cc).
-#define QD(t, name, blk, size, q, quant, vdt) \
-  TypeTraits { T::t, #name, blk, size, q, dequantize_row_##name, quant, T::vdt, vec_dot_##name }
-#define WITH_Q(name) quantize_row_##name
+#define QD(t, name, blk, size, q, quant, vdt)                                              \
+  TypeTraits {                                                                             \
+    GgmlType::t, #name, blk, size, q, detail::dequantize_row_##name, quant, GgmlType::vdt, \
+        detail::vec_dot_##name                                                             \
+  }
+#define WITH_Q(name) detail::quantize_row_##name
 const TypeTraits kTable[] = {
     QD(F32, f32, 1, 4, false, WITH_Q(f32), F32),
     QD(F16, f16, 1, 2, false, WITH_Q(f16), F32),

@@ -11,41 +11,41 @@
 
 #include "quant/vec_dot.h"
 
-#define RLX_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define RLX_VDOT_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace rlx::quant::detail {
 namespace {
 
-RLX_AVX2 inline float hsum(__m256 v) {
+RLX_VDOT_AVX2 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
-RLX_AVX2 inline float h2f(const uint8_t* p) {
+RLX_VDOT_AVX2 inline float h2f(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
 }
-RLX_AVX2 inline __m256i load256(const void* p) {
+RLX_VDOT_AVX2 inline __m256i load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 // Signed i8 x signed i8 -> 8 x i32 (each the sum of 4 products): maddubs
 // needs an unsigned operand, so move a's sign onto b.
-RLX_AVX2 inline __m256i dot_i8(__m256i a, __m256i b) {
+RLX_VDOT_AVX2 inline __m256i dot_i8(__m256i a, __m256i b) {
   const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
   return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 // 16 bytes of packed nibbles -> 32 bytes: low nibbles (elements 0..15), then
 // high nibbles (16..31): ggml's 32-element block order.
-RLX_AVX2 inline __m256i unpack_nibbles(const uint8_t* p) {
+RLX_VDOT_AVX2 inline __m256i unpack_nibbles(const uint8_t* p) {
   const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   const __m256i v = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
   return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
 }
 
 // Bit j of a u32 -> byte j = 0xFF (set) or 0 (clear), j = 0..31.
-RLX_AVX2 inline __m256i bits_to_bytes(uint32_t bits) {
+RLX_VDOT_AVX2 inline __m256i bits_to_bytes(uint32_t bits) {
   const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
                                        2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)), idx);
@@ -53,7 +53,7 @@ RLX_AVX2 inline __m256i bits_to_bytes(uint32_t bits) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(v, mask), mask);
 }
 // Unsigned u8 x signed i8 -> 8 x i32.
-RLX_AVX2 inline __m256i dot_u8i8(__m256i u, __m256i s) {
+RLX_VDOT_AVX2 inline __m256i dot_u8i8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 inline uint32_t u32at(const uint8_t* p) {
@@ -69,7 +69,7 @@ struct KScales {
   __m256i sc;  // the 8 scales as i16, in both 128-bit halves
   __m128i min_dot;
 };
-RLX_AVX2 inline KScales k_scales(const uint8_t* s12, const uint8_t* y) {
+RLX_VDOT_AVX2 inline KScales k_scales(const uint8_t* s12, const uint8_t* y) {
   // 12 bytes s: sub-block j < 4: sc = s[j] & 63, m = s[j+4] & 63; j >= 4:
   // sc = (s[j+4] & 15) | (s[j-4] >> 6) << 4, m = (s[j+4] >> 4) | (s[j] >> 6) << 4.
   // Done four bytes at a time in registers (storing bytes one by one and
@@ -85,7 +85,7 @@ RLX_AVX2 inline KScales k_scales(const uint8_t* s12, const uint8_t* y) {
   return {_mm256_broadcastsi128_si256(sc16), _mm_madd_epi16(m16, _mm_hadd_epi16(b0, b1))};
 }
 // Broadcast i16 lane j of v (both halves hold the same 8 lanes).
-RLX_AVX2 inline __m256i lane16(__m256i v, int j) {
+RLX_VDOT_AVX2 inline __m256i lane16(__m256i v, int j) {
   return _mm256_shuffle_epi8(v, _mm256_set1_epi16(int16_t((2 * j) | ((2 * j + 1) << 8))));
 }
 
@@ -100,7 +100,7 @@ inline void q8k_bsums(const uint8_t* y, int16_t* bs) { std::memcpy(bs, y + 260, 
 
 }  // namespace
 
-RLX_AVX2 float vec_dot_f32_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_f32_avx2(const void* w, const void* a, int64_t n) {
   const float* x = static_cast<const float*>(w);
   const float* y = static_cast<const float*>(a);
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -114,7 +114,7 @@ RLX_AVX2 float vec_dot_f32_avx2(const void* w, const void* a, int64_t n) {
   return sum;
 }
 
-RLX_AVX2 float vec_dot_f16_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_f16_avx2(const void* w, const void* a, int64_t n) {
   const uint16_t* x = static_cast<const uint16_t*>(w);
   const float* y = static_cast<const float*>(a);
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -130,11 +130,11 @@ RLX_AVX2 float vec_dot_f16_avx2(const void* w, const void* a, int64_t n) {
   return sum;
 }
 
-RLX_AVX2 float vec_dot_bf16_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_bf16_avx2(const void* w, const void* a, int64_t n) {
   const uint16_t* x = static_cast<const uint16_t*>(w);
   const float* y = static_cast<const float*>(a);
   // Four chains (32 elements a step): one left the loop waiting on FMA latency.
-  auto w8 = [x](int64_t i) RLX_AVX2 {
+  auto w8 = [x](int64_t i) RLX_VDOT_AVX2 {
     const __m256i h =
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
@@ -159,7 +159,7 @@ RLX_AVX2 float vec_dot_bf16_avx2(const void* w, const void* a, int64_t n) {
 }
 
 // Q4_0 {fp16 d; u8 qs[16]} x Q8_0 {fp16 d; i8 qs[32]}.
-RLX_AVX2 float vec_dot_q4_0_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q4_0_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i eight = _mm256_set1_epi8(8);
@@ -183,7 +183,7 @@ RLX_AVX2 float vec_dot_q4_0_avx2(const void* w, const void* a, int64_t n) {
 }
 
 // Q8_0 x Q8_0.
-RLX_AVX2 float vec_dot_q8_0_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q8_0_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -213,14 +213,14 @@ RLX_AVX2 float vec_dot_q8_0_avx2(const void* w, const void* a, int64_t n) {
 // i32. AVX2 moves signs for maddubs; VNNI's vpdpbusd takes q4_0's nibbles as
 // unsigned directly, starting from -8 sum(a) (one vpdpbusd per activation block,
 // shared by the four rows): the same integers, so the same floats.
-#define RLX_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+#define RLX_VDOT_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
 
 template <bool kQ4, bool kVnni>
 struct Block;
 template <bool kQ4>
 struct Block<kQ4, false> {
-  RLX_AVX2 static __m256i start(__m256i) { return _mm256_setzero_si256(); }
-  RLX_AVX2 static __m256i dot(const uint8_t* x, __m256i a, __m256i) {
+  RLX_VDOT_AVX2 static __m256i start(__m256i) { return _mm256_setzero_si256(); }
+  RLX_VDOT_AVX2 static __m256i dot(const uint8_t* x, __m256i a, __m256i) {
     const __m256i q =
         kQ4 ? _mm256_sub_epi8(unpack_nibbles(x + 2), _mm256_set1_epi8(8)) : load256(x + 2);
     return dot_i8(q, a);
@@ -228,12 +228,12 @@ struct Block<kQ4, false> {
 };
 template <bool kQ4>
 struct Block<kQ4, true> {
-  RLX_VNNI static __m256i start(__m256i a) {
+  RLX_VDOT_VNNI static __m256i start(__m256i a) {
     if constexpr (!kQ4) return _mm256_setzero_si256();
     const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), a);
     return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 3));
   }
-  RLX_VNNI static __m256i dot(const uint8_t* x, __m256i a, __m256i start) {
+  RLX_VDOT_VNNI static __m256i dot(const uint8_t* x, __m256i a, __m256i start) {
     if constexpr (kQ4) return _mm256_dpbusd_epi32(start, unpack_nibbles(x + 2), a);
     const __m256i q = load256(x + 2);
     return _mm256_dpbusd_epi32(start, _mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
@@ -241,9 +241,9 @@ struct Block<kQ4, true> {
 };
 
 template <bool kQ4, bool kVnni>
-RLX_AVX2 __attribute__((always_inline)) inline void dot4_q8_0(const uint8_t* x, size_t stride,
-                                                              const uint8_t* y, int64_t n,
-                                                              float* out) {
+RLX_VDOT_AVX2 __attribute__((always_inline)) inline void dot4_q8_0(const uint8_t* x, size_t stride,
+                                                                   const uint8_t* y, int64_t n,
+                                                                   float* out) {
   using B = Block<kQ4, kVnni>;
   constexpr int64_t BW = kQ4 ? 18 : 34;  // weight block bytes
   __m256 even[4], odd[4];
@@ -277,7 +277,7 @@ RLX_AVX2 __attribute__((always_inline)) inline void dot4_q8_0(const uint8_t* x, 
 
 // Q4_1 {fp16 d, m; u8 qs[16]} x Q8_1 {fp16 d, s = d * sum(q); i8 qs[32]}:
 // sum (q d_w + m) a = d_w d_a sum(q qa) + m s_a.
-RLX_AVX2 float vec_dot_q4_1_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q4_1_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   __m256 acc = _mm256_setzero_ps();
@@ -292,7 +292,7 @@ RLX_AVX2 float vec_dot_q4_1_avx2(const void* w, const void* a, int64_t n) {
 
 // Q5_0 {fp16 d; u8 qh[4]; u8 qs[16]} x Q8_0: q = nibble | bit j of qh << 4,
 // value q - 16.
-RLX_AVX2 float vec_dot_q5_0_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q5_0_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i b4 = _mm256_set1_epi8(0x10);
@@ -307,7 +307,7 @@ RLX_AVX2 float vec_dot_q5_0_avx2(const void* w, const void* a, int64_t n) {
 }
 
 // Q5_1 {fp16 d, m; u8 qh[4]; u8 qs[16]} x Q8_1: q in 0..31, as Q4_1.
-RLX_AVX2 float vec_dot_q5_1_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q5_1_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i b4 = _mm256_set1_epi8(0x10);
@@ -326,7 +326,7 @@ RLX_AVX2 float vec_dot_q5_1_avx2(const void* w, const void* a, int64_t n) {
 // Q2_K {u8 scales[16]; u8 qs[64]; fp16 d, dmin} x Q8_K. Element 128h + 32s + l
 // is bits 2s..2s+1 of qs[32h + l]; group g = i / 16 has scale g & 15 and min
 // g >> 4: y = d*sc*q - dmin*m.
-RLX_AVX2 float vec_dot_q2_K_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q2_K_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i three = _mm256_set1_epi8(3);
@@ -361,7 +361,7 @@ RLX_AVX2 float vec_dot_q2_K_avx2(const void* w, const void* a, int64_t n) {
 // Q3_K {u8 hmask[32]; u8 qs[64]; u8 scales[12]; fp16 d} x Q8_K. Low 2 bits as
 // Q2_K; the high bit of element i is bit i / 32 of hmask[i % 32]; value
 // q2 + 4*hb - 4 times d*(S[i/16] - 32). The -4 is folded in with the bsums.
-RLX_AVX2 float vec_dot_q3_K_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q3_K_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
@@ -405,7 +405,7 @@ RLX_AVX2 float vec_dot_q3_K_avx2(const void* w, const void* a, int64_t n) {
 // Q4_K {fp16 d, dmin; u8 scales[12]; u8 qs[128]} x Q8_K. Sub-block j (32
 // elements) is d*sc_j*q - dmin*m_j: the min term only needs the activation
 // sums of the sub-block, which Q8_K carries (bsums, per 16).
-RLX_AVX2 float vec_dot_q4_K_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q4_K_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -437,7 +437,7 @@ RLX_AVX2 float vec_dot_q4_K_avx2(const void* w, const void* a, int64_t n) {
 // Q5_K {fp16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} x Q8_K: as Q4_K
 // with a fifth bit, bit (i / 32) of qh[i % 32], so chunk c's low nibbles take
 // bit 2c and its high nibbles bit 2c + 1.
-RLX_AVX2 float vec_dot_q5_K_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q5_K_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
@@ -475,7 +475,7 @@ RLX_AVX2 float vec_dot_q5_K_avx2(const void* w, const void* a, int64_t n) {
 // Q6_K {u8 ql[128]; u8 qh[64]; i8 scales[16]; fp16 d} x Q8_K. q in 0..63 is
 // used unsigned in maddubs; the -32 offset is folded in with the bsums:
 // sum sc_g * 32 * sum_g(a).
-RLX_AVX2 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX2 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n) {
   const uint8_t* x = static_cast<const uint8_t*>(w);
   const uint8_t* y = static_cast<const uint8_t*>(a);
   const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
@@ -521,23 +521,23 @@ RLX_AVX2 float vec_dot_q6_K_avx2(const void* w, const void* a, int64_t n) {
   return hsum(acc);
 }
 
-RLX_AVX2 void vec_dot4_q4_0_avx2(const void* w, size_t stride, const void* a, int64_t n,
-                                 float* out) {
+RLX_VDOT_AVX2 void vec_dot4_q4_0_avx2(const void* w, size_t stride, const void* a, int64_t n,
+                                      float* out) {
   dot4_q8_0<true, false>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n,
                          out);
 }
-RLX_AVX2 void vec_dot4_q8_0_avx2(const void* w, size_t stride, const void* a, int64_t n,
-                                 float* out) {
+RLX_VDOT_AVX2 void vec_dot4_q8_0_avx2(const void* w, size_t stride, const void* a, int64_t n,
+                                      float* out) {
   dot4_q8_0<false, false>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n,
                           out);
 }
-RLX_VNNI void vec_dot4_q4_0_vnni(const void* w, size_t stride, const void* a, int64_t n,
-                                 float* out) {
+RLX_VDOT_VNNI void vec_dot4_q4_0_vnni(const void* w, size_t stride, const void* a, int64_t n,
+                                      float* out) {
   dot4_q8_0<true, true>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n,
                         out);
 }
-RLX_VNNI void vec_dot4_q8_0_vnni(const void* w, size_t stride, const void* a, int64_t n,
-                                 float* out) {
+RLX_VDOT_VNNI void vec_dot4_q8_0_vnni(const void* w, size_t stride, const void* a, int64_t n,
+                                      float* out) {
   dot4_q8_0<false, true>(static_cast<const uint8_t*>(w), stride, static_cast<const uint8_t*>(a), n,
                          out);
 }

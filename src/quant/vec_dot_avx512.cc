@@ -11,11 +11,12 @@
 // GCC 12's AVX-512 headers pass _mm512_undefined_*() to the unmasked
 // intrinsics, which -Wmaybe-uninitialized reports falsely (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  // popped at the end of the file (unity builds)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#define RLX_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+#define RLX_VDOT_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 
 namespace rlx::quant::detail {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 // sum_i w(i) * y[i] with w(i) the i-th weight as f32: 64 elements a step over
 // four chains, then one masked step per 16 left, in the same order every call.
 template <class Load>
-RLX_AVX512 inline float dot16(const float* y, int64_t n, Load w) {
+RLX_VDOT_AVX512 inline float dot16(const float* y, int64_t n, Load w) {
   __m512 s[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                  _mm512_setzero_ps()};
   int64_t i = 0;
@@ -40,26 +41,31 @@ RLX_AVX512 inline float dot16(const float* y, int64_t n, Load w) {
 
 }  // namespace
 
-RLX_AVX512 float vec_dot_f32_avx512(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX512 float vec_dot_f32_avx512(const void* w, const void* a, int64_t n) {
   const float* x = static_cast<const float*>(w);
-  return dot16(static_cast<const float*>(a), n,
-               [x](int64_t i, __mmask16 m) RLX_AVX512 { return _mm512_maskz_loadu_ps(m, x + i); });
+  return dot16(static_cast<const float*>(a), n, [x](int64_t i, __mmask16 m) RLX_VDOT_AVX512 {
+    return _mm512_maskz_loadu_ps(m, x + i);
+  });
 }
 
-RLX_AVX512 float vec_dot_f16_avx512(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX512 float vec_dot_f16_avx512(const void* w, const void* a, int64_t n) {
   const uint16_t* x = static_cast<const uint16_t*>(w);
-  return dot16(static_cast<const float*>(a), n, [x](int64_t i, __mmask16 m) RLX_AVX512 {
+  return dot16(static_cast<const float*>(a), n, [x](int64_t i, __mmask16 m) RLX_VDOT_AVX512 {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i));
   });
 }
 
 // bf16 is the top half of an f32: widen to 32 bits and shift up.
-RLX_AVX512 float vec_dot_bf16_avx512(const void* w, const void* a, int64_t n) {
+RLX_VDOT_AVX512 float vec_dot_bf16_avx512(const void* w, const void* a, int64_t n) {
   const uint16_t* x = static_cast<const uint16_t*>(w);
-  return dot16(static_cast<const float*>(a), n, [x](int64_t i, __mmask16 m) RLX_AVX512 {
+  return dot16(static_cast<const float*>(a), n, [x](int64_t i, __mmask16 m) RLX_VDOT_AVX512 {
     return _mm512_castsi512_ps(
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x + i)), 16));
   });
 }
 
 }  // namespace rlx::quant::detail
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
