@@ -12,17 +12,17 @@
 namespace rlx {
 
 namespace {
-struct Sym {
+struct BpeSym {
   int prev, next;
   int32_t id;  // interned string id, -1 if the character is in no merge or token
   size_t begin, len;
 };
-struct Cand {
+struct BpeCand {
   int left, right;
   int32_t rank, lid, rid, result;
 };
 struct CandGreater {
-  bool operator()(const Cand& a, const Cand& b) const {
+  bool operator()(const BpeCand& a, const BpeCand& b) const {
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
   }
 };
@@ -30,8 +30,8 @@ struct CandGreater {
 
 void Tokenizer::Impl::encode_bpe(std::string_view text, std::vector<int32_t>& out) const {
   std::string word;
-  std::vector<Sym> syms;
-  std::priority_queue<Cand, std::vector<Cand>, CandGreater> heap;
+  std::vector<BpeSym> syms;
+  std::priority_queue<BpeCand, std::vector<BpeCand>, CandGreater> heap;
   for (std::string_view raw : tok::pre_split(pre, text)) {
     // Invalid UTF-8 becomes U+FFFD first, as in llama.cpp, then bytes map.
     word.clear();
@@ -66,10 +66,10 @@ void Tokenizer::Impl::encode_bpe(std::string_view text, std::vector<int32_t>& ou
     };
     for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_pair(i - 1, i);
     while (!heap.empty()) {
-      const Cand c = heap.top();
+      const BpeCand c = heap.top();
       heap.pop();
-      Sym& l = syms[c.left];
-      Sym& r = syms[c.right];
+      BpeSym& l = syms[c.left];
+      BpeSym& r = syms[c.right];
       // Stale when either side changed since the candidate was pushed.
       if (l.len == 0 || r.len == 0 || l.next != c.right || l.id != c.lid || r.id != c.rid) continue;
       l.len += r.len;
@@ -81,7 +81,7 @@ void Tokenizer::Impl::encode_bpe(std::string_view text, std::vector<int32_t>& ou
       try_pair(c.left, l.next);
     }
     for (int i = syms.empty() ? -1 : 0; i != -1; i = syms[i].next) {
-      const Sym& s = syms[i];
+      const BpeSym& s = syms[i];
       if (s.id >= 0 && s.id < n_vocab()) {
         out.push_back(s.id);
         continue;

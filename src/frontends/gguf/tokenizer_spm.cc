@@ -12,24 +12,24 @@
 namespace rlx {
 
 namespace {
-struct Sym {
+struct SpmSym {
   int prev, next;
   size_t begin, len;  // bytes into the text
 };
-struct Cand {
+struct SpmCand {
   int left, right;
   float score;
   size_t len;  // combined length when pushed; a mismatch later means stale
 };
 struct CandLess {
-  bool operator()(const Cand& a, const Cand& b) const {
+  bool operator()(const SpmCand& a, const SpmCand& b) const {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 };
 }  // namespace
 
 void Tokenizer::Impl::encode_spm_chunk(std::string_view text, std::vector<int32_t>& out) const {
-  std::vector<Sym> syms;
+  std::vector<SpmSym> syms;
   syms.reserve(text.size());
   for (size_t off = 0; off < text.size();) {
     const size_t len =
@@ -38,7 +38,7 @@ void Tokenizer::Impl::encode_spm_chunk(std::string_view text, std::vector<int32_
     syms.push_back({i - 1, off + len == text.size() ? -1 : i + 1, off, len});
     off += len;
   }
-  std::priority_queue<Cand, std::vector<Cand>, CandLess> heap;
+  std::priority_queue<SpmCand, std::vector<SpmCand>, CandLess> heap;
   auto try_pair = [&](int l, int r) {
     if (l < 0 || r < 0) return;
     const size_t len = syms[l].len + syms[r].len;
@@ -48,10 +48,10 @@ void Tokenizer::Impl::encode_spm_chunk(std::string_view text, std::vector<int32_
   };
   for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_pair(i - 1, i);
   while (!heap.empty()) {
-    const Cand c = heap.top();
+    const SpmCand c = heap.top();
     heap.pop();
-    Sym& l = syms[c.left];
-    Sym& r = syms[c.right];
+    SpmSym& l = syms[c.left];
+    SpmSym& r = syms[c.right];
     if (l.len == 0 || r.len == 0 || l.len + r.len != c.len || l.next != c.right) continue;
     l.len += r.len;
     r.len = 0;

@@ -116,6 +116,8 @@ inline Val node_val(NodeId id) {
   v.id = id;
   return v;
 }
+// A lowering's single result.
+inline std::vector<Val> one(NodeId id) { return {node_val(id)}; }
 inline Val int_val(IntList l) {
   Val v;
   v.ints = std::move(l);

@@ -9,7 +9,6 @@
 
 namespace rlx {
 namespace {
-using namespace onnx;
 
 bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
@@ -21,15 +20,15 @@ std::string op_key(const onnx::Node& n) {
 
 void count_missing(const onnx::Graph& g, std::map<std::string, int>& missing) {
   for (const auto& n : g.nodes) {
-    if (!registry().find(op_key(n))) ++missing[op_key(n)];
+    if (!onnx::registry().find(op_key(n))) ++missing[op_key(n)];
     for (const auto& a : n.attributes)
-      if (a.kind == Attribute::GraphK && a.g) count_missing(*a.g, missing);
+      if (a.kind == onnx::Attribute::GraphK && a.g) count_missing(*a.g, missing);
   }
 }
 
 // Every node whose op has no lowering, If branches included, in one message
 // (the torch importer's format).
-void check_coverage(const onnx::Model& m) {
+void check_onnx_coverage(const onnx::Model& m) {
   std::map<std::string, int> missing;
   count_missing(m.graph, missing);
   if (missing.empty()) return;
@@ -44,7 +43,7 @@ void check_coverage(const onnx::Model& m) {
 }
 
 // "Conv  (x[1,3,8,8] f32, w[4,3,3,3] f32)  [node 'Conv_0']"
-std::string provenance(const onnx::Node& n, size_t index, Ctx& c) {
+std::string onnx_provenance(const onnx::Node& n, size_t index, onnx::Ctx& c) {
   std::string s = n.op_type + "  (";
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     if (k) s += ", ";
@@ -61,10 +60,10 @@ std::string provenance(const onnx::Node& n, size_t index, Ctx& c) {
   return s + ")  [" + n.label(index) + "]";
 }
 
-DType declared_dtype(const ValueInfo& v, const std::string& what) {
+DType declared_dtype(const onnx::ValueInfo& v, const std::string& what) {
   RLX_CHECK(v.elem_type != 0, what, " '", v.name, "' has no tensor type");
-  auto t = dtype_of(v.elem_type);
-  RLX_CHECK(t, what, " '", v.name, "' has dtype ", onnx_type_name(v.elem_type),
+  auto t = onnx::dtype_of(v.elem_type);
+  RLX_CHECK(t, what, " '", v.name, "' has dtype ", onnx::onnx_type_name(v.elem_type),
             ", which rlx does not support");
   return *t;
 }
@@ -101,12 +100,12 @@ bool random_op(const std::string& op) {
 // Whether every input of `n` is known at import and small, float
 // initializers excepted (weights stay params, so they stay trainable and
 // are not copied).
-bool inputs_foldable(Ctx& c, const onnx::Node& n) {
+bool inputs_foldable(onnx::Ctx& c, const onnx::Node& n) {
   size_t known = 0;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!c.has(i)) continue;
     const Tensor* t = c.known(i);
-    if (!t || t->numel() > kMaxFoldElements) return false;
+    if (!t || t->numel() > onnx::kMaxFoldElements) return false;
     if (!c.val(i).param.empty() && !is_integer(t->dtype()) && t->dtype() != DType::Bool)
       return false;
     ++known;
@@ -120,7 +119,7 @@ bool inputs_foldable(Ctx& c, const onnx::Node& n) {
 // lets shape code that the element-wise tracking does not cover (a pads
 // tensor reshaped, transposed and reversed, as torch exports Pad) reach the
 // ops that need it at import.
-void fold_known(ImportState& s, size_t first, std::vector<Val>& outs) {
+void fold_known(onnx::ImportState& s, size_t first, std::vector<onnx::Val>& outs) {
   const NodeEvaluator& eval = import_evaluator();
   rlx::Graph& g = s.b.graph();
   if (!eval || g.size() == first) return;
@@ -152,7 +151,7 @@ void fold_known(ImportState& s, size_t first, std::vector<Val>& outs) {
       for (const Shape& sh : node.op == rlx::Op::Constant || node.op == rlx::Op::Param
                                  ? std::vector<Shape>{}
                                  : shapes_for_run(node, args))
-        if (!sh.is_static() || sh.numel() > kMaxFoldElements) return;
+        if (!sh.is_static() || sh.numel() > onnx::kMaxFoldElements) return;
       computed[node.id] = node.op == rlx::Op::Constant ? std::vector<Tensor>{node.value}
                           : node.op == rlx::Op::Param ? std::vector<Tensor>{s.weights.at(node.name)}
                                                       : eval(node, args);
@@ -160,14 +159,14 @@ void fold_known(ImportState& s, size_t first, std::vector<Val>& outs) {
       return;  // left to the run, which reports it with its context
     }
   }
-  for (Val& v : outs) {
+  for (onnx::Val& v : outs) {
     if (v.id < NodeId(first)) continue;
     v.konst = computed.at(v.id).at(0);
     v.id = -1;
   }
   // Values this lowering materialized (a known input as a constant node) lose
   // their node, which is dropped, and keep their value.
-  for (ImportState* scope = &s; scope; scope = scope->region ? nullptr : scope->parent)
+  for (onnx::ImportState* scope = &s; scope; scope = scope->region ? nullptr : scope->parent)
     for (auto& [name, v] : scope->env)
       if (v.id >= NodeId(first)) v.id = -1;
   g.truncate(first);
@@ -181,7 +180,7 @@ void onnx::lower_nodes(ImportState& s, const onnx::Graph& graph, int64_t opset) 
     const onnx::Node& n = graph.nodes[k];
     Ctx c(s, n, opset);
     try {
-      s.b.set_origin(provenance(n, k, c));
+      s.b.set_origin(onnx_provenance(n, k, c));
       const size_t first = s.b.graph().size();
       std::vector<Val> outs = (*registry().find(op_key(n)))(c);
       if (inputs_foldable(c, n)) fold_known(s, first, outs);
@@ -238,7 +237,7 @@ rlx::Model import_onnx(const onnx::Model& om, const LoadOptions& options) {
       RLX_CHECK(inputs.count(name), path, ": input shape for '", name,
                 "': no such graph input (inputs: ", names, ")");
   }
-  check_coverage(om);
+  check_onnx_coverage(om);
   for (const auto& [domain, version] : om.opsets)
     if (default_domain(domain))
       RLX_CHECK(version >= 1 && version <= 22, path, ": opset ", version,
@@ -251,12 +250,12 @@ rlx::Model import_onnx(const onnx::Model& om, const LoadOptions& options) {
               std::to_string(om.opset()) + (om.producer.empty() ? "" : ", from " + om.producer);
   rlx::Graph& g = m.graph;
   Builder b(g);
-  std::map<std::string, Val> env;
-  ImportState state{b, om, m.weights, env};
+  std::map<std::string, onnx::Val> env;
+  onnx::ImportState state{b, om, m.weights, env};
 
   std::set<std::string> init_names;
   for (const auto& [name, t] : om.graph.initializers) {
-    Val v;
+    onnx::Val v;
     v.konst = t;
     v.param = name;
     env[name] = std::move(v);
@@ -278,10 +277,10 @@ rlx::Model import_onnx(const onnx::Model& om, const LoadOptions& options) {
         declared = Shape(s->second, declared.dtype);
       }
       if (auto f = frozen.find(in.name); f != frozen.end()) {
-        env[in.name] = tensor_val(frozen_value(f->second, declared));
+        env[in.name] = onnx::tensor_val(frozen_value(f->second, declared));
         continue;
       }
-      env[in.name] = node_val(g.input(in.name, declared));
+      env[in.name] = onnx::node_val(g.input(in.name, declared));
     } catch (const Error& e) {
       throw e.with_context(path + ": graph input '" + in.name + "'");
     }
@@ -296,7 +295,7 @@ rlx::Model import_onnx(const onnx::Model& om, const LoadOptions& options) {
     onnx::Node fake;
     fake.inputs = {out.name};
     fake.op_type = "output";
-    Ctx c(state, fake, opset);
+    onnx::Ctx c(state, fake, opset);
     try {
       NodeId id = c.in(0);
       if (out.elem_type != 0) id = c.cast(id, declared_dtype(out, "output"));

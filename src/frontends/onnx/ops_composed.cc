@@ -14,8 +14,6 @@
 namespace rlx::onnx {
 namespace {
 
-std::vector<Val> one(NodeId id) { return {node_val(id)}; }
-
 // x's dim `axis` as a [1, .., n, .., 1] tensor of 0 .. n - 1 (i64).
 NodeId positions(Ctx& c, int rank, int64_t axis, int64_t n) {
   Dims d(size_t(rank), 1);

@@ -9,8 +9,6 @@
 namespace rlx::onnx {
 namespace {
 
-std::vector<Val> one(NodeId id) { return {node_val(id)}; }
-
 void unary(Registry& r, const char* name, Op op) {
   r.add(name, [op](Ctx& c) -> std::vector<Val> {
     // Shape code negates and takes absolute values of axis counts: fold those.

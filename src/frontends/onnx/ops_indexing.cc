@@ -6,8 +6,6 @@
 namespace rlx::onnx {
 namespace {
 
-std::vector<Val> one(NodeId id) { return {node_val(id)}; }
-
 std::vector<Val> lower_gather(Ctx& c) {
   const int64_t axis = c.i("axis", 0);
   auto data = c.ints(0);

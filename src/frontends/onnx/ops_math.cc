@@ -8,8 +8,6 @@
 namespace rlx::onnx {
 namespace {
 
-std::vector<Val> one(NodeId id) { return {node_val(id)}; }
-
 struct M {
   Ctx& c;
   DType t;

@@ -9,8 +9,6 @@
 namespace rlx::onnx {
 namespace {
 
-std::vector<Val> one(NodeId id) { return {node_val(id)}; }
-
 // x (+ the optional input i, a bias broadcast over the last axis).
 NodeId plus_optional(Ctx& c, NodeId x, size_t i) { return c.has(i) ? c.b().add(x, c.in(i)) : x; }
 

@@ -10,8 +10,6 @@
 namespace rlx::onnx {
 namespace {
 
-std::vector<Val> one(NodeId id) { return {node_val(id)}; }
-
 // Explicit pads [begin..., end...] from `pads` or auto_pad, for `sp` spatial dims.
 Dims conv_pads(Ctx& c, const Shape& x, const Dims& kernel, const Dims& stride, const Dims& dil) {
   const size_t sp = kernel.size();

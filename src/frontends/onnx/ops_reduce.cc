@@ -7,8 +7,6 @@
 namespace rlx::onnx {
 namespace {
 
-std::vector<Val> one(NodeId id) { return {node_val(id)}; }
-
 enum class Post { None, Abs, Square, Log, LogSumExp, Sqrt };
 
 void reduce(Registry& r, const char* name, Op op, int64_t axes_input_from, Post post) {

@@ -14,8 +14,6 @@
 namespace rlx::onnx {
 namespace {
 
-std::vector<Val> one(NodeId id) { return {node_val(id)}; }
-
 struct Params {
   std::string mode, ctm, nearest_mode;
   double cubic_a = -0.75;

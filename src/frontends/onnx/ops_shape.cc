@@ -14,8 +14,6 @@
 namespace rlx::onnx {
 namespace {
 
-std::vector<Val> one(NodeId id) { return {node_val(id)}; }
-
 // Axes from the attribute (before `input_from`) or input `index` (since).
 std::optional<Dims> axes_of(Ctx& c, int64_t input_from, size_t index, const char* attr = "axes") {
   if (c.opset < input_from) {

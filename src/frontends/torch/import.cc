@@ -18,7 +18,7 @@ using torch_ir::Value;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
+std::string read_ir_text(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   RLX_CHECK(f, p.string(), ": cannot open");
   std::stringstream ss;
@@ -26,7 +26,7 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-void check_coverage(const Document& doc, const std::string& source) {
+void check_torch_coverage(const Document& doc, const std::string& source) {
   std::map<std::string, int> missing;
   for (const auto& n : doc.nodes)
     if (n.op != "_getitem" && !torch_ir::registry().find(n.op)) ++missing[n.op];
@@ -103,7 +103,8 @@ Value resolve(const Arg& a, const std::map<std::string, Value>& env, const std::
 }
 
 // "aten.addmm.default  (x[2,3], w[3,4]) -> [2,4] f32"
-std::string provenance(const torch_ir::Node& n, const std::vector<Value>& args, const Graph& g) {
+std::string torch_provenance(const torch_ir::Node& n, const std::vector<Value>& args,
+                             const Graph& g) {
   std::string s = n.op + "  (";
   bool first = true;
   for (const auto& a : args) {
@@ -168,7 +169,7 @@ Model import_document(const Document& doc, TensorMap weights, const std::string&
       }
       std::map<std::string, Value> kwargs;
       for (const auto& [k, a] : n.kwargs) kwargs[k] = resolve(a, env, n.id);
-      b.set_origin(provenance(n, args, g));
+      b.set_origin(torch_provenance(n, args, g));
       LowerCtx ctx(b, n, std::move(args), std::move(kwargs), symbols);
       Value v = (*torch_ir::registry().find(n.op))(ctx);
       if (v.kind == Value::Tensor && n.out.kind == Out::Tensor && !n.out.tensor.complex)
@@ -218,8 +219,8 @@ Model import_document(const Document& doc, TensorMap weights, const std::string&
 Model import_torch_export(const std::string& dir_path) {
   fs::path dir(dir_path);
   fs::path json_file = dir / "torch-ir.json";
-  Document doc = torch_ir::parse(read_text(json_file), json_file.string());
-  check_coverage(doc, json_file.string());
+  Document doc = torch_ir::parse(read_ir_text(json_file), json_file.string());
+  check_torch_coverage(doc, json_file.string());
   Model m = import_document(doc, load_weights(doc, dir), json_file.string());
   m.source = dir_path;
   return m;
@@ -228,7 +229,7 @@ Model import_torch_export(const std::string& dir_path) {
 Model import_torch_ir(const std::string& json_text, const std::string& json_name,
                       TensorMap weights) {
   Document doc = torch_ir::parse(json_text, json_name);
-  check_coverage(doc, json_name);
+  check_torch_coverage(doc, json_name);
   check_weights(doc, weights, json_name);
   Model m = import_document(doc, std::move(weights), json_name);
   m.source = json_name;

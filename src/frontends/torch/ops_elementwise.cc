@@ -8,7 +8,7 @@
 namespace rlx::torch_ir {
 namespace {
 
-const Value& operand(LowerCtx& c, size_t pos, const char* name) {
+const Value& operand_value(LowerCtx& c, size_t pos, const char* name) {
   const Value* v = c.arg(pos, name);
   RLX_CHECK(v, "missing operand ", name);
   return *v;
@@ -17,16 +17,16 @@ const Value& operand(LowerCtx& c, size_t pos, const char* name) {
 // Arithmetic computes in the recorded output dtype.
 Value arith(LowerCtx& c, Op op) {
   DType t = c.out_dtype();
-  NodeId a = c.as_tensor(operand(c, 0, "self"), t);
-  NodeId b = c.as_tensor(operand(c, 1, "other"), t);
+  NodeId a = c.as_tensor(operand_value(c, 0, "self"), t);
+  NodeId b = c.as_tensor(operand_value(c, 1, "other"), t);
   return Value::tensor(c.b.binary(op, a, b));
 }
 
 // add/sub with alpha: self + alpha * other; rsub: other - alpha * self.
 Value add_sub(LowerCtx& c, Op op, bool reversed = false) {
   DType t = c.out_dtype();
-  NodeId a = c.as_tensor(operand(c, 0, "self"), t);
-  NodeId b = c.as_tensor(operand(c, 1, "other"), t);
+  NodeId a = c.as_tensor(operand_value(c, 0, "self"), t);
+  NodeId b = c.as_tensor(operand_value(c, 1, "other"), t);
   NodeId& scaled = reversed ? a : b;
   if (c.has(2, "alpha") && c.f(2, "alpha") != 1)
     scaled = c.b.mul(scaled, c.scalar(c.f(2, "alpha"), t));
@@ -35,7 +35,7 @@ Value add_sub(LowerCtx& c, Op op, bool reversed = false) {
 
 Value div(LowerCtx& c) {
   std::string mode = c.str(2, "rounding_mode", "");
-  const Value &x = operand(c, 0, "self"), &y = operand(c, 1, "other");
+  const Value &x = operand_value(c, 0, "self"), &y = operand_value(c, 1, "other");
   if (mode.empty()) {  // true division: integers promote to float first
     DType t = c.out_dtype();
     return Value::tensor(c.b.div(c.as_tensor(x, t), c.as_tensor(y, t)));
@@ -46,7 +46,7 @@ Value div(LowerCtx& c) {
 }
 
 Value compare(LowerCtx& c, Op op) {
-  const Value &x = operand(c, 0, "self"), &y = operand(c, 1, "other");
+  const Value &x = operand_value(c, 0, "self"), &y = operand_value(c, 1, "other");
   DType t = promote(c, x, y);
   return Value::tensor(c.b.binary(op, c.as_tensor(x, t), c.as_tensor(y, t)));
 }
@@ -77,21 +77,21 @@ Value clamp(LowerCtx& c, const char* lo_name, const char* hi_name, bool has_lo, 
 Value where(LowerCtx& c) {
   NodeId cond = c.cast(c.tensor(0, "condition"), DType::Bool);
   DType t = c.out_dtype();
-  return Value::tensor(c.b.op(Op::Where, {cond, c.as_tensor(operand(c, 1, "self"), t),
-                                          c.as_tensor(operand(c, 2, "other"), t)}));
+  return Value::tensor(c.b.op(Op::Where, {cond, c.as_tensor(operand_value(c, 1, "self"), t),
+                                          c.as_tensor(operand_value(c, 2, "other"), t)}));
 }
 
 Value masked_fill(LowerCtx& c) {
   NodeId x = c.tensor(0, "self");
   NodeId mask = c.cast(c.tensor(1, "mask"), DType::Bool);
   DType t = c.shape(x).dtype;
-  return Value::tensor(c.b.op(Op::Where, {mask, c.as_tensor(operand(c, 2, "value"), t), x}));
+  return Value::tensor(c.b.op(Op::Where, {mask, c.as_tensor(operand_value(c, 2, "value"), t), x}));
 }
 
 Value pow(LowerCtx& c) {
   DType t = c.out_dtype();
-  const Value& base = operand(c, 0, "self");
-  const Value& e = operand(c, 1, "exponent");
+  const Value& base = operand_value(c, 0, "self");
+  const Value& e = operand_value(c, 1, "exponent");
   if (e.is_number() && e.number() == 2) {  // exact and faster than pow
     NodeId x = c.as_tensor(base, t);
     return Value::tensor(c.b.mul(x, x));
@@ -104,7 +104,7 @@ Value pow(LowerCtx& c) {
 // bitwise_and/or/xor: rlx has logical kernels only, which equal the bitwise
 // ops on bool tensors.
 Value bitwise_bool(LowerCtx& c, Op op) {
-  const Value &x = operand(c, 0, "self"), &y = operand(c, 1, "other");
+  const Value &x = operand_value(c, 0, "self"), &y = operand_value(c, 1, "other");
   RLX_CHECK(c.out_dtype() == DType::Bool, c.node.op, " on ", dtype_name(c.out_dtype()),
             " tensors is not supported (only bool)");
   return Value::tensor(c.b.op(op, {c.as_tensor(x, DType::Bool), c.as_tensor(y, DType::Bool)}));
@@ -126,7 +126,7 @@ void register_elementwise(Registry& r) {
   r.add("aten.div", div);
   r.add("aten.true_divide", div);
   r.add("aten.floor_divide", [](LowerCtx& c) {
-    const Value &x = operand(c, 0, "self"), &y = operand(c, 1, "other");
+    const Value &x = operand_value(c, 0, "self"), &y = operand_value(c, 1, "other");
     DType t = c.out_dtype();
     return Value::tensor(c.b.op(Op::Div, {c.as_tensor(x, t), c.as_tensor(y, t)},
                                 {{"rounding", std::string("floor")}}));

@@ -13,7 +13,7 @@ namespace {
 
 NodeId i64(LowerCtx& c, double v) { return c.scalar(v, DType::I64); }
 
-NodeId slice(LowerCtx& c, NodeId v, int64_t a, int64_t b) {
+NodeId edges_slice(LowerCtx& c, NodeId v, int64_t a, int64_t b) {
   return c.b.op(Op::Slice, {v}, {{"axis", int64_t(0)}, {"start", a}, {"end", b}});
 }
 
@@ -49,8 +49,8 @@ std::pair<NodeId, NodeId> outer_edges(LowerCtx& c, NodeId x, const double* range
 std::pair<NodeId, NodeId> bin_of(LowerCtx& c, NodeId x, NodeId edges) {
   const int64_t n = c.dims(x)[0], E = c.dims(edges)[0], B = E - 1;
   RLX_CHECK(B >= 1, c.node.op, ": needs at least 2 bin edges, got ", c.shape(edges).str());
-  const NodeId inside = c.b.op(Op::LogicalAnd, {c.b.op(Op::Ge, {x, slice(c, edges, 0, 1)}),
-                                                c.b.op(Op::Le, {x, slice(c, edges, B, E)})});
+  const NodeId inside = c.b.op(Op::LogicalAnd, {c.b.op(Op::Ge, {x, edges_slice(c, edges, 0, 1)}),
+                                                c.b.op(Op::Le, {x, edges_slice(c, edges, B, E)})});
   // std::upper_bound, step by step: first / count per value.
   NodeId first = c.b.full({n, 1}, 0, DType::I64), count = c.b.full({n, 1}, double(E), DType::I64);
   for (int64_t left = E; left > 0; left /= 2) {
@@ -94,7 +94,8 @@ NodeId histogram_dd(LowerCtx& c, NodeId x, const std::vector<NodeId>& edges, siz
       const int64_t B = bins[k];
       Dims shape(bins.size(), 1);
       shape[k] = B;
-      const NodeId width = c.b.sub(slice(c, edges[k], 1, B + 1), slice(c, edges[k], 0, B));
+      const NodeId width =
+          c.b.sub(edges_slice(c, edges[k], 1, B + 1), edges_slice(c, edges[k], 0, B));
       hist = c.b.div(hist, c.b.reshape(width, shape));
     }
   }

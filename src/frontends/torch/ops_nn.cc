@@ -8,16 +8,16 @@
 namespace rlx::torch_ir {
 namespace {
 
-NodeId scaled(LowerCtx& c, NodeId x, double s) {
+NodeId nn_scaled(LowerCtx& c, NodeId x, double s) {
   return s == 1 ? x : c.b.mul(x, c.scalar(s, c.shape(x).dtype));
 }
 
 Value addmm(LowerCtx& c) {  // beta * bias + alpha * (a @ b); baddbmm the same, batched
   NodeId bias = c.tensor(0, "self");
-  NodeId prod = scaled(c, c.b.matmul(c.tensor(1), c.tensor(2)), c.f(4, "alpha", 1));
+  NodeId prod = nn_scaled(c, c.b.matmul(c.tensor(1), c.tensor(2)), c.f(4, "alpha", 1));
   double beta = c.f(3, "beta", 1);
   if (beta == 0) return Value::tensor(prod);
-  return Value::tensor(c.b.add(prod, scaled(c, bias, beta)));
+  return Value::tensor(c.b.add(prod, nn_scaled(c, bias, beta)));
 }
 
 Value convolution(LowerCtx& c) {
@@ -47,7 +47,7 @@ Value convolution(LowerCtx& c) {
   return Value::tensor(c.b.op(Op::Conv, in, a));
 }
 
-std::vector<int64_t> pair(std::vector<int64_t> v, std::vector<int64_t> def) {
+std::vector<int64_t> pool_pair(std::vector<int64_t> v, std::vector<int64_t> def) {
   if (v.empty()) return def;
   if (v.size() == 1) v.push_back(v[0]);
   return v;
@@ -55,10 +55,10 @@ std::vector<int64_t> pair(std::vector<int64_t> v, std::vector<int64_t> def) {
 
 Value max_pool(LowerCtx& c, bool with_indices) {
   NodeId x = c.tensor(0, "self");
-  auto k = pair(c.ints(1, "kernel_size"), {});
-  auto s = pair(c.ints(2, "stride", {}), k);
-  auto p = pair(c.ints(3, "padding", {0}), {0, 0});
-  auto d = pair(c.ints(4, "dilation", {1}), {1, 1});
+  auto k = pool_pair(c.ints(1, "kernel_size"), {});
+  auto s = pool_pair(c.ints(2, "stride", {}), k);
+  auto p = pool_pair(c.ints(3, "padding", {0}), {0, 0});
+  auto d = pool_pair(c.ints(4, "dilation", {1}), {1, 1});
   const Attrs a{{"kernel", k},
                 {"stride", s},
                 {"pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
@@ -105,9 +105,9 @@ Value embedding_renorm(LowerCtx& c) {
 
 Value avg_pool(LowerCtx& c) {
   NodeId x = c.tensor(0, "self");
-  auto k = pair(c.ints(1, "kernel_size"), {});
-  auto s = pair(c.ints(2, "stride", {}), k);
-  auto p = pair(c.ints(3, "padding", {0}), {0, 0});
+  auto k = pool_pair(c.ints(1, "kernel_size"), {});
+  auto s = pool_pair(c.ints(2, "stride", {}), k);
+  auto p = pool_pair(c.ints(3, "padding", {0}), {0, 0});
   bool ceil = c.flag(4, "ceil_mode", false), include_pad = c.flag(5, "count_include_pad", true);
   // divisor_override: window sum / divisor. Without ceil_mode every window
   // with count_include_pad divides by k0*k1, so that average is rescaled; with
@@ -394,7 +394,7 @@ void register_nn(Registry& r) {
   r.add("aten.max_pool2d_with_indices", [](LowerCtx& c) { return max_pool(c, true); });
   r.add("aten.avg_pool2d", avg_pool);
   r.add("aten.adaptive_avg_pool2d", [](LowerCtx& c) {
-    auto o = pair(c.ints(1, "output_size"), {});
+    auto o = pool_pair(c.ints(1, "output_size"), {});
     return Value::tensor(c.b.op(Op::AdaptiveAvgPool2d, {c.tensor(0)}, {{"output", o}}));
   });
   r.alias("aten._adaptive_avg_pool2d", "aten.adaptive_avg_pool2d");

@@ -14,7 +14,7 @@ namespace rlx::torch_ir {
 
 namespace {
 
-NodeId operand(LowerCtx& c, size_t pos, const char* name) {
+NodeId special_operand(LowerCtx& c, size_t pos, const char* name) {
   const Value* v = c.arg(pos, name);
   RLX_CHECK(v, "missing operand ", name);
   return c.as_tensor(*v, c.out_dtype());
@@ -55,7 +55,7 @@ void register_special(Registry& r) {
            {"special_spherical_bessel_j0", "spherical_bessel_j0"},
            {"special_airy_ai", "airy_ai"}}) {
     r.add(std::string("aten.") + name, [fn = std::string(fn)](LowerCtx& c) {
-      return Value::tensor(special1(c, operand(c, 0, "self"), fn));
+      return Value::tensor(special1(c, special_operand(c, 0, "self"), fn));
     });
   }
   // aten name -> special_binary's fn, operands in aten's order (x, n for the polynomials)
@@ -80,7 +80,8 @@ void register_special(Registry& r) {
            {"nextafter", "nextafter"}}) {
     const bool poly = std::string(name).find("polynomial") != std::string::npos;
     r.add(std::string("aten.") + name, [fn = std::string(fn), poly](LowerCtx& c) {
-      const NodeId a = operand(c, 0, poly ? "x" : "self"), b = operand(c, 1, poly ? "n" : "other");
+      const NodeId a = special_operand(c, 0, poly ? "x" : "self"),
+                   b = special_operand(c, 1, poly ? "n" : "other");
       return Value::tensor(c.b.op(Op::SpecialBinary, {a, b}, {{"fn", fn}}));
     });
   }
@@ -88,7 +89,7 @@ void register_special(Registry& r) {
   r.add("aten.polygamma", [](LowerCtx& c) {
     const int64_t n = c.i(0, "n");
     RLX_CHECK(n >= 0, "polygamma does not support negative n, got ", n);
-    const NodeId x = operand(c, 1, "self");
+    const NodeId x = special_operand(c, 1, "self");
     return Value::tensor(c.b.op(Op::SpecialBinary, {c.scalar(double(n), c.out_dtype()), x},
                                 {{"fn", std::string("polygamma")}}));
   });
@@ -97,7 +98,7 @@ void register_special(Registry& r) {
     const int64_t p = c.i(1, "p");
     RLX_CHECK(p >= 1, "mvlgamma needs p >= 1, got ", p);
     const DType t = c.out_dtype();
-    const NodeId x = operand(c, 0, "self");
+    const NodeId x = special_operand(c, 0, "self");
     NodeId sum = c.scalar(double(p) * double(p - 1) / 4 * std::log(std::numbers::pi), t);
     for (int64_t j = 0; j < p; ++j)
       sum = c.b.add(sum, special1(c, c.b.sub(x, c.scalar(double(j) / 2, t)), "lgamma"));
