@@ -16,7 +16,7 @@ namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 // NumPy itself refuses headers over 10000 bytes by default; be a bit looser.
-constexpr size_t kMaxHeader = size_t(1) << 20;
+constexpr size_t kNpyMaxHeader = size_t(1) << 20;
 
 struct NpyHeader {
   std::string descr;
@@ -207,8 +207,8 @@ Tensor parse_npy(const unsigned char* p, size_t size) {
   const size_t prefix = kMagicLen + 2 + size_t(len_bytes);
   RLX_CHECK(size >= prefix, "truncated header length (file has ", size, " bytes)");
   const uint64_t header_len = read_le(p + 8, len_bytes);
-  RLX_CHECK(header_len <= kMaxHeader, "header length ", header_len, " exceeds the ", kMaxHeader,
-            "-byte limit");
+  RLX_CHECK(header_len <= kNpyMaxHeader, "header length ", header_len, " exceeds the ",
+            kNpyMaxHeader, "-byte limit");
   RLX_CHECK(header_len <= size - prefix, "header claims ", header_len, " bytes but the file has ",
             size - prefix, " after the length field");
   std::string_view text(reinterpret_cast<const char*>(p + prefix), size_t(header_len));

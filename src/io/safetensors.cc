@@ -52,7 +52,7 @@ DType parse_st_dtype(const std::string& s) {
 }
 
 // Largest header we accept; the format itself caps it at 100 MB.
-constexpr uint64_t kMaxHeader = 100ull << 20;
+constexpr uint64_t kSafetensorsMaxHeader = 100ull << 20;
 
 // Parses the header, rejecting duplicate keys at any depth (nlohmann keeps the
 // last one silently, which would let two readers see different tensors).
@@ -130,8 +130,8 @@ TensorMap parse_safetensors(const std::shared_ptr<Buffer>& buf) {
   RLX_CHECK(size >= 8, "not a safetensors file (", size, " bytes, need at least 8)");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = header_len << 8 | uint8_t(buf->data()[i]);
-  RLX_CHECK(header_len <= kMaxHeader && header_len <= size - 8, "header claims ", header_len,
-            " bytes but the file has ", size - 8, " after the length field");
+  RLX_CHECK(header_len <= kSafetensorsMaxHeader && header_len <= size - 8, "header claims ",
+            header_len, " bytes but the file has ", size - 8, " after the length field");
   const char* hdr = reinterpret_cast<const char*>(buf->data() + 8);
   RLX_CHECK(header_len > 0 && hdr[0] == '{', "header must start with '{'");
   json h = parse_header(hdr, size_t(header_len));

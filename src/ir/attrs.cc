@@ -7,7 +7,7 @@
 
 namespace rlx {
 namespace {
-const char* kind_name(const AttrValue& v) {
+const char* attr_kind_name(const AttrValue& v) {
   static const char* names[] = {"int", "float", "bool", "string", "int list", "float list"};
   return names[v.index()];
 }
@@ -42,7 +42,7 @@ const AttrValue& Attrs::get(const std::string& name) const {
 int64_t Attrs::i(const std::string& name) const {
   const AttrValue& v = get(name);
   if (auto p = std::get_if<int64_t>(&v)) return *p;
-  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected int");
+  throw make_error("attribute '", name, "' is a ", attr_kind_name(v), ", expected int");
 }
 int64_t Attrs::i(const std::string& name, int64_t def) const { return has(name) ? i(name) : def; }
 
@@ -50,14 +50,14 @@ double Attrs::f(const std::string& name) const {
   const AttrValue& v = get(name);
   if (auto p = std::get_if<double>(&v)) return *p;
   if (auto p = std::get_if<int64_t>(&v)) return double(*p);
-  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected float");
+  throw make_error("attribute '", name, "' is a ", attr_kind_name(v), ", expected float");
 }
 double Attrs::f(const std::string& name, double def) const { return has(name) ? f(name) : def; }
 
 const std::string& Attrs::s(const std::string& name) const {
   const AttrValue& v = get(name);
   if (auto p = std::get_if<std::string>(&v)) return *p;
-  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected string");
+  throw make_error("attribute '", name, "' is a ", attr_kind_name(v), ", expected string");
 }
 std::string Attrs::s(const std::string& name, const std::string& def) const {
   return has(name) ? s(name) : def;
@@ -66,7 +66,7 @@ std::string Attrs::s(const std::string& name, const std::string& def) const {
 const std::vector<int64_t>& Attrs::ints(const std::string& name) const {
   const AttrValue& v = get(name);
   if (auto p = std::get_if<std::vector<int64_t>>(&v)) return *p;
-  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected int list");
+  throw make_error("attribute '", name, "' is a ", attr_kind_name(v), ", expected int list");
 }
 std::vector<int64_t> Attrs::ints(const std::string& name, std::vector<int64_t> def) const {
   return has(name) ? ints(name) : def;
@@ -76,7 +76,7 @@ std::vector<double> Attrs::floats(const std::string& name) const {
   const AttrValue& v = get(name);
   if (auto p = std::get_if<std::vector<double>>(&v)) return *p;
   if (auto p = std::get_if<std::vector<int64_t>>(&v)) return {p->begin(), p->end()};
-  throw make_error("attribute '", name, "' is a ", kind_name(v), ", expected float list");
+  throw make_error("attribute '", name, "' is a ", attr_kind_name(v), ", expected float list");
 }
 
 namespace {

@@ -28,7 +28,7 @@ std::optional<double> scalar_constant(const Node& n) {
 }
 
 // One matched attention: the node it replaces and what the new one takes.
-struct Match {
+struct AttentionMatch {
   NodeId out;         // the node whose value is O [B, H, Sq, Dv]
   NodeId q, k, v;     // the product operands as they are (any batch layout)
   bool k_transposed;  // k is K^T [.., D, Sk] (else K [.., Sk, D], the matmul transposes it)
@@ -42,7 +42,7 @@ class AttentionFuser {
   explicit AttentionFuser(const Graph& g) : g_(g), uses_(use_counts(g)) {}
 
   Graph run() {
-    std::vector<Match> found;
+    std::vector<AttentionMatch> found;
     std::vector<NodeId> at(g_.size(), -1);  // node -> index into found, for the node it replaces
     for (const Node& n : g_.nodes())
       if (auto m = match(n)) {
@@ -57,7 +57,7 @@ class AttentionFuser {
         rw.copy(n.id);
         continue;
       }
-      const Match& m = found[size_t(at[size_t(n.id)])];
+      const AttentionMatch& m = found[size_t(at[size_t(n.id)])];
       const Dims od = n.shape.concrete();  // [B, H, Sq, Dv]
       const Dims kd = g_.node(m.k).shape.concrete();
       const int64_t B = od[0], H = od[1], Sq = od[2], D = kd[kd.size() - (m.k_transposed ? 2 : 1)];
@@ -91,7 +91,7 @@ class AttentionFuser {
 
   // O = P @ V at node `n` (the product, or a view of it): the match, if the
   // rest of the pattern is there.
-  std::optional<Match> match(const Node& n) const {
+  std::optional<AttentionMatch> match(const Node& n) const {
     if (n.shape.rank() != 4 || !n.shape.is_static() || !is_float(n.shape.dtype))
       return std::nullopt;
     const NodeId pv_id = n.op == Op::Reshape ? n.inputs[0] : n.id;
@@ -107,7 +107,7 @@ class AttentionFuser {
     if (axis != -1 && axis != 3) return std::nullopt;
     const Dims pd = p.shape.concrete(), od = n.shape.concrete();  // [B, H, Sq, Sk], [B, H, Sq, Dv]
     if (od[0] != pd[0] || od[1] != pd[1] || od[2] != pd[2]) return std::nullopt;
-    Match m;
+    AttentionMatch m;
     m.out = n.id;
     m.v = pv.inputs[1];
     // The mask: where(mask, fill, x) (masked_fill) or where(keep, x, fill).
@@ -155,7 +155,7 @@ class AttentionFuser {
 
   // Where node w as a mask over the scores: its masked operand (the scores),
   // with the mask in m; nullopt when it is not a constant mask attention takes.
-  std::optional<NodeId> take_mask(const Node& w, const Dims& pd, Match& m) const {
+  std::optional<NodeId> take_mask(const Node& w, const Dims& pd, AttentionMatch& m) const {
     const Node& c = node(w.inputs[0]);
     if (c.op != Op::Constant || c.value.dtype() != DType::Bool) return std::nullopt;
     const bool fill_first = bool(scalar_constant(node(w.inputs[1])));

@@ -62,7 +62,7 @@ NodeId other(const Node& n, NodeId x) {
   return -1;
 }
 
-struct Match {
+struct BnTrainMatch {
   NodeId x, mean, var;
   double eps, count;
   std::vector<NodeId> xhat, sums;  // sums: every reduce_sum of d * d over the batch axes
@@ -80,7 +80,7 @@ NodeId unreshaped(const Graph& g, NodeId v) {
 // A per-channel operand of x [N, C, ...] in broadcasting: [C, 1, ...] or
 // [1, C, 1, ...], of x's dtype, defined before node `before` once its
 // reshapes are peeled off (the fused node takes its place there).
-NodeId per_channel(const Graph& g, NodeId p, const Shape& xs, NodeId before) {
+NodeId channel_operand(const Graph& g, NodeId p, const Shape& xs, NodeId before) {
   const Shape& ps = g.node(p).shape;
   if (ps.dtype != xs.dtype || !ps.is_static() || ps.numel() != xs.dims[1].value) return -1;
   const int lead = xs.rank() - ps.rank();  // 1 for [C, 1, ...], 0 for [1, C, ...]
@@ -100,7 +100,7 @@ const Node* only_use(const Graph& g, const Users& users, NodeId v) {
 }
 
 // Records the affine after xhat in mt when there is one to fuse.
-void match_affine(const Graph& g, const Users& users, Match& mt) {
+void match_affine(const Graph& g, const Users& users, BnTrainMatch& mt) {
   if (mt.xhat.size() != 1) return;
   const Shape& xs = g.node(mt.x).shape;
   const Node* scale = only_use(g, users, mt.xhat[0]);
@@ -110,8 +110,8 @@ void match_affine(const Graph& g, const Users& users, Match& mt) {
   if (!shift) return;
   const Node& add = *shift;
   if (add.op != Op::Add || add.shape.dims != xs.dims) return;
-  const NodeId gamma = per_channel(g, other(mul, mt.xhat[0]), xs, mt.mean);
-  const NodeId beta = per_channel(g, other(add, mul.id), xs, mt.mean);
+  const NodeId gamma = channel_operand(g, other(mul, mt.xhat[0]), xs, mt.mean);
+  const NodeId beta = channel_operand(g, other(add, mul.id), xs, mt.mean);
   if (gamma < 0 || beta < 0) return;
   mt.shift = add.id;
   mt.gamma = gamma;
@@ -121,7 +121,7 @@ void match_affine(const Graph& g, const Users& users, Match& mt) {
 // The normalization of variance v: d * rsqrt(v + eps) for a constant eps,
 // every such product into mt.xhat (with mt.var and mt.eps) at the first add
 // that has one. False when there is none.
-bool match_normalization(const Graph& g, const Users& users, NodeId v, NodeId d, Match& mt) {
+bool match_normalization(const Graph& g, const Users& users, NodeId v, NodeId d, BnTrainMatch& mt) {
   for (NodeId a : users[size_t(v)]) {
     const Node& an = g.node(a);
     const NodeId e = an.op == Op::Add ? other(an, v) : -1;
@@ -140,7 +140,7 @@ bool match_normalization(const Graph& g, const Users& users, NodeId v, NodeId d,
   return false;
 }
 
-std::optional<Match> match_at(const Graph& g, const Users& users, const Node& m) {
+std::optional<BnTrainMatch> match_at(const Graph& g, const Users& users, const Node& m) {
   if (!over_batch_axes(g, m, Op::ReduceMean, true)) return std::nullopt;
   const NodeId x = m.inputs[0];
   const Shape& xs = g.node(x).shape;
@@ -152,7 +152,7 @@ std::optional<Match> match_at(const Graph& g, const Users& users, const Node& m)
     for (NodeId sq : users[size_t(d)]) {
       const Node& sqn = g.node(sq);
       if (sqn.op != Op::Mul || sqn.inputs[0] != d || sqn.inputs[1] != d) continue;
-      Match mt{x, m.id, -1, 0, count, {}, {}};
+      BnTrainMatch mt{x, m.id, -1, 0, count, {}, {}};
       for (NodeId s : users[size_t(sq)]) {
         const Node& sn = g.node(s);
         if (!over_batch_axes(g, sn, Op::ReduceSum, true) &&
@@ -181,7 +181,7 @@ std::optional<Match> match_at(const Graph& g, const Users& users, const Node& m)
 Graph fuse_batch_norm_training(const Graph& src) {
   const Graph g = eliminate_common_subexpressions(src);
   const Users users = users_of(g);
-  std::map<NodeId, Match> at_mean;                    // by the mean node, where the fused node goes
+  std::map<NodeId, BnTrainMatch> at_mean;             // by the mean node, where the fused node goes
   std::map<NodeId, std::pair<NodeId, int>> replaced;  // node -> (mean node of its match, role)
   for (const Node& n : g.nodes()) {
     auto mt = match_at(g, users, n);
@@ -198,7 +198,7 @@ Graph fuse_batch_norm_training(const Graph& src) {
   std::map<NodeId, NodeId> fused;  // mean node -> the batch_norm_train node
   for (const Node& n : g.nodes()) {
     if (auto it = at_mean.find(n.id); it != at_mean.end()) {
-      const Match& mt = it->second;
+      const BnTrainMatch& mt = it->second;
       std::vector<NodeId> in{rw.mapped(mt.x)};
       if (mt.shift >= 0) in.insert(in.end(), {rw.mapped(mt.gamma), rw.mapped(mt.beta)});
       const NodeId bn = out.add(Op::BatchNormTrain, in, EpsAttrs{.eps = mt.eps}, {}, n.origin);
@@ -218,7 +218,7 @@ Graph fuse_batch_norm_training(const Graph& src) {
       continue;
     }
     // A sum of squared deviations: var * n, in this sum's dims.
-    const Match& mt = at_mean.at(r->second.first);
+    const BnTrainMatch& mt = at_mean.at(r->second.first);
     const Shape& xs = g.node(mt.x).shape;
     const NodeId count =
         out.constant(Tensor::from_vector<double>({}, {mt.count}, DType::F64).to(xs.dtype));

@@ -109,7 +109,7 @@ Val lower_adaptive_avg_pool(Lowering& L, const Node& n) {
                 L.type_of(n), h);
 }
 
-std::vector<int64_t> trailing_axes(int naxes) {
+std::vector<int64_t> last_axes(int naxes) {
   std::vector<int64_t> a;
   for (int i = naxes; i >= 1; --i) a.push_back(-i);
   return a;
@@ -119,7 +119,7 @@ Val lower_layer_norm(Lowering& L, const Node& n) {
   const std::string h = L.hint(n);
   const auto& a = n.attrs_as<NormAttrs>();
   std::vector<std::pair<std::string, Arg>> in{
-      {"x", L.in(n, 0)}, {"axes", L.b.ints(trailing_axes(int(a.naxes)), h + "_axes")}};
+      {"x", L.in(n, 0)}, {"axes", L.b.ints(last_axes(int(a.naxes)), h + "_axes")}};
   if (n.inputs.size() >= 2) in.push_back({"gamma", L.in(n, 1)});
   if (n.inputs.size() >= 3) in.push_back({"beta", L.in(n, 2)});
   in.push_back({"epsilon", L.scalar_like(a.eps, L.in(n, 0), h + "_eps")});
@@ -131,8 +131,8 @@ Val lower_rms_norm(Lowering& L, const Node& n) {
   const Val& x = L.in(n, 0);
   const std::string h = L.hint(n);
   const auto& a = n.attrs_as<NormAttrs>();
-  Val ms = L.reduce("reduce_mean", L.binary("mul", x, x, h + "_sq"), trailing_axes(int(a.naxes)),
-                    true, h + "_ms");
+  Val ms = L.reduce("reduce_mean", L.binary("mul", x, x, h + "_sq"), last_axes(int(a.naxes)), true,
+                    h + "_ms");
   Val inv = L.b.op("rsqrt",
                    {{"x", L.binary("add", ms, L.scalar_like(a.eps, x, h + "_eps"), h + "_mse")},
                     {"epsilon", L.scalar_like(0, x, h + "_eps0")}},
