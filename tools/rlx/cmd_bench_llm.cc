@@ -37,7 +37,7 @@ Stat stat_of(const std::vector<double>& v) {
   return s;
 }
 
-std::string human_bytes(double b) {
+std::string bench_human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
   int u = 0;
   while (b >= 1024 && u < 3) b /= 1024, ++u;
@@ -140,8 +140,8 @@ void bench_llm(const BenchLlmOptions& o) {
   std::printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
   for (const Row& r : rows)
     std::printf("| %s (%s) | %s | %.2f M | %d | %s | %.2f ± %.2f |\n", name.c_str(), c.arch.c_str(),
-                human_bytes(size).c_str(), double(params) / 1e6, num_threads(), r.test.c_str(),
-                r.s.mean, r.s.sd);
+                bench_human_bytes(size).c_str(), double(params) / 1e6, num_threads(),
+                r.test.c_str(), r.s.mean, r.s.sd);
 }
 
 }  // namespace
