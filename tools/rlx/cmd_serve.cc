@@ -22,7 +22,6 @@
 namespace rlx::cli {
 namespace {
 
-using namespace std::chrono_literals;
 using serve::ApiError;
 using serve::Endpoint;
 
@@ -56,8 +55,8 @@ class Server {
     const size_t n_threads = size_t(o.parallel) + o.queue + 4;
     http_.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
     http_.set_payload_max_length(o.max_body);
-    http_.set_read_timeout(30s);
-    http_.set_write_timeout(30s);
+    http_.set_read_timeout(std::chrono::seconds(30));
+    http_.set_write_timeout(std::chrono::seconds(30));
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       const serve::json j{{"status", "ok"},
                           {"slots", scheduler_.n_slots()},
@@ -135,7 +134,7 @@ class Server {
           "application/json",
           [ticket, head, tools, reply_start](size_t, httplib::DataSink& sink) {
             std::string text;
-            if (ticket->next(text, 100ms)) {
+            if (ticket->next(text, std::chrono::milliseconds(100))) {
               if (sink.is_writable()) return true;
               ticket->cancel();  // the client went away
               return false;
@@ -169,7 +168,7 @@ class Server {
           if (!*started && !send(serve::role_event(*head))) return false;
           *started = true;
           std::string text;
-          if (ticket->next(text, 100ms)) {
+          if (ticket->next(text, std::chrono::milliseconds(100))) {
             // Text a tool-call reader holds back sends nothing: the client is looked at below.
             const std::string events = text.empty() ? ""
                                        : calls      ? calls->piece(*head, text)
@@ -229,7 +228,7 @@ void run_server(const ServeOptions& given) {
   std::signal(SIGTERM, on_stop_signal);
   // Signal handlers may only set a flag; this thread turns it into a stop.
   std::thread watcher([&server] {
-    while (!g_stop) std::this_thread::sleep_for(50ms);
+    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     server.stop();
   });
   std::printf("rlx serve: listening on http://%s:%d (pid %d)\n", o.host.c_str(), port,
