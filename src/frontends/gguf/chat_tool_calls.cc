@@ -110,18 +110,20 @@ size_t object_end(std::string_view s, size_t at) {
   return std::string_view::npos;
 }
 
-// A block's call: by its head, arguments to where their object ends (or to the block's end when
-// it never does), else any JSON call.
-bool block_call(std::string_view body, size_t index, ChatToolCall& call) {
-  std::string name;
+// A call's name and its arguments as the model wrote them, when `text` starts with a head: the
+// arguments run to where their object ends, or to the text's end when it never does.
+bool written_call(std::string_view text, std::string& name, std::string& arguments) {
   size_t at = 0;
-  if (read_head(body, name, at) == Head::yes) {
-    call.id = "call_" + std::to_string(index);
-    call.name = name;
-    call.arguments = std::string(body.substr(at, object_end(body, at) - at));
-    return true;
-  }
-  return as_call(trimmed(body), index, call);
+  if (read_head(text, name, at) != Head::yes) return false;
+  arguments = std::string(text.substr(at, object_end(text, at) - at));
+  return true;
+}
+
+// A block's call: by its head, else any JSON call.
+bool block_call(std::string_view body, size_t index, ChatToolCall& call) {
+  if (!written_call(body, call.name, call.arguments)) return as_call(trimmed(body), index, call);
+  call.id = "call_" + std::to_string(index);
+  return true;
 }
 
 }  // namespace
@@ -154,9 +156,7 @@ ToolCallReply parse_tool_calls(const std::string& reply) {
     if (as_call(r.content, 0, call)) {
       // The arguments as the model wrote them, when its object is where a call puts it.
       std::string name;
-      size_t at = 0;
-      if (read_head(r.content, name, at) == Head::yes)
-        call.arguments = r.content.substr(at, object_end(r.content, at) - at);
+      written_call(r.content, name, call.arguments);
       r.calls.push_back(std::move(call));
       r.content.clear();
     }
