@@ -621,6 +621,50 @@ Shape infer_conv(const Node& n, const In& in) {
   return y;
 }
 
+Shape infer_conv_blocked(const Node& n, const In& in) {
+  const Shape &x = *in[0], &w = *in[1], &b = *in[2];
+  const auto& a = n.attrs_as<ConvBlockedAttrs>();
+  constexpr int64_t B = 16;
+  const auto blocks = [](int64_t c) { return (c + B - 1) / B; };
+  RLX_CHECK(x.dtype == DType::F32 && w.dtype == DType::F32 && b.dtype == DType::F32,
+            "conv_blocked: f32 only, got x ", x.str(), ", w ", w.str(), ", bias ", b.str());
+  RLX_CHECK(x.is_static() && w.is_static(), "conv_blocked: static shapes only, got x ", x.str());
+  RLX_CHECK(
+      a.channels >= 1 && a.out_channels >= 1 && a.stride.size() == 2 && a.pads.size() == 4,
+      "conv_blocked: needs channels, out_channels >= 1, stride [sh, sw] and pads [t, l, b, r]");
+  const int64_t CB = blocks(a.channels), OB = blocks(a.out_channels);
+  const auto xd = x.concrete(), wd = w.concrete();
+  const bool x_ok = a.in_blocked ? x.rank() == 5 && xd[1] == CB && xd[4] == B
+                                 : x.rank() == 4 && xd[1] == a.channels;
+  RLX_CHECK(x_ok, "conv_blocked: x ", x.str(), " is not ",
+            a.in_blocked ? "channel-blocked" : "NCHW", " with ", a.channels, " channels");
+  int64_t KH = 0, KW = 0;
+  if (a.depthwise) {
+    RLX_CHECK(
+        a.in_blocked && a.channels == a.out_channels && w.rank() == 4 && wd[0] == CB && wd[3] == B,
+        "conv_blocked: depthwise weight ", w.str(), " is not [", CB, ", KH, KW, 16]");
+    KH = wd[1], KW = wd[2];
+  } else {
+    const int64_t G = a.in_blocked ? CB : a.channels, L = a.in_blocked ? B : 1;
+    RLX_CHECK(w.rank() == 6 && wd[0] == OB && wd[1] == G && wd[4] == L && wd[5] == B,
+              "conv_blocked: weight ", w.str(), " is not [", OB, ", ", G, ", KH, KW, ", L, ", 16]");
+    KH = wd[2], KW = wd[3];
+  }
+  RLX_CHECK(b.rank() == 1 && b.dims[0] == Dim(OB * B), "conv_blocked: bias ", b.str(), " is not [",
+            OB * B, "]");
+  const int64_t H = xd[2], W = xd[3];
+  const int64_t OH = window_out(H, KH, a.stride[0], a.pads[0], a.pads[2], 1, false);
+  const int64_t OW = window_out(W, KW, a.stride[1], a.pads[1], a.pads[3], 1, false);
+  const Shape y(Dims{xd[0], OB, OH, OW, B}, DType::F32);
+  RLX_CHECK(a.residual == (in.size() == 4),
+            "conv_blocked: residual=", a.residual ? "true" : "false", " with ", in.size(),
+            " inputs");
+  if (a.residual)
+    RLX_CHECK(*in[3] == y, "conv_blocked: residual ", in[3]->str(), " must match the output ",
+              y.str());
+  return y;
+}
+
 Shape infer_conv_transpose(const Node& n, const In& in) {
   const Shape &x = *in[0], &w = *in[1];
   same_dtype(x, w);

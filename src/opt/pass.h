@@ -51,6 +51,7 @@ std::unique_ptr<Pass> make_batch_norm_train_pass();
 std::unique_ptr<Pass> make_attention_pass();
 std::unique_ptr<Pass> make_conv_bn_pass();
 std::unique_ptr<Pass> make_epilogue_pass();
+std::unique_ptr<Pass> make_blocked_conv_pass();
 std::unique_ptr<Pass> make_cse_pass();
 std::unique_ptr<Pass> make_remat_pass();
 std::unique_ptr<Pass> make_elementwise_pass();

@@ -60,6 +60,8 @@ const std::vector<std::unique_ptr<Pass>>& pass_registry() {
     // Fusions after folding: they match constant weights and biases.
     v.push_back(make_conv_bn_pass());
     v.push_back(make_epilogue_pass());
+    // After the epilogues, whose activations and residuals conv_blocked takes along.
+    v.push_back(make_blocked_conv_pass());
     v.push_back(make_cse_pass());
     // After CSE, which would merge its copies back into the originals.
     v.push_back(make_remat_pass());

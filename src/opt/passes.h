@@ -50,6 +50,10 @@ Graph fuse_attention(const Graph& g);
 // Regions of f32 element-wise nodes -> one fused_elementwise node each
 // (fuse_elementwise.cc).
 Graph fuse_elementwise(const Graph& g);
+// Chains of pointwise / depthwise convs (and a stem conv on a few NCHW channels) -> conv_blocked
+// nodes on channel-blocked activations, layout moves where values enter or leave a chain
+// (blocked_conv.cc).
+Graph block_pointwise_depthwise_convs(const Graph& g);
 // Drops nodes no output depends on. Inputs stay (they are the signature).
 Graph eliminate_dead_code(const Graph& g);
 // Recomputes nodes of `ops` right before a use far from the previous one,

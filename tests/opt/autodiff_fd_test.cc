@@ -132,6 +132,24 @@ std::vector<Case> cases() {
        {{"program", std::string("mul(x0, x1); mul(t0, x0); add(t1, x1); where(x2, t2, x0)")}},
        2e-5},
 
+      // f32 only; linear in each input (no activation), so exact but for f32 rounding
+      {Op::ConvBlocked,
+       {f32({1, 1, 3, 2, 16}), f32({1, 1, 1, 1, 16, 16}), f32({16}), f32({1, 1, 3, 2, 16})},
+       {{"stride", Ints{1, 1}},
+        {"pads", Ints{0, 0, 0, 0}},
+        {"channels", 16},
+        {"out_channels", 16},
+        {"residual", true}},
+       5e-5},
+      {Op::ConvBlocked,
+       {f32({1, 1, 4, 3, 16}), f32({1, 3, 3, 16}), f32({16})},
+       {{"stride", Ints{2, 1}},
+        {"pads", Ints{1, 1, 0, 1}},
+        {"channels", 16},
+        {"out_channels", 16},
+        {"depthwise", true}},
+       5e-5},
+
       // ---- reductions
       {Op::ReduceSum, {f({2, 3, 4})}, {{"axes", Ints{1}}}},
       {Op::ReduceSum, {f({2, 3, 4})}, {{"axes", Ints{0, 2}}, {"keepdims", true}}},

@@ -251,6 +251,28 @@ TEST(FuseElementwise, GradientThroughThePrimitives) {
   EXPECT_TRUE(testing::all_equal(grad_of(fused), grad_of(m.g)));
 }
 
+// A region that reads both x and tanh(x) (computed outside it): the rule's expansion treats its
+// inputs as independent, so the path through tanh is counted once, by tanh's own rule.
+TEST(FuseElementwise, GradientWhenOneInputDependsOnAnother) {
+  Graph g;
+  Builder b(g);
+  const NodeId x = b.input("x", S({4, 5}));
+  const NodeId t = b.unary(Op::Tanh, x);
+  g.add_output("y", b.op(Op::FusedElementwise, {x, t}, {{"program", std::string("mul(x0, x1)")}}));
+  Graph ref;
+  Builder r(ref);
+  const NodeId rx = r.input("x", S({4, 5}));
+  ref.add_output("y", r.mul(rx, r.unary(Op::Tanh, rx)));
+  auto grad_of = [](Graph h) {
+    const NodeId dy = h.input("dy", S({4, 5}));
+    h.add_output("dx", vjp(h, {h.outputs()[0].node}, {dy}, {h.inputs()[0]})[0]);
+    const TensorMap in{{"x", random_tensor({4, 5}, DType::F32, 3)},
+                       {"dy", random_tensor({4, 5}, DType::F32, 4)}};
+    return testing::run_graph(h, in, {}, 0).at("dx");
+  };
+  EXPECT_TRUE(testing::all_close(grad_of(g), grad_of(ref), 1e-6, 1e-6));
+}
+
 TEST(FuseElementwise, CoremlLowersThePrimitives) {
   GeluNew m;
   const Graph fused = opt::fuse_elementwise(m.g);

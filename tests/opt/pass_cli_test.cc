@@ -75,8 +75,8 @@ TEST_F(PassCli, BadPassNamesAreClearErrors) {
   EXPECT_TRUE(has(r.output, "unknown pass 'folding'")) << r.output;
   EXPECT_TRUE(
       has(r.output,
-          "specialize, qat, simplify, bn_train, fold, attention, conv_bn, epilogue, cse, remat, "
-          "elementwise, dce"))
+          "specialize, qat, simplify, bn_train, fold, attention, conv_bn, epilogue, blocked_conv, "
+          "cse, remat, elementwise, dce"))
       << r.output;
   r = run_cli("run " + path("m") + " -i " + path("in.safetensors") + " --disable-pass nope");
   EXPECT_NE(r.status, 0);

@@ -29,12 +29,14 @@ inline TensorMap run_without(const Graph& g, const TensorMap& inputs, const Tens
   return s.run(inputs);
 }
 
-// Outputs with and without pass `pass` are bit-identical.
+// Outputs with and without pass `pass` are bit-identical (`off`: passes off in both runs).
 inline ::testing::AssertionResult same_with_and_without(const Graph& g, const TensorMap& inputs,
                                                         const TensorMap& weights,
-                                                        const std::string& pass) {
-  TensorMap with = run_without(g, inputs, weights, {});
-  TensorMap without = run_without(g, inputs, weights, {pass});
+                                                        const std::string& pass,
+                                                        std::vector<std::string> off = {}) {
+  TensorMap with = run_without(g, inputs, weights, off);
+  off.push_back(pass);
+  TensorMap without = run_without(g, inputs, weights, off);
   if (with.size() != without.size()) return ::testing::AssertionFailure() << "output count";
   for (const auto& [name, t] : with) {
     auto r = all_equal(t, without.at(name));

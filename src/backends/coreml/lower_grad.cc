@@ -399,6 +399,13 @@ Val lower_fused_elementwise(Lowering& L, const Node& n) {
   return finish(L, n, v[0]);
 }
 
+Val lower_conv_blocked(Lowering& L, const Node& n) {
+  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
+    return std::vector<NodeId>{opt::ad::conv_blocked_primitives(e, n, in)};
+  });
+  return finish(L, n, v[0]);
+}
+
 std::vector<Val> lower_batch_norm_train(Lowering& L, const Node& n) {
   const double eps = n.attrs_as<EpsAttrs>().eps;
   return lower_results_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
@@ -446,6 +453,7 @@ void register_grad(LowerTable& t) {
   set(Op::Dropout, lower_dropout);
   set(Op::MaxPool2dGrad, lower_max_pool_grad);
   set(Op::FusedElementwise, lower_fused_elementwise);
+  set(Op::ConvBlocked, lower_conv_blocked);
   t.many[size_t(Op::BatchNormTrainGrad)] = lower_batch_norm_train_grad;
   t.many[size_t(Op::BatchNormTrain)] = lower_batch_norm_train;
   t.many[size_t(Op::AttentionGrad)] = lower_attention_grad;

@@ -65,6 +65,8 @@ void matmul(const KernelCall& c);
 // conv.cc
 void conv(const KernelCall& c);
 void conv_transpose(const KernelCall& c);
+// conv_blocked.cc
+void conv_blocked_kernel(const KernelCall& c);
 
 // pool.cc
 void max_pool2d(const KernelCall& c);

@@ -37,8 +37,11 @@ OpGradient op_gradient(Op op) {
   return {e.support, e.why ? e.why : ""};
 }
 
-std::vector<NodeId> vjp(Graph& g, const std::vector<NodeId>& outputs,
-                        const std::vector<NodeId>& cotangents, const std::vector<NodeId>& wrt) {
+namespace {
+
+std::vector<NodeId> vjp_impl(Graph& g, const std::vector<NodeId>& outputs,
+                             const std::vector<NodeId>& cotangents, const std::vector<NodeId>& wrt,
+                             bool partial) {
   RLX_CHECK(outputs.size() == cotangents.size(), "vjp: ", outputs.size(), " outputs but ",
             cotangents.size(), " cotangents");
   check_ids(g, outputs, "output");
@@ -75,8 +78,10 @@ std::vector<NodeId> vjp(Graph& g, const std::vector<NodeId>& outputs,
   for (size_t i = 0; i < outputs.size(); ++i)
     if (reach[size_t(outputs[i])]) accumulate(outputs[i], cotangents[i]);
 
+  std::vector<char> is_wrt(n0, 0);
+  for (NodeId w : wrt) is_wrt[size_t(w)] = 1;
   for (size_t i = n0; i-- > 0;) {
-    if (!reach[i]) continue;
+    if (!reach[i] || (partial && is_wrt[i])) continue;
     const Node n = g.node(NodeId(i));  // a copy: the graph grows below
     if (n.inputs.empty() || n.op == Op::Result) continue;
     std::vector<NodeId> dy;
@@ -115,6 +120,21 @@ std::vector<NodeId> vjp(Graph& g, const std::vector<NodeId>& outputs,
   for (NodeId w : wrt) out.push_back(ct[size_t(w)] >= 0 ? ct[size_t(w)] : e.zeros(g.node(w).shape));
   return out;
 }
+
+}  // namespace
+
+std::vector<NodeId> vjp(Graph& g, const std::vector<NodeId>& outputs,
+                        const std::vector<NodeId>& cotangents, const std::vector<NodeId>& wrt) {
+  return vjp_impl(g, outputs, cotangents, wrt, false);
+}
+
+namespace opt::ad {
+std::vector<NodeId> vjp_partial(Graph& g, const std::vector<NodeId>& outputs,
+                                const std::vector<NodeId>& cotangents,
+                                const std::vector<NodeId>& wrt) {
+  return vjp_impl(g, outputs, cotangents, wrt, true);
+}
+}  // namespace opt::ad
 
 std::vector<NodeId> grad(Graph& g, NodeId loss, const std::vector<NodeId>& wrt) {
   check_ids(g, {loss}, "loss");

@@ -43,4 +43,13 @@ std::vector<NodeId> sequence_primitives(Emit& e, const Node& n, const std::vecto
 // expanded to n's dims (expand_elementwise.cc).
 NodeId elementwise_primitives(Emit& e, const Node& n, const std::vector<NodeId>& in);
 
+// Channel-blocked activations ([N, ceil(C/16), H, W, 16], conv_blocked's layout) from NCHW x of
+// C channels (zero-padded to whole blocks), and back (the first C channels).
+NodeId to_channel_blocks(Emit& e, NodeId x);
+NodeId from_channel_blocks(Emit& e, NodeId x, int64_t channels);
+
+// conv_blocked node `n` on inputs `in`: its input moved to NCHW, a conv with the weight and bias
+// unpacked, the output moved back (expand_conv_blocked.cc).
+NodeId conv_blocked_primitives(Emit& e, const Node& n, const std::vector<NodeId>& in);
+
 }  // namespace rlx::opt::ad

@@ -30,6 +30,13 @@ struct VjpEntry {
 };
 VjpEntry vjp_entry(Op op);
 
+// vjp with each wrt node an independent variable: a gradient reaching one
+// wrt node stops there, even when another wrt node is upstream of it (a
+// rule's own expansion of a node whose inputs depend on each other).
+std::vector<NodeId> vjp_partial(Graph& g, const std::vector<NodeId>& outputs,
+                                const std::vector<NodeId>& cotangents,
+                                const std::vector<NodeId>& wrt);
+
 // ---- rules_elementwise.cc
 void vjp_unary(VjpCall&);  // activation_grad of the op's kind
 void vjp_add(VjpCall&);
@@ -95,6 +102,7 @@ void vjp_batch_norm_train(VjpCall&);  // batch_norm_train_grad
 // lstm / gru / rnn / gated_delta_net / selective_scan: through their unrolled primitives
 void vjp_sequence(VjpCall&);
 void vjp_fused_elementwise(VjpCall&);
+void vjp_conv_blocked(VjpCall&);
 void vjp_layer_norm_2d(VjpCall&);
 void vjp_attention(VjpCall&);
 void vjp_rope(VjpCall&);

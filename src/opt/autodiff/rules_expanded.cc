@@ -30,7 +30,7 @@ void vjp_through(VjpCall& c, const std::vector<NodeId>& in, const std::vector<No
       wrt.push_back(in[i]);
       at.push_back(i);
     }
-  const std::vector<NodeId> grads = vjp(c.e.graph(), seeds, cotangents, wrt);
+  const std::vector<NodeId> grads = vjp_partial(c.e.graph(), seeds, cotangents, wrt);
   for (size_t j = 0; j < at.size(); ++j) c.dx[at[j]] = grads[j];
 }
 
@@ -44,6 +44,11 @@ void vjp_sequence(VjpCall& c) {
 void vjp_fused_elementwise(VjpCall& c) {
   const std::vector<NodeId> in(c.n.inputs.begin(), c.n.inputs.end());
   vjp_through(c, in, {elementwise_primitives(c.e, c.n, in)});
+}
+
+void vjp_conv_blocked(VjpCall& c) {
+  const std::vector<NodeId> in(c.n.inputs.begin(), c.n.inputs.end());
+  vjp_through(c, in, {conv_blocked_primitives(c.e, c.n, in)});
 }
 
 }  // namespace rlx::opt::ad

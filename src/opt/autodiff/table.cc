@@ -107,6 +107,8 @@ VjpEntry vjp_entry(Op op) {
       return rule(vjp_cast);  // between float types; integer ends carry none
     case Op::FusedElementwise:
       return rule(vjp_fused_elementwise);
+    case Op::ConvBlocked:
+      return rule(vjp_conv_blocked);
 
     case Op::ReduceSum:
       return rule(vjp_reduce_sum);

@@ -269,6 +269,39 @@ std::vector<OpCase> all_op_cases() {
        {{"pads", v({1, 1, 1, 1})}, {"activation", std::string("relu6")}});
   conv("conv2d_depthwise_relu", f({1, 4, 6, 6}), p({4, 1, 3, 3}), true,
        {{"groups", int64_t(4)}, {"activation", std::string("relu")}});
+  // conv_blocked through autodiff's primitives (layout moves around a conv); whole blocks, as
+  // random weights in padded lanes would count in the kernel and not in the spelling.
+  c.push_back({"conv_blocked_pointwise_residual",
+               Op::ConvBlocked,
+               {f({1, 2, 5, 4, 16}), p({1, 2, 1, 1, 16, 16}), p({16}), f({1, 1, 5, 4, 16})},
+               {{"stride", v({1, 1})},
+                {"pads", v({0, 0, 0, 0})},
+                {"channels", int64_t(32)},
+                {"out_channels", int64_t(16)},
+                {"activation", std::string("relu6")},
+                {"residual", true}},
+               1e-5,
+               2e-2});
+  c.push_back({"conv_blocked_depthwise",
+               Op::ConvBlocked,
+               {f({1, 1, 6, 6, 16}), p({1, 3, 3, 16}), p({16})},
+               {{"stride", v({2, 2})},
+                {"pads", v({1, 1, 1, 1})},
+                {"channels", int64_t(16)},
+                {"out_channels", int64_t(16)},
+                {"depthwise", true}},
+               1e-5,
+               1e-2});
+  c.push_back({"conv_blocked_nchw_in",
+               Op::ConvBlocked,
+               {f({1, 3, 7, 6}), p({1, 3, 3, 3, 1, 16}), p({16})},
+               {{"stride", v({2, 2})},
+                {"pads", v({1, 1, 1, 1})},
+                {"channels", int64_t(3)},
+                {"out_channels", int64_t(16)},
+                {"in_blocked", false}},
+               1e-5,
+               1e-2});
   auto pool = [&](const std::string& n, Op op, Dims d, Attrs a) {
     c.push_back({n, op, {f(d)}, a, 1e-5, 4e-3});
   };

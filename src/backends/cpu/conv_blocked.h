@@ -1,0 +1,51 @@
+// Convs on channel-blocked activations ([N, ceil(C/16), H, W, 16], "NCHW16c"),
+// the layout the `blocked_conv` pass gives chains of pointwise and depthwise
+// convs (mobilenets). Each output vector is 16 channels of one pixel, so a
+// pointwise conv is a GEMM whose activations are read in place (no panel
+// copy per call) with every lane busy whatever the map's width, and a
+// depthwise tap is one plain vector load (no masks or shuffles).
+#pragma once
+#include <cstdint>
+
+#include "rlx/op_attrs.h"
+
+namespace rlx::cpu {
+
+constexpr int64_t kChannelBlock = 16;
+
+inline int64_t channel_blocks(int64_t c) { return (c + kChannelBlock - 1) / kChannelBlock; }
+
+// One conv_blocked node's geometry (2-d, no dilation). Input: blocked
+// [N, CB, H, W, 16] when `in_blocked`, else NCHW [N, C, H, W]; output blocked
+// [N, OB, OH, OW, 16]; weights packed as ops.def's conv_blocked says; bias
+// and residual (blocked, the output's shape) optional.
+struct BlockedConv {
+  int64_t N = 1, C = 0, O = 0;
+  int64_t H = 0, W = 0, OH = 0, OW = 0;
+  int64_t KH = 1, KW = 1, SH = 1, SW = 1, PT = 0, PL = 0;
+  bool in_blocked = true;
+  bool depthwise = false;         // groups == C == O: one 3x3 (any size) filter per channel
+  Epilogue act = Epilogue::none;  // none, relu or relu6
+  // Packed weights (the blocked_conv pass packs them): dense [OB][in_groups][KH][KW][lanes_in][16],
+  // depthwise [CB][KH][KW][16].
+  int64_t in_groups() const { return in_blocked ? channel_blocks(C) : C; }
+  int64_t lanes_in() const { return in_blocked ? kChannelBlock : 1; }
+};
+
+// y = act(conv(x, w) + bias (+ residual)) over the pool; chooses the ISA path.
+void conv_blocked(const BlockedConv& g, const float* x, const float* w, const float* bias,
+                  const float* residual, float* y);
+
+// The paths, for tests and conv_blocked's dispatch. A tile: outputs
+// [ow0, ow0 + P) of row oh, blocks [ob0, ob0 + nob) (nob 1 or 2; depthwise: the
+// one block ob0), taps kw in [kw_lo, kw_hi) for every pixel of the tile.
+struct BlockedTile {
+  int64_t n, oh, ow0, P, ob0, nob, kw_lo, kw_hi;
+};
+void conv_blocked_tile_portable(const BlockedConv& g, const BlockedTile& t, const float* x,
+                                const float* w, const float* bias, const float* residual, float* y);
+// Returns false when the AVX-512 path does not cover the tile (P too large).
+bool conv_blocked_tile_avx512(const BlockedConv& g, const BlockedTile& t, const float* x,
+                              const float* w, const float* bias, const float* residual, float* y);
+
+}  // namespace rlx::cpu

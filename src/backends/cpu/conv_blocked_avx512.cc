@@ -1,0 +1,196 @@
+// The AVX-512 tiles of conv_blocked.h. Dense convs: P pixels x one or two
+// 16-channel output blocks accumulate in P * NOB zmm registers (up to 28);
+// per input channel, NOB weight vectors are loaded and each pixel's input
+// value is broadcast straight from memory into its FMAs (the activations are
+// read in place, no packing). Depthwise: P pixels of one block, each tap one
+// vector load and one FMA.
+#include <immintrin.h>
+
+#include <array>
+#include <utility>
+
+#include "backends/cpu/conv_blocked.h"
+
+#if defined(__GNUC__) && !defined(__clang__)  // GCC bug 105593, as in sgemm_avx512.cc
+#pragma GCC diagnostic push                   // popped at the end of the file (unity builds)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace rlx::cpu {
+namespace {
+
+#define RLX_CB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+constexpr int kB = int(kChannelBlock);
+
+// act(v + residual) stored at y[at] (x second in max / min: NaN comes through).
+RLX_CB_AVX512 inline void store_out(const BlockedConv& g, __m512 v, const float* residual,
+                                    int64_t at, float* y) {
+  if (residual) v = _mm512_add_ps(v, _mm512_loadu_ps(residual + at));
+  if (g.act == Epilogue::relu) v = _mm512_max_ps(_mm512_setzero_ps(), v);
+  if (g.act == Epilogue::relu6)
+    v = _mm512_min_ps(_mm512_set1_ps(6.f), _mm512_max_ps(_mm512_setzero_ps(), v));
+  _mm512_storeu_ps(y + at, v);
+}
+
+template <int P, int NOB, int L>
+RLX_CB_AVX512 void dense_tile(const BlockedConv& g, const BlockedTile& t, const float* x,
+                              const float* w, const float* bias, const float* residual, float* y) {
+  const int64_t G = g.in_groups(), taps = g.KH * g.KW, OB = channel_blocks(g.O);
+  const int64_t w_block = G * taps * L * kB;  // floats between output blocks' weights
+  const int64_t xs = g.SW * L;                // floats between neighbouring pixels' taps
+  __m512 acc[P][NOB];
+#pragma GCC unroll 2
+  for (int j = 0; j < NOB; ++j) {
+    const __m512 b = bias ? _mm512_loadu_ps(bias + (t.ob0 + j) * kB) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) acc[p][j] = b;
+  }
+  for (int64_t cg = 0; cg < G; ++cg) {
+    const float* xg = x + (t.n * G + cg) * g.H * g.W * L;
+    const float* wg = w + (t.ob0 * G + cg) * taps * L * kB;
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      const int64_t ih = t.oh * g.SH - g.PT + kh;
+      if (ih < 0 || ih >= g.H) continue;
+      const float* xr = xg + (ih * g.W + t.ow0 * g.SW - g.PL) * L;
+      const float* wr = wg + kh * g.KW * L * kB;
+      for (int64_t kw = t.kw_lo; kw < t.kw_hi; ++kw) {
+        const float* xp = xr + kw * L;
+        const float* wp = wr + kw * L * kB;
+#pragma GCC unroll 4
+        for (int l = 0; l < L; ++l) {
+          __m512 wv[NOB];
+#pragma GCC unroll 2
+          for (int j = 0; j < NOB; ++j) wv[j] = _mm512_loadu_ps(wp + j * w_block + l * kB);
+#pragma GCC unroll 16
+          for (int p = 0; p < P; ++p) {
+            const __m512 xv = _mm512_set1_ps(xp[p * xs + l]);
+#pragma GCC unroll 2
+            for (int j = 0; j < NOB; ++j) acc[p][j] = _mm512_fmadd_ps(xv, wv[j], acc[p][j]);
+          }
+        }
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int j = 0; j < NOB; ++j)
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) {
+      const int64_t at = (((t.n * OB + t.ob0 + j) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB;
+      store_out(g, acc[p][j], residual, at, y);
+    }
+}
+
+// Depthwise, 3 taps wide at stride S: each kernel row's (P - 1) S + 3 input
+// vectors are loaded once and shared by the taps that read them.
+template <int P, int S>
+RLX_CB_AVX512 void depthwise3_tile(const BlockedConv& g, const BlockedTile& t, const float* x,
+                                   const float* w, const float* bias, const float* residual,
+                                   float* y) {
+  constexpr int kCols = (P - 1) * S + 3;
+  const int64_t OB = channel_blocks(g.O), ob = t.ob0;
+  const __m512 b = bias ? _mm512_loadu_ps(bias + ob * kB) : _mm512_setzero_ps();
+  __m512 acc[P];
+#pragma GCC unroll 16
+  for (int p = 0; p < P; ++p) acc[p] = b;
+  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kB;
+  const float* wb = w + ob * g.KH * 3 * kB;
+  for (int64_t kh = 0; kh < g.KH; ++kh) {
+    const int64_t ih = t.oh * g.SH - g.PT + kh;
+    if (ih < 0 || ih >= g.H) continue;
+    const float* xr = xb + (ih * g.W + t.ow0 * S - g.PL) * kB;
+    __m512 xv[kCols];
+#pragma GCC unroll 32
+    for (int c = 0; c < kCols; ++c) xv[c] = _mm512_loadu_ps(xr + c * kB);
+#pragma GCC unroll 3
+    for (int kw = 0; kw < 3; ++kw) {
+      const __m512 wv = _mm512_loadu_ps(wb + (kh * 3 + kw) * kB);
+#pragma GCC unroll 16
+      for (int p = 0; p < P; ++p) acc[p] = _mm512_fmadd_ps(xv[p * S + kw], wv, acc[p]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int p = 0; p < P; ++p)
+    store_out(g, acc[p], residual, (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB, y);
+}
+
+// Depthwise, any kernel: one load per tap and pixel.
+template <int P>
+RLX_CB_AVX512 void depthwise_tile(const BlockedConv& g, const BlockedTile& t, const float* x,
+                                  const float* w, const float* bias, const float* residual,
+                                  float* y) {
+  const int64_t OB = channel_blocks(g.O), ob = t.ob0;
+  const __m512 b = bias ? _mm512_loadu_ps(bias + ob * kB) : _mm512_setzero_ps();
+  __m512 acc[P];
+#pragma GCC unroll 16
+  for (int p = 0; p < P; ++p) acc[p] = b;
+  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kB;
+  const float* wb = w + ob * g.KH * g.KW * kB;
+  const int64_t xs = g.SW * kB;
+  for (int64_t kh = 0; kh < g.KH; ++kh) {
+    const int64_t ih = t.oh * g.SH - g.PT + kh;
+    if (ih < 0 || ih >= g.H) continue;
+    const float* xr = xb + (ih * g.W + t.ow0 * g.SW - g.PL) * kB;
+    for (int64_t kw = t.kw_lo; kw < t.kw_hi; ++kw) {
+      const __m512 wv = _mm512_loadu_ps(wb + (kh * g.KW + kw) * kB);
+      const float* xp = xr + kw * kB;
+#pragma GCC unroll 16
+      for (int p = 0; p < P; ++p)
+        acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(xp + p * xs), wv, acc[p]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int p = 0; p < P; ++p)
+    store_out(g, acc[p], residual, (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB, y);
+}
+
+using TileFn = void (*)(const BlockedConv&, const BlockedTile&, const float*, const float*,
+                        const float*, const float*, float*);
+
+template <int NOB, int L, int... Ps>
+constexpr std::array<TileFn, sizeof...(Ps)> dense_table(std::integer_sequence<int, Ps...>) {
+  return {&dense_tile<Ps + 1, NOB, L>...};
+}
+template <int... Ps>
+constexpr std::array<TileFn, sizeof...(Ps)> depthwise_table(std::integer_sequence<int, Ps...>) {
+  return {&depthwise_tile<Ps + 1>...};
+}
+template <int S, int... Ps>
+constexpr std::array<TileFn, sizeof...(Ps)> depthwise3_table(std::integer_sequence<int, Ps...>) {
+  return {&depthwise3_tile<Ps + 1, S>...};
+}
+
+constexpr int kDenseP = 14, kDepthwiseP = 8;
+constexpr auto kDense1x1 = dense_table<1, 1>(std::make_integer_sequence<int, kDenseP>());
+constexpr auto kDense1x16 = dense_table<1, kB>(std::make_integer_sequence<int, kDenseP>());
+constexpr auto kDense2x1 = dense_table<2, 1>(std::make_integer_sequence<int, kDenseP>());
+constexpr auto kDense2x16 = dense_table<2, kB>(std::make_integer_sequence<int, kDenseP>());
+constexpr auto kDepthwise = depthwise_table(std::make_integer_sequence<int, kDepthwiseP>());
+constexpr auto kDepthwise3s1 = depthwise3_table<1>(std::make_integer_sequence<int, kDepthwiseP>());
+constexpr auto kDepthwise3s2 = depthwise3_table<2>(std::make_integer_sequence<int, kDepthwiseP>());
+
+}  // namespace
+
+bool conv_blocked_tile_avx512(const BlockedConv& g, const BlockedTile& t, const float* x,
+                              const float* w, const float* bias, const float* residual, float* y) {
+  if (t.P < 1) return false;
+  if (g.depthwise) {
+    if (t.P > kDepthwiseP) return false;
+    const bool three = g.KW == 3 && t.kw_lo == 0 && t.kw_hi == 3 && g.SW <= 2;
+    const auto& table = !three ? kDepthwise : g.SW == 1 ? kDepthwise3s1 : kDepthwise3s2;
+    table[size_t(t.P - 1)](g, t, x, w, bias, residual, y);
+    return true;
+  }
+  if (t.P > kDenseP || t.nob < 1 || t.nob > 2) return false;
+  const auto& table = t.nob == 2 ? (g.in_blocked ? kDense2x16 : kDense2x1)
+                                 : (g.in_blocked ? kDense1x16 : kDense1x1);
+  table[size_t(t.P - 1)](g, t, x, w, bias, residual, y);
+  return true;
+}
+
+}  // namespace rlx::cpu
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
