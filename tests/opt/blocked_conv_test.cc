@@ -68,7 +68,7 @@ struct MiniMobilenet {
 }
 
 TEST(BlockedConv, AChainRunsBlockedWithLayoutMovesOnlyWhereValuesLeaveIt) {
-  if (cpu_isa() < Isa::avx512) GTEST_SKIP() << "the pass runs where the AVX-512 kernels do";
+  if (cpu_isa() < Isa::avx512) GTEST_SKIP() << "the pass runs where it pays: on AVX-512";
   MiniMobilenet m;
   const Graph g = testing::compiled_graph(m.g, {});
   EXPECT_EQ(count_op(g, Op::ConvBlocked), 8) << to_text(g);

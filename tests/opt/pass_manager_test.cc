@@ -43,7 +43,7 @@ struct TestModel {
   }
 };
 
-// The default pipeline's names: blocked_conv runs after epilogue where its AVX-512 kernels do.
+// The default pipeline's names: blocked_conv runs after epilogue on AVX-512.
 std::vector<std::string> pipeline(std::vector<std::string> names) {
   const auto at = std::find(names.begin(), names.end(), "epilogue");
   if (cpu_isa() >= Isa::avx512 && at != names.end()) names.insert(at + 1, "blocked_conv");

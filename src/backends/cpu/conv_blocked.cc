@@ -65,11 +65,13 @@ void conv_blocked(const BlockedConv& conv, const float* x, const float* w, const
     g.W = g.OW = g.H * g.W;
     g.H = g.OH = 1;
   }
-  const bool avx512 = cpu_isa() >= Isa::avx512;
+  const Isa isa = cpu_isa();
   const int64_t OB = channel_blocks(g.O);
   // Blocks per tile: two (32 output channels) for dense convs, one for depthwise.
   const int64_t nob = g.depthwise ? 1 : 2, groups = (OB + nob - 1) / nob;
-  const int64_t pmax = g.depthwise ? 8 : 14;
+  const int64_t pmax = isa == Isa::avx2 ? kBlockedPixelsAvx2
+                       : g.depthwise    ? kBlockedDepthwisePixelsAvx512
+                                        : kBlockedPixelsAvx512;
   // Output columns whose taps all lie inside the row: ow * SW - PL >= 0 and
   // ow * SW - PL + KW - 1 < W.
   const int64_t ow_a = std::min(g.OW, (g.PL + g.SW - 1) / g.SW);
@@ -92,8 +94,10 @@ void conv_blocked(const BlockedConv& conv, const float* x, const float* w, const
   chunks = (g.OW + chunk - 1) / chunk;
   const int64_t items = g.N * g.OH * chunks * groups;
   auto tile = [&](const BlockedTile& t) {
-    if (!avx512 || !conv_blocked_tile_avx512(g, t, x, w, bias, residual, y))
-      conv_blocked_tile_portable(g, t, x, w, bias, residual, y);
+    const bool done = isa == Isa::avx512 ? conv_blocked_tile_avx512(g, t, x, w, bias, residual, y)
+                      : isa == Isa::avx2 ? conv_blocked_tile_avx2(g, t, x, w, bias, residual, y)
+                                         : false;
+    if (!done) conv_blocked_tile_portable(g, t, x, w, bias, residual, y);
   };
   parallel_for(items, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {

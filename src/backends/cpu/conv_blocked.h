@@ -44,8 +44,13 @@ struct BlockedTile {
 };
 void conv_blocked_tile_portable(const BlockedConv& g, const BlockedTile& t, const float* x,
                                 const float* w, const float* bias, const float* residual, float* y);
-// Returns false when the AVX-512 path does not cover the tile (P too large).
+// The widest tiles (pixels) of each path: AVX-512 dense and depthwise, AVX2 both.
+constexpr int kBlockedPixelsAvx512 = 14, kBlockedDepthwisePixelsAvx512 = 8;
+constexpr int kBlockedPixelsAvx2 = 6;
+// Return false when the path does not cover the tile (P too large).
 bool conv_blocked_tile_avx512(const BlockedConv& g, const BlockedTile& t, const float* x,
                               const float* w, const float* bias, const float* residual, float* y);
+bool conv_blocked_tile_avx2(const BlockedConv& g, const BlockedTile& t, const float* x,
+                            const float* w, const float* bias, const float* residual, float* y);
 
 }  // namespace rlx::cpu

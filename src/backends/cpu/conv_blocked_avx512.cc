@@ -161,7 +161,7 @@ constexpr std::array<TileFn, sizeof...(Ps)> depthwise3_table(std::integer_sequen
   return {&depthwise3_tile<Ps + 1, S>...};
 }
 
-constexpr int kDenseP = 14, kDepthwiseP = 8;
+constexpr int kDenseP = kBlockedPixelsAvx512, kDepthwiseP = kBlockedDepthwisePixelsAvx512;
 constexpr auto kDense1x1 = dense_table<1, 1>(std::make_integer_sequence<int, kDenseP>());
 constexpr auto kDense1x16 = dense_table<1, kB>(std::make_integer_sequence<int, kDenseP>());
 constexpr auto kDense2x1 = dense_table<2, 1>(std::make_integer_sequence<int, kDenseP>());

@@ -1,0 +1,146 @@
+// The AVX2/FMA tiles of conv_blocked.h: a 16-channel block is two ymm
+// vectors. Dense convs: P <= 6 pixels x one block accumulate in 12 ymm
+// registers (with two weight vectors and a broadcast, 15 of the 16); a tile
+// of two blocks runs as two tiles of one. Depthwise: P <= 6 pixels of one
+// block, one load per tap and half-block.
+#include <immintrin.h>
+
+#include <array>
+#include <utility>
+
+#include "backends/cpu/conv_blocked.h"
+#include "backends/cpu/vmath.h"
+
+namespace rlx::cpu {
+namespace {
+
+constexpr int kB = int(kChannelBlock);
+
+// act(v + residual) stored as 8 lanes at y[at].
+RLX_AVX2_INLINE void store_half(const BlockedConv& g, __m256 v, const float* residual, int64_t at,
+                                float* y) {
+  if (residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual + at));
+  if (g.act == Epilogue::relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);
+  if (g.act == Epilogue::relu6)
+    v = _mm256_min_ps(_mm256_set1_ps(6.f), _mm256_max_ps(_mm256_setzero_ps(), v));
+  _mm256_storeu_ps(y + at, v);
+}
+
+template <int P, int L>
+RLX_AVX2 void dense_tile_avx2(const BlockedConv& g, const BlockedTile& t, const float* x,
+                              const float* w, const float* bias, const float* residual, float* y) {
+  const int64_t G = g.in_groups(), taps = g.KH * g.KW, OB = channel_blocks(g.O);
+  const int64_t xs = g.SW * L;
+  __m256 acc[P][2];
+  for (int h = 0; h < 2; ++h) {
+    const __m256 b = bias ? _mm256_loadu_ps(bias + t.ob0 * kB + 8 * h) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) acc[p][h] = b;
+  }
+  for (int64_t cg = 0; cg < G; ++cg) {
+    const float* xg = x + (t.n * G + cg) * g.H * g.W * L;
+    const float* wg = w + (t.ob0 * G + cg) * taps * L * kB;
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      const int64_t ih = t.oh * g.SH - g.PT + kh;
+      if (ih < 0 || ih >= g.H) continue;
+      const float* xr = xg + (ih * g.W + t.ow0 * g.SW - g.PL) * L;
+      const float* wr = wg + kh * g.KW * L * kB;
+      for (int64_t kw = t.kw_lo; kw < t.kw_hi; ++kw) {
+        const float* xp = xr + kw * L;
+        const float* wp = wr + kw * L * kB;
+        for (int l = 0; l < L; ++l) {
+          const __m256 w0 = _mm256_loadu_ps(wp + l * kB), w1 = _mm256_loadu_ps(wp + l * kB + 8);
+#pragma GCC unroll 8
+          for (int p = 0; p < P; ++p) {
+            const __m256 xv = _mm256_set1_ps(xp[p * xs + l]);
+            acc[p][0] = _mm256_fmadd_ps(xv, w0, acc[p][0]);
+            acc[p][1] = _mm256_fmadd_ps(xv, w1, acc[p][1]);
+          }
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) {
+    const int64_t at = (((t.n * OB + t.ob0) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB;
+    store_half(g, acc[p][0], residual, at, y);
+    store_half(g, acc[p][1], residual, at + 8, y);
+  }
+}
+
+template <int P>
+RLX_AVX2 void depthwise_tile_avx2(const BlockedConv& g, const BlockedTile& t, const float* x,
+                                  const float* w, const float* bias, const float* residual,
+                                  float* y) {
+  const int64_t OB = channel_blocks(g.O), ob = t.ob0;
+  __m256 acc[P][2];
+  for (int h = 0; h < 2; ++h) {
+    const __m256 b = bias ? _mm256_loadu_ps(bias + ob * kB + 8 * h) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) acc[p][h] = b;
+  }
+  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kB;
+  const float* wb = w + ob * g.KH * g.KW * kB;
+  const int64_t xs = g.SW * kB;
+  for (int64_t kh = 0; kh < g.KH; ++kh) {
+    const int64_t ih = t.oh * g.SH - g.PT + kh;
+    if (ih < 0 || ih >= g.H) continue;
+    const float* xr = xb + (ih * g.W + t.ow0 * g.SW - g.PL) * kB;
+    for (int64_t kw = t.kw_lo; kw < t.kw_hi; ++kw) {
+      const float* wp = wb + (kh * g.KW + kw) * kB;
+      const __m256 w0 = _mm256_loadu_ps(wp), w1 = _mm256_loadu_ps(wp + 8);
+      const float* xp = xr + kw * kB;
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {
+        acc[p][0] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + p * xs), w0, acc[p][0]);
+        acc[p][1] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + p * xs + 8), w1, acc[p][1]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) {
+    const int64_t at = (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB;
+    store_half(g, acc[p][0], residual, at, y);
+    store_half(g, acc[p][1], residual, at + 8, y);
+  }
+}
+
+using TileFn = void (*)(const BlockedConv&, const BlockedTile&, const float*, const float*,
+                        const float*, const float*, float*);
+
+template <int L, int... Ps>
+constexpr std::array<TileFn, sizeof...(Ps)> dense_table_avx2(std::integer_sequence<int, Ps...>) {
+  return {&dense_tile_avx2<Ps + 1, L>...};
+}
+template <int... Ps>
+constexpr std::array<TileFn, sizeof...(Ps)> depthwise_table_avx2(
+    std::integer_sequence<int, Ps...>) {
+  return {&depthwise_tile_avx2<Ps + 1>...};
+}
+
+constexpr auto kDense1 = dense_table_avx2<1>(std::make_integer_sequence<int, kBlockedPixelsAvx2>());
+constexpr auto kDense16 =
+    dense_table_avx2<kB>(std::make_integer_sequence<int, kBlockedPixelsAvx2>());
+constexpr auto kDepthwise =
+    depthwise_table_avx2(std::make_integer_sequence<int, kBlockedPixelsAvx2>());
+
+}  // namespace
+
+bool conv_blocked_tile_avx2(const BlockedConv& g, const BlockedTile& t, const float* x,
+                            const float* w, const float* bias, const float* residual, float* y) {
+  if (t.P < 1 || t.P > kBlockedPixelsAvx2) return false;
+  if (g.depthwise) {
+    kDepthwise[size_t(t.P - 1)](g, t, x, w, bias, residual, y);
+    return true;
+  }
+  const auto& table = g.in_blocked ? kDense16 : kDense1;
+  for (int64_t j = 0; j < t.nob; ++j) {  // one block at a time
+    BlockedTile one = t;
+    one.ob0 = t.ob0 + j;
+    one.nob = 1;
+    table[size_t(t.P - 1)](g, one, x, w, bias, residual, y);
+  }
+  return true;
+}
+
+}  // namespace rlx::cpu
