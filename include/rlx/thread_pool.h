@@ -20,4 +20,17 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 // thread would leave one thread with a whole extra chunk of them at the end.
 void parallel_tasks(int64_t n, const std::function<void(int64_t)>& fn);
 
+// While one lives, parallel_for and parallel_tasks called from this thread
+// run inline: for a kernel too small to pay for a second core.
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  bool saved_;
+};
+
 }  // namespace rlx

@@ -233,6 +233,9 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   p.run(chunks, [&](int64_t c) { fn(c * step, std::min(n, (c + 1) * step)); });
 }
 
+SerialScope::SerialScope() : saved_(t_inside) { t_inside = true; }
+SerialScope::~SerialScope() { t_inside = saved_; }
+
 void parallel_tasks(int64_t n, const std::function<void(int64_t)>& fn) {
   if (n <= 0) return;
   pool().run(n, fn);

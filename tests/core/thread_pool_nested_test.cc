@@ -62,5 +62,26 @@ TEST(ThreadPool, TheCallerRunsTheFirstShareOfEveryJob) {
   set_num_threads(0);
 }
 
+// Under a SerialScope every chunk runs on the calling thread (each one sleeps, so a free worker
+// would take some), and parallel_for splits work over the pool again once it ends.
+TEST(ThreadPool, ASerialScopeRunsEveryChunkOnTheCaller) {
+  set_num_threads(2);
+  const auto caller = std::this_thread::get_id();
+  auto chunks_elsewhere = [&] {
+    std::atomic<int64_t> elsewhere{0};
+    parallel_for(8, 1, [&](int64_t b, int64_t e) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (std::this_thread::get_id() != caller) elsewhere += e - b;
+    });
+    return elsewhere.load();
+  };
+  {
+    SerialScope serial;
+    EXPECT_EQ(chunks_elsewhere(), 0);
+  }
+  EXPECT_GT(chunks_elsewhere(), 0);
+  set_num_threads(0);
+}
+
 }  // namespace
 }  // namespace rlx
