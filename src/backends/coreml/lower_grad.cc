@@ -392,16 +392,11 @@ Val lower_max_pool_grad(Lowering& L, const Node& n) {
 
 // MIL has no op that runs a program, so a fused region lowers as the ops it
 // was fused from.
-Val lower_fused_elementwise(Lowering& L, const Node& n) {
+// A fused node spelt back into primitives by `spell` (fused_elementwise, conv_blocked).
+template <NodeId (*spell)(opt::ad::Emit&, const Node&, const std::vector<NodeId>&)>
+Val lower_spelt(Lowering& L, const Node& n) {
   const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
-    return std::vector<NodeId>{opt::ad::elementwise_primitives(e, n, in)};
-  });
-  return finish(L, n, v[0]);
-}
-
-Val lower_conv_blocked(Lowering& L, const Node& n) {
-  const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
-    return std::vector<NodeId>{opt::ad::conv_blocked_primitives(e, n, in)};
+    return std::vector<NodeId>{spell(e, n, in)};
   });
   return finish(L, n, v[0]);
 }
@@ -452,8 +447,8 @@ void register_grad(LowerTable& t) {
   set(Op::SoftmaxCrossEntropyGrad, lower_softmax_ce_grad);
   set(Op::Dropout, lower_dropout);
   set(Op::MaxPool2dGrad, lower_max_pool_grad);
-  set(Op::FusedElementwise, lower_fused_elementwise);
-  set(Op::ConvBlocked, lower_conv_blocked);
+  set(Op::FusedElementwise, lower_spelt<opt::ad::elementwise_primitives>);
+  set(Op::ConvBlocked, lower_spelt<opt::ad::conv_blocked_primitives>);
   t.many[size_t(Op::BatchNormTrainGrad)] = lower_batch_norm_train_grad;
   t.many[size_t(Op::BatchNormTrain)] = lower_batch_norm_train;
   t.many[size_t(Op::AttentionGrad)] = lower_attention_grad;
