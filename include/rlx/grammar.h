@@ -35,6 +35,12 @@ class Grammar {
   // alone when it is named) and A its parameters' schema. `tools` is OpenAI's array.
   static std::shared_ptr<const Grammar> tool_calls(ToolCallFormat format, std::string_view tools,
                                                    const std::string& function = {});
+  // A grammar in llama.cpp's GBNF notation (`root ::= ...` rules of "literals", [classes],
+  // `.`, groups and * + ? {m,n} repetitions, # comments), starting from rule `root`.
+  // Characters are code points, matched as their UTF-8 bytes. Syntax errors name the line
+  // and column; every rule used and not defined is listed at once.
+  static std::shared_ptr<const Grammar> from_gbnf(std::string_view text,
+                                                  const std::string& root = "root");
   // The grammar in a GBNF-like notation, one rule a line (tests and debugging).
   std::string to_string() const;
 

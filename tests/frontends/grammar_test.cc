@@ -1,9 +1,12 @@
 // Grammars from JSON Schemas and their matcher: documents the schema accepts pass byte by
 // byte, documents it rejects fail at the first wrong byte, random walks through a grammar
 // produce JSON that nlohmann parses and that matches the schema (checked by hand below, not
-// by the grammar), and unsupported schemas fail naming every problem.
+// by the grammar), and unsupported schemas fail naming every problem. GBNF grammars
+// (llama.cpp's notation): what they accept and reject, character classes as exactly their
+// code points' UTF-8 encodings, errors naming the place or every undefined rule.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -211,6 +214,99 @@ TEST(Grammar, ToolCallsInTheTemplatesForm) {
   EXPECT_FALSE(matches(json_form, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"\"}}"));
   EXPECT_THROW(Grammar::tool_calls(llm::ToolCallFormat::json, tools, "later"), Error);
   EXPECT_THROW(Grammar::tool_calls(llm::ToolCallFormat::hermes, "[{}]"), Error);
+}
+
+// A code point's UTF-8 bytes (an encoder of its own, for the GBNF classes' tests).
+std::string utf8_of(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) return s += char(cp), s;
+  const int len = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+  s += char((0xF00 >> len) | (cp >> 6 * (len - 1)));
+  for (int i = len - 2; i >= 0; --i) s += char(0x80 | ((cp >> 6 * i) & 0x3F));
+  return s;
+}
+
+TEST(Gbnf, ArithmeticExpressions) {
+  const auto g = Grammar::from_gbnf(R"gbnf(# integer arithmetic
+root   ::= expr
+expr   ::= term (("+" | "-") term)*
+term   ::= factor (
+    ("*" | "/") factor
+  )*
+factor ::= [0-9]+ | "(" expr ")"  # a parenthesized one
+)gbnf");
+  for (const char* ok : {"1", "12+3", "1+2*(3-40)/5", "((7))"}) EXPECT_TRUE(matches(g, ok)) << ok;
+  for (const char* bad : {"", "+1", "1+", "1++2", "(1", "1)", "a", "1 + 2"})
+    EXPECT_FALSE(matches(g, bad)) << bad;
+  GrammarMatcher m(g);
+  EXPECT_TRUE(m.accept("(1+2"));
+  EXPECT_FALSE(m.complete());
+  EXPECT_FALSE(m.accept("x"));
+  EXPECT_TRUE(m.accept(")"));
+  EXPECT_TRUE(m.complete());
+}
+
+TEST(Gbnf, ClassesEscapesAndCounts) {
+  const auto g = Grammar::from_gbnf(
+      "root ::= ident ws \"=\" ws value\n"
+      "ident ::= [a-zA-Z_] [a-zA-Z0-9_]{0,3}\n"
+      "ws ::= [ \\t]?\n"
+      "value ::= \"\\\"\" [^\"\\\\\\n]* \"\\\"\" | \"\\x41\" | [\\u00e9-\\u00ea]{2,} | . \"!\"\n");
+  for (const char* ok : {"a=A", "x_12 = \"a b \xc3\xa9\"", "k\t=\t\xc3\xa9\xc3\xaa\xc3\xa9",
+                         "z=\xe2\x82\xac!", "z=\xf0\x9f\x98\x80!", "z=\"\""})
+    EXPECT_TRUE(matches(g, ok)) << ok;
+  for (const char* bad : {"1a=A", "abcde=A", "a  =A", "a=B", "a=\"x\"y\"", "a=\"\n\"", "a=\xc3\xa9",
+                          "a=\xc3\xa8\xc3\xa8", "a=\xc0\x80!", "a=\xed\xa0\x80!"})
+    EXPECT_FALSE(matches(g, bad)) << bad;
+}
+
+// [lo-hi] and [^lo-hi] accept a code point's UTF-8 bytes exactly when it is inside (outside):
+// every code point below U+3000, every 61st above, and the ranges' and encodings' edges.
+TEST(Gbnf, ClassesMatchExactlyTheirCodePoints) {
+  const std::pair<uint32_t, uint32_t> ranges[] = {
+      {0x41, 0x5A},     {0x7F, 0x80},      {0x3A9, 0x7FF},     {0x7C0, 0x1234},
+      {0xD000, 0xE100}, {0xFFFE, 0x10001}, {0x1F600, 0x10FFFF}};
+  for (auto [lo, hi] : ranges)
+    for (bool negate : {false, true}) {
+      char text[64];
+      std::snprintf(text, sizeof text, "root ::= [%s\\U%08X-\\U%08X]", negate ? "^" : "", lo, hi);
+      const auto g = Grammar::from_gbnf(text);
+      std::vector<uint32_t> cps = {lo - 1, lo,     hi,     hi + 1,  0x7FF,   0x800,
+                                   0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF};
+      for (uint32_t cp = 0; cp < 0x3000; ++cp) cps.push_back(cp);
+      for (uint32_t cp = 0x3000; cp <= 0x10FFFF; cp += 61) cps.push_back(cp);
+      for (uint32_t cp : cps) {
+        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) continue;
+        const bool inside = cp >= lo && cp <= hi;
+        ASSERT_EQ(matches(g, utf8_of(cp)), inside != negate) << text << " U+" << std::hex << cp;
+      }
+    }
+}
+
+TEST(Gbnf, ErrorsNameThePlaceOrEveryUndefinedRule) {
+  auto error = [](const char* text) {
+    try {
+      Grammar::from_gbnf(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(
+      error("root ::= a b\na ::= c | \"x\"\n").find("undefined rules: b (line 1), c (line 2)"),
+      std::string::npos)
+      << error("root ::= a b\na ::= c | \"x\"\n");
+  EXPECT_NE(error("root ::= \"x\"\nroot ::= \"y\"").find("defined twice"), std::string::npos);
+  EXPECT_NE(error("start ::= \"x\"").find("no rule 'root'"), std::string::npos);
+  EXPECT_NE(error("root ::= \"x\" )").find("line 1, column 14"), std::string::npos)
+      << error("root ::= \"x\" )");
+  EXPECT_NE(error("root ::= [ab").find("unterminated"), std::string::npos);
+  EXPECT_NE(error("root ::= \"\\q\"").find("unknown escape"), std::string::npos);
+  EXPECT_NE(error("root ::= [z-a]").find("ends before it starts"), std::string::npos);
+  EXPECT_NE(error("root ::= \"a\"{3,1}").find("n >= m"), std::string::npos);
+  EXPECT_NE(error("root ::= root \"a\" | \"b\"").find("left"), std::string::npos)
+      << error("root ::= root \"a\" | \"b\"");
+  EXPECT_EQ(error("x ::= \"y\""), "GBNF grammar: no rule 'root' to start from");
 }
 
 }  // namespace

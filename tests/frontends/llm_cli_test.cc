@@ -111,6 +111,29 @@ TEST_F(LlmCli, GenerateKeepsToAJsonSchema) {
   EXPECT_NE(r.output.find("'pattern' is not supported"), std::string::npos) << r.output;
 }
 
+// A GBNF grammar: a list of one to four digits or booleans, written as the grammar says.
+TEST_F(LlmCli, GenerateKeepsToAGbnfGrammar) {
+  testing::TinyLlm spec;
+  spec.extra_tokens = testing::TinyLlm::json_tokens();
+  spec.n_vocab = 50 + int64_t(spec.extra_tokens.size());
+  std::ofstream(path("gbnf.gguf"), std::ios::binary) << spec.gguf_bytes();
+  std::ofstream(path("list.gbnf")) << "root ::= \"[\" item (\",\" item){0,3} \"]\"\n"
+                                      "item ::= [0-9] | \"true\" | \"false\"  # one value\n";
+  auto r = run_cli("generate " + path("gbnf.gguf") + " -p 'ab' -n 40 --temp 0 --grammar-file " +
+                   path("list.gbnf"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const size_t end = r.output.find("\nprompt:"), open = r.output.rfind('[', end);
+  ASSERT_NE(open, std::string::npos) << r.output;
+  const auto reply = nlohmann::json::parse(r.output.substr(open, end - open), nullptr, false);
+  ASSERT_TRUE(reply.is_array() && !reply.empty() && reply.size() <= 4) << r.output;
+  for (const auto& v : reply) EXPECT_TRUE(v.is_boolean() || (v.is_number() && v.get<int>() < 10));
+  r = run_cli("generate " + path("gbnf.gguf") + " -p 'ab' --grammar 'root ::= item'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("--grammar: GBNF grammar: undefined rules: item (line 1)"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_F(LlmCli, GenerateTakesTheRopeFactorsOfItsContext) {
   testing::TinyLlm m;
   m.arch = "phi3";

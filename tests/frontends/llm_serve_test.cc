@@ -468,6 +468,19 @@ TEST_F(LlmServe, ToolChoiceForcesAValidCallInTheTemplatesForm) {
     r = post(path, body, &status, hermes.port);
     EXPECT_EQ(status, 400) << r.dump();
     EXPECT_EQ(r["error"]["param"], "response_format") << r.dump();
+    // llama.cpp's grammar field: GBNF, before response_format.
+    body.erase("response_format");
+    body["grammar"] = "root ::= (\"true\" | \"false\") (\",\" [0-9]){2}";
+    r = post(path, body, &status, hermes.port);
+    ASSERT_EQ(status, 200) << r.dump();
+    const std::string text = text_of(r);
+    EXPECT_TRUE(text.size() >= 8 && (text.rfind("true,", 0) == 0 || text.rfind("false,", 0) == 0) &&
+                std::count(text.begin(), text.end(), ',') == 2)
+        << r.dump();
+    body["grammar"] = "root ::= [a-";
+    r = post(path, body, &status, hermes.port);
+    EXPECT_EQ(status, 400) << r.dump();
+    EXPECT_EQ(r["error"]["param"], "grammar") << r.dump();
   }
   hermes.stop();
 }

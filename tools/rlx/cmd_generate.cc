@@ -17,7 +17,7 @@ namespace rlx::cli {
 namespace {
 
 struct GenerateOptions {
-  std::string model, prompt, tokens, json_schema, json_schema_file;
+  std::string model, prompt, tokens, json_schema, json_schema_file, grammar, grammar_file;
   int n_predict = 64;
   int threads = 0;
   bool dequantize = false, ignore_eos = false, no_bos = false, warmup = false;
@@ -25,21 +25,22 @@ struct GenerateOptions {
   llm::SamplerOptions sampling;
 };
 
-// The grammar -j / --json-schema-file ask for (before the model loads, so a bad schema fails
-// at once), or none.
-std::shared_ptr<const llm::Grammar> schema_grammar(const GenerateOptions& o) {
-  if (o.json_schema.empty() && o.json_schema_file.empty()) return nullptr;
-  std::string text = o.json_schema;
-  if (!o.json_schema_file.empty()) {
-    std::ifstream in(o.json_schema_file, std::ios::binary);
-    RLX_CHECK(in, o.json_schema_file, ": cannot open the JSON schema");
+// The grammar -j / --json-schema-file or --grammar / --grammar-file ask for (before the
+// model loads, so a bad one fails at once), or none.
+std::shared_ptr<const llm::Grammar> requested_grammar(const GenerateOptions& o) {
+  const bool gbnf = !o.grammar.empty() || !o.grammar_file.empty();
+  const std::string& file = gbnf ? o.grammar_file : o.json_schema_file;
+  std::string text = gbnf ? o.grammar : o.json_schema;
+  if (text.empty() && file.empty()) return nullptr;
+  if (!file.empty()) {
+    std::ifstream in(file, std::ios::binary);
+    RLX_CHECK(in, file, ": cannot open the ", gbnf ? "grammar" : "JSON schema");
     text.assign(std::istreambuf_iterator<char>(in), {});
   }
   try {
-    return llm::Grammar::from_json_schema(text);
+    return gbnf ? llm::Grammar::from_gbnf(text) : llm::Grammar::from_json_schema(text);
   } catch (const Error& e) {
-    throw Error((o.json_schema_file.empty() ? "--json-schema" : o.json_schema_file) + ": " +
-                e.what());
+    throw Error((file.empty() ? gbnf ? "--grammar" : "--json-schema" : file) + ": " + e.what());
   }
 }
 
@@ -47,7 +48,7 @@ void generate(const GenerateOptions& o) {
   set_num_threads(o.threads);
   RLX_CHECK(o.prompt.empty() != o.tokens.empty(),
             "generate: pass exactly one of -p/--prompt and --tokens");
-  std::shared_ptr<const llm::Grammar> grammar = schema_grammar(o);
+  std::shared_ptr<const llm::Grammar> grammar = requested_grammar(o);
   gguf::File f = gguf::read(o.model);
   llm::Config c = llm::Config::from_gguf(f);
   Tokenizer tok = Tokenizer::from_gguf(f);
@@ -116,9 +117,20 @@ void add_generate_command(CLI::App& app) {
   auto* schema =
       cmd->add_option("-j,--json-schema", o->json_schema,
                       "Constrain the reply to JSON this schema accepts ('{}': any JSON)");
-  cmd->add_option("--json-schema-file", o->json_schema_file, "-j's schema from a file")
+  auto* schema_file =
+      cmd->add_option("--json-schema-file", o->json_schema_file, "-j's schema from a file")
+          ->check(CLI::ExistingFile)
+          ->excludes(schema);
+  auto* gbnf = cmd->add_option("--grammar", o->grammar,
+                               "Constrain the reply to this GBNF grammar (llama.cpp's notation, "
+                               "from rule root)")
+                   ->excludes(schema)
+                   ->excludes(schema_file);
+  cmd->add_option("--grammar-file", o->grammar_file, "--grammar's grammar from a file")
       ->check(CLI::ExistingFile)
-      ->excludes(schema);
+      ->excludes(schema)
+      ->excludes(schema_file)
+      ->excludes(gbnf);
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token to the prompt");
   cmd->add_flag("--warmup", o->warmup,
                 "Run the prompt once untimed first (page in weights, plan shapes) for benchmarks");

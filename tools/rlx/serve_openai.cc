@@ -167,11 +167,14 @@ ToolChoice tool_choice(const json& body, const llm::ChatModel& m) {
   return c;
 }
 
-// The grammar of response_format (json_object, or json_schema's schema) or of llama.cpp's
-// top-level json_schema; none for text.
+// The grammar of llama.cpp's top-level grammar (GBNF) or json_schema, or of response_format
+// (json_object, or json_schema's schema); none for text.
 std::shared_ptr<const llm::Grammar> format_grammar(const json& body) {
-  const char* param = "json_schema";
+  const char* param = "grammar";
   try {
+    if (const json* g = field(body, "grammar", json::value_t::string, "a string"))
+      return llm::Grammar::from_gbnf(g->get<std::string>());
+    param = "json_schema";
     if (const json* s = field(body, "json_schema", json::value_t::object, "an object"))
       return llm::Grammar::from_json_schema(s->dump());
     param = "response_format";
