@@ -307,6 +307,11 @@ TEST(Gbnf, ErrorsNameThePlaceOrEveryUndefinedRule) {
   EXPECT_NE(error("root ::= root \"a\" | \"b\"").find("left"), std::string::npos)
       << error("root ::= root \"a\" | \"b\"");
   EXPECT_EQ(error("x ::= \"y\""), "GBNF grammar: no rule 'root' to start from");
+  // Bounds on what a request may ask for.
+  EXPECT_NE(error("root ::= \"a\"{20000}").find("a count over 10000"), std::string::npos);
+  EXPECT_NE(error(("root ::= " + std::string(100, '(') + "\"a\"" + std::string(100, ')')).c_str())
+                .find("nested deeper than 64"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -91,6 +91,27 @@ TEST(BlockedConv, KernelsMatchTheNchwConvsOnEveryIsaPath) {
   }
 }
 
+// A window wider than its row (5 taps over 4 columns and no left pad, stride 2): no column has
+// all its taps inside, so every one takes the clipped path (the interior's bound once came out
+// as 1 here and read past the row).
+TEST(BlockedConv, AWindowWiderThanItsRow) {
+  MiniMobilenet m;
+  Graph g;
+  Builder b(g);
+  NodeId x = b.input("x", S({2, 16, 6, 4}));
+  NodeId t = m.conv(b, x, 20, 16, 1, 1, {0, 0, 0, 0}, 1, "relu");
+  t = m.conv(b, t, 20, 1, 5, 2, {0, 0, 1, 1}, 20, "none");
+  g.add_output("y", m.conv(b, t, 8, 20, 1, 1, {0, 0, 0, 0}, 1, "relu6"));
+  const TensorMap in{{"x", random_tensor({2, 16, 6, 4}, DType::F32, 4)}};
+  const TensorMap want = testing::run_without(g, in, {}, {"blocked_conv"});
+  const Graph blocked = opt::block_pointwise_depthwise_convs(g);
+  ASSERT_EQ(count_op(blocked, Op::ConvBlocked), 3);
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
+    testing::IsaLimit limit(isa);
+    EXPECT_TRUE(close_outputs(testing::run_graph(blocked, in, {}, 0), want)) << isa_name(isa);
+  }
+}
+
 TEST(BlockedConv, ShortChainsAndOtherConvsStayNchw) {
   Graph g;
   Builder b(g);

@@ -75,7 +75,8 @@ void conv_blocked(const BlockedConv& conv, const float* x, const float* w, const
   // Output columns whose taps all lie inside the row: ow * SW - PL >= 0 and
   // ow * SW - PL + KW - 1 < W.
   const int64_t ow_a = std::min(g.OW, (g.PL + g.SW - 1) / g.SW);
-  const int64_t ow_b = std::max(ow_a, std::min(g.OW, (g.W - g.KW + g.PL) / g.SW + 1));
+  const int64_t last = g.W - g.KW + g.PL;  // the last column a whole window starts at, times SW
+  const int64_t ow_b = last < 0 ? ow_a : std::max(ow_a, std::min(g.OW, last / g.SW + 1));
   // Work items: (image, output row, column chunk, block group), the group
   // fastest, so that the pool's runs of items split every conv of a chain by
   // rows (or by pixel chunks of a flat pointwise conv) alike and a thread

@@ -299,8 +299,10 @@ class GbnfParser {
         item = {sub_rule(name, utf8_alts(normalize({}, true)))};
       } else if (c == '(') {
         ++at_;
+        RLX_CHECK(++depth_ <= kMaxDepth, where(), ": groups nested deeper than ", kMaxDepth);
         skip(true);
         auto alts = alternatives(name, true);
+        --depth_;
         skip(true);
         RLX_CHECK(at_ < s_.size() && s_[at_] == ')', where(), ": expected ')'");
         ++at_;
@@ -347,6 +349,8 @@ class GbnfParser {
       }
       RLX_CHECK(at_ < s_.size() && s_[at_] == '}' && (max < 0 || max >= min), where(),
                 ": expected {m}, {m,} or {m,n} with n >= m");
+      RLX_CHECK(std::max(min, max) <= kMaxCount, where(), ": a count over ", kMaxCount,
+                " (each counted copy is a rule)");
       ++at_;
     } else {
       return;
@@ -354,8 +358,12 @@ class GbnfParser {
     item = {B::ref(b_.repeat(name + "-rep-" + std::to_string(++subs_), item, min, max))};
   }
 
+  // Bounds for text from a request: nesting is recursion here, and a count makes that many rules.
+  static constexpr int kMaxDepth = 64;
+  static constexpr int64_t kMaxCount = 10000;
   std::string_view s_;
   size_t at_ = 0;
+  int depth_ = 0;
   GrammarBuilder b_;
   std::map<std::string, int32_t> ids_;
   std::set<std::string> defined_;
