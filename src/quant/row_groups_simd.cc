@@ -102,37 +102,74 @@ RLX_GROUPS_AVX2 void q_blocks_avx2(const uint8_t* g, size_t scale_bytes, int64_t
   _mm256_storeu_ps(out + 8, acc[1]);
 }
 
-template <bool kQ4>
-RLX_GROUPS_VNNI512 void q_blocks_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb,
-                                      const GroupActivation& a, float* out) {
+// R activation rows (1..4) against one q4_0 / q8_0 group: each weight vector is loaded (and
+// q4_0's unpacked) once for every row, out[r * ldo + 0..15]; each row's sums and their order
+// are the one-row kernel's, so its result is the same bits.
+template <bool kQ4, int R>
+RLX_GROUPS_VNNI512 void q_blocks_vnni_rows(const uint8_t* g, size_t scale_bytes, int64_t nb,
+                                           const GroupActivation* a, float* out, int64_t ldo) {
   constexpr int64_t V = kQ4 ? 4 : 8;
   const uint8_t* q = g + scale_bytes;
   const __m512i low = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(char(0x80));
-  __m512 acc = _mm512_setzero_ps();
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b, q += V * 64) {
-    const uint8_t* ab = q8_0_quants(a, b);
+    const uint8_t* ab[R];
+    // Two chains of vpdpbusd per block and row, added at its end.
+    __m512i s0[R], s1[R];
+    for (int r = 0; r < R; ++r) {
+      ab[r] = q8_0_quants(a[r], b);
+      s0[r] = _mm512_set1_epi32((kQ4 ? -8 : -128) * a[r].sum[b]);
+      s1[r] = _mm512_setzero_si512();
+    }
     prefetch_ahead<V>(q);
-    // Two chains of vpdpbusd per block, added at its end.
-    __m512i s0 = _mm512_set1_epi32((kQ4 ? -8 : -128) * a.sum[b]), s1 = _mm512_setzero_si512();
     for (int64_t j = 0; j < V; ++j) {
       const __m512i v = _mm512_load_si512(q + j * 64);
-      const __m512i lo_act = _mm512_set1_epi32(i32at(ab + 4 * j));
       if constexpr (kQ4) {
-        const __m512i hi_act = _mm512_set1_epi32(i32at(ab + 16 + 4 * j));
-        s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(v, low), lo_act);
-        s1 = _mm512_dpbusd_epi32(s1, _mm512_and_si512(_mm512_srli_epi16(v, 4), low), hi_act);
-      } else if (j % 2 == 0) {
-        s0 = _mm512_dpbusd_epi32(s0, _mm512_xor_si512(v, flip), lo_act);
+        const __m512i lo = _mm512_and_si512(v, low),
+                      hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        for (int r = 0; r < R; ++r) {
+          s0[r] = _mm512_dpbusd_epi32(s0[r], lo, _mm512_set1_epi32(i32at(ab[r] + 4 * j)));
+          s1[r] = _mm512_dpbusd_epi32(s1[r], hi, _mm512_set1_epi32(i32at(ab[r] + 16 + 4 * j)));
+        }
       } else {
-        s1 = _mm512_dpbusd_epi32(s1, _mm512_xor_si512(v, flip), lo_act);
+        const __m512i u = _mm512_xor_si512(v, flip);
+        for (int r = 0; r < R; ++r) {
+          __m512i& chain = j % 2 == 0 ? s0[r] : s1[r];
+          chain = _mm512_dpbusd_epi32(chain, u, _mm512_set1_epi32(i32at(ab[r] + 4 * j)));
+        }
       }
     }
     const __m512 dw =
         _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + b * 32)));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
-                          _mm512_mul_ps(dw, _mm512_set1_ps(a.d[b])), acc);
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0[r], s1[r])),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(a[r].d[b])), acc[r]);
   }
-  _mm512_storeu_ps(out, acc);
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(out + r * ldo, acc[r]);
+}
+
+template <bool kQ4>
+RLX_GROUPS_VNNI512 void q_blocks_vnni(const uint8_t* g, size_t scale_bytes, int64_t nb,
+                                      const GroupActivation& a, float* out) {
+  q_blocks_vnni_rows<kQ4, 1>(g, scale_bytes, nb, &a, out, 0);
+}
+
+template <bool kQ4>
+void q_blocks_vnni_any_rows(const uint8_t* g, int64_t nb, const GroupActivation* a, int rows,
+                            float* out, int64_t ldo) {
+  // The group's f16 scales, 16 rows a block, padded to 64 bytes (make_row_groups' layout).
+  const size_t scale_bytes = (size_t(nb * kGroupRows) * 2 + 63) / 64 * 64;
+  switch (rows) {
+    case 1:
+      return q_blocks_vnni_rows<kQ4, 1>(g, scale_bytes, nb, a, out, ldo);
+    case 2:
+      return q_blocks_vnni_rows<kQ4, 2>(g, scale_bytes, nb, a, out, ldo);
+    case 3:
+      return q_blocks_vnni_rows<kQ4, 3>(g, scale_bytes, nb, a, out, ldo);
+    default:
+      return q_blocks_vnni_rows<kQ4, 4>(g, scale_bytes, nb, a, out, ldo);
+  }
 }
 
 // q4_K / q5_K, per super-block: for each sub-block pair p the sums of both
@@ -446,9 +483,18 @@ GroupDotFn kernel_for(const Kernels& k, GgmlType type) {
 GroupDotFn group_dot_avx2(GgmlType type) { return kernel_for(kAvx2, type); }
 GroupDotFn group_dot_vnni(GgmlType type) { return kernel_for(kVnni, type); }
 GroupDotRowsFn group_dot_rows_vnni(GgmlType type) {
-  return type == GgmlType::Q4_K   ? q45_K_vnni_any_rows<false>
-         : type == GgmlType::Q5_K ? q45_K_vnni_any_rows<true>
-                                  : nullptr;
+  switch (type) {
+    case GgmlType::Q4_0:
+      return q_blocks_vnni_any_rows<true>;
+    case GgmlType::Q8_0:
+      return q_blocks_vnni_any_rows<false>;
+    case GgmlType::Q4_K:
+      return q45_K_vnni_any_rows<false>;
+    case GgmlType::Q5_K:
+      return q45_K_vnni_any_rows<true>;
+    default:
+      return nullptr;
+  }
 }
 
 }  // namespace rlx::quant::detail
