@@ -408,14 +408,20 @@ RLX_GROUPS_AVX2 void q6_K_avx2(const uint8_t* g, size_t /*no scale section*/, in
   _mm256_storeu_ps(out + 8, acc[1]);
 }
 
-RLX_GROUPS_VNNI512 void q6_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
-                                  const GroupActivation& a, float* out) {
+// R activation rows (1..4) against one q6_K group: each 64-byte vector of quants is unpacked
+// once for every row, out[r * ldo + 0..15]; each row's sums and their order are the one-row
+// kernel's, so its result is the same bits.
+template <int R>
+RLX_GROUPS_VNNI512 void q6_K_vnni_rows(const uint8_t* g, int64_t nsb, const GroupActivation* a,
+                                       float* out, int64_t ldo) {
   const __m512i low = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
-  __m512 acc = _mm512_setzero_ps();
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* sb = g + size_t(s) * kQ6KGroupBytes;
-    const uint8_t* aq = q8_K_quants(a, s);
-    __m512i isum = _mm512_setzero_si512();
+    const uint8_t* aq[R];
+    __m512i isum[R];
+    for (int r = 0; r < R; ++r) aq[r] = q8_K_quants(a[r], s), isum[r] = _mm512_setzero_si512();
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t c = 0; c < 2; ++c) {
         const uint8_t* ql = ql_vectors(sb, h, c);
@@ -423,20 +429,24 @@ RLX_GROUPS_VNNI512 void q6_K_vnni(const uint8_t* g, size_t /*no scale section*/,
         prefetch_quarter(sb, kQ6KGroupBytes, 2 * h + c);
         const __m128i up = _mm_cvtsi32_si128(int(4 - 2 * c)), down = _mm_cvtsi32_si128(int(2 * c));
         const int64_t slo = s * 16 + 8 * h + 2 * c, shi = slo + 4;
-        __m512i lo[2] = {_mm512_set1_epi32(-32 * a.sum[slo]),
-                         _mm512_set1_epi32(-32 * a.sum[slo + 1])};
-        __m512i hi[2] = {_mm512_set1_epi32(-32 * a.sum[shi]),
-                         _mm512_set1_epi32(-32 * a.sum[shi + 1])};
+        __m512i lo[R][2], hi[R][2];
+        for (int r = 0; r < R; ++r)
+          for (int k = 0; k < 2; ++k) {
+            lo[r][k] = _mm512_set1_epi32(-32 * a[r].sum[slo + k]);
+            hi[r][k] = _mm512_set1_epi32(-32 * a[r].sum[shi + k]);
+          }
         for (int64_t j = 0; j < 8; ++j) {
           const __m512i v = _mm512_load_si512(ql + j * 64), b = _mm512_load_si512(qhv + j * 64);
           const __m512i qlo = _mm512_or_si512(_mm512_and_si512(v, low),
                                               _mm512_and_si512(_mm512_sll_epi16(b, up), top));
           const __m512i qhi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low),
                                               _mm512_and_si512(_mm512_srl_epi16(b, down), top));
-          lo[j / 4] = _mm512_dpbusd_epi32(lo[j / 4], qlo,
-                                          _mm512_set1_epi32(i32at(aq + 128 * h + 32 * c + 4 * j)));
-          hi[j / 4] = _mm512_dpbusd_epi32(
-              hi[j / 4], qhi, _mm512_set1_epi32(i32at(aq + 128 * h + 64 + 32 * c + 4 * j)));
+          for (int r = 0; r < R; ++r) {
+            lo[r][j / 4] = _mm512_dpbusd_epi32(
+                lo[r][j / 4], qlo, _mm512_set1_epi32(i32at(aq[r] + 128 * h + 32 * c + 4 * j)));
+            hi[r][j / 4] = _mm512_dpbusd_epi32(
+                hi[r][j / 4], qhi, _mm512_set1_epi32(i32at(aq[r] + 128 * h + 64 + 32 * c + 4 * j)));
+          }
         }
         for (int k = 0; k < 2; ++k) {
           const int64_t at_lo = (8 * h + 2 * c + k) * 16, at_hi = at_lo + 4 * 16;
@@ -444,14 +454,37 @@ RLX_GROUPS_VNNI512 void q6_K_vnni(const uint8_t* g, size_t /*no scale section*/,
               _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKScales + at_lo)));
           const __m512i sc_hi = _mm512_cvtepi8_epi32(
               _mm_load_si128(reinterpret_cast<const __m128i*>(sb + kKScales + at_hi)));
-          isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(lo[k], sc_lo));
-          isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(hi[k], sc_hi));
+          for (int r = 0; r < R; ++r) {
+            isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(lo[r][k], sc_lo));
+            isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(hi[r][k], sc_hi));
+          }
         }
       }
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb)));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(a.d[s])), acc);
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(a[r].d[s])), acc[r]);
   }
-  _mm512_storeu_ps(out, acc);
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(out + r * ldo, acc[r]);
+}
+
+RLX_GROUPS_VNNI512 void q6_K_vnni(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                                  const GroupActivation& a, float* out) {
+  q6_K_vnni_rows<1>(g, nsb, &a, out, 0);
+}
+
+void q6_K_vnni_any_rows(const uint8_t* g, int64_t nsb, const GroupActivation* a, int rows,
+                        float* out, int64_t ldo) {
+  switch (rows) {
+    case 1:
+      return q6_K_vnni_rows<1>(g, nsb, a, out, ldo);
+    case 2:
+      return q6_K_vnni_rows<2>(g, nsb, a, out, ldo);
+    case 3:
+      return q6_K_vnni_rows<3>(g, nsb, a, out, ldo);
+    default:
+      return q6_K_vnni_rows<4>(g, nsb, a, out, ldo);
+  }
 }
 
 // One ISA's kernels in the order q4_0, q8_0, q4_K, q5_K, q6_K.
@@ -492,6 +525,8 @@ GroupDotRowsFn group_dot_rows_vnni(GgmlType type) {
       return q45_K_vnni_any_rows<false>;
     case GgmlType::Q5_K:
       return q45_K_vnni_any_rows<true>;
+    case GgmlType::Q6_K:
+      return q6_K_vnni_any_rows;
     default:
       return nullptr;
   }
