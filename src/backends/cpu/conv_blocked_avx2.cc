@@ -14,7 +14,7 @@
 namespace rlx::cpu {
 namespace {
 
-constexpr int kB = int(kChannelBlock);
+constexpr int kLanesAvx2 = int(kChannelBlock);
 
 // act(v + residual) stored as 8 lanes at y[at].
 RLX_AVX2_INLINE void store_half(const BlockedConv& g, __m256 v, const float* residual, int64_t at,
@@ -33,23 +33,25 @@ RLX_AVX2 void dense_tile_avx2(const BlockedConv& g, const BlockedTile& t, const 
   const int64_t xs = g.SW * L;
   __m256 acc[P][2];
   for (int h = 0; h < 2; ++h) {
-    const __m256 b = bias ? _mm256_loadu_ps(bias + t.ob0 * kB + 8 * h) : _mm256_setzero_ps();
+    const __m256 b =
+        bias ? _mm256_loadu_ps(bias + t.ob0 * kLanesAvx2 + 8 * h) : _mm256_setzero_ps();
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[p][h] = b;
   }
   for (int64_t cg = 0; cg < G; ++cg) {
     const float* xg = x + (t.n * G + cg) * g.H * g.W * L;
-    const float* wg = w + (t.ob0 * G + cg) * taps * L * kB;
+    const float* wg = w + (t.ob0 * G + cg) * taps * L * kLanesAvx2;
     for (int64_t kh = 0; kh < g.KH; ++kh) {
       const int64_t ih = t.oh * g.SH - g.PT + kh;
       if (ih < 0 || ih >= g.H) continue;
       const float* xr = xg + (ih * g.W + t.ow0 * g.SW - g.PL) * L;
-      const float* wr = wg + kh * g.KW * L * kB;
+      const float* wr = wg + kh * g.KW * L * kLanesAvx2;
       for (int64_t kw = t.kw_lo; kw < t.kw_hi; ++kw) {
         const float* xp = xr + kw * L;
-        const float* wp = wr + kw * L * kB;
+        const float* wp = wr + kw * L * kLanesAvx2;
         for (int l = 0; l < L; ++l) {
-          const __m256 w0 = _mm256_loadu_ps(wp + l * kB), w1 = _mm256_loadu_ps(wp + l * kB + 8);
+          const __m256 w0 = _mm256_loadu_ps(wp + l * kLanesAvx2),
+                       w1 = _mm256_loadu_ps(wp + l * kLanesAvx2 + 8);
 #pragma GCC unroll 8
           for (int p = 0; p < P; ++p) {
             const __m256 xv = _mm256_set1_ps(xp[p * xs + l]);
@@ -62,7 +64,7 @@ RLX_AVX2 void dense_tile_avx2(const BlockedConv& g, const BlockedTile& t, const 
   }
 #pragma GCC unroll 8
   for (int p = 0; p < P; ++p) {
-    const int64_t at = (((t.n * OB + t.ob0) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB;
+    const int64_t at = (((t.n * OB + t.ob0) * g.OH + t.oh) * g.OW + t.ow0 + p) * kLanesAvx2;
     store_half(g, acc[p][0], residual, at, y);
     store_half(g, acc[p][1], residual, at + 8, y);
   }
@@ -75,21 +77,21 @@ RLX_AVX2 void depthwise_tile_avx2(const BlockedConv& g, const BlockedTile& t, co
   const int64_t OB = channel_blocks(g.O), ob = t.ob0;
   __m256 acc[P][2];
   for (int h = 0; h < 2; ++h) {
-    const __m256 b = bias ? _mm256_loadu_ps(bias + ob * kB + 8 * h) : _mm256_setzero_ps();
+    const __m256 b = bias ? _mm256_loadu_ps(bias + ob * kLanesAvx2 + 8 * h) : _mm256_setzero_ps();
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[p][h] = b;
   }
-  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kB;
-  const float* wb = w + ob * g.KH * g.KW * kB;
-  const int64_t xs = g.SW * kB;
+  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kLanesAvx2;
+  const float* wb = w + ob * g.KH * g.KW * kLanesAvx2;
+  const int64_t xs = g.SW * kLanesAvx2;
   for (int64_t kh = 0; kh < g.KH; ++kh) {
     const int64_t ih = t.oh * g.SH - g.PT + kh;
     if (ih < 0 || ih >= g.H) continue;
-    const float* xr = xb + (ih * g.W + t.ow0 * g.SW - g.PL) * kB;
+    const float* xr = xb + (ih * g.W + t.ow0 * g.SW - g.PL) * kLanesAvx2;
     for (int64_t kw = t.kw_lo; kw < t.kw_hi; ++kw) {
-      const float* wp = wb + (kh * g.KW + kw) * kB;
+      const float* wp = wb + (kh * g.KW + kw) * kLanesAvx2;
       const __m256 w0 = _mm256_loadu_ps(wp), w1 = _mm256_loadu_ps(wp + 8);
-      const float* xp = xr + kw * kB;
+      const float* xp = xr + kw * kLanesAvx2;
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
         acc[p][0] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + p * xs), w0, acc[p][0]);
@@ -99,29 +101,31 @@ RLX_AVX2 void depthwise_tile_avx2(const BlockedConv& g, const BlockedTile& t, co
   }
 #pragma GCC unroll 8
   for (int p = 0; p < P; ++p) {
-    const int64_t at = (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB;
+    const int64_t at = (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kLanesAvx2;
     store_half(g, acc[p][0], residual, at, y);
     store_half(g, acc[p][1], residual, at + 8, y);
   }
 }
 
-using TileFn = void (*)(const BlockedConv&, const BlockedTile&, const float*, const float*,
-                        const float*, const float*, float*);
+using TileFnAvx2 = void (*)(const BlockedConv&, const BlockedTile&, const float*, const float*,
+                            const float*, const float*, float*);
 
 template <int L, int... Ps>
-constexpr std::array<TileFn, sizeof...(Ps)> dense_table_avx2(std::integer_sequence<int, Ps...>) {
+constexpr std::array<TileFnAvx2, sizeof...(Ps)> dense_table_avx2(
+    std::integer_sequence<int, Ps...>) {
   return {&dense_tile_avx2<Ps + 1, L>...};
 }
 template <int... Ps>
-constexpr std::array<TileFn, sizeof...(Ps)> depthwise_table_avx2(
+constexpr std::array<TileFnAvx2, sizeof...(Ps)> depthwise_table_avx2(
     std::integer_sequence<int, Ps...>) {
   return {&depthwise_tile_avx2<Ps + 1>...};
 }
 
-constexpr auto kDense1 = dense_table_avx2<1>(std::make_integer_sequence<int, kBlockedPixelsAvx2>());
-constexpr auto kDense16 =
-    dense_table_avx2<kB>(std::make_integer_sequence<int, kBlockedPixelsAvx2>());
-constexpr auto kDepthwise =
+constexpr auto kDense1Avx2 =
+    dense_table_avx2<1>(std::make_integer_sequence<int, kBlockedPixelsAvx2>());
+constexpr auto kDense16Avx2 =
+    dense_table_avx2<kLanesAvx2>(std::make_integer_sequence<int, kBlockedPixelsAvx2>());
+constexpr auto kDepthwiseAvx2 =
     depthwise_table_avx2(std::make_integer_sequence<int, kBlockedPixelsAvx2>());
 
 }  // namespace
@@ -130,10 +134,10 @@ bool conv_blocked_tile_avx2(const BlockedConv& g, const BlockedTile& t, const fl
                             const float* w, const float* bias, const float* residual, float* y) {
   if (t.P < 1 || t.P > kBlockedPixelsAvx2) return false;
   if (g.depthwise) {
-    kDepthwise[size_t(t.P - 1)](g, t, x, w, bias, residual, y);
+    kDepthwiseAvx2[size_t(t.P - 1)](g, t, x, w, bias, residual, y);
     return true;
   }
-  const auto& table = g.in_blocked ? kDense16 : kDense1;
+  const auto& table = g.in_blocked ? kDense16Avx2 : kDense1Avx2;
   for (int64_t j = 0; j < t.nob; ++j) {  // one block at a time
     BlockedTile one = t;
     one.ob0 = t.ob0 + j;

@@ -22,7 +22,7 @@ namespace {
 
 #define RLX_CB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
-constexpr int kB = int(kChannelBlock);
+constexpr int kLanes512 = int(kChannelBlock);
 
 // act(v + residual) stored at y[at] (x second in max / min: NaN comes through).
 RLX_CB_AVX512 inline void store_out(const BlockedConv& g, __m512 v, const float* residual,
@@ -38,31 +38,31 @@ template <int P, int NOB, int L>
 RLX_CB_AVX512 void dense_tile(const BlockedConv& g, const BlockedTile& t, const float* x,
                               const float* w, const float* bias, const float* residual, float* y) {
   const int64_t G = g.in_groups(), taps = g.KH * g.KW, OB = channel_blocks(g.O);
-  const int64_t w_block = G * taps * L * kB;  // floats between output blocks' weights
-  const int64_t xs = g.SW * L;                // floats between neighbouring pixels' taps
+  const int64_t w_block = G * taps * L * kLanes512;  // floats between output blocks' weights
+  const int64_t xs = g.SW * L;                       // floats between neighbouring pixels' taps
   __m512 acc[P][NOB];
 #pragma GCC unroll 2
   for (int j = 0; j < NOB; ++j) {
-    const __m512 b = bias ? _mm512_loadu_ps(bias + (t.ob0 + j) * kB) : _mm512_setzero_ps();
+    const __m512 b = bias ? _mm512_loadu_ps(bias + (t.ob0 + j) * kLanes512) : _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int p = 0; p < P; ++p) acc[p][j] = b;
   }
   for (int64_t cg = 0; cg < G; ++cg) {
     const float* xg = x + (t.n * G + cg) * g.H * g.W * L;
-    const float* wg = w + (t.ob0 * G + cg) * taps * L * kB;
+    const float* wg = w + (t.ob0 * G + cg) * taps * L * kLanes512;
     for (int64_t kh = 0; kh < g.KH; ++kh) {
       const int64_t ih = t.oh * g.SH - g.PT + kh;
       if (ih < 0 || ih >= g.H) continue;
       const float* xr = xg + (ih * g.W + t.ow0 * g.SW - g.PL) * L;
-      const float* wr = wg + kh * g.KW * L * kB;
+      const float* wr = wg + kh * g.KW * L * kLanes512;
       for (int64_t kw = t.kw_lo; kw < t.kw_hi; ++kw) {
         const float* xp = xr + kw * L;
-        const float* wp = wr + kw * L * kB;
+        const float* wp = wr + kw * L * kLanes512;
 #pragma GCC unroll 4
         for (int l = 0; l < L; ++l) {
           __m512 wv[NOB];
 #pragma GCC unroll 2
-          for (int j = 0; j < NOB; ++j) wv[j] = _mm512_loadu_ps(wp + j * w_block + l * kB);
+          for (int j = 0; j < NOB; ++j) wv[j] = _mm512_loadu_ps(wp + j * w_block + l * kLanes512);
 #pragma GCC unroll 16
           for (int p = 0; p < P; ++p) {
             const __m512 xv = _mm512_set1_ps(xp[p * xs + l]);
@@ -77,7 +77,7 @@ RLX_CB_AVX512 void dense_tile(const BlockedConv& g, const BlockedTile& t, const 
   for (int j = 0; j < NOB; ++j)
 #pragma GCC unroll 16
     for (int p = 0; p < P; ++p) {
-      const int64_t at = (((t.n * OB + t.ob0 + j) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB;
+      const int64_t at = (((t.n * OB + t.ob0 + j) * g.OH + t.oh) * g.OW + t.ow0 + p) * kLanes512;
       store_out(g, acc[p][j], residual, at, y);
     }
 }
@@ -90,29 +90,30 @@ RLX_CB_AVX512 void depthwise3_tile(const BlockedConv& g, const BlockedTile& t, c
                                    float* y) {
   constexpr int kCols = (P - 1) * S + 3;
   const int64_t OB = channel_blocks(g.O), ob = t.ob0;
-  const __m512 b = bias ? _mm512_loadu_ps(bias + ob * kB) : _mm512_setzero_ps();
+  const __m512 b = bias ? _mm512_loadu_ps(bias + ob * kLanes512) : _mm512_setzero_ps();
   __m512 acc[P];
 #pragma GCC unroll 16
   for (int p = 0; p < P; ++p) acc[p] = b;
-  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kB;
-  const float* wb = w + ob * g.KH * 3 * kB;
+  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kLanes512;
+  const float* wb = w + ob * g.KH * 3 * kLanes512;
   for (int64_t kh = 0; kh < g.KH; ++kh) {
     const int64_t ih = t.oh * g.SH - g.PT + kh;
     if (ih < 0 || ih >= g.H) continue;
-    const float* xr = xb + (ih * g.W + t.ow0 * S - g.PL) * kB;
+    const float* xr = xb + (ih * g.W + t.ow0 * S - g.PL) * kLanes512;
     __m512 xv[kCols];
 #pragma GCC unroll 32
-    for (int c = 0; c < kCols; ++c) xv[c] = _mm512_loadu_ps(xr + c * kB);
+    for (int c = 0; c < kCols; ++c) xv[c] = _mm512_loadu_ps(xr + c * kLanes512);
 #pragma GCC unroll 3
     for (int kw = 0; kw < 3; ++kw) {
-      const __m512 wv = _mm512_loadu_ps(wb + (kh * 3 + kw) * kB);
+      const __m512 wv = _mm512_loadu_ps(wb + (kh * 3 + kw) * kLanes512);
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p) acc[p] = _mm512_fmadd_ps(xv[p * S + kw], wv, acc[p]);
     }
   }
 #pragma GCC unroll 16
   for (int p = 0; p < P; ++p)
-    store_out(g, acc[p], residual, (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB, y);
+    store_out(g, acc[p], residual, (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kLanes512,
+              y);
 }
 
 // Depthwise, any kernel: one load per tap and pixel.
@@ -121,20 +122,20 @@ RLX_CB_AVX512 void depthwise_tile(const BlockedConv& g, const BlockedTile& t, co
                                   const float* w, const float* bias, const float* residual,
                                   float* y) {
   const int64_t OB = channel_blocks(g.O), ob = t.ob0;
-  const __m512 b = bias ? _mm512_loadu_ps(bias + ob * kB) : _mm512_setzero_ps();
+  const __m512 b = bias ? _mm512_loadu_ps(bias + ob * kLanes512) : _mm512_setzero_ps();
   __m512 acc[P];
 #pragma GCC unroll 16
   for (int p = 0; p < P; ++p) acc[p] = b;
-  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kB;
-  const float* wb = w + ob * g.KH * g.KW * kB;
-  const int64_t xs = g.SW * kB;
+  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kLanes512;
+  const float* wb = w + ob * g.KH * g.KW * kLanes512;
+  const int64_t xs = g.SW * kLanes512;
   for (int64_t kh = 0; kh < g.KH; ++kh) {
     const int64_t ih = t.oh * g.SH - g.PT + kh;
     if (ih < 0 || ih >= g.H) continue;
-    const float* xr = xb + (ih * g.W + t.ow0 * g.SW - g.PL) * kB;
+    const float* xr = xb + (ih * g.W + t.ow0 * g.SW - g.PL) * kLanes512;
     for (int64_t kw = t.kw_lo; kw < t.kw_hi; ++kw) {
-      const __m512 wv = _mm512_loadu_ps(wb + (kh * g.KW + kw) * kB);
-      const float* xp = xr + kw * kB;
+      const __m512 wv = _mm512_loadu_ps(wb + (kh * g.KW + kw) * kLanes512);
+      const float* xp = xr + kw * kLanes512;
 #pragma GCC unroll 16
       for (int p = 0; p < P; ++p)
         acc[p] = _mm512_fmadd_ps(_mm512_loadu_ps(xp + p * xs), wv, acc[p]);
@@ -142,33 +143,38 @@ RLX_CB_AVX512 void depthwise_tile(const BlockedConv& g, const BlockedTile& t, co
   }
 #pragma GCC unroll 16
   for (int p = 0; p < P; ++p)
-    store_out(g, acc[p], residual, (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kB, y);
+    store_out(g, acc[p], residual, (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kLanes512,
+              y);
 }
 
-using TileFn = void (*)(const BlockedConv&, const BlockedTile&, const float*, const float*,
-                        const float*, const float*, float*);
+using TileFn512 = void (*)(const BlockedConv&, const BlockedTile&, const float*, const float*,
+                           const float*, const float*, float*);
 
 template <int NOB, int L, int... Ps>
-constexpr std::array<TileFn, sizeof...(Ps)> dense_table(std::integer_sequence<int, Ps...>) {
+constexpr std::array<TileFn512, sizeof...(Ps)> dense_table(std::integer_sequence<int, Ps...>) {
   return {&dense_tile<Ps + 1, NOB, L>...};
 }
 template <int... Ps>
-constexpr std::array<TileFn, sizeof...(Ps)> depthwise_table(std::integer_sequence<int, Ps...>) {
+constexpr std::array<TileFn512, sizeof...(Ps)> depthwise_table(std::integer_sequence<int, Ps...>) {
   return {&depthwise_tile<Ps + 1>...};
 }
 template <int S, int... Ps>
-constexpr std::array<TileFn, sizeof...(Ps)> depthwise3_table(std::integer_sequence<int, Ps...>) {
+constexpr std::array<TileFn512, sizeof...(Ps)> depthwise3_table(std::integer_sequence<int, Ps...>) {
   return {&depthwise3_tile<Ps + 1, S>...};
 }
 
-constexpr int kDenseP = kBlockedPixelsAvx512, kDepthwiseP = kBlockedDepthwisePixelsAvx512;
-constexpr auto kDense1x1 = dense_table<1, 1>(std::make_integer_sequence<int, kDenseP>());
-constexpr auto kDense1x16 = dense_table<1, kB>(std::make_integer_sequence<int, kDenseP>());
-constexpr auto kDense2x1 = dense_table<2, 1>(std::make_integer_sequence<int, kDenseP>());
-constexpr auto kDense2x16 = dense_table<2, kB>(std::make_integer_sequence<int, kDenseP>());
-constexpr auto kDepthwise = depthwise_table(std::make_integer_sequence<int, kDepthwiseP>());
-constexpr auto kDepthwise3s1 = depthwise3_table<1>(std::make_integer_sequence<int, kDepthwiseP>());
-constexpr auto kDepthwise3s2 = depthwise3_table<2>(std::make_integer_sequence<int, kDepthwiseP>());
+constexpr int kDenseP512 = kBlockedPixelsAvx512, kDepthwiseP512 = kBlockedDepthwisePixelsAvx512;
+constexpr auto kDense1x1_512 = dense_table<1, 1>(std::make_integer_sequence<int, kDenseP512>());
+constexpr auto kDense1x16_512 =
+    dense_table<1, kLanes512>(std::make_integer_sequence<int, kDenseP512>());
+constexpr auto kDense2x1_512 = dense_table<2, 1>(std::make_integer_sequence<int, kDenseP512>());
+constexpr auto kDense2x16_512 =
+    dense_table<2, kLanes512>(std::make_integer_sequence<int, kDenseP512>());
+constexpr auto kDepthwise512 = depthwise_table(std::make_integer_sequence<int, kDepthwiseP512>());
+constexpr auto kDepthwise3s1_512 =
+    depthwise3_table<1>(std::make_integer_sequence<int, kDepthwiseP512>());
+constexpr auto kDepthwise3s2_512 =
+    depthwise3_table<2>(std::make_integer_sequence<int, kDepthwiseP512>());
 
 }  // namespace
 
@@ -176,15 +182,15 @@ bool conv_blocked_tile_avx512(const BlockedConv& g, const BlockedTile& t, const 
                               const float* w, const float* bias, const float* residual, float* y) {
   if (t.P < 1) return false;
   if (g.depthwise) {
-    if (t.P > kDepthwiseP) return false;
+    if (t.P > kDepthwiseP512) return false;
     const bool three = g.KW == 3 && t.kw_lo == 0 && t.kw_hi == 3 && g.SW <= 2;
-    const auto& table = !three ? kDepthwise : g.SW == 1 ? kDepthwise3s1 : kDepthwise3s2;
+    const auto& table = !three ? kDepthwise512 : g.SW == 1 ? kDepthwise3s1_512 : kDepthwise3s2_512;
     table[size_t(t.P - 1)](g, t, x, w, bias, residual, y);
     return true;
   }
-  if (t.P > kDenseP || t.nob < 1 || t.nob > 2) return false;
-  const auto& table = t.nob == 2 ? (g.in_blocked ? kDense2x16 : kDense2x1)
-                                 : (g.in_blocked ? kDense1x16 : kDense1x1);
+  if (t.P > kDenseP512 || t.nob < 1 || t.nob > 2) return false;
+  const auto& table = t.nob == 2 ? (g.in_blocked ? kDense2x16_512 : kDense2x1_512)
+                                 : (g.in_blocked ? kDense1x16_512 : kDense1x1_512);
   table[size_t(t.P - 1)](g, t, x, w, bias, residual, y);
   return true;
 }
