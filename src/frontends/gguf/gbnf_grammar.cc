@@ -23,7 +23,7 @@ using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // code point ranges
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 
 // A code point's UTF-8 bytes as values: the lead byte's payload, then 6 bits a byte.
-std::vector<uint32_t> digits(uint32_t cp, int len) {
+std::vector<uint32_t> utf8_digits(uint32_t cp, int len) {
   std::vector<uint32_t> d(static_cast<size_t>(len));
   for (int i = len - 1; i > 0; --i, cp >>= 6) d[size_t(i)] = cp & 0x3F;
   d[0] = cp;
@@ -31,7 +31,7 @@ std::vector<uint32_t> digits(uint32_t cp, int len) {
 }
 
 // The byte set of digit values [lo, hi] at byte position i of a len-byte encoding.
-GrammarSymbol digit_bytes(int len, int i, uint32_t lo, uint32_t hi) {
+GrammarSymbol utf8_digit_bytes(int len, int i, uint32_t lo, uint32_t hi) {
   const uint32_t base = i > 0 ? 0x80 : len == 1 ? 0 : (0xF00u >> len) & 0xFF;
   return B::byte_range(uint8_t(base | lo), uint8_t(base | hi));
 }
@@ -52,8 +52,8 @@ void encodings_between(const std::vector<uint32_t>& a, const std::vector<uint32_
     return p;
   };
   if (a[size_t(i)] == b[size_t(i)])
-    return encodings_between(a, b, i + 1, with(digit_bytes(len, i, a[size_t(i)], a[size_t(i)])),
-                             out);
+    return encodings_between(a, b, i + 1,
+                             with(utf8_digit_bytes(len, i, a[size_t(i)], a[size_t(i)])), out);
   bool a_low = true, b_high = true;  // a's tail all zeros, b's tail all ones
   for (int j = i + 1; j < len; ++j) {
     a_low = a_low && a[size_t(j)] == 0;
@@ -62,18 +62,20 @@ void encodings_between(const std::vector<uint32_t>& a, const std::vector<uint32_
   if (!a_low) {
     std::vector<uint32_t> top = a;
     for (int j = i + 1; j < len; ++j) top[size_t(j)] = 0x3F;
-    encodings_between(a, top, i + 1, with(digit_bytes(len, i, a[size_t(i)], a[size_t(i)])), out);
+    encodings_between(a, top, i + 1, with(utf8_digit_bytes(len, i, a[size_t(i)], a[size_t(i)])),
+                      out);
   }
   const uint32_t from = a[size_t(i)] + (a_low ? 0 : 1), to = b[size_t(i)] - (b_high ? 0 : 1);
   if (from <= to) {
-    GrammarAlt p = with(digit_bytes(len, i, from, to));
-    for (int j = i + 1; j < len; ++j) p.push_back(digit_bytes(len, j, 0, 0x3F));
+    GrammarAlt p = with(utf8_digit_bytes(len, i, from, to));
+    for (int j = i + 1; j < len; ++j) p.push_back(utf8_digit_bytes(len, j, 0, 0x3F));
     out.push_back(std::move(p));
   }
   if (!b_high) {
     std::vector<uint32_t> bottom = b;
     for (int j = i + 1; j < len; ++j) bottom[size_t(j)] = 0;
-    encodings_between(bottom, b, i + 1, with(digit_bytes(len, i, b[size_t(i)], b[size_t(i)])), out);
+    encodings_between(bottom, b, i + 1, with(utf8_digit_bytes(len, i, b[size_t(i)], b[size_t(i)])),
+                      out);
   }
 }
 
@@ -88,18 +90,18 @@ std::vector<GrammarAlt> utf8_alts(const Ranges& ranges) {
       first = limits[len - 1] + 1;
       if (a > b) continue;
       if (len == 3 && a <= 0xDFFF && b >= 0xD800) {  // surrogates have no encoding
-        if (a < 0xD800) encodings_between(digits(a, 3), digits(0xD7FF, 3), 0, {}, out);
-        if (b > 0xDFFF) encodings_between(digits(0xE000, 3), digits(b, 3), 0, {}, out);
+        if (a < 0xD800) encodings_between(utf8_digits(a, 3), utf8_digits(0xD7FF, 3), 0, {}, out);
+        if (b > 0xDFFF) encodings_between(utf8_digits(0xE000, 3), utf8_digits(b, 3), 0, {}, out);
         continue;
       }
-      encodings_between(digits(a, len), digits(b, len), 0, {}, out);
+      encodings_between(utf8_digits(a, len), utf8_digits(b, len), 0, {}, out);
     }
   }
   return out;
 }
 
 // Sorted, merged and, for a negated class, complemented over every code point.
-Ranges normalize(Ranges r, bool negate) {
+Ranges class_ranges(Ranges r, bool negate) {
   std::sort(r.begin(), r.end());
   Ranges merged;
   for (auto [lo, hi] : r) {
@@ -293,10 +295,10 @@ class GbnfParser {
         }
         RLX_CHECK(at_ < s_.size(), where(), ": unterminated character class");
         ++at_;
-        item = {sub_rule(name, utf8_alts(normalize(ranges, negate)))};
+        item = {sub_rule(name, utf8_alts(class_ranges(ranges, negate)))};
       } else if (c == '.') {
         ++at_;
-        item = {sub_rule(name, utf8_alts(normalize({}, true)))};
+        item = {sub_rule(name, utf8_alts(class_ranges({}, true)))};
       } else if (c == '(') {
         ++at_;
         RLX_CHECK(++depth_ <= kMaxDepth, where(), ": groups nested deeper than ", kMaxDepth);
