@@ -139,6 +139,12 @@ inline bool matmul_has_bias(bool residual, size_t inputs) {
   return inputs - (residual ? 1 : 0) == 3;
 }
 
+// conv_blocked's layout: activations [N, conv_channel_blocks(C), H, W, kConvChannelBlock].
+inline constexpr int64_t kConvChannelBlock = 16;
+constexpr int64_t conv_channel_blocks(int64_t c) {
+  return (c + kConvChannelBlock - 1) / kConvChannelBlock;
+}
+
 // Default attributes of `op` (required fields zero/empty).
 OpAttrs default_attrs(Op op);
 // The one attribute parser: untyped map -> the op's struct. Throws rlx::Error

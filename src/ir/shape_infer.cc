@@ -624,15 +624,14 @@ Shape infer_conv(const Node& n, const In& in) {
 Shape infer_conv_blocked(const Node& n, const In& in) {
   const Shape &x = *in[0], &w = *in[1], &b = *in[2];
   const auto& a = n.attrs_as<ConvBlockedAttrs>();
-  constexpr int64_t B = 16;
-  const auto blocks = [](int64_t c) { return (c + B - 1) / B; };
+  constexpr int64_t B = kConvChannelBlock;
   RLX_CHECK(x.dtype == DType::F32 && w.dtype == DType::F32 && b.dtype == DType::F32,
             "conv_blocked: f32 only, got x ", x.str(), ", w ", w.str(), ", bias ", b.str());
   RLX_CHECK(x.is_static() && w.is_static(), "conv_blocked: static shapes only, got x ", x.str());
   RLX_CHECK(
       a.channels >= 1 && a.out_channels >= 1 && a.stride.size() == 2 && a.pads.size() == 4,
       "conv_blocked: needs channels, out_channels >= 1, stride [sh, sw] and pads [t, l, b, r]");
-  const int64_t CB = blocks(a.channels), OB = blocks(a.out_channels);
+  const int64_t CB = conv_channel_blocks(a.channels), OB = conv_channel_blocks(a.out_channels);
   const auto xd = x.concrete(), wd = w.concrete();
   const bool x_ok = a.in_blocked ? x.rank() == 5 && xd[1] == CB && xd[4] == B
                                  : x.rank() == 4 && xd[1] == a.channels;

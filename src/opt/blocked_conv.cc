@@ -15,11 +15,9 @@
 namespace rlx::opt {
 namespace {
 
-constexpr int64_t kBlock = 16;
+constexpr int64_t kBlock = kConvChannelBlock;
 // Fewer convs than this in a chain would not pay for the layout moves at its ends.
 constexpr size_t kMinChain = 3;
-
-int64_t blocks(int64_t c) { return (c + kBlock - 1) / kBlock; }
 
 struct Candidate {
   bool in_blocked = true, depthwise = false;
@@ -37,8 +35,8 @@ std::optional<Candidate> candidate(const Graph& g, const Node& n) {
   const Node &x = g.node(n.inputs[0]), &w = g.node(n.inputs[1]);
   if (!x.shape.is_static() || w.op != Op::Constant || w.value.dtype() != DType::F32)
     return std::nullopt;
-  const bool has_bias = n.inputs.size() - (a.residual ? 1 : 0) == 3;
-  if (has_bias && g.node(n.inputs[2]).op != Op::Constant) return std::nullopt;
+  if (conv_has_bias(a.residual, n.inputs.size()) && g.node(n.inputs[2]).op != Op::Constant)
+    return std::nullopt;
   if (a.activation != Epilogue::none && a.activation != Epilogue::relu &&
       a.activation != Epilogue::relu6)
     return std::nullopt;
@@ -63,7 +61,7 @@ Tensor packed_weight(const Candidate& k, const Tensor& w, int64_t C) {
   const Dims wd = w.dims();
   const int64_t O = wd[0], KH = wd[2], KW = wd[3], taps = KH * KW;
   if (k.depthwise) {
-    Tensor p(Dims{blocks(C), KH, KW, kBlock}, DType::F32);
+    Tensor p(Dims{conv_channel_blocks(C), KH, KW, kBlock}, DType::F32);
     std::fill_n(p.data<float>(), p.numel(), 0.f);
     for (int64_t c = 0; c < C; ++c)
       for (int64_t t = 0; t < taps; ++t)
@@ -71,8 +69,8 @@ Tensor packed_weight(const Candidate& k, const Tensor& w, int64_t C) {
             w.data<float>()[c * taps + t];
     return p;
   }
-  const int64_t L = k.in_blocked ? kBlock : 1, G = k.in_blocked ? blocks(C) : C;
-  Tensor p(Dims{blocks(O), G, KH, KW, L, kBlock}, DType::F32);
+  const int64_t L = k.in_blocked ? kBlock : 1, G = k.in_blocked ? conv_channel_blocks(C) : C;
+  Tensor p(Dims{conv_channel_blocks(O), G, KH, KW, L, kBlock}, DType::F32);
   std::fill_n(p.data<float>(), p.numel(), 0.f);
   for (int64_t o = 0; o < O; ++o)
     for (int64_t c = 0; c < C; ++c)
@@ -139,18 +137,18 @@ Graph block_convs(const Graph& g) {
     const auto& a = n.attrs_as<ConvAttrs>();
     const Node& xn = g.node(n.inputs[0]);
     const int64_t C = xn.shape.dims[1].value, O = n.shape.dims[1].value;
-    const bool has_bias = n.inputs.size() - (a.residual ? 1 : 0) == 3;
-    Tensor bias(Dims{blocks(O) * kBlock}, DType::F32);
+    Tensor bias(Dims{conv_channel_blocks(O) * kBlock}, DType::F32);
     std::fill_n(bias.data<float>(), bias.numel(), 0.f);
-    if (has_bias) std::copy_n(g.node(n.inputs[2]).value.data<float>(), O, bias.data<float>());
+    if (conv_has_bias(a.residual, n.inputs.size()))
+      std::copy_n(g.node(n.inputs[2]).value.data<float>(), O, bias.data<float>());
     if (!k.in_blocked) nchw_form(n.inputs[0]);
     std::vector<NodeId> in{k.in_blocked ? blocked_form(n.inputs[0]) : rw.mapped(n.inputs[0])};
     in.push_back(rw.out().constant(packed_weight(k, g.node(n.inputs[1]).value, C),
                                    g.node(n.inputs[1]).name));
     in.push_back(rw.out().constant(std::move(bias)));
     if (a.residual) in.push_back(blocked_form(n.inputs.back()));
-    const ConvBlockedAttrs ba{.stride = a.stride.empty() ? std::vector<int64_t>{1, 1} : a.stride,
-                              .pads = a.pads.empty() ? std::vector<int64_t>{0, 0, 0, 0} : a.pads,
+    const ConvBlockedAttrs ba{.stride = list_or(a.stride, 2, 1),
+                              .pads = list_or(a.pads, 4, 0),
                               .channels = C,
                               .out_channels = O,
                               .depthwise = k.depthwise,

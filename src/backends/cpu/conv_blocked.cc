@@ -1,10 +1,12 @@
-// Convs on channel-blocked activations (conv_blocked.h): weight packing, the
-// portable tile, and the split of a conv into tiles over the pool. Own code
+// Convs on channel-blocked activations (conv_blocked.h): the portable tile,
+// the split of a conv into tiles over the pool, and the kernel entry. Own code
 // (the layout is ONNX Runtime's NCHWc idea; no library runs it on rlx's pool).
 #include "backends/cpu/conv_blocked.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "backends/cpu/epilogue.h"
 #include "backends/cpu/kernels.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
@@ -14,10 +16,10 @@ namespace rlx::cpu {
 
 namespace {
 
+// relu / relu6 as min(top, max(0, v)), NaN passing as in the vector stores.
 float activate(Epilogue act, float v) {
-  if (act == Epilogue::relu) return v > 0.f ? v : (v == v ? 0.f : v);
-  if (act == Epilogue::relu6) return v != v ? v : std::min(6.f, std::max(0.f, v));
-  return v;
+  const std::optional<float> top = clamp_top(act);
+  return !top || v != v ? v : std::min(*top, std::max(0.f, v));
 }
 
 }  // namespace
@@ -26,7 +28,6 @@ void conv_blocked_tile_portable(const BlockedConv& g, const BlockedTile& t, cons
                                 const float* w, const float* bias, const float* residual,
                                 float* y) {
   const int64_t B = kChannelBlock, L = g.lanes_in(), G = g.in_groups(), taps = g.KH * g.KW;
-  const int64_t OB = channel_blocks(g.O);
   for (int64_t ob = t.ob0; ob < t.ob0 + t.nob; ++ob)
     for (int64_t p = 0; p < t.P; ++p) {
       const int64_t ow = t.ow0 + p;
@@ -38,20 +39,20 @@ void conv_blocked_tile_portable(const BlockedConv& g, const BlockedTile& t, cons
         for (int64_t kw = t.kw_lo; kw < t.kw_hi; ++kw) {
           const int64_t iw = ow * g.SW - g.PL + kw;
           if (g.depthwise) {
-            const float* xv = x + (((t.n * OB + ob) * g.H + ih) * g.W + iw) * B;
+            const float* xv = x + g.x_at(t.n, ob) + (ih * g.W + iw) * B;
             const float* wv = w + (ob * taps + kh * g.KW + kw) * B;
             for (int64_t j = 0; j < B; ++j) acc[j] += xv[j] * wv[j];
             continue;
           }
           for (int64_t cg = 0; cg < G; ++cg) {
-            const float* xv = x + (((t.n * G + cg) * g.H + ih) * g.W + iw) * L;
+            const float* xv = x + g.x_at(t.n, cg) + (ih * g.W + iw) * L;
             const float* wv = w + (((ob * G + cg) * taps + kh * g.KW + kw) * L) * B;
             for (int64_t l = 0; l < L; ++l)
               for (int64_t j = 0; j < B; ++j) acc[j] += xv[l] * wv[l * B + j];
           }
         }
       }
-      const int64_t at = (((t.n * OB + ob) * g.OH + t.oh) * g.OW + ow) * B;
+      const int64_t at = g.y_at(t.n, ob, t.oh, ow);
       for (int64_t j = 0; j < B; ++j)
         y[at + j] = activate(g.act, acc[j] + (residual ? residual[at + j] : 0.f));
     }

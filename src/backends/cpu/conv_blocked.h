@@ -11,9 +11,8 @@
 
 namespace rlx::cpu {
 
-constexpr int64_t kChannelBlock = 16;
-
-inline int64_t channel_blocks(int64_t c) { return (c + kChannelBlock - 1) / kChannelBlock; }
+constexpr int64_t kChannelBlock = kConvChannelBlock;
+constexpr int64_t channel_blocks(int64_t c) { return conv_channel_blocks(c); }
 
 // One conv_blocked node's geometry (2-d, no dilation). Input: blocked
 // [N, CB, H, W, 16] when `in_blocked`, else NCHW [N, C, H, W]; output blocked
@@ -24,12 +23,18 @@ struct BlockedConv {
   int64_t H = 0, W = 0, OH = 0, OW = 0;
   int64_t KH = 1, KW = 1, SH = 1, SW = 1, PT = 0, PL = 0;
   bool in_blocked = true;
-  bool depthwise = false;         // groups == C == O: one 3x3 (any size) filter per channel
+  bool depthwise = false;         // groups == C == O: one filter per channel
   Epilogue act = Epilogue::none;  // none, relu or relu6
   // Packed weights (the blocked_conv pass packs them): dense [OB][in_groups][KH][KW][lanes_in][16],
   // depthwise [CB][KH][KW][16].
   int64_t in_groups() const { return in_blocked ? channel_blocks(C) : C; }
   int64_t lanes_in() const { return in_blocked ? kChannelBlock : 1; }
+  // Where input group `cg` (a block, or a channel of an NCHW x) of image n starts, and where
+  // output (n, block ob, oh, ow) is.
+  int64_t x_at(int64_t n, int64_t cg) const { return (n * in_groups() + cg) * H * W * lanes_in(); }
+  int64_t y_at(int64_t n, int64_t ob, int64_t oh, int64_t ow) const {
+    return (((n * channel_blocks(O) + ob) * OH + oh) * OW + ow) * kChannelBlock;
+  }
 };
 
 // y = act(conv(x, w) + bias (+ residual)) over the pool; chooses the ISA path.

@@ -16,30 +16,44 @@ namespace {
 
 constexpr int kLanesAvx2 = int(kChannelBlock);
 
-// act(v + residual) stored as 8 lanes at y[at].
-RLX_AVX2_INLINE void store_half(const BlockedConv& g, __m256 v, const float* residual, int64_t at,
-                                float* y) {
-  if (residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual + at));
-  if (g.act == Epilogue::relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);
-  if (g.act == Epilogue::relu6)
-    v = _mm256_min_ps(_mm256_set1_ps(6.f), _mm256_max_ps(_mm256_setzero_ps(), v));
-  _mm256_storeu_ps(y + at, v);
+// acc[0..P) = block ob's bias (zero without one), as two halves of 8 lanes.
+template <int P>
+RLX_AVX2_INLINE void start_block_avx2(__m256 (&acc)[P][2], const float* bias, int64_t ob) {
+  for (int h = 0; h < 2; ++h) {
+    const __m256 b = bias ? _mm256_loadu_ps(bias + ob * kLanesAvx2 + 8 * h) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) acc[p][h] = b;
+  }
+}
+
+// Pixels [ow0, ow0 + P) of block ob stored as act(acc + residual) (v second in max / min: NaN
+// comes through); constant bounds, as in the AVX-512 tiles' store_block.
+template <int P>
+RLX_AVX2_INLINE void store_block_avx2(const BlockedConv& g, const BlockedTile& t, int64_t ob,
+                                      const __m256 (&acc)[P][2], const float* residual, float* y) {
+  const int64_t at0 = g.y_at(t.n, ob, t.oh, t.ow0);  // a row's pixels lie 16 floats apart
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t at = at0 + p * kLanesAvx2 + 8 * h;
+      __m256 v = acc[p][h];
+      if (residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual + at));
+      if (g.act == Epilogue::relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);
+      if (g.act == Epilogue::relu6)
+        v = _mm256_min_ps(_mm256_set1_ps(6.f), _mm256_max_ps(_mm256_setzero_ps(), v));
+      _mm256_storeu_ps(y + at, v);
+    }
 }
 
 template <int P, int L>
 RLX_AVX2 void dense_tile_avx2(const BlockedConv& g, const BlockedTile& t, const float* x,
                               const float* w, const float* bias, const float* residual, float* y) {
-  const int64_t G = g.in_groups(), taps = g.KH * g.KW, OB = channel_blocks(g.O);
+  const int64_t G = g.in_groups(), taps = g.KH * g.KW;
   const int64_t xs = g.SW * L;
   __m256 acc[P][2];
-  for (int h = 0; h < 2; ++h) {
-    const __m256 b =
-        bias ? _mm256_loadu_ps(bias + t.ob0 * kLanesAvx2 + 8 * h) : _mm256_setzero_ps();
-#pragma GCC unroll 8
-    for (int p = 0; p < P; ++p) acc[p][h] = b;
-  }
+  start_block_avx2(acc, bias, t.ob0);
   for (int64_t cg = 0; cg < G; ++cg) {
-    const float* xg = x + (t.n * G + cg) * g.H * g.W * L;
+    const float* xg = x + g.x_at(t.n, cg);
     const float* wg = w + (t.ob0 * G + cg) * taps * L * kLanesAvx2;
     for (int64_t kh = 0; kh < g.KH; ++kh) {
       const int64_t ih = t.oh * g.SH - g.PT + kh;
@@ -62,26 +76,17 @@ RLX_AVX2 void dense_tile_avx2(const BlockedConv& g, const BlockedTile& t, const 
       }
     }
   }
-#pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) {
-    const int64_t at = (((t.n * OB + t.ob0) * g.OH + t.oh) * g.OW + t.ow0 + p) * kLanesAvx2;
-    store_half(g, acc[p][0], residual, at, y);
-    store_half(g, acc[p][1], residual, at + 8, y);
-  }
+  store_block_avx2(g, t, t.ob0, acc, residual, y);
 }
 
 template <int P>
 RLX_AVX2 void depthwise_tile_avx2(const BlockedConv& g, const BlockedTile& t, const float* x,
                                   const float* w, const float* bias, const float* residual,
                                   float* y) {
-  const int64_t OB = channel_blocks(g.O), ob = t.ob0;
+  const int64_t ob = t.ob0;
   __m256 acc[P][2];
-  for (int h = 0; h < 2; ++h) {
-    const __m256 b = bias ? _mm256_loadu_ps(bias + ob * kLanesAvx2 + 8 * h) : _mm256_setzero_ps();
-#pragma GCC unroll 8
-    for (int p = 0; p < P; ++p) acc[p][h] = b;
-  }
-  const float* xb = x + (t.n * OB + ob) * g.H * g.W * kLanesAvx2;
+  start_block_avx2(acc, bias, ob);
+  const float* xb = x + g.x_at(t.n, ob);
   const float* wb = w + ob * g.KH * g.KW * kLanesAvx2;
   const int64_t xs = g.SW * kLanesAvx2;
   for (int64_t kh = 0; kh < g.KH; ++kh) {
@@ -99,12 +104,7 @@ RLX_AVX2 void depthwise_tile_avx2(const BlockedConv& g, const BlockedTile& t, co
       }
     }
   }
-#pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) {
-    const int64_t at = (((t.n * OB + ob) * g.OH + t.oh) * g.OW + t.ow0 + p) * kLanesAvx2;
-    store_half(g, acc[p][0], residual, at, y);
-    store_half(g, acc[p][1], residual, at + 8, y);
-  }
+  store_block_avx2(g, t, ob, acc, residual, y);
 }
 
 using TileFnAvx2 = void (*)(const BlockedConv&, const BlockedTile&, const float*, const float*,

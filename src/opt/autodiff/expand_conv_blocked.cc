@@ -4,7 +4,7 @@
 namespace rlx::opt::ad {
 namespace {
 
-constexpr int64_t kBlock = 16;
+constexpr int64_t kBlock = kConvChannelBlock;
 
 std::vector<Dim> dims_of(std::initializer_list<int64_t> d) { return {d.begin(), d.end()}; }
 
@@ -12,7 +12,7 @@ std::vector<Dim> dims_of(std::initializer_list<int64_t> d) { return {d.begin(), 
 
 NodeId to_channel_blocks(Emit& e, NodeId x) {
   const Dims d = e.dims(x, "the channel-blocked layout");
-  const int64_t CB = (d[1] + kBlock - 1) / kBlock;
+  const int64_t CB = conv_channel_blocks(d[1]);
   x = e.pad(x, {0, 0, 0, 0, 0, CB * kBlock - d[1], 0, 0});
   x = e.reshape(x, dims_of({d[0], CB, kBlock, d[2], d[3]}));
   return e.transpose(x, {0, 1, 3, 4, 2});
