@@ -190,10 +190,11 @@ bool gemv_row_groups_rows(GroupKernel k, const RowGroups& w, const GroupActivati
       const int r = int(std::min<int64_t>(kGroupRowsAtOnce, rows - m));
       float* yg = y + m * ldy + (g - g0) * kGroupRows;
       if (live == kGroupRows) {
-        fn(grp, nb, a + m, r, yg, ldy);
+        fn(grp, w.scale_bytes, nb, a + m, r, yg, ldy);
         continue;
       }
-      fn(grp, nb, a + m, r, tail, kGroupRows);  // a short last group: rows >= N not written
+      fn(grp, w.scale_bytes, nb, a + m, r, tail,
+         kGroupRows);  // a short last group: rows >= N not written
       for (int i = 0; i < r; ++i) std::copy_n(tail + i * kGroupRows, live, yg + i * ldy);
     }
   }

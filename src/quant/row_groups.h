@@ -96,16 +96,16 @@ void gemv_row_groups(GroupKernel k, const RowGroups& w, const GroupActivation& a
                      int64_t g1, float* y);
 
 // gemv_row_groups for `rows` activation rows at once, y[m * ldy + n - 16 g0], reading each group
-// once for up to kGroupRowsAtOnce of them; false (nothing done) where the type has no such
-// kernel on k (so far q4_K and q5_K on AVX-512 VNNI). Same bits as one row at a time.
+// once for up to kGroupRowsAtOnce of them; false (nothing done) where k has no such kernel
+// (so far only AVX-512 VNNI has them). Same bits as one row at a time.
 constexpr int kGroupRowsAtOnce = 4;
 bool gemv_row_groups_rows(GroupKernel k, const RowGroups& w, const GroupActivation* a, int64_t rows,
                           int64_t g0, int64_t g1, float* y, int64_t ldy);
 
 namespace detail {
 // rows (1..kGroupRowsAtOnce) activations against one group: out[r * ldo + 0..15].
-using GroupDotRowsFn = void (*)(const uint8_t* g, int64_t nb, const GroupActivation* a, int rows,
-                                float* out, int64_t ldo);
+using GroupDotRowsFn = void (*)(const uint8_t* g, size_t scale_bytes, int64_t nb,
+                                const GroupActivation* a, int rows, float* out, int64_t ldo);
 GroupDotRowsFn group_dot_rows_vnni(GgmlType type);
 // One group: out[16] = its rows . a, over nb blocks (K-quants: super-blocks).
 using GroupDotFn = void (*)(const uint8_t* g, size_t scale_bytes, int64_t nb,

@@ -156,10 +156,8 @@ RLX_GROUPS_VNNI512 void q_blocks_vnni(const uint8_t* g, size_t scale_bytes, int6
 }
 
 template <bool kQ4>
-void q_blocks_vnni_any_rows(const uint8_t* g, int64_t nb, const GroupActivation* a, int rows,
-                            float* out, int64_t ldo) {
-  // The group's f16 scales, 16 rows a block, padded to 64 bytes (make_row_groups' layout).
-  const size_t scale_bytes = (size_t(nb * kGroupRows) * 2 + 63) / 64 * 64;
+void q_blocks_vnni_any_rows(const uint8_t* g, size_t scale_bytes, int64_t nb,
+                            const GroupActivation* a, int rows, float* out, int64_t ldo) {
   switch (rows) {
     case 1:
       return q_blocks_vnni_rows<kQ4, 1>(g, scale_bytes, nb, a, out, ldo);
@@ -322,8 +320,8 @@ RLX_GROUPS_VNNI512 void q45_K_vnni(const uint8_t* g, size_t /*no scale section*/
 }
 
 template <bool kFive>
-void q45_K_vnni_any_rows(const uint8_t* g, int64_t nsb, const GroupActivation* a, int rows,
-                         float* out, int64_t ldo) {
+void q45_K_vnni_any_rows(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                         const GroupActivation* a, int rows, float* out, int64_t ldo) {
   switch (rows) {
     case 1:
       return q45_K_vnni_rows<kFive, 1>(g, nsb, a, out, ldo);
@@ -473,8 +471,8 @@ RLX_GROUPS_VNNI512 void q6_K_vnni(const uint8_t* g, size_t /*no scale section*/,
   q6_K_vnni_rows<1>(g, nsb, &a, out, 0);
 }
 
-void q6_K_vnni_any_rows(const uint8_t* g, int64_t nsb, const GroupActivation* a, int rows,
-                        float* out, int64_t ldo) {
+void q6_K_vnni_any_rows(const uint8_t* g, size_t /*no scale section*/, int64_t nsb,
+                        const GroupActivation* a, int rows, float* out, int64_t ldo) {
   switch (rows) {
     case 1:
       return q6_K_vnni_rows<1>(g, nsb, a, out, ldo);
