@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/cpu/conv_phase_gemm.h"
 #include "backends/cpu/conv_winograd.h"
 #include "backends/cpu/depthwise_avx512.h"
 #include "backends/cpu/epilogue.h"
@@ -546,20 +547,6 @@ DwTaps dw_taps_for(int64_t taps) {
   return dw_taps_row<0>;
 }
 
-// even[j] = src[2 * j] for j < (n + 1) / 2 and odd[j] = src[2 * j + 1] for
-// j < n / 2: a row of n floats split by parity, reading nothing past it.
-RLX_AVX2 void deinterleave_avx2(const float* src, int64_t n, float* even, float* odd) {
-  int64_t j = 0;
-  for (; 2 * j + 17 <= n; j += 8) {  // strided8<2>(src + 2j + 1) reads src[2j + 16]
-    _mm256_storeu_ps(even + j, vm::strided8<2>(src + 2 * j));
-    _mm256_storeu_ps(odd + j, vm::strided8<2>(src + 2 * j + 1));
-  }
-  for (; 2 * j < n; ++j) {
-    even[j] = src[2 * j];
-    if (2 * j + 1 < n) odd[j] = src[2 * j + 1];
-  }
-}
-
 // The AVX2 depthwise path, planes over the pool. Each plane is copied once
 // into a zero-padded buffer (cheap next to its KH * KW passes of taps), so no
 // tap needs a bounds check, and then computed as one flat row over the padded
@@ -610,7 +597,7 @@ void depthwise_flat(const Geom& g, const float* x, const float* w, const float* 
         float* row0 = planes + (r % 2) * 2 * plane + (r / 2) * Wg;
         float* first = row0 + (pl % 2) * plane + pl / 2;
         float* second = row0 + ((pl + 1) % 2) * plane + (pl + 1) / 2;
-        deinterleave_avx2(src, W, first, second);
+        vm::deinterleave2(src, W, first, second);
       }
       row(taps, w + c * g.k_sz, KH * KW, OH * Wg, bias ? bias[c] : 0.0f, flat_out.data());
       float* yp = y + p * g.out_sz;
@@ -936,6 +923,13 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
       if (winograd_applies(s, pack) && conv3x3_winograd(s, x, w, bias, act, res, y, *pack)) return;
     }
     if (conv_small_maps_transposed(g, x, w, bias, act, res, y, pack)) return;
+    // Not a weight gradient's shape (a kernel wider than its output), whose
+    // im2row copies long runs.
+    if (pack && g.G == 1 && is_2d_undilated(g) && !g.pointwise() && g.k[2] <= g.out[2]) {
+      const ConvPlanar p{g.N,    g.C,    g.O,     g.in[1], g.in[2],  g.k[1],  g.k[2],
+                         g.s[1], g.s[2], g.pb[1], g.pb[2], g.out[1], g.out[2]};
+      if (conv_phase_gemm(p, x, w, bias, act, res, y, *pack)) return;
+    }
   }
   if (conv_small_maps(g, x, w, bias, act, res, y)) return;
   const int64_t rows = g.Cg * g.k_sz;

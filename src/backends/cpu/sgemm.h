@@ -61,6 +61,10 @@ struct SgemmKernel {
   // to nr) floats, all k blocks, at a 64-byte aligned `out`.
   void (*pack_a)(bool trans_a, const float* A, int64_t lda, int64_t M, int64_t K, float* out);
   void (*pack_b)(bool trans_b, const float* B, int64_t ldb, int64_t K, int64_t N, float* out);
+  // B[k][j] = rows[k][j] (K x N) packed as pack_b packs: a B whose rows lie
+  // anywhere, e.g. a conv's window taps as runs over its input (an im2col
+  // that is never written out).
+  void (*pack_b_rows)(const float* const* rows, int64_t K, int64_t N, float* out);
   // The product (checked by sgemm below); a PackedPart without op: pack here.
   void (*run)(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,

@@ -135,6 +135,21 @@ struct Driver {
       pack_b_block(tb, B, ldb, pc, 0, std::min<int64_t>(K::KC, Kd - pc), N, out + pc * np);
   }
 
+  // Row by row, so each run is read once from start to end; the copy of a
+  // 1-wide panel row is the kernel's copy_panel with one k.
+  static void pack_b_rows(const float* const* rows, int64_t Kd, int64_t N, float* out) {
+    const int64_t np = padded_cols(N);
+    for (int64_t pc = 0; pc < Kd; pc += K::KC) {
+      const int64_t kc = std::min<int64_t>(K::KC, Kd - pc);
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* src = rows[pc + k];
+        float* dst = out + pc * np + k * K::NR;
+        for (int64_t j = 0; j < N; j += K::NR, dst += kc * K::NR)
+          K::copy_panel(src + j, 0, 1, std::min(K::NR, N - j), dst);
+      }
+    }
+  }
+
   static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t Kd, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
                   const GemmEpilogue<float>& epi, int64_t row0, int64_t col0, PackedPart pa,
@@ -199,7 +214,7 @@ struct Driver {
   }
 
   static constexpr SgemmKernel kernel(const char* name) {
-    return {name, K::MR, K::NR, K::KC, &pack_a, &pack_b, &run};
+    return {name, K::MR, K::NR, K::KC, &pack_a, &pack_b, &pack_b_rows, &run};
   }
 };
 

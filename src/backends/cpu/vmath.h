@@ -46,6 +46,20 @@ RLX_AVX2_INLINE __m256 strided8(const float* x) {
   }
 }
 
+// even[j] = src[2 * j] for j < (n + 1) / 2 and odd[j] = src[2 * j + 1] for
+// j < n / 2: a row of n floats split by parity, reading nothing past it.
+RLX_AVX2 inline void deinterleave2(const float* src, int64_t n, float* even, float* odd) {
+  int64_t j = 0;
+  for (; 2 * j + 17 <= n; j += 8) {  // strided8<2>(src + 2j + 1) reads src[2j + 16]
+    _mm256_storeu_ps(even + j, strided8<2>(src + 2 * j));
+    _mm256_storeu_ps(odd + j, strided8<2>(src + 2 * j + 1));
+  }
+  for (; 2 * j < n; ++j) {
+    even[j] = src[2 * j];
+    if (2 * j + 1 < n) odd[j] = src[2 * j + 1];
+  }
+}
+
 // NaN lanes of x replace the matching lanes of r (clamps below would turn NaN
 // into a finite value otherwise).
 RLX_AVX2_INLINE __m256 keep_nan(__m256 r, __m256 x) {
