@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/scratch.h"
 #include "quant/qgemm_impl.h"
 #include "quant/quant_impl.h"
 #include "quant/vec_dot.h"
@@ -251,11 +252,11 @@ void matmul(GgmlType t, const float* x, int64_t M, int64_t K, const uint8_t* w, 
   const int NR = path == Path::avx512_vnni ? 32 : 8;
 
   // Activations, once per call, into the calling thread's buffer (grows only).
-  static thread_local std::vector<float> abuf;
+  static thread_local rlx::ScratchBuffer<float> abuf;
   const size_t qfloats = (size_t(M) * size_t(K) + 63) / 4 & ~size_t(15);
-  abuf.resize(qfloats + 2 * size_t(M) * size_t(ng));
-  uint8_t* aq = reinterpret_cast<uint8_t*>(abuf.data());
-  float* ada = abuf.data() + qfloats;
+  float* abase = abuf.get(qfloats + 2 * size_t(M) * size_t(ng));
+  uint8_t* aq = reinterpret_cast<uint8_t*>(abase);
+  float* ada = abase + qfloats;
   float* amt = ada + size_t(M) * size_t(ng);
   parallel_for(M, std::max<int64_t>(1, (1 << 15) / K), [&](int64_t b, int64_t e) {
     for (int64_t m = b; m < e; ++m)

@@ -26,6 +26,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vmath.h"
 #include "backends/cpu/weight_pack.h"
+#include "core/scratch.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/error.h"
 #include "rlx/thread_pool.h"
@@ -875,28 +876,27 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
     if (!wt || wt->is_a || wt->kernel != sgemm_kernel() || wt->rows != K || wt->cols != g.O)
       return false;  // the slot holds another path's packing
   }
-  // Named through references: a lambda run by a worker would see that
+  // Named through pointers: a lambda run by a worker would see that
   // worker's thread_local, not this thread's.
-  thread_local std::vector<float> colT_buf, ct_buf;
-  std::vector<float>&colT = colT_buf, &ct = ct_buf;
-  colT.resize(size_t(P * K));
-  ct.resize(size_t(P * g.O));
+  thread_local ScratchBuffer<float> colT_buf, ct_buf;
+  float* colT = colT_buf.get(size_t(P * K));
+  float* ct = ct_buf.get(size_t(P * g.O));
   // Positions of all images over the pool (at batch 1 there is one image).
   parallel_for(P, std::max<int64_t>(1, 8192 / K), [&](int64_t b, int64_t e) {
     for (int64_t n = b / g.out_sz; n * g.out_sz < e; ++n) {
       const int64_t p0 = std::max(b, n * g.out_sz) - n * g.out_sz;
       const int64_t p1 = std::min(e, (n + 1) * g.out_sz) - n * g.out_sz;
-      im2row(x + n * g.C * g.in_sz, g, colT.data() + n * g.out_sz * K, p0, p1);
+      im2row(x + n * g.C * g.in_sz, g, colT + n * g.out_sz * K, p0, p1);
     }
   });
   // With a residual (laid out as y) only the bias is added here, the rest
   // after the transpose.
   const GemmEpilogue<float> epi{res ? Epilogue::none : act, bias, false};
-  gemm(false, true, P, g.O, K, 1.f, colT.data(), K, w, K, 0.f, ct.data(), g.O, epi, {nullptr, wt});
+  gemm(false, true, P, g.O, K, 1.f, colT, K, w, K, 0.f, ct, g.O, epi, {nullptr, wt});
   parallel_for(g.O, std::max<int64_t>(1, 8192 / P), [&](int64_t o0, int64_t o1) {
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t p = 0; p < g.out_sz; ++p) {
-        const float* src = ct.data() + (n * g.out_sz + p) * g.O;
+        const float* src = ct + (n * g.out_sz + p) * g.O;
         float* dst = y + n * g.O * g.out_sz + p;
         for (int64_t o = o0; o < o1; ++o) dst[o * g.out_sz] = src[o];
       }

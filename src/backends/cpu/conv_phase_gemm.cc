@@ -20,14 +20,15 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/sgemm.h"
-#include "backends/cpu/sgemm_driver.h"
 #include "backends/cpu/vmath.h"
 #include "backends/cpu/weight_pack.h"
+#include "core/scratch.h"
 #include "rlx/thread_pool.h"
 
 namespace rlx::cpu {
@@ -139,37 +140,34 @@ bool conv_phase_gemm(const ConvPlanar& s, const float* x, const float* w, const 
   parallel_tasks(s.N * g.bands, [&](int64_t t) {
     const int64_t n = t / g.bands, r0 = t % g.bands * g.rows_per_band;
     const int64_t rows = std::min(g.rows_per_band, s.OH - r0), cols = (rows - 1) * g.Wq + s.OW;
-    thread_local std::vector<float> planes_buf, b_buf, c_buf;
-    thread_local std::vector<const float*> taps;
-    planes_buf.resize(size_t(s.C * g.PA * g.PB * g.plane));
-    float* planes = planes_buf.data();
+    thread_local ScratchBuffer<float> planes_buf, b_buf, c_buf;
+    thread_local ScratchBuffer<const float*> taps_buf;
+    float* planes = planes_buf.get(size_t(s.C * g.PA * g.PB * g.plane));
     fill_phase_planes(s, g, x + n * s.C * s.H * s.W, r0, planes);
-    taps.resize(size_t(K));
+    const float** taps = taps_buf.get(size_t(K));
     for (int64_t c = 0; c < s.C; ++c)
       for (int64_t kh = 0; kh < s.KH; ++kh)
         for (int64_t kw = 0; kw < s.KW; ++kw)
-          taps[size_t((c * s.KH + kh) * s.KW + kw)] =
+          taps[(c * s.KH + kh) * s.KW + kw] =
               planes + ((c * g.PA + kh % s.SH) * g.PB + kw % s.SW) * g.plane + kh / s.SH * g.Wq +
               kw / s.SW;
     PackedOperand b;
     b.rows = K;
     b.cols = cols;
     b.kernel = kernel;
-    b.data = sgemm_detail::aligned(b_buf,
-                                   size_t(K * ((cols + kernel->nr - 1) / kernel->nr * kernel->nr)));
-    kernel->pack_b_rows(taps.data(), K, cols, b.data);
-    c_buf.resize(size_t(s.O * cols));
+    b.data = b_buf.get(size_t(K * ((cols + kernel->nr - 1) / kernel->nr * kernel->nr)));
+    kernel->pack_b_rows(taps, K, cols, b.data);
+    float* ct = c_buf.get(size_t(s.O * cols));
     // Bias and relu / relu6 in the GEMM's registers; a residual is laid out
     // as y, so it waits for the copy into y.
     const GemmEpilogue<float> epi{act, bias, true};
-    sgemm(*kernel, false, false, s.O, cols, K, 1.f, nullptr, K, nullptr, 0, 0.f, c_buf.data(), cols,
+    sgemm(*kernel, false, false, s.O, cols, K, 1.f, nullptr, K, nullptr, 0, 0.f, ct, cols,
           res ? GemmEpilogue<float>{} : epi, 0, 0, {packed, 0}, {&b, 0});
     const int64_t at = n * s.O * out_plane + r0 * s.OW;  // the band's offset in y
     for (int64_t o = 0; o < s.O; ++o) {
       float* yo = y + at + o * out_plane;
       for (int64_t i = 0; i < rows; ++i)
-        std::memcpy(yo + i * s.OW, c_buf.data() + o * cols + i * g.Wq,
-                    size_t(s.OW) * sizeof(float));
+        std::memcpy(yo + i * s.OW, ct + o * cols + i * g.Wq, size_t(s.OW) * sizeof(float));
       if (res) {
         const GemmEpilogue<float> e{act, bias, true, res + at + o * out_plane, 0};
         apply_epilogue(e, yo, 0, 1, rows * s.OW, o, 0);

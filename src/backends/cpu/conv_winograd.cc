@@ -16,6 +16,7 @@
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/sgemm.h"
 #include "backends/cpu/weight_pack.h"
+#include "core/scratch.h"
 #include "rlx/checked.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/thread_pool.h"
@@ -165,11 +166,9 @@ void winograd_run(const Conv3x3& s, const float* x, const float* bias, Epilogue 
   // One block of image n, tile rows [ty0, ty1): its steps split over the pool
   // unless this runs as one of by_blocks' tasks (then they run inline).
   auto block = [&](int64_t n, int64_t ty0) {
-    thread_local std::vector<float> v_buf, m_buf;  // reused run after run: no page faults
-    v_buf.resize(size_t(AA * vs_max));
-    m_buf.resize(size_t(AA * ms_max) + 8);  // + the vector output's overread
-    float* V = v_buf.data();
-    float* Mb = m_buf.data();
+    thread_local ScratchBuffer<float> v_buf, m_buf;  // reused run after run: no page faults
+    float* V = v_buf.get(size_t(AA * vs_max));
+    float* Mb = m_buf.get(size_t(AA * ms_max) + 8);  // + the vector output's overread
     const float* xn = x + n * s.C * in_plane;
     float* yn = y + n * s.O * out_plane;
     const int64_t ty1 = std::min(th, ty0 + rows_per_blk), tb = (ty1 - ty0) * tw;

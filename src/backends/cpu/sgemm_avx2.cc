@@ -14,8 +14,9 @@ namespace {
 
 // C[M rows, n <= 8*V cols] (+)= Ap (K x M, k-major) * Bp (K x 8V, k-major).
 // Bp rows are NR floats apart (the panel width), of which V vectors are read:
-// a panel's last columns may fit in fewer vectors than it holds.
-template <int M, int V, int NR>
+// a panel's last columns may fit in fewer vectors than it holds. StreamA:
+// Ap is a weight packed ahead, read from memory (see sgemm_driver.h).
+template <int M, int V, int NR, bool StreamA>
 RLX_AVX2 void micro_kernel_avx2(int64_t K, const float* Ap, const float* Bp, float* C, int64_t ldc,
                                 int64_t n, bool accumulate, const TileEpilogue* epi) {
   __m256 acc[M][V];
@@ -25,6 +26,8 @@ RLX_AVX2 void micro_kernel_avx2(int64_t K, const float* Ap, const float* Bp, flo
     __m256 b[V];
     for (int v = 0; v < V; ++v) b[v] = _mm256_load_ps(Bp + 8 * v);
     _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 8), _MM_HINT_T0);
+    if constexpr (StreamA)
+      _mm_prefetch(reinterpret_cast<const char*>(Ap + sgemm_detail::kStreamAhead), _MM_HINT_T0);
 #pragma GCC unroll 8
     for (int r = 0; r < M; ++r) {
       // set1 of a value, not _mm256_broadcast_ss(pointer): a float load through
@@ -109,8 +112,8 @@ struct Avx2 {
   static constexpr int64_t KC = 256;  // 16 x 256 floats = 16 KiB of B per panel (half of L1)
   static constexpr int64_t NC = 512;  // KC x NC = 512 KiB of packed B
   static constexpr int64_t MC = 168;  // 168 x 256 floats = 168 KiB of packed A (in L2)
-  template <int M, int V>
-  static constexpr auto tile = &micro_kernel_avx2<M, V, NR>;
+  template <int M, int V, bool StreamA>
+  static constexpr auto tile = &micro_kernel_avx2<M, V, NR, StreamA>;
   static constexpr auto transpose = &transpose8;
   static constexpr auto copy_panel = &copy_panel8;
 };

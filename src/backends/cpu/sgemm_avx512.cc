@@ -23,8 +23,9 @@ namespace {
 
 // C[M rows, n <= 16*V cols] (+)= Ap (K x M, k-major) * Bp (K x 16V, k-major).
 // Bp rows are NR floats apart (the panel width), of which V vectors are read:
-// a panel's last columns may fit in fewer vectors than it holds.
-template <int M, int V, int NR>
+// a panel's last columns may fit in fewer vectors than it holds. StreamA:
+// Ap is a weight packed ahead, read from memory (see sgemm_driver.h).
+template <int M, int V, int NR, bool StreamA>
 RLX_SGEMM_AVX512 void micro_kernel_avx512(int64_t K, const float* Ap, const float* Bp, float* C,
                                           int64_t ldc, int64_t n, bool accumulate,
                                           const TileEpilogue* epi) {
@@ -36,6 +37,8 @@ RLX_SGEMM_AVX512 void micro_kernel_avx512(int64_t K, const float* Ap, const floa
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) b[v] = _mm512_load_ps(Bp + 16 * v);
     _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 8), _MM_HINT_T0);
+    if constexpr (StreamA)
+      _mm_prefetch(reinterpret_cast<const char*>(Ap + sgemm_detail::kStreamAhead), _MM_HINT_T0);
     if constexpr (M < 4) {
       // Few rows stream B from memory (a GEMV, M = 1): both lines of each
       // 128-byte row of the panel, further ahead.
@@ -121,8 +124,8 @@ struct Avx512 {
   static constexpr int64_t KC = 256;  // 32 x 256 floats = 32 KiB of B per panel
   static constexpr int64_t NC = 512;  // KC x NC = 512 KiB of packed B
   static constexpr int64_t MC = 168;  // 168 x 256 floats = 168 KiB of packed A
-  template <int M, int V>
-  static constexpr auto tile = &micro_kernel_avx512<M, V, NR>;
+  template <int M, int V, bool StreamA>
+  static constexpr auto tile = &micro_kernel_avx512<M, V, NR, StreamA>;
   static constexpr auto transpose = &transpose16;
   static constexpr auto copy_panel = &copy_panel16;
 };

@@ -7,9 +7,10 @@
 //   T              floats per vector, and the square block `transpose` handles
 //                  (MR <= T, NR % 2T == 0)
 //   KC, NC, MC     k per panel, columns per packed B block, rows per A block
-//   tile<M, V>     C[M rows, n <= V*T cols] (+)= Ap (kc x M) * Bp (kc x NR),
+//   tile<M, V, S>  C[M rows, n <= V*T cols] (+)= Ap (kc x M) * Bp (kc x NR),
 //                  reading V vectors of each Bp row, then `epi` (if not null)
-//                  on the finished sums in registers
+//                  on the finished sums in registers; with S, prefetching Ap
+//                  kStreamAhead floats ahead
 //   copy_panel(src, ld, kc, w, dst)
 //                  dst[k * NR + c] = src[k * ld + c], c < w (<= NR), zeros past w
 //   transpose(src, ld, rows, scale, dst, ldd, lanes)
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "backends/cpu/sgemm.h"
+#include "core/scratch.h"
 
 namespace rlx::cpu::sgemm_detail {
 
@@ -30,10 +32,14 @@ inline float* align64(float* p) {
   return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
 }
 
-inline float* aligned(std::vector<float>& buf, size_t n) {
-  buf.resize(n + 16);
-  return align64(buf.data());
-}
+// How far ahead a kernel prefetches an A packed ahead of the call (a conv's
+// weight, Winograd's transformed weights): those stream from memory, as a
+// model's weights outgrow the caches, and the hardware prefetcher alone kept
+// resnet18's 14x14 and 7x7 Winograd GEMMs (16 columns per weight) waiting on
+// them. 4 KiB ahead: resnet18 at 1 thread 15.1 -> 14.0 ms (2 KiB: 14.5, 8 and
+// 16 KiB: no better). Only there: where A is packed per call it sits in L2,
+// and the extra load slowed BERT and GPT-2 by a few percent.
+inline constexpr int64_t kStreamAhead = 1024;
 
 using Tile = void (*)(int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
                       int64_t n, bool accumulate, const TileEpilogue* epi);
@@ -47,9 +53,9 @@ inline bool in_registers(const GemmEpilogue<float>& e) {
 }
 
 // tiles[h - 1] takes an h-row sliver (a block's last sliver may be short).
-template <class K, int V, int... H>
+template <class K, int V, bool S, int... H>
 constexpr std::array<Tile, sizeof...(H)> tile_table(std::integer_sequence<int, H...>) {
-  return {K::template tile<H + 1, V>...};
+  return {K::template tile<H + 1, V, S>...};
 }
 
 template <class K>
@@ -58,11 +64,12 @@ struct Driver {
 
   // C[h rows, n cols] (+)= one sliver times one panel: all NR columns, or only
   // the first half of the panel when n fits in it.
+  template <bool StreamA>
   static void micro(int64_t h, int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
                     int64_t n, bool accumulate, const TileEpilogue* epi) {
     constexpr auto rows = std::make_integer_sequence<int, int(K::MR)>{};
-    static constexpr auto full = tile_table<K, int(K::NR / K::T)>(rows);
-    static constexpr auto half = tile_table<K, int(K::NR / K::T / 2)>(rows);
+    static constexpr auto full = tile_table<K, int(K::NR / K::T), StreamA>(rows);
+    static constexpr auto half = tile_table<K, int(K::NR / K::T / 2), StreamA>(rows);
     (n <= K::NR / 2 ? half : full)[size_t(h - 1)](kc, Ap, Bp, C, ldc, n, accumulate, epi);
   }
 
@@ -156,7 +163,7 @@ struct Driver {
                   PackedPart pb) {
     constexpr int64_t MR = K::MR, NR = K::NR, KC = K::KC, NC = K::NC, MC = K::MC;
     // Per thread: gemm runs one call per pool thread, and nested calls never share.
-    thread_local std::vector<float> a_buf, b_buf, a_whole;
+    thread_local ScratchBuffer<float> a_buf, b_buf, a_whole;
     // A spanning several column blocks is packed once, not once per block:
     // GPT-2's logits (128 x 50257 x 768) packed their A 49 times per thread.
     PackedOperand whole;
@@ -164,15 +171,16 @@ struct Driver {
       whole.is_a = true;
       whole.rows = M;
       whole.cols = Kd;
-      whole.data = aligned(a_whole, size_t(M * Kd));
+      whole.data = a_whole.get(size_t(M * Kd));
       for (int64_t pc = 0; pc < Kd; pc += KC)
         pack_a_block(ta, A, lda, 0, pc, M, std::min<int64_t>(KC, Kd - pc), alpha,
                      whole.data + pc * M);
       pa = {&whole, 0};
     }
-    float* Ap = pa.op ? nullptr : aligned(a_buf, size_t(MC * KC));
-    float* Bp = pb.op ? nullptr : aligned(b_buf, size_t(KC * (NC + NR)));
+    float* Ap = pa.op ? nullptr : a_buf.get(size_t(MC * KC));
+    float* Bp = pb.op ? nullptr : b_buf.get(size_t(KC * (NC + NR)));
     const bool fused = epi.active() && in_registers(epi);
+    const bool stream_a = pa.op && pa.op != &whole;
     if (beta != 0.f && beta != 1.f)
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) C[i * ldc + j] *= beta;
@@ -198,8 +206,10 @@ struct Driver {
             for (int64_t ir = 0; ir < mc; ir += MR) {
               const int64_t i = row0 + ic + ir, j = col0 + jc + jr;
               const TileEpilogue te = tile_epilogue(epi, i, j);
-              micro(std::min(MR, mc - ir), kc, a_block + ir * kc, bp, C + (ic + ir) * ldc + jc + jr,
-                    ldc, nc - jr, accumulate, last && fused ? &te : nullptr);
+              (stream_a ? &micro<true> : &micro<false>)(std::min(MR, mc - ir), kc,
+                                                        a_block + ir * kc, bp,
+                                                        C + (ic + ir) * ldc + jc + jr, ldc, nc - jr,
+                                                        accumulate, last && fused ? &te : nullptr);
             }
             const int64_t end = std::min(nc, jr + NR);
             if (last && epi.active() && !fused && (end - done >= span || end == nc)) {
