@@ -48,18 +48,19 @@ RLX_AVX2 void phase_row_copy(const float* src, int64_t step, int64_t n, float* d
   for (; j < n; ++j) dst[j] = src[j * step];
 }
 
-// The bands' layout: each band's PA x PB planes per channel, bh rows of Wq.
-// Only the phases some tap reads are kept: a 1x1/2 conv needs one of four.
+// The bands' layout: `bands` bands of output rows whose sizes differ by one
+// at most, each with PA x PB planes per channel of bh rows of Wq. Only the
+// phases some tap reads are kept: a 1x1/2 conv needs one of four.
 struct PhaseGrid {
-  int64_t rows_per_band, bands, PA, PB, Wq, bh, plane;
-  PhaseGrid(const ConvPlanar& s, int64_t rows) {
-    rows_per_band = rows;
+  int64_t bands, rows_max, PA, PB, Wq, bh, plane;
+  PhaseGrid(const ConvPlanar& s, int64_t n_bands) {
+    bands = n_bands;
+    rows_max = div_up(s.OH, bands);
     PA = std::min(s.SH, s.KH);
     PB = std::min(s.SW, s.KW);
-    bands = (s.OH + rows - 1) / rows;
     // Wide enough for every tap of OW outputs and for every input column.
     Wq = std::max(s.OW + (s.KW - 1) / s.SW, div_up(s.pad_left + s.W, s.SW));
-    bh = rows + (s.KH - 1) / s.SH;
+    bh = rows_max + (s.KH - 1) / s.SH;
     plane = bh * Wq;
   }
 };
@@ -123,14 +124,18 @@ bool conv_phase_gemm(const ConvPlanar& s, const float* x, const float* w, const 
   const SgemmKernel* kernel = sgemm_kernel();
   if (!kernel || s.OH * s.OW == 0) return false;
   const int64_t K = s.C * s.KH * s.KW, threads = num_threads();
-  // Bands of about 128 KiB of packed B (K x grid columns; 512 KiB is the
-  // driver's own block), as many as the threads at least, split evenly.
+  // Bands of up to 256 KiB of packed B (K x grid columns), or 512 KiB where
+  // the weight passes 256 KiB, as many as the threads at least. Each band
+  // reads the whole weight, so wide bands pay where it is big, narrow ones
+  // where it is small (resnet18 at 2 threads: its 3x3/2 128 -> 256 conv
+  // 0.42-0.43 ms in 2 bands of 512 KiB, 0.48-0.59 in 7 of 128 KiB; its stem
+  // 0.78-0.81 ms in bands of 256 KiB, 0.81-0.99 in bands of 512 KiB).
   const int64_t Wq = PhaseGrid(s, 1).Wq;
-  int64_t bands = std::max(div_up(s.OH * Wq * K, int64_t(1) << 15), div_up(threads, s.N));
-  bands = std::min(bands, s.OH);
-  if (s.N == 1 && bands > threads) bands = std::min(s.OH, div_up(bands, threads) * threads);
-  const PhaseGrid g(s, div_up(s.OH, bands));
-  const int64_t cols_max = (g.rows_per_band - 1) * g.Wq + s.OW;
+  const int64_t band_floats = s.O * K >= (int64_t(1) << 16) ? int64_t(1) << 17 : int64_t(1) << 16;
+  int64_t bands = std::max(div_up(s.OH * Wq * K, band_floats), div_up(threads, s.N));
+  if (s.N == 1) bands = div_up(bands, threads) * threads;
+  const PhaseGrid g(s, std::min(bands, s.OH));
+  const int64_t cols_max = (g.rows_max - 1) * g.Wq + s.OW;
   if (s.N * g.bands < threads || cols_max <= kernel->nr / 2) return false;
   const PackedOperand* packed = pack.get(w, size_t(s.O * K), [&] {
     return pack_a_operand(false, w, K, s.O, K);  // the im2col path's packing too
@@ -138,8 +143,9 @@ bool conv_phase_gemm(const ConvPlanar& s, const float* x, const float* w, const 
   if (!packed || packed->kernel != kernel || packed->rows != s.O || packed->cols != K) return false;
   const int64_t out_plane = s.OH * s.OW;
   parallel_tasks(s.N * g.bands, [&](int64_t t) {
-    const int64_t n = t / g.bands, r0 = t % g.bands * g.rows_per_band;
-    const int64_t rows = std::min(g.rows_per_band, s.OH - r0), cols = (rows - 1) * g.Wq + s.OW;
+    const int64_t n = t / g.bands, band = t % g.bands;
+    const int64_t r0 = band * s.OH / g.bands, rows = (band + 1) * s.OH / g.bands - r0;
+    const int64_t cols = (rows - 1) * g.Wq + s.OW;
     thread_local ScratchBuffer<float> planes_buf, b_buf, c_buf;
     thread_local ScratchBuffer<const float*> taps_buf;
     float* planes = planes_buf.get(size_t(s.C * g.PA * g.PB * g.plane));
