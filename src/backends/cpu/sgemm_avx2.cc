@@ -107,6 +107,20 @@ RLX_AVX2 void copy_panel8(const float* src, int64_t ld, int64_t kc, int64_t w, f
   }
 }
 
+// One row of B, n floats, into consecutive panels: dst[p * stride + c] =
+// src[p * 16 + c], zeros past n (the last panel's padding).
+RLX_AVX2 void copy_row8(const float* src, int64_t n, float* dst, int64_t stride) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16, dst += stride) {
+    _mm256_storeu_ps(dst, _mm256_loadu_ps(src + j));
+    _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(src + j + 8));
+  }
+  if (j < n) {
+    _mm256_storeu_ps(dst, _mm256_maskload_ps(src + j, vm::first_lanes(n - j)));
+    _mm256_storeu_ps(dst + 8, _mm256_maskload_ps(src + j + 8, vm::first_lanes(n - j - 8)));
+  }
+}
+
 struct Avx2 {
   static constexpr int64_t MR = 6, NR = 16, T = 8;
   static constexpr int64_t KC = 256;  // 16 x 256 floats = 16 KiB of B per panel (half of L1)
@@ -116,6 +130,7 @@ struct Avx2 {
   static constexpr auto tile = &micro_kernel_avx2<M, V, NR, StreamA>;
   static constexpr auto transpose = &transpose8;
   static constexpr auto copy_panel = &copy_panel8;
+  static constexpr auto copy_row = &copy_row8;
 };
 
 constexpr SgemmKernel kAvx2Kernel = sgemm_detail::Driver<Avx2>::kernel("avx2 6x16");

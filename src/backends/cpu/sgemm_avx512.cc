@@ -119,6 +119,20 @@ RLX_SGEMM_AVX512 void copy_panel16(const float* src, int64_t ld, int64_t kc, int
   }
 }
 
+// One row of B, n floats, into consecutive panels: dst[p * stride + c] =
+// src[p * 32 + c], zeros past n (the last panel's padding).
+RLX_SGEMM_AVX512 void copy_row16(const float* src, int64_t n, float* dst, int64_t stride) {
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32, dst += stride) {
+    _mm512_storeu_ps(dst, _mm512_loadu_ps(src + j));
+    _mm512_storeu_ps(dst + 16, _mm512_loadu_ps(src + j + 16));
+  }
+  if (j < n) {
+    _mm512_storeu_ps(dst, _mm512_maskz_loadu_ps(vm::first_lanes16(n - j), src + j));
+    _mm512_storeu_ps(dst + 16, _mm512_maskz_loadu_ps(vm::first_lanes16(n - j - 16), src + j + 16));
+  }
+}
+
 struct Avx512 {
   static constexpr int64_t MR = 14, NR = 32, T = 16;
   static constexpr int64_t KC = 256;  // 32 x 256 floats = 32 KiB of B per panel
@@ -128,6 +142,7 @@ struct Avx512 {
   static constexpr auto tile = &micro_kernel_avx512<M, V, NR, StreamA>;
   static constexpr auto transpose = &transpose16;
   static constexpr auto copy_panel = &copy_panel16;
+  static constexpr auto copy_row = &copy_row16;
 };
 
 constexpr SgemmKernel kAvx512Kernel = sgemm_detail::Driver<Avx512>::kernel("avx512 14x32");
