@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 
 #include "rlx/error.h"
 #include "rlx/grammar.h"
@@ -171,7 +172,7 @@ TEST(Grammar, RefsAnyOfAndRecursion) {
 TEST(Grammar, UnsupportedSchemasNameEveryProblem) {
   try {
     Grammar::from_json_schema(R"({"type": "object", "properties": {
-      "zip": {"type": "string", "pattern": "^[0-9]+$"},
+      "zip": {"type": "string", "pattern": "^[0-9]+(?=x)$"},
       "n": {"not": {"type": "null"}},
       "t": {"type": "tuple"},
       "r": {"$ref": "#/$defs/missing"}}})");
@@ -179,7 +180,10 @@ TEST(Grammar, UnsupportedSchemasNameEveryProblem) {
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("4 problems"), std::string::npos) << m;
-    EXPECT_NE(m.find("#/properties/zip: 'pattern' is not supported"), std::string::npos) << m;
+    EXPECT_NE(m.find("#/properties/zip: pattern \"^[0-9]+(?=x)$\" at offset 9: lookarounds are "
+                     "not supported"),
+              std::string::npos)
+        << m;
     EXPECT_NE(m.find("#/properties/n: 'not' is not supported"), std::string::npos) << m;
     EXPECT_NE(m.find("unknown type 'tuple'"), std::string::npos) << m;
     EXPECT_NE(m.find("#/$defs/missing names nothing"), std::string::npos) << m;
@@ -188,6 +192,105 @@ TEST(Grammar, UnsupportedSchemasNameEveryProblem) {
   EXPECT_THROW(Grammar::from_json_schema("false"), Error);
   // A schema that is only a reference to itself has no first byte: left recursion.
   EXPECT_THROW(Grammar::from_json_schema(R"({"$ref": "#"})"), Error);
+}
+
+std::shared_ptr<const Grammar> pattern_schema(const std::string& pattern) {
+  return Grammar::from_json_schema(ordered_json{{"type", "string"}, {"pattern", pattern}}.dump());
+}
+
+// A string schema's `pattern`: the string's JSON text, escapes and all, against the regular
+// expression, anchored only where it says ^ or $.
+TEST(Grammar, PatternsMatchTheirStrings) {
+  struct Case {
+    const char* pattern;
+    std::vector<const char*> accept, reject;  // JSON texts
+  };
+  const Case cases[] = {
+      {"^[0-9]{3}-[0-9]{4}$", {R"("555-1234")"}, {R"("5551234")", R"("555-12345")", R"("")"}},
+      {"ab", {R"("ab")", R"("xxabyy")"}, {R"("a")", R"("xaxb")"}},
+      {"^(cat|dog)s?$", {R"("cat")", R"("dogs")"}, {R"("cow")", R"("cats!")"}},
+      {"^\\d+\\.\\d*$", {R"("3.14")", R"("10.")"}, {R"("3x14")", R"(".5")"}},
+      {"^a\"b\\\\c$", {R"("a\"b\\c")"}, {R"("a"b\c")", R"("ab\c")"}},
+      {"^a\\nb\\t$", {R"("a\nb\t")"}, {"\"a\nb\t\""}},
+      {"^[é-ë]+ü$", {"\"\xc3\xa9\xc3\xab\xc3\xbc\""}, {"\"\xc3\xac\xc3\xbc\""}},
+      {"^[^a]$", {R"("b")", R"("\"")", R"("\u0001")", "\"\xe2\x82\xac\""}, {R"("a")", R"("bb")"}},
+      {"^.$", {R"("x")"}, {R"("\n")", R"("xy")"}},
+      {"^a|b$", {R"("a")", R"("ax")", R"("xb")"}, {R"("xa")", R"("bx")"}},
+      {"^(?:x|y){2,3}z*?$", {R"("xy")", R"("yxyzz")"}, {R"("x")", R"("xyxy")"}},
+      {"^[\\w-]+@[a-z]+\\.(com|org)$", {R"("a_b-1@site.org")"}, {R"("a@b.net")", R"("@x.com")"}},
+  };
+  for (const Case& c : cases) {
+    const auto g = pattern_schema(c.pattern);
+    for (const char* t : c.accept) EXPECT_TRUE(matches(g, t)) << c.pattern << " on " << t;
+    for (const char* t : c.reject) EXPECT_FALSE(matches(g, t)) << c.pattern << " on " << t;
+  }
+}
+
+// Text as code points (wchar_t is 32 bits here), so std::wregex counts characters, as the
+// grammar does, not bytes.
+std::wstring utf32(const std::string& s) {
+  std::wstring out;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const int len = c < 0x80 ? 1 : c >> 5 == 6 ? 2 : c >> 4 == 14 ? 3 : 4;
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (int k = 1; k < len && i + size_t(k) < s.size(); ++k)
+      cp = cp << 6 | (static_cast<unsigned char>(s[i + size_t(k)]) & 0x3F);
+    out.push_back(wchar_t(cp));
+    i += size_t(len);
+  }
+  return out;
+}
+
+// Random walks through a pattern's grammar make JSON strings that std::wregex (ECMAScript)
+// finds the pattern in: an independent check of the subset rlx takes.
+TEST(Grammar, PatternWalksMatchStdRegex) {
+  for (const char* pattern : {"^[A-Z][a-z]{1,5}( [A-Z][a-z]*)?$", "^(\\d{2}|x+)-[^-\\s]{2}\\.?$",
+                              "^(ab|c)*d$", "^x$|^(yz)+$"}) {
+    const auto g = pattern_schema(pattern);
+    const std::wregex re(utf32(pattern), std::regex::ECMAScript);
+    std::mt19937 rng(11);
+    int made = 0;
+    for (int i = 0; i < 60; ++i) {
+      const std::string doc = random_document(g, rng, 0.3, 80);
+      if (doc.empty()) continue;
+      ++made;
+      const ordered_json j = ordered_json::parse(doc, nullptr, false);
+      ASSERT_TRUE(j.is_string()) << pattern << ": " << doc;
+      EXPECT_TRUE(std::regex_search(utf32(j.get<std::string>()), re)) << pattern << ": " << doc;
+    }
+    EXPECT_GT(made, 40) << pattern;
+  }
+}
+
+TEST(Grammar, UnsupportedPatternsSayWhatAndWhere) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"a(?!b)", "offset 3: lookarounds are not supported"},
+      {"(a)\\1", "'\\1' is not supported"},
+      {"\\bword", "'\\b' is not supported"},
+      {"a^b", "'^' is supported only at the ends of the pattern's alternatives"},
+      {"(a$)", "'$' is supported only at the ends of the pattern's alternatives"},
+      {"a)", "unbalanced ')'"},
+      {"[ab", "'[' without ']'"},
+      {"(ab", "'(' without ')'"},
+      {"a{3,2}", "expected {m}, {m,} or {m,n} with n >= m"},
+      {"*a", "'*' repeats nothing"},
+      {"a**", "a quantifier on a quantifier"},
+      {"[z-a]", "a class range ends before it starts"},
+      {"a{20000}", "a count over 10000"},
+      {"[]", "a class that matches nothing"},
+  };
+  for (const auto& [pattern, want] : cases) {
+    try {
+      pattern_schema(pattern);
+      ADD_FAILURE() << pattern << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << pattern << ": " << e.what();
+    }
+  }
+  EXPECT_THROW(Grammar::from_json_schema(R"({"type": "string", "pattern": "a", "maxLength": 3})"),
+               Error);
+  EXPECT_THROW(Grammar::from_json_schema(R"({"type": "string", "pattern": 5})"), Error);
 }
 
 TEST(Grammar, ToolCallsInTheTemplatesForm) {

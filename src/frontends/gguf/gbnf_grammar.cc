@@ -18,7 +18,7 @@ namespace rlx::llm {
 namespace {
 
 using B = GrammarBuilder;
-using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // code point ranges, inclusive
+using Ranges = CodePointRanges;
 
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 
@@ -77,48 +77,6 @@ void encodings_between(const std::vector<uint32_t>& a, const std::vector<uint32_
     encodings_between(bottom, b, i + 1, with(utf8_digit_bytes(len, i, b[size_t(i)], b[size_t(i)])),
                       out);
   }
-}
-
-// Alternatives matching exactly the UTF-8 encodings of the code points in `ranges`.
-std::vector<GrammarAlt> utf8_alts(const Ranges& ranges) {
-  std::vector<GrammarAlt> out;
-  const uint32_t limits[] = {0x7F, 0x7FF, 0xFFFF, kMaxCodePoint};
-  for (auto [lo, hi] : ranges) {
-    uint32_t first = 0;
-    for (int len = 1; len <= 4; ++len) {
-      const uint32_t a = std::max(lo, first), b = std::min(hi, limits[len - 1]);
-      first = limits[len - 1] + 1;
-      if (a > b) continue;
-      if (len == 3 && a <= 0xDFFF && b >= 0xD800) {  // surrogates have no encoding
-        if (a < 0xD800) encodings_between(utf8_digits(a, 3), utf8_digits(0xD7FF, 3), 0, {}, out);
-        if (b > 0xDFFF) encodings_between(utf8_digits(0xE000, 3), utf8_digits(b, 3), 0, {}, out);
-        continue;
-      }
-      encodings_between(utf8_digits(a, len), utf8_digits(b, len), 0, {}, out);
-    }
-  }
-  return out;
-}
-
-// Sorted, merged and, for a negated class, complemented over every code point.
-Ranges class_ranges(Ranges r, bool negate) {
-  std::sort(r.begin(), r.end());
-  Ranges merged;
-  for (auto [lo, hi] : r) {
-    if (!merged.empty() && lo <= merged.back().second + 1)
-      merged.back().second = std::max(merged.back().second, hi);
-    else
-      merged.emplace_back(lo, hi);
-  }
-  if (!negate) return merged;
-  Ranges out;
-  uint32_t next = 0;
-  for (auto [lo, hi] : merged) {
-    if (lo > next) out.emplace_back(next, lo - 1);
-    next = hi + 1;
-  }
-  if (next <= kMaxCodePoint) out.emplace_back(next, kMaxCodePoint);
-  return out;
 }
 
 class GbnfParser {
@@ -374,6 +332,46 @@ class GbnfParser {
 };
 
 }  // namespace
+
+std::vector<GrammarAlt> utf8_alts(const CodePointRanges& ranges) {
+  std::vector<GrammarAlt> out;
+  const uint32_t limits[] = {0x7F, 0x7FF, 0xFFFF, kMaxCodePoint};
+  for (auto [lo, hi] : ranges) {
+    uint32_t first = 0;
+    for (int len = 1; len <= 4; ++len) {
+      const uint32_t a = std::max(lo, first), b = std::min(hi, limits[len - 1]);
+      first = limits[len - 1] + 1;
+      if (a > b) continue;
+      if (len == 3 && a <= 0xDFFF && b >= 0xD800) {  // surrogates have no encoding
+        if (a < 0xD800) encodings_between(utf8_digits(a, 3), utf8_digits(0xD7FF, 3), 0, {}, out);
+        if (b > 0xDFFF) encodings_between(utf8_digits(0xE000, 3), utf8_digits(b, 3), 0, {}, out);
+        continue;
+      }
+      encodings_between(utf8_digits(a, len), utf8_digits(b, len), 0, {}, out);
+    }
+  }
+  return out;
+}
+
+CodePointRanges class_ranges(CodePointRanges r, bool negate) {
+  std::sort(r.begin(), r.end());
+  CodePointRanges merged;
+  for (auto [lo, hi] : r) {
+    if (!merged.empty() && lo <= merged.back().second + 1)
+      merged.back().second = std::max(merged.back().second, hi);
+    else
+      merged.emplace_back(lo, hi);
+  }
+  if (!negate) return merged;
+  CodePointRanges out;
+  uint32_t next = 0;
+  for (auto [lo, hi] : merged) {
+    if (lo > next) out.emplace_back(next, lo - 1);
+    next = hi + 1;
+  }
+  if (next <= kMaxCodePoint) out.emplace_back(next, kMaxCodePoint);
+  return out;
+}
 
 std::shared_ptr<const Grammar> Grammar::from_gbnf(std::string_view text, const std::string& root) {
   return GbnfParser(text).parse(root);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rlx/grammar.h"
@@ -44,6 +45,18 @@ class GrammarBuilder {
   std::vector<std::string> names_;
   std::vector<std::vector<GrammarAlt>> rules_;
 };
+
+// Code point ranges, inclusive (gbnf_grammar.cc).
+using CodePointRanges = std::vector<std::pair<uint32_t, uint32_t>>;
+// Alternatives matching exactly the UTF-8 encodings of the code points in `ranges`.
+std::vector<GrammarAlt> utf8_alts(const CodePointRanges& ranges);
+// Sorted, merged and, for a negated class, complemented over every code point.
+CodePointRanges class_ranges(CodePointRanges r, bool negate);
+
+// A rule for the contents of a JSON string (between its quotes, escaped as JSON escapes
+// them) whose text matches the regular expression `pattern` (JSON Schema's `pattern`: an
+// ECMA-262 subset, see regex_grammar.cc). Throws rlx::Error naming the place in the pattern.
+int32_t regex_string_rule(GrammarBuilder& b, std::string_view pattern);
 
 // The flattened form: every alternative's symbols in one array, each alternative closed by an
 // end marker, so a parse position is one index.

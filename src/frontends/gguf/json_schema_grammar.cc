@@ -45,10 +45,11 @@ const std::set<std::string, std::less<>> kIgnored = {"title",
                                                      "exclusiveMinimum",
                                                      "strict"};
 const std::set<std::string, std::less<>> kHandled = {
-    "type",  "properties", "required",  "additionalProperties",
-    "items", "minItems",   "maxItems",  "enum",
-    "const", "anyOf",      "oneOf",     "allOf",
-    "$ref",  "minLength",  "maxLength", "nullable"};
+    "type",   "properties", "required",  "additionalProperties",
+    "items",  "minItems",   "maxItems",  "enum",
+    "const",  "anyOf",      "oneOf",     "allOf",
+    "$ref",   "minLength",  "maxLength", "nullable",
+    "pattern"};
 
 class SchemaGrammar {
  public:
@@ -296,6 +297,23 @@ class SchemaGrammar {
                    {B::cat({B::literal("{"), ws(), {B::ref(tail[0][1])}, ws(), B::literal("}")})});
   }
 
+  // A string whose text matches `pattern` (regex_grammar.cc).
+  int32_t pattern_rule(const json& s, const json& pattern, const std::string& where) {
+    if (!pattern.is_string()) {
+      problem(where, "'pattern' must be a string");
+    } else if (s.contains("minLength") || s.contains("maxLength")) {
+      problem(where, "'pattern' beside 'minLength' or 'maxLength' is not supported");
+    } else {
+      try {
+        const int32_t body = regex_string_rule(b_, pattern.get<std::string>());
+        return b_.rule("string", {B::cat({B::literal("\""), {B::ref(body)}, B::literal("\"")})});
+      } catch (const Error& e) {
+        problem(where, e.what());
+      }
+    }
+    return string_rule(0, -1);
+  }
+
   // One type's rule, the other keywords of s applying to it.
   int32_t typed(const std::string& type, const json& s, const std::string& where) {
     auto nonnegative = [&] {
@@ -313,6 +331,7 @@ class SchemaGrammar {
       return array_rule(item, min, max < 0 ? max : std::max(max, min));
     }
     if (type == "string") {
+      if (auto it = s.find("pattern"); it != s.end()) return pattern_rule(s, *it, where);
       const int64_t min = count(s, "minLength", 0, where), max = count(s, "maxLength", -1, where);
       if (max >= 0 && max < min) problem(where, "'maxLength' is below 'minLength'");
       return string_rule(min, max < 0 ? max : std::max(max, min));
