@@ -263,6 +263,28 @@ TEST(Grammar, PatternWalksMatchStdRegex) {
   }
 }
 
+// The formats a grammar holds strings to; the others stay unchecked.
+TEST(Grammar, DateTimeAndUuidFormats) {
+  auto format = [](const char* f) {
+    return Grammar::from_json_schema(
+        ordered_json{{"type", "string"}, {"format", f}, {"maxLength", 40}}.dump());
+  };
+  const auto date = format("date"), time = format("time"), stamp = format("date-time");
+  const auto uuid = format("uuid"), email = format("email");
+  EXPECT_TRUE(matches(date, R"("2026-12-07")"));
+  EXPECT_FALSE(matches(date, R"("2026-13-07")"));
+  EXPECT_FALSE(matches(date, R"("2026-12-32")"));
+  EXPECT_TRUE(matches(time, R"("23:59:60.5+05:30")"));
+  EXPECT_TRUE(matches(time, R"("08:00:00Z")"));
+  EXPECT_FALSE(matches(time, R"("24:00:00Z")"));
+  EXPECT_FALSE(matches(time, R"("08:00:00")"));  // RFC 3339 times carry an offset
+  EXPECT_TRUE(matches(stamp, R"("2026-12-07T15:40:32.123Z")"));
+  EXPECT_FALSE(matches(stamp, R"("2026-12-07 15:40:32Z")"));
+  EXPECT_TRUE(matches(uuid, R"("123e4567-e89b-12d3-a456-426614174000")"));
+  EXPECT_FALSE(matches(uuid, R"("123e4567-e89b-12d3-a456-42661417400")"));
+  EXPECT_TRUE(matches(email, R"("not an address")"));
+}
+
 TEST(Grammar, UnsupportedPatternsSayWhatAndWhere) {
   const std::pair<const char*, const char*> cases[] = {
       {"a(?!b)", "offset 3: lookarounds are not supported"},

@@ -18,8 +18,8 @@ using json = nlohmann::ordered_json;
 using B = GrammarBuilder;
 
 // Keywords that describe without constraining, and constraints the grammar does not enforce
-// (they need arithmetic, or grammars that grow with the bound: format, numeric ranges,
-// uniqueness, property counts).
+// (they need arithmetic, or grammars that grow with the bound: formats other than date, time,
+// date-time and uuid, numeric ranges, uniqueness, property counts).
 const std::set<std::string, std::less<>> kIgnored = {"title",
                                                      "description",
                                                      "default",
@@ -297,11 +297,13 @@ class SchemaGrammar {
                    {B::cat({B::literal("{"), ws(), {B::ref(tail[0][1])}, ws(), B::literal("}")})});
   }
 
-  // A string whose text matches `pattern` (regex_grammar.cc).
-  int32_t pattern_rule(const json& s, const json& pattern, const std::string& where) {
+  // A string whose text matches `pattern` (regex_grammar.cc); a format's pattern fixes the
+  // length itself, so lengths beside it are not checked.
+  int32_t pattern_rule(const json& s, const json& pattern, const std::string& where,
+                       bool format = false) {
     if (!pattern.is_string()) {
       problem(where, "'pattern' must be a string");
-    } else if (s.contains("minLength") || s.contains("maxLength")) {
+    } else if (!format && (s.contains("minLength") || s.contains("maxLength"))) {
       problem(where, "'pattern' beside 'minLength' or 'maxLength' is not supported");
     } else {
       try {
@@ -312,6 +314,26 @@ class SchemaGrammar {
       }
     }
     return string_rule(0, -1);
+  }
+
+  // The `format`s a grammar can hold a string to (RFC 3339's date, time and date-time, as
+  // JSON Schema defines them, and UUIDs), as patterns; the others are not enforced.
+  static const char* format_pattern(const json& s) {
+    auto it = s.find("format");
+    if (it == s.end() || !it->is_string()) return nullptr;
+#define RLX_DATE "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+#define RLX_TIME                                                                                   \
+  "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-" \
+  "9])"
+    static const std::map<std::string, const char*, std::less<>> kFormats = {
+        {"date", "^" RLX_DATE "$"},
+        {"time", "^" RLX_TIME "$"},
+        {"date-time", "^" RLX_DATE "[Tt]" RLX_TIME "$"},
+        {"uuid", "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"}};
+#undef RLX_DATE
+#undef RLX_TIME
+    auto f = kFormats.find(it->get<std::string>());
+    return f == kFormats.end() ? nullptr : f->second;
   }
 
   // One type's rule, the other keywords of s applying to it.
@@ -332,6 +354,7 @@ class SchemaGrammar {
     }
     if (type == "string") {
       if (auto it = s.find("pattern"); it != s.end()) return pattern_rule(s, *it, where);
+      if (const char* p = format_pattern(s)) return pattern_rule(s, p, where, true);
       const int64_t min = count(s, "minLength", 0, where), max = count(s, "maxLength", -1, where);
       if (max >= 0 && max < min) problem(where, "'maxLength' is below 'minLength'");
       return string_rule(min, max < 0 ? max : std::max(max, min));
