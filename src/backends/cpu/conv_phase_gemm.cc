@@ -1,16 +1,17 @@
 // Dense 2-d convs as GEMMs over phase planes (conv_phase_gemm.h); own code.
 //
 // Per image and band of output rows, the band's input is copied once into
-// SH x SW phase planes (those some tap reads): plane (a, b) of channel c holds the zero-padded
-// input's rows a, a + SH, a + 2 SH, ... and columns b, b + SW, ..., Wq
-// columns wide. Window tap (c, kh, kw) of output (oh, ow) then lies in plane
-// (kh % SH, kw % SW) at row oh + kh / SH, column ow + kw / SW, so over the
-// output grid numbered oh * Wq + ow every tap reads one stride-1 run of the
-// plane: row (c, kh, kw) of the product's B. SgemmKernel::pack_b_rows packs
-// those runs directly, so the im2col matrix (K x positions) is never written
-// and read back, and no strided gather runs per tap: each input element is
-// copied once per band. The grid's columns past OW (Wq - OW per row, one for
-// a 3x3/2 conv) are computed and dropped as the band is copied into y.
+// SH x SW phase planes (those some tap reads): plane (a, b) of channel c
+// holds the zero-padded input's rows a, a + SH, a + 2 SH, ... and columns
+// b, b + SW, ..., Wq columns wide. Window tap (c, kh, kw) of output (oh, ow)
+// then lies in plane (kh % SH, kw % SW) at row oh + kh / SH, column
+// ow + kw / SW, so over the output grid numbered oh * Wq + ow every tap reads
+// one stride-1 run of the plane: row (c, kh, kw) of the product's B.
+// SgemmKernel::pack_b_rows packs those runs directly, so the im2col matrix
+// (K x positions) is never written and read back, and no strided gather runs
+// per tap: each input element is copied once per band. The grid's columns
+// past OW (Wq - OW per row, one for a 3x3/2 conv) are computed and dropped as
+// the band is copied into y.
 //
 // Measured on resnet18's 3x3/2 convs at 1 thread (Zen 5, AVX-512 path):
 // im2col (strided gathers) and the GEMM's own packing of it took 26% and 3%
@@ -22,7 +23,6 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
-#include <vector>
 
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/sgemm.h"
