@@ -16,8 +16,9 @@ struct ConvPlanar {
 
 // y[N, O, OH, OW] = act(conv(x, w) + bias (+ residual, laid out as y)), the
 // weight packed once in `pack`. Returns false, touching nothing, where this
-// path does not pay or cannot run (no own sgemm kernel, a map too small to
-// give every thread a band of rows, a packing of another path in `pack`).
+// path does not pay or cannot run (no own sgemm kernel, fewer than 64
+// products per output, a map too small to give every thread a band of rows,
+// a packing of another path in `pack`).
 bool conv_phase_gemm(const ConvPlanar& s, const float* x, const float* w, const float* bias,
                      Epilogue act, const float* residual, float* y, WeightPack& pack);
 

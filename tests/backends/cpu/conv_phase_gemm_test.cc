@@ -5,7 +5,8 @@
 // end, O not a multiple of the micro-tile, the fused bias, activations and
 // residual. The weight is a Param, as in a compiled model, so the CPU backend
 // packs it and takes this path where an own sgemm kernel runs (on the
-// portable path the same convs take im2col + OpenBLAS).
+// portable path the same convs take im2col + OpenBLAS); every case has the 64
+// or more products per output the path asks for.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -98,12 +99,12 @@ TEST(ConvPhaseGemm, MatchesDirectReference) {
       {1, 16, 32, 56, 56, 3, 3, 2, 2, {1, 1, 1, 1}},                        // resnet's 3x3/2
       {1, 3, 20, 45, 47, 7, 7, 2, 2, {3, 3, 3, 3}, Epilogue::relu},         // a stem, odd map
       {2, 9, 17, 20, 21, 3, 3, 2, 2, {1, 0, 0, 1}},                         // asymmetric, batch
-      {1, 24, 40, 30, 30, 1, 1, 2, 2, {0, 0, 0, 0}},                        // 1x1/2: one phase
+      {1, 72, 40, 30, 30, 1, 1, 2, 2, {0, 0, 0, 0}},                        // 1x1/2: one phase
       {1, 8, 30, 25, 33, 5, 5, 1, 1, {2, 2, 2, 2}, Epilogue::relu6},        // 5x5/1
-      {1, 6, 16, 31, 29, 3, 3, 3, 3, {1, 2, 0, 1}},                         // stride 3
+      {1, 8, 16, 31, 29, 3, 3, 3, 3, {1, 2, 0, 1}},                         // stride 3
       {1, 10, 18, 26, 40, 3, 5, 2, 1, {1, 2, 1, 2}},                        // unequal strides
       {1, 12, 28, 24, 24, 3, 3, 2, 2, {1, 1, 1, 1}, Epilogue::relu, true},  // + residual
-      {1, 7, 15, 18, 19, 2, 4, 2, 3, {0, 1, 1, 0}},                         // even kernels
+      {1, 9, 15, 18, 19, 2, 4, 2, 3, {0, 1, 1, 0}},                         // even kernels
   };
   uint64_t seed = 40;
   for (int threads : {1, 2, 3}) {
