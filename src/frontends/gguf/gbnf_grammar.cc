@@ -181,28 +181,16 @@ class GbnfParser {
       }
     }
     // A UTF-8 sequence in the grammar's own text.
-    const int len = c < 0x80 ? 1 : c >> 5 == 6 ? 2 : c >> 4 == 14 ? 3 : c >> 3 == 30 ? 4 : 0;
-    RLX_CHECK(len > 0 && at_ + size_t(len) <= s_.size(), where(), ": invalid UTF-8");
-    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
-    for (int i = 1; i < len; ++i) {
-      const unsigned char k = static_cast<unsigned char>(s_[at_ + size_t(i)]);
-      RLX_CHECK(k >> 6 == 2, where(), ": invalid UTF-8");
-      cp = cp << 6 | (k & 0x3F);
-    }
-    at_ += size_t(len);
-    return cp;
+    const std::optional<uint32_t> cp = read_utf8(s_, at_);
+    RLX_CHECK(cp, where(), ": invalid UTF-8");
+    return *cp;
   }
   uint32_t hex_digits(int n) {
-    uint32_t v = 0;
-    for (int i = 0; i < n; ++i, ++at_) {
-      RLX_CHECK(at_ < s_.size() && std::isxdigit(static_cast<unsigned char>(s_[at_])), where(),
-                ": expected ", n, " hex digits");
-      const char h = s_[at_];
-      v = v * 16 + uint32_t(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
-    }
-    RLX_CHECK(v <= kMaxCodePoint && (v < 0xD800 || v > 0xDFFF), where(), ": U+", std::hex, v,
+    const std::optional<uint32_t> v = read_hex(s_, at_, n);
+    RLX_CHECK(v, where(), ": expected ", n, " hex digits");
+    RLX_CHECK(*v <= kMaxCodePoint && (*v < 0xD800 || *v > 0xDFFF), where(), ": U+", std::hex, *v,
               " is not a character");
-    return v;
+    return *v;
   }
 
   // A rule of the given alternatives (a class, a group), returned as a reference.
@@ -351,6 +339,32 @@ std::vector<GrammarAlt> utf8_alts(const CodePointRanges& ranges) {
     }
   }
   return out;
+}
+
+std::optional<uint32_t> read_utf8(std::string_view text, size_t& at) {
+  if (at >= text.size()) return std::nullopt;
+  const unsigned char c = static_cast<unsigned char>(text[at]);
+  const int len = c < 0x80 ? 1 : c >> 5 == 6 ? 2 : c >> 4 == 14 ? 3 : c >> 3 == 30 ? 4 : 0;
+  if (len == 0 || at + size_t(len) > text.size()) return std::nullopt;
+  uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+  for (int i = 1; i < len; ++i) {
+    const unsigned char k = static_cast<unsigned char>(text[at + size_t(i)]);
+    if (k >> 6 != 2) return std::nullopt;
+    cp = cp << 6 | (k & 0x3F);
+  }
+  at += size_t(len);
+  return cp;
+}
+
+std::optional<uint32_t> read_hex(std::string_view text, size_t& at, int n) {
+  uint32_t v = 0;
+  for (int i = 0; i < n; ++i, ++at) {
+    if (at >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[at])))
+      return std::nullopt;
+    const char h = text[at];
+    v = v * 16 + uint32_t(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+  }
+  return v;
 }
 
 CodePointRanges class_ranges(CodePointRanges r, bool negate) {

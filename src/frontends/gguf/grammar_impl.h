@@ -2,6 +2,7 @@
 #pragma once
 #include <bitset>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,6 +53,13 @@ using CodePointRanges = std::vector<std::pair<uint32_t, uint32_t>>;
 std::vector<GrammarAlt> utf8_alts(const CodePointRanges& ranges);
 // Sorted, merged and, for a negated class, complemented over every code point.
 CodePointRanges class_ranges(CodePointRanges r, bool negate);
+
+// Readers of a grammar's own text (GBNF, regex patterns); `at` moves past what they read.
+// The code point of the UTF-8 sequence at text[at], lead and continuation bytes checked, or
+// nullopt (at unchanged).
+std::optional<uint32_t> read_utf8(std::string_view text, size_t& at);
+// The value of the n hex digits at text[at], or nullopt (at on the first that is not one).
+std::optional<uint32_t> read_hex(std::string_view text, size_t& at, int n);
 
 // A rule for the contents of a JSON string (between its quotes, escaped as JSON escapes
 // them) whose text matches the regular expression `pattern` (JSON Schema's `pattern`: an

@@ -148,28 +148,15 @@ class RegexGrammar {
 
   // One code point of the pattern's UTF-8 text.
   uint32_t code_point() {
-    const unsigned char c = static_cast<unsigned char>(p_[at_]);
-    const int len = c < 0x80 ? 1 : c >> 5 == 6 ? 2 : c >> 4 == 14 ? 3 : c >> 3 == 30 ? 4 : 0;
-    RLX_CHECK(len > 0 && at_ + size_t(len) <= p_.size(), where(), ": invalid UTF-8");
-    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
-    for (int i = 1; i < len; ++i) {
-      const unsigned char k = static_cast<unsigned char>(p_[at_ + size_t(i)]);
-      RLX_CHECK(k >> 6 == 2, where(), ": invalid UTF-8");
-      cp = cp << 6 | (k & 0x3F);
-    }
-    at_ += size_t(len);
-    return cp;
+    const std::optional<uint32_t> cp = read_utf8(p_, at_);
+    RLX_CHECK(cp, where(), ": invalid UTF-8");
+    return *cp;
   }
 
   uint32_t hex(int n) {
-    uint32_t v = 0;
-    for (int i = 0; i < n; ++i, ++at_) {
-      RLX_CHECK(at_ < p_.size() && std::isxdigit(static_cast<unsigned char>(p_[at_])), where(),
-                ": expected ", n, " hex digits");
-      const char d = p_[at_];
-      v = v * 16 + uint32_t(d <= '9' ? d - '0' : (d | 0x20) - 'a' + 10);
-    }
-    return v;
+    const std::optional<uint32_t> v = read_hex(p_, at_, n);
+    RLX_CHECK(v, where(), ": expected ", n, " hex digits");
+    return *v;
   }
 
   // An escape at at_ (a '\'): a class escape's ranges (true), or one code point as the
