@@ -301,6 +301,7 @@ TEST(Grammar, UnsupportedPatternsSayWhatAndWhere) {
       {"[z-a]", "a class range ends before it starts"},
       {"a{20000}", "a count over 10000"},
       {"[]", "a class that matches nothing"},
+      {"^\\ud800$", "U+d800 is not a character"},
   };
   for (const auto& [pattern, want] : cases) {
     try {

@@ -188,8 +188,7 @@ class GbnfParser {
   uint32_t hex_digits(int n) {
     const std::optional<uint32_t> v = read_hex(s_, at_, n);
     RLX_CHECK(v, where(), ": expected ", n, " hex digits");
-    RLX_CHECK(*v <= kMaxCodePoint && (*v < 0xD800 || *v > 0xDFFF), where(), ": U+", std::hex, *v,
-              " is not a character");
+    RLX_CHECK(is_character(*v), where(), ": U+", std::hex, *v, " is not a character");
     return *v;
   }
 

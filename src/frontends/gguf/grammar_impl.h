@@ -54,6 +54,9 @@ std::vector<GrammarAlt> utf8_alts(const CodePointRanges& ranges);
 // Sorted, merged and, for a negated class, complemented over every code point.
 CodePointRanges class_ranges(CodePointRanges r, bool negate);
 
+// A Unicode scalar value: at most U+10FFFF and not a surrogate (those have no UTF-8 form).
+inline bool is_character(uint32_t cp) { return cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF); }
+
 // Readers of a grammar's own text (GBNF, regex patterns); `at` moves past what they read.
 // The code point of the UTF-8 sequence at text[at], lead and continuation bytes checked, or
 // nullopt (at unchanged).

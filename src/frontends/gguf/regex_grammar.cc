@@ -135,15 +135,11 @@ class RegexGrammar {
     return literal(code_point());
   }
 
+  // A single character (a surrogate or a value past U+10FFFF has no UTF-8 form to match).
   GrammarAlt literal(uint32_t cp) {
-    std::string text;
-    if (needs_escape(cp)) {
-      text = json_escape(cp);
-    } else {
-      CodePointRanges one{{cp, cp}};
-      return utf8_alts(one).front();
-    }
-    return B::literal(text);
+    RLX_CHECK(is_character(cp), where(), ": U+", std::hex, cp, " is not a character");
+    if (needs_escape(cp)) return B::literal(json_escape(cp));
+    return utf8_alts({{cp, cp}}).front();
   }
 
   // One code point of the pattern's UTF-8 text.
