@@ -83,9 +83,7 @@ void check_phase_conv(const PhaseCase& c, uint64_t seed) {
   for (int run = 0; run < 2; ++run) {  // the first run packs the weight, the second reuses it
     const Tensor got = s.run(feeds).at("y");
     ASSERT_EQ(got.dims(), want.dims());
-    double err = 0;
-    for (int64_t i = 0; i < got.numel(); ++i)
-      err = std::max(err, std::fabs(double(got.data<float>()[i]) - want.data<float>()[i]));
+    const double err = testing::parity(got, want).max_abs;  // a NaN counts as infinite
     // f32 sums of C * KH * KW terms of |x w| < 1 (the ordering of a GEMM);
     // a wrong tap, phase or band is O(0.1).
     EXPECT_LE(err, 2e-7 * double(c.C * c.KH * c.KW) + 2e-6)

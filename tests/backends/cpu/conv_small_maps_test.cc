@@ -82,9 +82,7 @@ void check_small_map(const SmallMapCase& c, uint64_t seed, bool weight_input = f
   for (int run = 0; run < 2; ++run) {  // the first run packs the weight, the second reuses it
     const Tensor got = s.run(inputs).at("y");
     ASSERT_EQ(got.dims(), want.dims());
-    double err = 0;
-    for (int64_t i = 0; i < got.numel(); ++i)
-      err = std::max(err, std::fabs(double(got.data<float>()[i]) - want.data<float>()[i]));
+    const double err = testing::parity(got, want).max_abs;  // a NaN counts as infinite
     // f32 sums of C * k * k unit-scale terms: ~1e-7 each; a wrong tap or row is O(0.1).
     EXPECT_LE(err, 1e-7 * double(c.C * c.k * c.k) + 5e-6)
         << "N" << c.N << " C" << c.C << " O" << c.O << " " << c.H << "x" << c.W << " k" << c.k

@@ -51,13 +51,6 @@ Tensor winograd_reference(const WinogradCase& c, const Tensor& x, const Tensor& 
   return y;
 }
 
-double max_err(const Tensor& got, const Tensor& want) {
-  double e = 0;
-  for (int64_t i = 0; i < got.numel(); ++i)
-    e = std::max(e, std::fabs(double(got.data<float>()[i]) - want.data<float>()[i]));
-  return e;
-}
-
 void check_winograd(const WinogradCase& c, uint64_t seed) {
   const int64_t OH = c.H + c.pads[0] + c.pads[2] - 2, OW = c.W + c.pads[1] + c.pads[3] - 2;
   Graph g;
@@ -82,7 +75,7 @@ void check_winograd(const WinogradCase& c, uint64_t seed) {
     // ~2e-8 (as im2col's); a wrong tap or tile is O(0.1).
     const bool f43 = std::min(OH, OW) >= 12;
     const double tol = f43 ? 1e-6 * double(9 * c.C) + 1e-5 : 1e-7 * double(9 * c.C) + 5e-6;
-    EXPECT_LE(max_err(got, want), tol)
+    EXPECT_LE(testing::parity(got, want).max_abs, tol)  // a NaN counts as infinite
         << "N" << c.N << " C" << c.C << " O" << c.O << " " << c.H << "x" << c.W << " run " << run;
   }
 }
