@@ -48,6 +48,11 @@ RLX_AVX2 void phase_row_copy(const float* src, int64_t step, int64_t n, float* d
   for (; j < n; ++j) dst[j] = src[j * step];
 }
 
+// Columns of a phase plane: enough for every tap of OW outputs and for every input column.
+int64_t phase_width(const ConvPlanar& s) {
+  return std::max(s.OW + (s.KW - 1) / s.SW, div_up(s.pad_left + s.W, s.SW));
+}
+
 // The bands' layout: `bands` bands of output rows whose sizes differ by one
 // at most, each with PA x PB planes per channel of bh rows of Wq. Only the
 // phases some tap reads are kept: a 1x1/2 conv needs one of four.
@@ -58,8 +63,7 @@ struct PhaseGrid {
     rows_max = div_up(s.OH, bands);
     PA = std::min(s.SH, s.KH);
     PB = std::min(s.SW, s.KW);
-    // Wide enough for every tap of OW outputs and for every input column.
-    Wq = std::max(s.OW + (s.KW - 1) / s.SW, div_up(s.pad_left + s.W, s.SW));
+    Wq = phase_width(s);
     bh = rows_max + (s.KH - 1) / s.SH;
     plane = bh * Wq;
   }
@@ -134,9 +138,8 @@ bool conv_phase_gemm(const ConvPlanar& s, const float* x, const float* w, const 
   // where it is small (resnet18 at 2 threads: its 3x3/2 128 -> 256 conv
   // 0.42-0.43 ms in 2 bands of 512 KiB, 0.48-0.59 in 7 of 128 KiB; its stem
   // 0.78-0.81 ms in bands of 256 KiB, 0.81-0.99 in bands of 512 KiB).
-  const int64_t Wq = PhaseGrid(s, 1).Wq;
   const int64_t band_floats = s.O * K >= (int64_t(1) << 16) ? int64_t(1) << 17 : int64_t(1) << 16;
-  int64_t bands = std::max(div_up(s.OH * Wq * K, band_floats), div_up(threads, s.N));
+  int64_t bands = std::max(div_up(s.OH * phase_width(s) * K, band_floats), div_up(threads, s.N));
   if (s.N == 1) bands = div_up(bands, threads) * threads;
   const PhaseGrid g(s, std::min(bands, s.OH));
   const int64_t cols_max = (g.rows_max - 1) * g.Wq + s.OW;
