@@ -133,6 +133,11 @@ TEST_F(PassCli, ProfilePrintsOpKindsAndWritesATrace) {
   EXPECT_TRUE(has(r.output, "op kind")) << r.output;
   EXPECT_TRUE(has(r.output, "slowest")) << r.output;
   ASSERT_TRUE(fs::exists(trace));
+  auto all = run_cli("run " + path("m") + " -i " + path("in.safetensors") +
+                     " --profile --profile-nodes 0");
+  ASSERT_EQ(all.status, 0) << all.output;
+  EXPECT_TRUE(has(all.output, "nodes in run order")) << all.output;
+  EXPECT_FALSE(has(all.output, "slowest")) << all.output;
   std::ifstream f(trace);
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(has(text, "\"traceEvents\"")) << text;

@@ -1,6 +1,6 @@
 // rlx run MODEL --inputs IN.safetensors|IN.npy [--out OUT.safetensors] [--cast-inputs]
 //         [--threads N] [--bench N] [-O0|-O1] [--disable-pass NAME]... [--print-after-all]
-//         [--specialize] [--profile] [--trace T.json]
+//         [--specialize] [--profile [--profile-nodes N]] [--trace T.json]
 // rlx run MODEL.gguf --tokens "1 2 3" [--out logits.safetensors]
 #include <algorithm>
 #include <chrono>
@@ -22,6 +22,7 @@ struct RunOptions {
   PassFlags passes;
   bool specialize = false;
   bool profile = false;
+  size_t profile_nodes = 15;
   std::string trace;
   ImportFlags import;
 };
@@ -109,7 +110,7 @@ void run(const RunOptions& o) {
     // Separate from --bench: the clock reads around each node cost a little.
     session.set_profiling(true);
     for (int i = 0; i < std::max(o.bench, 10); ++i) session.run(inputs);
-    std::printf("%s", profile_report(exe->graph(), session.profile(), 15).c_str());
+    std::printf("%s", profile_report(exe->graph(), session.profile(), o.profile_nodes).c_str());
     if (!o.trace.empty()) {
       write_chrome_trace(o.trace, exe->graph(), session.profile());
       std::printf("wrote a Chrome trace of the last run to %s\n", o.trace.c_str());
@@ -145,6 +146,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--profile", o->profile,
                 "Time every node over max(--bench, 10) runs; print time per op kind and the "
                 "slowest nodes");
+  cmd->add_option(
+      "--profile-nodes", o->profile_nodes,
+      "With --profile: list the N slowest nodes (default 15); 0 lists every node in run order");
   cmd->add_option("--trace", o->trace,
                   "With profiling: write the last run as a Chrome trace JSON (chrome://tracing)");
   add_import_flags(cmd, o->import, true);

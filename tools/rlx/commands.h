@@ -83,7 +83,7 @@ LoadOptions load_options(const ImportFlags& f, const std::vector<std::string>& i
                          const TensorMap* inputs);
 
 // rlx run --profile (profile.cc): time per op kind and the `top` slowest nodes
-// per run; the last profiled run as a Chrome trace JSON.
+// per run (0: every node, in run order); the last profiled run as a Chrome trace JSON.
 std::string profile_report(const Graph& g, const std::vector<NodeTime>& profile, size_t top);
 void write_chrome_trace(const std::string& path, const Graph& g,
                         const std::vector<NodeTime>& profile);

@@ -45,10 +45,16 @@ std::string profile_report(const Graph& g, const std::vector<NodeTime>& p, size_
                   100 * k.ms / total, k.nodes);
     s += line;
   }
-  std::sort(ran.begin(), ran.end(),
-            [&](NodeId a, NodeId b) { return p[size_t(a)].total_ms > p[size_t(b)].total_ms; });
-  std::snprintf(line, sizeof line, "  slowest %zu nodes:\n", std::min(top, ran.size()));
-  s += line;
+  // top 0: every node in run order, to set beside another runtime's layer by layer.
+  if (top == 0) {
+    top = ran.size();
+    s += "  nodes in run order:\n";
+  } else {
+    std::sort(ran.begin(), ran.end(),
+              [&](NodeId a, NodeId b) { return p[size_t(a)].total_ms > p[size_t(b)].total_ms; });
+    std::snprintf(line, sizeof line, "  slowest %zu nodes:\n", std::min(top, ran.size()));
+    s += line;
+  }
   for (size_t i = 0; i < std::min(top, ran.size()); ++i) {
     const Node& n = g.node(ran[i]);
     const std::string shape = has_results(n.op) ? n.results[0].str() : n.shape.str();
