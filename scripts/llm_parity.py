@@ -54,6 +54,15 @@ MODELS = {
                                        "--final-softcap", "10"]),
     "gemma3": ("gemma3", "llama-spm", ["--kv-heads", "2", "--swa", "8", "--swa-pattern", "2",
                                        "--rope-scale", "4"]),
+    # YaRN from an original context of 16: the ramp spans rotated pairs 0-2
+    # of 8 (the others interpolated) and the attention factor is 1.14;
+    # mistral3 reads its own betas and log multiplier, and its query
+    # temperature steps every 16 positions over the ~32 compared.
+    "qwen2-yarn": ("qwen2", "qwen2", ["--kv-heads", "2", "--rope-scale", "4", "--yarn", "16"]),
+    "mistral3": ("mistral3", "llama-spm", ["--kv-heads", "2", "--rope-scale", "4", "--yarn", "16",
+                                           "--yarn-betas", "16,2", "--attn-temp-scale", "0.5"]),
+    "mistral3-logmul": ("mistral3", "llama-spm", ["--kv-heads", "2", "--rope-scale", "8", "--yarn", "32",
+                                                  "--yarn-log-mul", "0.5"]),
 }
 # Tolerances on logits of std ~2. f32: both sides f32 (KV cache f32 in the
 # peer); f16: ggml rounds activations to f16 for f16 matmuls, rlx keeps f32.

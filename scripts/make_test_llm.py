@@ -75,8 +75,10 @@ ARCH_DEFAULTS = {  # rope base, rms eps
     "phi3": (10000.0, 1e-5),
     "gemma2": (10000.0, 1e-6),
     "gemma3": (1000000.0, 1e-6),
+    "mistral3": (1000000.0, 1e-5),
 }
-DEFAULT_VOCAB = {"llama": "llama-spm", "phi3": "phi-3", "gemma2": "llama-spm", "gemma3": "llama-spm"}
+DEFAULT_VOCAB = {"llama": "llama-spm", "mistral3": "llama-spm", "phi3": "phi-3", "gemma2": "llama-spm",
+                 "gemma3": "llama-spm"}
 GEMMA = ("gemma2", "gemma3")
 
 
@@ -269,7 +271,12 @@ def main():
     p.add_argument("--swa-pattern", type=int, help="attention.sliding_window_pattern (gemma2 / gemma3)")
     p.add_argument("--attn-softcap", type=float, help="attn_logit_softcapping (gemma2)")
     p.add_argument("--final-softcap", type=float, help="final_logit_softcapping (gemma2 / gemma3)")
-    p.add_argument("--rope-scale", type=float, help="linear rope.scaling.factor")
+    p.add_argument("--rope-scale", type=float, help="rope.scaling.factor (linear unless --yarn)")
+    p.add_argument("--yarn", type=int, metavar="ORIG_CTX",
+                   help="YaRN scaling by --rope-scale from rope.scaling.original_context_length ORIG_CTX")
+    p.add_argument("--yarn-betas", metavar="FAST,SLOW", help="mistral3: rope.scaling.yarn_beta_fast / _slow")
+    p.add_argument("--yarn-log-mul", type=float, help="mistral3: rope.scaling.yarn_log_multiplier")
+    p.add_argument("--attn-temp-scale", type=float, help="mistral3: attention.temperature_scale")
     p.add_argument("--post-norm", type=float, default=5.0,
                    help="mean of gemma's post-attention / post-ffn norm weights: > 1 lets the blocks, not "
                         "the (tied) input embedding, decide the next token")
@@ -313,7 +320,7 @@ def main():
         sys.exit("make_test_llm: --rope-dims must be even and at most the head size")
     if a.arch == "qwen3moe" and not a.experts:
         sys.exit("make_test_llm: qwen3moe needs --experts")
-    if a.experts and (a.arch not in ("llama", "qwen3moe") or not 0 < a.experts_used <= a.experts):
+    if a.experts and (a.arch not in ("llama", "mistral3", "qwen3moe") or not 0 < a.experts_used <= a.experts):
         sys.exit("make_test_llm: --experts is for llama / qwen3moe, with 0 < --experts-used <= --experts")
     if a.arch not in ("qwen3", "qwen3moe") + GEMMA and a.head_dim * a.heads != a.dim:
         sys.exit("make_test_llm: --head-dim != dim/heads is only supported for qwen3 and gemma")
@@ -349,8 +356,23 @@ def main():
     opt = [("attention.sliding_window", a.swa, kv_u32), ("attention.sliding_window_pattern", a.swa_pattern, kv_u32),
            ("attn_logit_softcapping", a.attn_softcap, kv_f32), ("final_logit_softcapping", a.final_softcap, kv_f32)]
     kvs += [(f"{arch}.{k}", enc(v)) for k, v, enc in opt if v is not None]
+    if a.yarn and a.rope_scale is None:
+        sys.exit("make_test_llm: --yarn needs --rope-scale")
+    if arch != "mistral3" and (a.yarn_betas or a.yarn_log_mul is not None or a.attn_temp_scale is not None):
+        sys.exit("make_test_llm: --yarn-betas, --yarn-log-mul and --attn-temp-scale are mistral3 keys")
     if a.rope_scale is not None:
-        kvs += [(f"{arch}.rope.scaling.type", kv_str("linear")), (f"{arch}.rope.scaling.factor", kv_f32(a.rope_scale))]
+        kvs += [(f"{arch}.rope.scaling.type", kv_str("yarn" if a.yarn else "linear")),
+                (f"{arch}.rope.scaling.factor", kv_f32(a.rope_scale))]
+    if a.yarn:
+        kvs.append((f"{arch}.rope.scaling.original_context_length", kv_u32(a.yarn)))
+    if a.yarn_betas:
+        fast, slow = (float(v) for v in a.yarn_betas.split(","))
+        kvs += [(f"{arch}.rope.scaling.yarn_beta_fast", kv_f32(fast)),
+                (f"{arch}.rope.scaling.yarn_beta_slow", kv_f32(slow))]
+    if a.yarn_log_mul is not None:
+        kvs.append((f"{arch}.rope.scaling.yarn_log_multiplier", kv_f32(a.yarn_log_mul)))
+    if a.attn_temp_scale is not None:
+        kvs.append((f"{arch}.attention.temperature_scale", kv_f32(a.attn_temp_scale)))
     if a.long_rope:  # convert_hf_to_gguf's Phi3MiniModel: sqrt(1 + ln(scale) / ln(orig)) when scale > 1
         scale = a.ctx / a.long_rope
         attn_factor = math.sqrt(1 + math.log(scale) / math.log(a.long_rope)) if scale > 1 else 1.0

@@ -22,7 +22,8 @@ namespace rlx::llm {
 // sqrt(d), post-attention / post-ffn norms, GELU-tanh gated FFN, attention
 // and final logit soft-capping, sliding-window attention on alternating
 // layers), gemma3 (gemma2 without soft-capping, plus q/k rms-norm, a sliding
-// window on 5 of every 6 layers and their own rope base).
+// window on 5 of every 6 layers and their own rope base), mistral3 (llama with
+// YaRN and optional query temperature tuning).
 struct Config {
   std::string arch;
   int64_t n_layer = 0, n_embd = 0, n_ff = 0, n_vocab = 0, n_ctx_train = 0;
@@ -57,6 +58,17 @@ struct Config {
   bool long_rope = false;
   int64_t n_ctx_orig = 0;
   double rope_attn_factor = 1;
+  // YaRN (rope.scaling.type yarn; Qwen2.5 / Qwen3 long-context files,
+  // mistral3): each rotated pair's frequency blends the interpolated one
+  // (divided by rope_scale) and the original by a ramp over the pairs whose
+  // wavelengths fit n_ctx_orig between beta_slow and beta_fast times, as
+  // ggml's rope_yarn; yarn_divisors() are the resulting divisors. Its
+  // magnitude correction is folded into rope_attn_factor.
+  bool yarn = false;
+  double yarn_beta_fast = 32, yarn_beta_slow = 1;
+  // mistral3 (llama 4's temperature tuning): queries are multiplied by
+  // 1 + attn_temp_scale * ln(1 + floor(position / n_ctx_orig)); 0: off.
+  double attn_temp_scale = 0;
   // Mixture of experts (qwen3moe; llama with experts, as mixtral's files are):
   // each FFN routes a token to the n_expert_used of n_expert experts (FFNs of
   // n_ff_exp) with the highest softmax of ffn_gate_inp, weighted by those
@@ -71,6 +83,8 @@ struct Config {
   // Whether a graph for this context (0: default_context()) rotates with the
   // long rope factors.
   bool long_context(int64_t n_ctx) const;
+  // YaRN's frequency divisors, one per rotated pair (n_rot / 2; empty without YaRN).
+  std::vector<float> yarn_divisors() const;
 
   bool is_swa(int64_t layer) const {
     return n_swa > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);

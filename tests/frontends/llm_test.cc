@@ -142,6 +142,27 @@ TinyLlm longrope(int64_t n_ctx) {
   return m;
 }
 
+// qwen2 with YaRN by 4 from an original context of 64: rotated pair 0 keeps
+// its frequency, pair 1 takes half of each, pairs 2-3 are interpolated.
+TinyLlm yarn() {
+  TinyLlm m = arch("qwen2");
+  m.rope_scale = 4;
+  m.yarn_orig = 64;
+  return m;
+}
+
+// mistral3: llama's interleaved rope under YaRN on its own betas, and query
+// temperatures that step every 4 positions over the 9 tokens.
+TinyLlm mistral3() {
+  TinyLlm m = arch("mistral3");
+  m.rope_scale = 4;
+  m.yarn_orig = 4;
+  m.yarn_beta_fast = 16;
+  m.yarn_beta_slow = 0.25;
+  m.attn_temp_scale = 0.5;
+  return m;
+}
+
 // A mixture of 4 experts, 2 per token (llama: mixtral's layout).
 TinyLlm moe(std::string a) {
   TinyLlm m = arch(std::move(a));
@@ -153,14 +174,16 @@ std::string arch_name(const TinyLlm& m) {
   return m.arch + (m.tied ? "_tied" : "") + (m.rope_freqs ? "_freqs" : "") +
          (m.n_swa > 0 ? "_swa" : "") + (m.final_softcap > 0 ? "_softcap" : "") +
          (m.n_expert > 0 && m.arch != "qwen3moe" ? "_moe" : "") +
-         (m.n_ctx_orig > 0 ? m.n_ctx > 0 ? "_shortrope" : "_longrope" : "");
+         (m.n_ctx_orig > 0 ? m.n_ctx > 0 ? "_shortrope" : "_longrope" : "") +
+         (m.yarn_orig > 0 && m.arch != "mistral3" ? "_yarn" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, LlmArch,
                          ::testing::Values(arch("llama"), arch("llama", true, true), arch("qwen2"),
                                            arch("qwen3", true), arch("phi3"), arch("gemma2"),
                                            gemma2(), arch("gemma3"), gemma3(), moe("llama"),
-                                           moe("qwen3moe"), longrope(0), longrope(100)),
+                                           moe("qwen3moe"), longrope(0), longrope(100), yarn(),
+                                           mistral3()),
                          [](const auto& info) { return arch_name(info.param); });
 
 // A batched decode step gives each session the logits (and cache) its own
@@ -234,6 +257,22 @@ TEST(LlmConfig, NewArchitecturesReadTheirKeys) {
   EXPECT_FALSE(lr.long_context(128));
   EXPECT_NE(lr.summary().find("longrope (original context 128) attn factor 1.3"), std::string::npos)
       << lr.summary();
+
+  // YaRN's magnitude gain 1 + 0.1 ln 4 on the rotated dims; mistral3's own keys.
+  const llm::Config y = load(yarn()).config;
+  EXPECT_TRUE(y.yarn);
+  EXPECT_EQ(y.n_ctx_orig, 64);
+  EXPECT_DOUBLE_EQ(y.rope_attn_factor, 1 + 0.1 * std::log(4.0));
+  EXPECT_EQ(y.yarn_divisors(), (std::vector<float>{1, 1.6f, 4, 4}));
+  const llm::Config m3 = load(mistral3()).config;
+  EXPECT_EQ(m3.rope_style, "interleaved");
+  EXPECT_EQ(m3.yarn_beta_fast, 16);
+  EXPECT_EQ(m3.yarn_beta_slow, 0.25);
+  EXPECT_EQ(m3.attn_temp_scale, 0.5);
+  EXPECT_NE(m3.summary().find("x4 yarn (original context 4) attn factor 1.13863, query temperature "
+                              "0.5"),
+            std::string::npos)
+      << m3.summary();
 
   Loaded g2 = load(gemma2());
   const llm::Config& c2 = g2.config;
@@ -342,14 +381,14 @@ TEST(LlmConfig, RejectsUnsupportedArchAndMissingTensors) {
 }
 
 TEST(LlmConfig, NewArchitecturesNameMissingTensorsAndBadKeys) {
-  auto error_of = [](const TinyLlm& m, const std::string& drop,
-                     const std::string& key = "") -> std::string {
+  auto error_of = [](const TinyLlm& m, const std::string& drop, const std::string& key = "",
+                     const std::string& value = "yarn") -> std::string {
     std::string bytes = m.gguf_bytes();
     gguf::File f = gguf::read_bytes(bytes.data(), bytes.size(), "z.gguf");
     std::erase_if(f.tensors, [&](const gguf::TensorInfo& t) { return t.name == drop; });
     if (!key.empty())
       for (auto& [k, v] : f.metadata)
-        if (k == key) v = gguf::Value::of_string("yarn");
+        if (k == key) v = gguf::Value::of_string(value);
     try {
       llm::Config::from_gguf(f);
     } catch (const Error& e) {
@@ -381,10 +420,14 @@ TEST(LlmConfig, NewArchitecturesNameMissingTensorsAndBadKeys) {
             std::string::npos);
   TinyLlm phi_moe = moe("phi3");
   EXPECT_NE(error_of(phi_moe, "").find("phi3 with experts is not supported"), std::string::npos);
-  const std::string e = error_of(gemma3(), "", "gemma3.rope.scaling.type");
-  EXPECT_NE(e.find("z.gguf: metadata key 'gemma3.rope.scaling.type': 'yarn' is not supported"),
+  const std::string e = error_of(gemma3(), "", "gemma3.rope.scaling.type", "longrope");
+  EXPECT_NE(e.find("z.gguf: metadata key 'gemma3.rope.scaling.type': 'longrope' is not supported "
+                   "(linear, yarn, none)"),
             std::string::npos)
       << e;
+  EXPECT_NE(error_of(gemma3(), "", "gemma3.rope.scaling.type")
+                .find("z.gguf: YaRN rope scaling on gemma3 is not supported"),
+            std::string::npos);
 }
 
 TEST(LlmSampler, GreedyTopKAndSeededDraws) {

@@ -108,15 +108,33 @@ bool is_swa(const TinyLlm& m, int64_t l) {
 }
 
 void rope(double* v, int64_t pos, const TinyLlm& m, const Weights& w, bool swa) {
-  const bool neox = m.arch != "llama";
+  const bool neox = m.arch != "llama" && m.arch != "mistral3";
   // gemma3's sliding layers: their own base (10000 by default), no scaling.
   const double base = swa ? (m.rope_base_swa > 0  ? m.rope_base_swa
                              : m.arch == "gemma3" ? 10000.0
                                                   : m.rope_base)
                           : m.rope_base;
   const double scale = m.rope_scale > 0 && !(swa && m.arch == "gemma3") ? m.rope_scale : 1.0;
+  // YaRN (the YaRN paper's ramp as ggml places it): pair i keeps its original
+  // frequency below `low`, takes the interpolated one above `high`, and a
+  // linear blend between; cos and sin grow by 1 + 0.1 ln(scale).
+  double low = 0, high = 0, yarn_gain = 1;
+  if (m.yarn_orig > 0) {
+    auto corr = [&](double beta) {
+      return double(m.n_rot) * std::log(double(m.yarn_orig) / (beta * 2 * M_PI)) /
+             (2 * std::log(base));
+    };
+    low = std::max(0.0, std::floor(corr(m.yarn_beta_fast > 0 ? m.yarn_beta_fast : 32)));
+    high =
+        std::min(double(m.n_rot - 1), std::ceil(corr(m.yarn_beta_slow > 0 ? m.yarn_beta_slow : 1)));
+    yarn_gain = 1 + 0.1 * std::log(scale);
+  }
   for (int64_t i = 0; i < m.n_rot / 2; ++i) {
     double theta = double(pos) * std::pow(base, -2.0 * double(i) / double(m.n_rot)) / scale;
+    if (m.yarn_orig > 0) {
+      const double r = 1 - std::clamp((double(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
+      theta = theta * (1 - r) + theta * scale * r;
+    }
     if (m.rope_freqs) theta /= double(w.at("rope_freqs.weight")[size_t(i)]);
     if (m.n_ctx_orig > 0) {
       const bool long_set = (m.n_ctx > 0 ? m.n_ctx : kContext) > m.n_ctx_orig;
@@ -124,7 +142,7 @@ void rope(double* v, int64_t pos, const TinyLlm& m, const Weights& w, bool swa) 
           w.at(long_set ? "rope_factors_long.weight" : "rope_factors_short.weight")[size_t(i)]);
     }
     // ggml scales cos and sin by the attn factor: the rotated dims only.
-    const double f = m.rope_attn_factor > 0 ? m.rope_attn_factor : 1.0;
+    const double f = (m.rope_attn_factor > 0 ? m.rope_attn_factor : 1.0) * yarn_gain;
     int64_t a = neox ? i : 2 * i, b = neox ? i + m.n_rot / 2 : 2 * i + 1;
     double x0 = v[a], x1 = v[b];
     v[a] = f * (x0 * std::cos(theta) - x1 * std::sin(theta));
@@ -176,8 +194,18 @@ std::string TinyLlm::gguf_bytes() const {
                       Value::of_u32(uint32_t(n_ctx_orig)));
   if (rope_attn_factor > 0)
     meta.emplace_back(arch + ".rope.scaling.attn_factor", Value::of_f32(float(rope_attn_factor)));
+  if (yarn_orig > 0)
+    meta.emplace_back(arch + ".rope.scaling.original_context_length",
+                      Value::of_u32(uint32_t(yarn_orig)));
+  if (yarn_beta_fast > 0)
+    meta.emplace_back(arch + ".rope.scaling.yarn_beta_fast", Value::of_f32(float(yarn_beta_fast)));
+  if (yarn_beta_slow > 0)
+    meta.emplace_back(arch + ".rope.scaling.yarn_beta_slow", Value::of_f32(float(yarn_beta_slow)));
+  if (attn_temp_scale != 0)
+    meta.emplace_back(arch + ".attention.temperature_scale", Value::of_f32(float(attn_temp_scale)));
   if (rope_scale > 0) {
-    meta.emplace_back(arch + ".rope.scaling.type", Value::of_string("linear"));
+    meta.emplace_back(arch + ".rope.scaling.type",
+                      Value::of_string(yarn_orig > 0 ? "yarn" : "linear"));
     meta.emplace_back(arch + ".rope.scaling.factor", Value::of_f32(float(rope_scale)));
   }
   // A SentencePiece vocabulary: <unk>, <s>, </s>, then "▁a", "▁b", ... and
@@ -296,6 +324,12 @@ std::vector<Vec> TinyLlm::reference_logits(const std::vector<int32_t>& tokens) c
             std::copy(n.begin(), n.end(), hv);
           }
           rope(hv, int64_t(t), *this, w, swa);
+          // mistral3's query temperature: steps every yarn_orig positions.
+          if (vec == &q[t] && attn_temp_scale != 0) {
+            const double s =
+                1 + attn_temp_scale * std::log(1 + std::floor(double(t) / double(yarn_orig)));
+            for (int64_t i = 0; i < head_dim; ++i) hv[i] *= s;
+          }
         }
       }
     }

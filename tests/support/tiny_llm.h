@@ -10,7 +10,8 @@
 namespace rlx::testing {
 
 struct TinyLlm {
-  std::string arch = "llama";  // llama | qwen2 | qwen3 | qwen3moe | phi3 | gemma2 | gemma3
+  std::string arch =
+      "llama";  // llama | mistral3 | qwen2 | qwen3 | qwen3moe | phi3 | gemma2 | gemma3
   int64_t n_layer = 2, n_embd = 32, n_ff = 48, n_head = 4, n_head_kv = 2, head_dim = 8;
   int64_t n_vocab = 50, n_rot = 8;
   double rope_base = 10000, eps = 1e-5;
@@ -31,6 +32,11 @@ struct TinyLlm {
   // n_ctx_orig.
   int64_t n_ctx_orig = 0, n_ctx = 0;
   double rope_attn_factor = 0;
+  // > 0: YaRN by rope_scale from this original context (rope.scaling.type
+  // yarn); mistral3 also writes yarn_beta_fast / _slow when > 0 (32 / 1
+  // otherwise) and attention.temperature_scale when attn_temp_scale != 0.
+  int64_t yarn_orig = 0;
+  double yarn_beta_fast = 0, yarn_beta_slow = 0, attn_temp_scale = 0;
   uint64_t seed = 1;
   // Texts of the last extra_tokens.size() ids (in place of letters), e.g. JSON punctuation
   // for constrained generation; json_tokens() spells every byte a JSON document needs.

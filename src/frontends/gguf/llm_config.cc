@@ -78,10 +78,12 @@ Config Config::from_gguf(const gguf::File& f) {
   c.arch = a->as_string();
   const std::string& arch = c.arch;
   const bool gemma = arch == "gemma2" || arch == "gemma3";
-  RLX_CHECK(arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3moe" ||
+  // mistral3 is llama's graph with YaRN keys of its own and temperature tuning.
+  const bool llama_like = arch == "llama" || arch == "mistral3";
+  RLX_CHECK(llama_like || arch == "qwen2" || arch == "qwen3" || arch == "qwen3moe" ||
                 arch == "phi3" || gemma,
             f.source, ": architecture '", arch,
-            "' is not supported (llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3)");
+            "' is not supported (llama, mistral3, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3)");
   Meta m{f, arch};
   c.n_layer = m.integer("block_count");
   c.n_embd = m.integer("embedding_length");
@@ -92,8 +94,8 @@ Config Config::from_gguf(const gguf::File& f) {
   RLX_CHECK(c.n_expert >= 0 && c.n_expert <= 4096 && c.n_expert_used >= 0 &&
                 c.n_expert_used <= c.n_expert && (c.n_expert == 0 || c.n_expert_used > 0),
             f.source, ": bad expert counts: ", c.n_expert_used, " used of ", c.n_expert);
-  RLX_CHECK(c.n_expert == 0 || arch == "llama" || arch == "qwen3moe", f.source, ": ", arch,
-            " with experts is not supported (MoE: llama, qwen3moe)");
+  RLX_CHECK(c.n_expert == 0 || llama_like || arch == "qwen3moe", f.source, ": ", arch,
+            " with experts is not supported (MoE: llama, mistral3, qwen3moe)");
   // MoE files may leave out the dense size (llama.cpp reads it as optional).
   c.n_ff = c.n_expert > 0 ? m.integer("feed_forward_length", 0) : m.integer("feed_forward_length");
   if (c.n_expert > 0) {
@@ -127,21 +129,54 @@ Config Config::from_gguf(const gguf::File& f) {
   RLX_CHECK(c.rope_base > 0 && std::isfinite(c.rope_base) && c.rms_eps >= 0, f.source,
             ": bad rope.freq_base ", c.rope_base, " or rms epsilon ", c.rms_eps);
   // llama.cpp: the scaling type defaults to linear and the factor applies
-  // whenever given (rope.scaling.factor, or the older rope.scale_linear).
+  // whenever given (rope.scaling.factor, or the older rope.scale_linear),
+  // except with type none.
   const std::string scaling = m.string("rope.scaling.type", "linear");
-  RLX_CHECK(scaling == "linear" || scaling == "none" || scaling.empty(), f.source,
-            ": metadata key '", arch, ".rope.scaling.type': '", scaling,
-            "' is not supported (linear, none)");
+  RLX_CHECK(scaling == "linear" || scaling == "none" || scaling == "yarn" || scaling.empty(),
+            f.source, ": metadata key '", arch, ".rope.scaling.type': '", scaling,
+            "' is not supported (linear, yarn, none)");
   const double factor = m.real("rope.scaling.factor", m.real("rope.scale_linear", 0.0));
   RLX_CHECK(factor >= 0 && std::isfinite(factor), f.source, ": metadata key '", arch,
             ".rope.scaling.factor' is ", factor);
-  c.rope_scale = factor == 0 ? 1.0 : factor;
+  c.rope_scale = factor == 0 || scaling == "none" ? 1.0 : factor;
   c.n_ctx_orig = m.integer("rope.scaling.original_context_length", c.n_ctx_train);
   c.rope_attn_factor = m.real("rope.scaling.attn_factor", 1.0);
   RLX_CHECK(c.n_ctx_orig >= 0 && c.rope_attn_factor > 0 && std::isfinite(c.rope_attn_factor),
             f.source, ": bad rope.scaling.original_context_length ", c.n_ctx_orig,
             " or rope.scaling.attn_factor ", c.rope_attn_factor);
-  c.rope_style = arch == "llama" ? "interleaved" : "neox";
+  c.yarn = scaling == "yarn";
+  if (c.yarn) {
+    RLX_CHECK(!gemma, f.source, ": YaRN rope scaling on ", arch, " is not supported");
+    RLX_CHECK(c.n_ctx_orig > 0, f.source, ": YaRN needs ", arch,
+              ".rope.scaling.original_context_length or context_length");
+    double log_mul = 0;
+    if (arch == "mistral3") {  // the only family here whose loader reads these keys
+      c.yarn_beta_fast = m.real("rope.scaling.yarn_beta_fast", 32.0);
+      c.yarn_beta_slow = m.real("rope.scaling.yarn_beta_slow", 1.0);
+      log_mul = m.real("rope.scaling.yarn_log_multiplier", 0.0);
+    }
+    RLX_CHECK(c.yarn_beta_fast > 0 && c.yarn_beta_slow > 0 && std::isfinite(c.yarn_beta_fast) &&
+                  std::isfinite(c.yarn_beta_slow) && std::isfinite(log_mul),
+              f.source, ": bad YaRN betas ", c.yarn_beta_fast, " / ", c.yarn_beta_slow,
+              " or log multiplier ", log_mul);
+    // ggml scales cos and sin by 1 + 0.1 ln(factor), which llama.cpp divides
+    // back out and replaces by this (HF's get_mscale, mscale 1 over
+    // mscale_all_dims = the log multiplier when one is given).
+    auto mscale = [&](double m) {
+      return c.rope_scale <= 1 ? 1.0 : 0.1 * m * std::log(c.rope_scale) + 1;
+    };
+    c.rope_attn_factor *= log_mul != 0 ? mscale(1) / mscale(log_mul) : mscale(1);
+    RLX_CHECK(c.rope_attn_factor > 0 && std::isfinite(c.rope_attn_factor), f.source,
+              ": YaRN log multiplier ", log_mul, " gives attention factor ", c.rope_attn_factor);
+  }
+  if (arch == "mistral3") {
+    c.attn_temp_scale = m.real("attention.temperature_scale", 0.0);
+    RLX_CHECK(std::isfinite(c.attn_temp_scale), f.source, ": bad attention.temperature_scale");
+    RLX_CHECK(c.attn_temp_scale == 0 || c.n_ctx_orig > 0, f.source,
+              ": attention temperature scaling needs ", arch,
+              ".rope.scaling.original_context_length or context_length");
+  }
+  c.rope_style = llama_like ? "interleaved" : "neox";
   c.rope_base_swa = c.rope_base;
   c.rope_scale_swa = c.rope_scale;
   c.attn_scale = 1.0 / std::sqrt(double(c.head_dim));
@@ -263,14 +298,40 @@ bool Config::long_context(int64_t n_ctx) const {
   return long_rope && (n_ctx > 0 ? n_ctx : default_context()) > n_ctx_orig;
 }
 
+// ggml's rope_yarn: pair i's angle is theta_interp (1 - r_i) + theta_extrap r_i,
+// theta_interp = theta_extrap / rope_scale, with the ramp r_i falling from 1
+// to 0 between the pairs ggml_rope_yarn_corr_dims gives (in float, as ggml).
+std::vector<float> Config::yarn_divisors() const {
+  if (!yarn) return {};
+  auto corr_dim = [&](double beta) {
+    return float(n_rot) * logf(float(n_ctx_orig) / (float(beta) * 2 * float(M_PI))) /
+           (2 * logf(float(rope_base)));
+  };
+  const float low = std::max(0.f, std::floor(corr_dim(yarn_beta_fast)));
+  const float high = std::min(float(n_rot - 1), std::ceil(corr_dim(yarn_beta_slow)));
+  const float freq_scale = float(1 / rope_scale);
+  std::vector<float> d(size_t(n_rot / 2));
+  for (size_t i = 0; i < d.size(); ++i) {
+    const float y = (float(i) - low) / std::max(0.001f, high - low);
+    const float ramp = 1 - std::min(1.f, std::max(0.f, y));
+    d[i] = 1 / (freq_scale * (1 - ramp) + ramp);
+  }
+  return d;
+}
+
 std::string Config::summary() const {
   std::ostringstream s;
   s << arch << ": " << n_layer << " layers, d=" << n_embd << ", " << n_head << "/" << n_head_kv
     << " heads x " << head_dim << ", ff " << n_ff << ", vocab " << n_vocab << ", rope "
-    << rope_style << " base " << rope_base << (rope_scale != 1 ? " linear x" : "");
+    << rope_style << " base " << rope_base
+    << (rope_scale == 1 ? ""
+        : yarn          ? " x"
+                        : " linear x");
   if (rope_scale != 1) s << rope_scale;
   if (long_rope) s << " longrope (original context " << n_ctx_orig << ")";
+  if (yarn) s << " yarn (original context " << n_ctx_orig << ")";
   if (rope_attn_factor != 1) s << " attn factor " << rope_attn_factor;
+  if (attn_temp_scale != 0) s << ", query temperature " << attn_temp_scale;
   s << (tied_output ? ", tied output" : "") << (qkv_bias ? ", qkv bias" : "")
     << (qk_norm ? ", q/k norm" : "") << (fused_qkv ? ", fused qkv" : "")
     << (fused_gate_up ? ", fused gate/up" : "") << (ffn_act != "silu" ? ", " + ffn_act : "")

@@ -56,7 +56,7 @@ class LlmBuilder {
   const Config& c_;
   Builder b_;
   WeightBinder weights_;
-  NodeId positions_ = -1, freq_factors_ = -1;
+  NodeId positions_ = -1, freq_factors_ = -1, temperature_ = -1;
   bool batch_ = false;
   DType kv_dtype_ = DType::F32;
   NodeId masks_[2] = {-1, -1};  // batch: the keys each sequence sees (global, sliding layers)
@@ -79,10 +79,26 @@ class LlmBuilder {
   NodeId rope_divisors(bool swa) {
     NodeId& d = divisors_[swa];
     if (d != -2) return d;
+    if (c_.yarn && !swa) {
+      const int64_t pairs = c_.n_rot / 2;
+      const NodeId y = b_.constant(Tensor::from_vector({pairs}, c_.yarn_divisors(), DType::F32));
+      return d = freq_factors_ >= 0 ? b_.mul(freq_factors_, y) : y;
+    }
     const double factor = swa ? c_.rope_scale_swa : c_.rope_scale;
     if (factor == 1) return d = freq_factors_;
     if (freq_factors_ >= 0) return d = scale(freq_factors_, factor);
     return d = b_.full({c_.n_rot / 2}, factor);
+  }
+
+  // [1, T, 1, 1]: 1 + attn_temp_scale * ln(1 + floor(position / n_ctx_orig)), per token
+  // (llama.cpp's attention temperature input, its float division included).
+  NodeId query_temperature() {
+    if (temperature_ >= 0) return temperature_;
+    NodeId p = b_.cast(positions_, DType::F32);
+    p = b_.unary(Op::Floor, b_.div(p, b_.scalar(float(c_.n_ctx_orig))));
+    p = b_.unary(Op::Log, b_.add(p, b_.scalar(1.0f)));
+    p = b_.add(scale(p, c_.attn_temp_scale), b_.scalar(1.0f));
+    return temperature_ = b_.reshape(p, {1, -1, 1, 1});
   }
 
   // rope_attn_factor on the rotated dims of a head, 1 on the ones rope passes through.
@@ -98,7 +114,8 @@ class LlmBuilder {
   // base when swa; rope takes heads first). A batch's tokens are rotated the
   // same way (each at its own position), then become [B, 1, H, hd]: one query
   // per sequence.
-  NodeId heads(NodeId x, int64_t h, const std::string& qk_norm, bool rope, bool swa) {
+  NodeId heads(NodeId x, int64_t h, const std::string& qk_norm, bool rope, bool swa,
+               bool query = false) {
     x = b_.reshape(x, {1, -1, h, c_.head_dim});
     if (!qk_norm.empty()) x = norm(x, qk_norm);
     if (rope) {
@@ -110,6 +127,7 @@ class LlmBuilder {
                  {"rotary_dims", c_.n_rot}});
       x = b_.transpose(x, {0, 2, 1, 3});
       if (c_.rope_attn_factor != 1) x = b_.mul(x, rotated_dims_scale());
+      if (query && c_.attn_temp_scale != 0) x = b_.mul(x, query_temperature());
     }
     return batch_ ? b_.reshape(x, {-1, 1, h, c_.head_dim}) : x;
   }
@@ -152,7 +170,7 @@ class LlmBuilder {
       v = project(n1, blk, "attn_v");
     }
     const bool swa = c_.is_swa(l);
-    q = heads(q, c_.n_head, c_.qk_norm ? blk + "attn_q_norm.weight" : "", true, swa);
+    q = heads(q, c_.n_head, c_.qk_norm ? blk + "attn_q_norm.weight" : "", true, swa, true);
     k = heads(k, c_.n_head_kv, c_.qk_norm ? blk + "attn_k_norm.weight" : "", true, swa);
     v = heads(v, c_.n_head_kv, "", false, swa);
     k = cached(k, "cache_k." + std::to_string(l), kv_cache);
