@@ -274,6 +274,13 @@ TEST(LlmConfig, NewArchitecturesReadTheirKeys) {
             std::string::npos)
       << m3.summary();
 
+  // rope.scaling.type none: the factor is ignored, as llama.cpp ignores it.
+  Loaded unscaled = load(gemma3());
+  for (auto& [k, v] : unscaled.file.metadata)
+    if (k == "gemma3.rope.scaling.type") v = gguf::Value::of_string("none");
+  EXPECT_EQ(load(gemma3()).config.rope_scale, 4);
+  EXPECT_EQ(llm::Config::from_gguf(unscaled.file).rope_scale, 1);
+
   Loaded g2 = load(gemma2());
   const llm::Config& c2 = g2.config;
   EXPECT_TRUE(c2.tied_output && c2.post_norms);
