@@ -162,8 +162,8 @@ Config Config::from_gguf(const gguf::File& f) {
     // ggml scales cos and sin by 1 + 0.1 ln(factor), which llama.cpp divides
     // back out and replaces by this (HF's get_mscale, mscale 1 over
     // mscale_all_dims = the log multiplier when one is given).
-    auto mscale = [&](double m) {
-      return c.rope_scale <= 1 ? 1.0 : 0.1 * m * std::log(c.rope_scale) + 1;
+    auto mscale = [&](double mul) {
+      return c.rope_scale <= 1 ? 1.0 : 0.1 * mul * std::log(c.rope_scale) + 1;
     };
     c.rope_attn_factor *= log_mul != 0 ? mscale(1) / mscale(log_mul) : mscale(1);
     RLX_CHECK(c.rope_attn_factor > 0 && std::isfinite(c.rope_attn_factor), f.source,
