@@ -274,40 +274,13 @@ class GbnfParser {
 
   // A postfix * + ? {m} {m,} {m,n} on `item`, which becomes a reference to the repetition.
   void repetition(const std::string& name, GrammarAlt& item) {
-    if (at_ >= s_.size()) return;
-    int64_t min = 1, max = 1;
-    const char c = s_[at_];
-    if (c == '*' || c == '+' || c == '?') {
-      ++at_;
-      min = c == '+' ? 1 : 0;
-      max = c == '?' ? 1 : -1;
-    } else if (c == '{') {
-      ++at_;
-      auto number = [&] {
-        const size_t from = at_;
-        while (at_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[at_]))) ++at_;
-        RLX_CHECK(at_ > from && at_ - from < 7, where(), ": expected a count in { }");
-        return std::stoll(std::string(s_.substr(from, at_ - from)));
-      };
-      min = max = number();
-      if (at_ < s_.size() && s_[at_] == ',') {
-        ++at_;
-        max = at_ < s_.size() && s_[at_] == '}' ? -1 : number();
-      }
-      RLX_CHECK(at_ < s_.size() && s_[at_] == '}' && (max < 0 || max >= min), where(),
-                ": expected {m}, {m,} or {m,n} with n >= m");
-      RLX_CHECK(std::max(min, max) <= kMaxCount, where(), ": a count over ", kMaxCount,
-                " (each counted copy is a rule)");
-      ++at_;
-    } else {
-      return;
-    }
-    item = {B::ref(b_.repeat(name + "-rep-" + std::to_string(++subs_), item, min, max))};
+    const auto q = read_quantifier(s_, at_, [this] { return where(); });
+    if (!q) return;
+    item = {B::ref(b_.repeat(name + "-rep-" + std::to_string(++subs_), item, q->min, q->max))};
   }
 
-  // Bounds for text from a request: nesting is recursion here, and a count makes that many rules.
+  // Bound for text from a request: nesting is recursion here.
   static constexpr int kMaxDepth = 64;
-  static constexpr int64_t kMaxCount = 10000;
   std::string_view s_;
   size_t at_ = 0;
   int depth_ = 0;
@@ -364,6 +337,37 @@ std::optional<uint32_t> read_hex(std::string_view text, size_t& at, int n) {
     v = v * 16 + uint32_t(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
   }
   return v;
+}
+
+std::optional<Quantifier> read_quantifier(std::string_view text, size_t& at,
+                                          const std::function<std::string()>& where) {
+  constexpr int64_t kMaxCount = 10000;
+  if (at >= text.size()) return std::nullopt;
+  const char c = text[at];
+  if (c == '*' || c == '+' || c == '?') {
+    ++at;
+    return Quantifier{c == '+' ? 1 : 0, c == '?' ? 1 : -1};
+  }
+  if (c != '{') return std::nullopt;
+  ++at;
+  auto number = [&] {
+    const size_t from = at;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) ++at;
+    RLX_CHECK(at > from && at - from < 7, where(), ": expected a count in { }");
+    return std::stoll(std::string(text.substr(from, at - from)));
+  };
+  Quantifier q;
+  q.min = q.max = number();
+  if (at < text.size() && text[at] == ',') {
+    ++at;
+    q.max = at < text.size() && text[at] == '}' ? -1 : number();
+  }
+  RLX_CHECK(at < text.size() && text[at] == '}' && (q.max < 0 || q.max >= q.min), where(),
+            ": expected {m}, {m,} or {m,n} with n >= m");
+  RLX_CHECK(std::max(q.min, q.max) <= kMaxCount, where(), ": a count over ", kMaxCount,
+            " (each counted copy is a rule)");
+  ++at;
+  return q;
 }
 
 CodePointRanges class_ranges(CodePointRanges r, bool negate) {

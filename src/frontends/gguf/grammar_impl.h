@@ -2,6 +2,7 @@
 #pragma once
 #include <bitset>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +64,14 @@ inline bool is_character(uint32_t cp) { return cp <= 0x10FFFF && (cp < 0xD800 ||
 std::optional<uint32_t> read_utf8(std::string_view text, size_t& at);
 // The value of the n hex digits at text[at], or nullopt (at on the first that is not one).
 std::optional<uint32_t> read_hex(std::string_view text, size_t& at, int n);
+// A postfix quantifier * + ? {m} {m,} {m,n} at text[at]: {min, max} (max -1: no bound) with
+// `at` past it, or nullopt (at unchanged) where none starts. A malformed count or one over
+// 10000 (each counted copy becomes a rule) throws with where(), read at the error's place.
+struct Quantifier {
+  int64_t min, max;
+};
+std::optional<Quantifier> read_quantifier(std::string_view text, size_t& at,
+                                          const std::function<std::string()>& where);
 
 // A rule for the contents of a JSON string (between its quotes, escaped as JSON escapes
 // them) whose text matches the regular expression `pattern` (JSON Schema's `pattern`: an

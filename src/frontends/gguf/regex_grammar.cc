@@ -271,38 +271,16 @@ class RegexGrammar {
   }
 
   void repetition(GrammarAlt& item) {
-    if (at_ >= p_.size()) return;
-    int64_t min = 1, max = 1;
-    const char c = p_[at_];
-    if (c == '*' || c == '+' || c == '?') {
-      ++at_;
-      min = c == '+' ? 1 : 0;
-      max = c == '?' ? 1 : -1;
-    } else if (c == '{') {
-      ++at_;
-      auto number = [&] {
-        const size_t from = at_;
-        while (at_ < p_.size() && std::isdigit(static_cast<unsigned char>(p_[at_]))) ++at_;
-        RLX_CHECK(at_ > from && at_ - from < 7, where(), ": expected a count in { }");
-        return std::stoll(std::string(p_.substr(from, at_ - from)));
-      };
-      min = max = number();
-      if (eat(',')) max = at_ < p_.size() && p_[at_] == '}' ? -1 : number();
-      RLX_CHECK(eat('}') && (max < 0 || max >= min), where(),
-                ": expected {m}, {m,} or {m,n} with n >= m");
-      RLX_CHECK(std::max(min, max) <= kMaxCount, where(), ": a count over ", kMaxCount);
-    } else {
-      return;
-    }
+    const auto q = read_quantifier(p_, at_, [this] { return where(); });
+    if (!q) return;
     eat('?');  // lazy: the same strings
     RLX_CHECK(at_ >= p_.size() || (p_[at_] != '*' && p_[at_] != '+' && p_[at_] != '{'), where(),
               ": a quantifier on a quantifier");
-    item = {B::ref(b_.repeat("pattern-rep", item, min, max))};
+    item = {B::ref(b_.repeat("pattern-rep", item, q->min, q->max))};
   }
 
-  // Bounds for text from a request, as for GBNF grammars.
+  // Bound for text from a request, as for GBNF grammars.
   static constexpr int kMaxDepth = 64;
-  static constexpr int64_t kMaxCount = 10000;
   GrammarBuilder& b_;
   std::string_view p_;
   size_t at_ = 0;
