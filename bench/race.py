@@ -355,7 +355,8 @@ def time_rlx(a, name, d, check):
     model, flags = ((os.path.join(d, "model.onnx"), ONNX_MODELS[name][2]) if name in ONNX_MODELS
                     else (os.path.join(d, "rlx"), []))
     cmd = [a.rlx, "run", model, "--inputs", os.path.join(d, "inputs.safetensors"),
-           "--bench", str(a.runs), "--threads", str(a.threads)] + flags
+           "--bench", str(a.runs), "--threads", str(a.threads),
+           "--matmul-precision", a.matmul_precision] + flags
     if check:
         cmd += ["-o", os.path.join(d, "rlx_out.safetensors")]
     rc, out, err, rss = run_proc(cmd)
@@ -481,6 +482,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "race"),
                     help="exports are cached here, results written here")
     ap.add_argument("--rlx", default=os.path.join(ROOT, "build", "rlx"))
+    ap.add_argument("--matmul-precision", choices=("f32", "bf16"), default="f32",
+                    help="rlx run's --matmul-precision: bf16 rounds the operands of matmuls with "
+                    "a constant weight to bf16 (f32 sums), as PyTorch's 'medium'; ORT and "
+                    "PyTorch stay f32")
     ap.add_argument("--peers", default=os.environ.get(
         "RLX_PEERS_DIR", os.path.join(os.path.expanduser("~"), ".cache", "rlx-peers")))
     ap.add_argument("--reexport", action="store_true", help="ignore cached exports")
@@ -631,7 +636,9 @@ def main():
                   f"={a.threads} for transformers")
     summary = (f"CPU: {cpu}; {a.threads} threads, batch 1, {a.rounds} interleaved rounds × "
                f"{a.runs} timed runs per runtime; ms = min / median of round medians / max of round "
-               f"medians; ratios on medians; {torch_note}; load average start/end "
+               f"medians; ratios on medians; rlx matmul precision {a.matmul_precision}"
+               f"{' (ORT and PyTorch f32)' if a.matmul_precision != 'f32' else ''}; {torch_note}; "
+               f"load average start/end "
                f"{load_start:.2f} / {load_end:.2f}; total {total:.0f} s")
     print()
     print(summary)

@@ -5,7 +5,9 @@
 //   build/bench/sgemm_paths/rlx_sgemm_paths [--reps N]
 // Prints GFLOP/s of the fastest run of each and the ratio (> 1: rlx faster),
 // and rlx with the weight packed ahead as a compiled graph keeps it (the
-// conv weight as A, a [N, K] Linear weight as B).
+// conv weight as A, a [N, K] Linear weight as B), and, where the CPU has
+// AVX-512 BF16, the same packed product on the bf16 kernel
+// (MatmulPrecision::bf16: operands rounded to bf16, f32 sums).
 // Shapes: resnet18's im2col conv GEMMs as conv.cc tiles them (M = out
 // channels, N = a tile of output pixels, K = C*kh*kw),
 // BERT-base's projections at 128 tokens with PyTorch's [N, K] weights
@@ -103,8 +105,10 @@ int main(int argc, char** argv) {
   const double peak = own == rlx::Isa::avx512 ? peak_avx512() : peak_avx2();
   std::printf("1 thread, fastest of %d interleaved runs each; rlx kernel %s; FMA peak %.1f GF/s\n",
               reps, rlx::cpu::sgemm_kernel()->name, peak);
-  std::printf("%-22s %16s %9s %14s %6s %12s %6s %7s\n", "shape", "MxNxK", "rlx GF/s",
-              "openblas GF/s", "ratio", "packed GF/s", "ratio", "% peak");
+  const rlx::cpu::SgemmKernel* bf16 = rlx::cpu::sgemm_kernel_bf16();
+  if (bf16 == rlx::cpu::sgemm_kernel()) bf16 = nullptr;
+  std::printf("%-22s %16s %9s %14s %6s %12s %6s %7s %10s %8s\n", "shape", "MxNxK", "rlx GF/s",
+              "openblas GF/s", "ratio", "packed GF/s", "ratio", "% peak", "bf16 GF/s", "x packed");
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1, 1);
   for (const Shape& s : kShapes) {
@@ -113,20 +117,26 @@ int main(int argc, char** argv) {
     for (float& x : B) x = dist(rng);
     const int64_t ldb = s.tb ? s.K : s.N;
     // Conv shapes hold the weight in A, Linear shapes in B.
-    rlx::cpu::PackedOperand weight = s.tb
-                                         ? rlx::cpu::pack_b_operand(true, B.data(), ldb, s.K, s.N)
-                                         : rlx::cpu::pack_a_operand(false, A.data(), s.K, s.M, s.K);
-    auto run = [&](bool packed) {
+    auto pack = [&](const rlx::cpu::SgemmKernel* k) {
+      return s.tb ? rlx::cpu::pack_b_operand(true, B.data(), ldb, s.K, s.N, k)
+                  : rlx::cpu::pack_a_operand(false, A.data(), s.K, s.M, s.K, k);
+    };
+    const rlx::cpu::PackedOperand weight = pack(nullptr),
+                                  weight_bf16 = bf16 ? pack(bf16) : rlx::cpu::PackedOperand{};
+    auto run = [&](const rlx::cpu::PackedOperand* packed) {
       rlx::cpu::GemmPacked p;
-      if (packed) (s.tb ? p.b : p.a) = &weight;
+      if (packed) (s.tb ? p.b : p.a) = packed;
       rlx::cpu::gemm(false, s.tb, s.M, s.N, s.K, 1.f, A.data(), s.K, B.data(), ldb, 0.f, C.data(),
                      s.N, {}, p);
     };
-    double best[3] = {1e9, 1e9, 1e9};  // rlx, openblas, rlx packed
+    double best[4] = {1e9, 1e9, 1e9, 1e9};  // rlx, openblas, rlx packed, bf16 packed
     for (int r = 0; r < reps + 1; ++r)
-      for (int path = 0; path < 3; ++path) {
+      for (int path = 0; path < (bf16 ? 4 : 3); ++path) {
         rlx::set_isa_limit(path == 1 ? rlx::Isa::portable : own);
-        const double t = seconds_of([&] { run(path == 2); });
+        const rlx::cpu::PackedOperand* packed = path == 2   ? &weight
+                                                : path == 3 ? &weight_bf16
+                                                            : nullptr;
+        const double t = seconds_of([&] { run(packed); });
         if (r > 0) best[path] = std::min(best[path], t);  // the first run warms buffers
       }
     rlx::set_isa_limit(own);
@@ -134,8 +144,10 @@ int main(int argc, char** argv) {
     char dims[48];
     std::snprintf(dims, sizeof dims, "%lldx%lldx%lld%s", (long long)s.M, (long long)s.N,
                   (long long)s.K, s.tb ? " tb" : "");
-    std::printf("%-22s %16s %9.1f %14.1f %6.2f %12.1f %6.2f %6.0f%%\n", s.what, dims,
-                gflop / best[0], gflop / best[1], best[1] / best[0], gflop / best[2],
-                best[1] / best[2], 100 * gflop / best[2] / peak);
+    std::printf("%-22s %16s %9.1f %14.1f %6.2f %12.1f %6.2f %6.0f%%", s.what, dims, gflop / best[0],
+                gflop / best[1], best[1] / best[0], gflop / best[2], best[1] / best[2],
+                100 * gflop / best[2] / peak);
+    if (bf16) std::printf(" %10.1f %8.2f", gflop / best[3], best[2] / best[3]);
+    std::printf("\n");
   }
 }

@@ -14,5 +14,7 @@ Isa cpu_isa();       // what kernels use: min(detected, limit)
 void set_isa_limit(Isa limit);
 Isa isa_limit();
 const char* isa_name(Isa isa);
+// AVX512_BF16 (vdpbf16ps), beside the avx512 level: MatmulPrecision::bf16's kernel needs it.
+bool has_avx512_bf16();
 
 }  // namespace rlx

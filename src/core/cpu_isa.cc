@@ -45,6 +45,15 @@ std::atomic<int>& limit() {
 
 }  // namespace
 
+bool has_avx512_bf16() {
+  // cpuid leaf 7 subleaf 1, EAX bit 5.
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) != 0;
+  }();
+  return has;
+}
+
 Isa detected_isa() {
   static const Isa isa = detect();
   return isa;

@@ -24,6 +24,7 @@ struct RunOptions {
   bool profile = false;
   size_t profile_nodes = 15;
   std::string trace;
+  std::string matmul_precision;  // empty: the default backend's (RLX_MATMUL_PRECISION)
   ImportFlags import;
 };
 
@@ -69,6 +70,11 @@ Model load_for_inputs(const RunOptions& o, TensorMap& inputs) {
 void run(const RunOptions& o) {
   set_num_threads(o.threads);
   CompileOptions copts = compile_options(o.passes, stderr);
+  if (!o.matmul_precision.empty()) {
+    CpuOptions cpu = cpu_options_from_env();
+    cpu.matmul_precision = parse_matmul_precision(o.matmul_precision);
+    set_default_backend(make_cpu_backend(cpu));
+  }
   if (is_gguf_path(o.model)) {
     RLX_CHECK(!o.tokens.empty(), o.model,
               ": a GGUF model runs on token ids; pass --tokens \"1 2 3\"");
@@ -143,6 +149,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--bench", o->bench, "Time N runs after a warm-up; print median, min and max")
       ->check(CLI::NonNegativeNumber);
   add_pass_flags(cmd, o->passes);
+  cmd->add_option("--matmul-precision", o->matmul_precision,
+                  "f32 (default) or bf16: matmuls with a constant weight round both operands to "
+                  "bf16 and sum in f32, as PyTorch's float32 matmul precision 'medium' (on CPUs "
+                  "with AVX-512 BF16; `rlx version` says whether this one has it)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   cmd->add_flag("--profile", o->profile,
                 "Time every node over max(--bench, 10) runs; print time per op kind and the "
                 "slowest nodes");

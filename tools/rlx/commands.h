@@ -10,6 +10,10 @@
 
 namespace rlx::cli {
 
+// The default CPU backend's options as the environment sets them (main.cc):
+// RLX_DEQUANT_CACHE_BYTES, RLX_GGML_NUMERICS, RLX_REGROUP_WEIGHTS, RLX_MATMUL_PRECISION.
+CpuOptions cpu_options_from_env();
+
 void add_run_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_version_command(CLI::App& app);

@@ -7,11 +7,12 @@
 
 #include "commands.h"
 
-namespace {
+namespace rlx::cli {
 
 // The environment is read here, at the CLI edge, and nowhere in the library:
-// RLX_DEQUANT_CACHE_BYTES (bytes; 0 disables), RLX_GGML_NUMERICS=1 and
-// RLX_REGROUP_WEIGHTS=0 become the default CPU backend's options.
+// RLX_DEQUANT_CACHE_BYTES (bytes; 0 disables), RLX_GGML_NUMERICS=1,
+// RLX_REGROUP_WEIGHTS=0 and RLX_MATMUL_PRECISION=f32|bf16 become the default
+// CPU backend's options.
 rlx::CpuOptions cpu_options_from_env() {
   rlx::CpuOptions o;
   if (const char* env = std::getenv("RLX_DEQUANT_CACHE_BYTES"); env && *env) {
@@ -23,13 +24,17 @@ rlx::CpuOptions cpu_options_from_env() {
   o.ggml_numerics = v && *v && std::strcmp(v, "0") != 0;
   const char* r = std::getenv("RLX_REGROUP_WEIGHTS");
   o.regroup_weights = !(r && std::strcmp(r, "0") == 0);
+  if (const char* p = std::getenv("RLX_MATMUL_PRECISION"); p && *p) try {
+      o.matmul_precision = rlx::parse_matmul_precision(p);
+    } catch (const rlx::Error& e) {
+      throw rlx::make_error("RLX_MATMUL_PRECISION: ", e.what());
+    }
   return o;
 }
 
-}  // namespace
+}  // namespace rlx::cli
 
 int main(int argc, char** argv) {
-  rlx::set_default_backend(rlx::make_cpu_backend(cpu_options_from_env()));
   CLI::App app{"rlx: import, optimize, run and export ML models"};
   app.require_subcommand(1);
   app.fallthrough();
@@ -48,6 +53,7 @@ int main(int argc, char** argv) {
   rlx::cli::add_train_command(app);
   rlx::cli::add_version_command(app);
   try {
+    rlx::set_default_backend(rlx::make_cpu_backend(rlx::cli::cpu_options_from_env()));
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -274,10 +274,14 @@ void bind_model(py::module_& m) {
       "load",
       [](const py::object& path_like, std::optional<int> threads, int opt_level, bool cast_inputs,
          bool dequantize, const std::vector<std::string>& disable_passes,
-         const std::map<std::string, Dims>& input_shapes, const py::dict& freeze) {
+         const std::map<std::string, Dims>& input_shapes, const py::dict& freeze,
+         const std::string& matmul_precision) {
         const std::string path = fspath(path_like);
         if (threads) set_num_threads(*threads);
         CompileOptions copts = make_compile_options(opt_level, disable_passes);
+        if (const MatmulPrecision p = parse_matmul_precision(matmul_precision);
+            p != MatmulPrecision::f32)
+          copts.backend = make_cpu_backend({.matmul_precision = p});
         LoadOptions lopts{.dequantize = dequantize, .input_shapes = input_shapes};
         for (const auto& [name, value] : freeze) {
           const std::string key = py::str(name);
@@ -291,6 +295,7 @@ void bind_model(py::module_& m) {
       py::arg("cast_inputs") = false, py::arg("dequantize") = false,
       py::arg("disable_passes") = std::vector<std::string>{},
       py::arg("input_shapes") = std::map<std::string, Dims>{}, py::arg("freeze") = py::dict(),
+      py::arg("matmul_precision") = "f32",
       "Loads and compiles a model for the CPU. `path`: any format rlx.load_model takes, picked "
       "from the file's content: a directory with model.rlx.json or torch-ir.json (the "
       "rlx_torch exporter's output), a graph JSON file, a GGUF language model (inputs "
@@ -300,7 +305,9 @@ void bind_model(py::module_& m) {
       "disable_passes: pass names to skip. dequantize: GGUF weights to f32 up front. "
       "input_shapes ({name: dims}) and freeze ({name: value}), ONNX only: import for these "
       "input dims, and with these inputs fixed to constants, so that shape code and If "
-      "conditions fold (a frozen input is no longer an input). Raises "
+      "conditions fold (a frozen input is no longer an input). matmul_precision: 'f32' or "
+      "'bf16' (matmuls with a constant weight round both operands to bf16 and sum in f32, as "
+      "torch.set_float32_matmul_precision('medium'), on CPUs with AVX-512 BF16). Raises "
       "rlx.Error with rlx's message when the file cannot be loaded or compiled.");
 
   m.def(

@@ -95,7 +95,9 @@ class CpuGraph final : public CompiledGraph {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuOptions& o)
-      : cache_(o.dequant_cache_bytes), ctx_{&cache_, o.ggml_numerics, o.regroup_weights} {}
+      : cache_(o.dequant_cache_bytes),
+        ctx_{&cache_, o.ggml_numerics, o.regroup_weights,
+             o.matmul_precision == MatmulPrecision::bf16} {}
   std::string name() const override { return "cpu"; }
   Support supports(const Node& n) const override {
     if (is_leaf(n.op) || n.op == Op::Result || is_control(n.op) || kernel_for(n.op).fn)
@@ -127,5 +129,15 @@ const quant::DequantCache* dequant_cache_of(const Backend& b) {
 namespace rlx {
 std::shared_ptr<const Backend> make_cpu_backend(const CpuOptions& options) {
   return std::make_shared<cpu::CpuBackend>(options);
+}
+
+const char* matmul_precision_name(MatmulPrecision p) {
+  return p == MatmulPrecision::bf16 ? "bf16" : "f32";
+}
+
+MatmulPrecision parse_matmul_precision(const std::string& name) {
+  for (MatmulPrecision p : {MatmulPrecision::f32, MatmulPrecision::bf16})
+    if (name == matmul_precision_name(p)) return p;
+  throw make_error("matmul precision '", name, "' is not one of f32, bf16");
 }
 }  // namespace rlx

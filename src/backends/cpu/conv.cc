@@ -912,11 +912,16 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
 
 // `act` is the fused activation: applied with the bias to each output tile
 // right after its GEMM (per channel plane for depthwise), while it is in cache.
+// bf16: a constant weight's GEMMs over phase planes or im2col run on
+// sgemm_kernel_bf16() (MatmulPrecision::bf16). Winograd's stay f32: its
+// transforms amplify bf16's rounding (resnet18 against PyTorch: cosine 0.99971
+// with bf16 Winograd GEMMs, 0.999991 without them).
 template <typename T>
 void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, const T* res,
-               T* y, WeightPack* pack) {
+               T* y, WeightPack* pack, bool bf16) {
   if (g.N * g.O * g.out_sz == 0) return;
   if (g.Cg == 1 && g.Og == 1 && g.sp <= 2) return depthwise(g, x, w, bias, act, res, y);
+  const SgemmKernel* kernel = bf16 ? sgemm_kernel_bf16() : sgemm_kernel();
   if constexpr (std::is_same_v<T, float>) {
     if (is_3x3_s1(g)) {
       const Conv3x3 s{g.N, g.C, g.O, g.in[1], g.in[2], g.out[1], g.out[2], g.pb[1], g.pb[2]};
@@ -928,7 +933,7 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
     if (pack && g.G == 1 && is_2d_undilated(g) && !g.pointwise() && g.k[2] <= g.out[2]) {
       const ConvPlanar p{g.N,    g.C,    g.O,     g.in[1], g.in[2],  g.k[1],  g.k[2],
                          g.s[1], g.s[2], g.pb[1], g.pb[2], g.out[1], g.out[2]};
-      if (conv_phase_gemm(p, x, w, bias, act, res, y, *pack)) return;
+      if (conv_phase_gemm(p, x, w, bias, act, res, y, *pack, kernel)) return;
     }
   }
   if (conv_small_maps(g, x, w, bias, act, res, y)) return;
@@ -964,7 +969,7 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
     if constexpr (std::is_same_v<T, float>)
       if (pack && g.G == 1 && gemm_uses_packed_operands(tl)) {
         packed.a = pack->get(w, size_t(g.Og * rows),
-                             [&] { return pack_a_operand(false, w, rows, g.Og, rows); });
+                             [&] { return pack_a_operand(false, w, rows, g.Og, rows, kernel); });
         if (packed.a && (packed.a->rows != g.Og || packed.a->cols != rows)) packed.a = nullptr;
       }
     conv_gemm(serial, false, false, g.Og, tl, rows, wg, B, ldb, yg, g.out_sz, epi, packed);
@@ -1055,7 +1060,7 @@ void conv_run(const KernelCall& c, bool transpose) {
   std::optional<SerialScope> serial;
   if (flop < 16e6 && bytes < double(1 << 20)) serial.emplace();
   conv_impl(g, c.in[0].data<T>(), c.in[1].data<T>(), bias, a.activation, res, c.out.data<T>(),
-            c.pack);
+            c.pack, c.ctx.bf16_matmul);
 }
 
 void conv_dispatch(const KernelCall& c, bool transpose) {

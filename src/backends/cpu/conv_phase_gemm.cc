@@ -124,8 +124,8 @@ RLX_AVX2 void fill_phase_planes(const ConvPlanar& s, const PhaseGrid& g, const f
 }  // namespace
 
 bool conv_phase_gemm(const ConvPlanar& s, const float* x, const float* w, const float* bias,
-                     Epilogue act, const float* res, float* y, WeightPack& pack) {
-  const SgemmKernel* kernel = sgemm_kernel();
+                     Epilogue act, const float* res, float* y, WeightPack& pack,
+                     const SgemmKernel* kernel) {
   if (!kernel || s.OH * s.OW == 0) return false;
   const int64_t K = s.C * s.KH * s.KW, threads = num_threads();
   // Few products per output (a 3-channel 3x3 stem: 27) leave the copy of each band into y as
@@ -145,7 +145,7 @@ bool conv_phase_gemm(const ConvPlanar& s, const float* x, const float* w, const 
   const int64_t cols_max = (g.rows_max - 1) * g.Wq + s.OW;
   if (s.N * g.bands < threads || cols_max <= kernel->nr / 2) return false;
   const PackedOperand* packed = pack.get(w, size_t(s.O * K), [&] {
-    return pack_a_operand(false, w, K, s.O, K);  // the im2col path's packing too
+    return pack_a_operand(false, w, K, s.O, K, kernel);  // the im2col path's packing too
   });
   if (!packed || packed->kernel != kernel || packed->rows != s.O || packed->cols != K) return false;
   const int64_t out_plane = s.OH * s.OW;

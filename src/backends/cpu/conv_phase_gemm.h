@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 
+#include "backends/cpu/sgemm.h"
 #include "rlx/op_attrs.h"
 
 namespace rlx::cpu {
@@ -18,8 +19,10 @@ struct ConvPlanar {
 // weight packed once in `pack`. Returns false, touching nothing, where this
 // path does not pay or cannot run (no own sgemm kernel, fewer than 64
 // products per output, a map too small to give every thread a band of rows,
-// a packing of another path in `pack`).
+// a packing of another path in `pack`). `kernel`: the sgemm kernel to run
+// on (null: none on this CPU), as conv3x3_winograd's.
 bool conv_phase_gemm(const ConvPlanar& s, const float* x, const float* w, const float* bias,
-                     Epilogue act, const float* residual, float* y, WeightPack& pack);
+                     Epilogue act, const float* residual, float* y, WeightPack& pack,
+                     const SgemmKernel* kernel);
 
 }  // namespace rlx::cpu

@@ -56,11 +56,17 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
     zero_or_scale(M, N, beta, C, ldc);
     return apply_epilogue(epi, C, ldc, M, N, row0, col0);
   }
-  // A block at (row0, col0) of C uses a packed A from row row0, a packed B from column col0.
+  // A block at (row0, col0) of C uses a packed A from row row0, a packed B from
+  // column col0, on the kernel they were packed for (bf16 ones included), even
+  // when the block is narrow: a thread's last few columns round as the rest.
   if constexpr (std::is_same_v<T, float>)
-    if (gemm_uses_packed_operands(N))
-      return sgemm(*sgemm_kernel(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, row0,
-                   col0, {packed.a, row0}, {packed.b, col0});
+    if (packed.a || packed.b || gemm_uses_packed_operands(N)) {
+      const SgemmKernel* k = packed.b   ? packed.b->kernel
+                             : packed.a ? packed.a->kernel
+                                        : sgemm_kernel();
+      return sgemm(*k, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi, row0, col0,
+                   {packed.a, row0}, {packed.b, col0});
+    }
   blas_single_threaded();
   auto t_a = ta ? CblasTrans : CblasNoTrans, t_b = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -72,12 +78,17 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
   apply_epilogue(epi, C, ldc, M, N, row0, col0);
 }
 
-// Packed operands the product can use: those packed for the kernel it runs
-// on (a lower RLX_ISA set after packing, or a C too narrow, packs per call).
+// Packed operands the product can use: those packed for a kernel that may
+// run now (a lower RLX_ISA set after packing, or a C too narrow, packs per
+// call); both on one kernel.
 GemmPacked usable(const GemmPacked& packed, int64_t N) {
-  const SgemmKernel* k = gemm_uses_packed_operands(N) ? sgemm_kernel() : nullptr;
-  auto keep = [&](const PackedOperand* p) { return p && p->kernel == k ? p : nullptr; };
-  return {keep(packed.a), keep(packed.b)};
+  const bool own = gemm_uses_packed_operands(N);
+  auto keep = [&](const PackedOperand* p) {
+    return own && p && sgemm_kernel_runs(p->kernel) ? p : nullptr;
+  };
+  GemmPacked u{keep(packed.a), keep(packed.b)};
+  if (u.a && u.b && u.a->kernel != u.b->kernel) u.a = nullptr;
+  return u;
 }
 
 template <typename T>

@@ -21,6 +21,7 @@ struct Context {
   quant::DequantCache* dequant_cache = nullptr;  // null: no caching
   bool ggml_numerics = false;                    // CpuOptions::ggml_numerics
   bool regroup_weights = true;                   // CpuOptions::regroup_weights
+  bool bf16_matmul = false;                      // CpuOptions::matmul_precision is bf16
 };
 
 struct KernelCall {

@@ -86,9 +86,10 @@ MatmulPlan make_matmul_plan(const KernelCall& c) {
 }
 
 // `epi` (bias over columns, fused activation) runs on each block as it is computed.
+// bf16: the constant b is packed for sgemm_kernel_bf16() (MatmulPrecision::bf16).
 template <typename T>
 void matmul_float(const MatmulPlan& p, const T* a, const T* b, T* out, const GemmEpilogue<T>& epi,
-                  WeightPack* pack) {
+                  WeightPack* pack, bool bf16) {
   const int64_t nb = int64_t(p.a_off.size()), M = p.M, N = p.N, K = p.K;
   if (nb == 0 || M == 0 || N == 0) return;
   const int64_t lda = p.ta ? M : K, ldb = p.tb ? K : N;
@@ -98,7 +99,9 @@ void matmul_float(const MatmulPlan& p, const T* a, const T* b, T* out, const Gem
       // A constant b (a Linear weight) is packed once per compiled graph.
       GemmPacked packed;
       if (pack && gemm_uses_packed_operands(N))
-        packed.b = pack->get(b, size_t(K * N), [&] { return pack_b_operand(p.tb, b, ldb, K, N); });
+        packed.b = pack->get(b, size_t(K * N), [&] {
+          return pack_b_operand(p.tb, b, ldb, K, N, bf16 ? sgemm_kernel_bf16() : nullptr);
+        });
       gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N, epi, packed);
     } else {
       gemm(false, p.tb, nb * M, N, K, T(1), a, lda, b, ldb, T(0), out, N, epi);
@@ -181,7 +184,7 @@ void matmul(const KernelCall& c) {
       epi.residual = res->data<T>();
       epi.residual_ld = p.N;
     }
-    matmul_float(p, a.data<T>(), b.data<T>(), c.out.data<T>(), epi, c.pack);
+    matmul_float(p, a.data<T>(), b.data<T>(), c.out.data<T>(), epi, c.pack, c.ctx.bf16_matmul);
     if constexpr (std::is_same_v<T, float>)
       if (ggml_gelu) {
         float* y = c.out.data<float>();

@@ -22,10 +22,14 @@ PackedOperand allocate(const SgemmKernel& kernel, bool is_a, int64_t rows, int64
   return p;
 }
 
-const SgemmKernel& current_kernel() {
-  const SgemmKernel* k = sgemm_kernel();
+const SgemmKernel& kernel_or_current(const SgemmKernel* k) {
+  if (!k) k = sgemm_kernel();
   RLX_CHECK(k, "sgemm: no own kernel on the ", isa_name(cpu_isa()), " path");
   return *k;
+}
+
+int64_t packed_rows(const SgemmKernel& kernel, int64_t K) {
+  return (K + kernel.kp - 1) / kernel.kp;
 }
 
 }  // namespace
@@ -42,17 +46,30 @@ const SgemmKernel* sgemm_kernel() {
   return nullptr;
 }
 
-PackedOperand pack_a_operand(bool ta, const float* A, int64_t lda, int64_t M, int64_t K) {
-  const SgemmKernel& kernel = current_kernel();
-  PackedOperand p = allocate(kernel, true, M, K, A, checked_mul(M, K, "packed weight"));
+const SgemmKernel* sgemm_kernel_bf16() {
+  if (cpu_isa() == Isa::avx512 && has_avx512_bf16()) return &sgemm_avx512_bf16_kernel();
+  return sgemm_kernel();
+}
+
+bool sgemm_kernel_runs(const SgemmKernel* k) {
+  return k && (k == sgemm_kernel() || k == sgemm_kernel_bf16());
+}
+
+PackedOperand pack_a_operand(bool ta, const float* A, int64_t lda, int64_t M, int64_t K,
+                             const SgemmKernel* k) {
+  const SgemmKernel& kernel = kernel_or_current(k);
+  PackedOperand p =
+      allocate(kernel, true, M, K, A, checked_mul(M, packed_rows(kernel, K), "packed weight"));
   kernel.pack_a(ta, A, lda, M, K, p.data);
   return p;
 }
 
-PackedOperand pack_b_operand(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N) {
-  const SgemmKernel& kernel = current_kernel();
+PackedOperand pack_b_operand(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N,
+                             const SgemmKernel* k) {
+  const SgemmKernel& kernel = kernel_or_current(k);
   const int64_t np = (N + kernel.nr - 1) / kernel.nr * kernel.nr;
-  PackedOperand p = allocate(kernel, false, K, N, B, checked_mul(K, np, "packed weight"));
+  PackedOperand p =
+      allocate(kernel, false, K, N, B, checked_mul(packed_rows(kernel, K), np, "packed weight"));
   kernel.pack_b(tb, B, ldb, K, N, p.data);
   return p;
 }

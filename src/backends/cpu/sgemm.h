@@ -39,9 +39,11 @@ struct PackedOperand {
   std::unique_ptr<float[]> storage;  // 64-byte aligned view: data
   float* data = nullptr;
 };
-// Packed for sgemm_kernel(), which must not be null.
-PackedOperand pack_a_operand(bool trans_a, const float* A, int64_t lda, int64_t M, int64_t K);
-PackedOperand pack_b_operand(bool trans_b, const float* B, int64_t ldb, int64_t K, int64_t N);
+// Packed for `kernel` (default sgemm_kernel(), which must not be null).
+PackedOperand pack_a_operand(bool trans_a, const float* A, int64_t lda, int64_t M, int64_t K,
+                             const SgemmKernel* kernel = nullptr);
+PackedOperand pack_b_operand(bool trans_b, const float* B, int64_t ldb, int64_t K, int64_t N,
+                             const SgemmKernel* kernel = nullptr);
 
 // The part of a packed operand one call uses: a packed A from row `offset`
 // (a multiple of the kernel's mr), a packed B from column `offset` (of nr).
@@ -53,12 +55,15 @@ struct PackedPart {
 // One instruction set's kernel: its micro-tile and entry points. A packed A
 // is cut into slivers of `mr` rows, a packed B into panels of `nr` columns,
 // for each block of `kc` k; a caller that splits a product over threads
-// starts each part of a packed operand on a multiple of these.
+// starts each part of a packed operand on a multiple of these. A bf16 kernel
+// (kp = 2) rounds both operands to bf16 as it packs them, a (k, k+1) pair
+// per 32-bit word, and accumulates in f32.
 struct SgemmKernel {
   const char* name;
   int64_t mr, nr, kc;
-  // op(A) (M x K) into M*K floats, or op(B) (K x N) into K * (N rounded up
-  // to nr) floats, all k blocks, at a 64-byte aligned `out`.
+  int64_t kp;  // k per packed row: 1 (f32) or 2 (bf16 pairs)
+  // op(A) (M x K) into M * ceil(K / kp) floats, or op(B) (K x N) into
+  // ceil(K / kp) * (N rounded up to nr) floats, all k blocks, at a 64-byte aligned `out`.
   void (*pack_a)(bool trans_a, const float* A, int64_t lda, int64_t M, int64_t K, float* out);
   void (*pack_b)(bool trans_b, const float* B, int64_t ldb, int64_t K, int64_t N, float* out);
   // B[k][j] = rows[k][j] (K x N) packed as pack_b packs: a B whose rows lie
@@ -74,6 +79,12 @@ struct SgemmKernel {
 
 // The kernel for cpu_isa() (null under RLX_ISA=portable: OpenBLAS).
 const SgemmKernel* sgemm_kernel();
+// The kernel for products allowed to round their operands to bf16
+// (MatmulPrecision::bf16): the AVX-512 BF16 one where the CPU has that
+// extension and cpu_isa() is avx512, otherwise sgemm_kernel().
+const SgemmKernel* sgemm_kernel_bf16();
+// Whether `k` may run now: a packed operand's kernel after RLX_ISA was lowered may not.
+bool sgemm_kernel_runs(const SgemmKernel* k);
 
 // Same contract as gemm_serial (row-major, op(X) = X or X^T, beta == 0 never
 // reads C); the epilogue runs on each finished block while it is in cache,
@@ -88,5 +99,6 @@ void sgemm(const SgemmKernel& kernel, bool trans_a, bool trans_b, int64_t M, int
 // The kernels themselves; sgemm_kernel() decides which one the CPU can run.
 const SgemmKernel& sgemm_avx512_kernel();
 const SgemmKernel& sgemm_avx2_kernel();
+const SgemmKernel& sgemm_avx512_bf16_kernel();
 
 }  // namespace rlx::cpu

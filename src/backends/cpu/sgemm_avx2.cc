@@ -122,7 +122,7 @@ RLX_AVX2 void copy_row8(const float* src, int64_t n, float* dst, int64_t stride)
 }
 
 struct Avx2 {
-  static constexpr int64_t MR = 6, NR = 16, T = 8;
+  static constexpr int64_t MR = 6, NR = 16, T = 8, KP = 1;
   static constexpr int64_t KC = 256;  // 16 x 256 floats = 16 KiB of B per panel (half of L1)
   static constexpr int64_t NC = 512;  // KC x NC = 512 KiB of packed B
   static constexpr int64_t MC = 168;  // 168 x 256 floats = 168 KiB of packed A (in L2)

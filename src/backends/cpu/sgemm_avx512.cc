@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
+#include "backends/cpu/sgemm_avx512_tile.h"
 #include "backends/cpu/sgemm_driver.h"
-#include "backends/cpu/vmath.h"
 
 // GCC 12's AVX-512 headers build _mm512_setzero_ps & co. from a deliberately
 // uninitialized value, which -Wuninitialized flags in every caller (GCC bug 105593).
@@ -18,8 +18,6 @@
 
 namespace rlx::cpu {
 namespace {
-
-#define RLX_SGEMM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 // C[M rows, n <= 16*V cols] (+)= Ap (K x M, k-major) * Bp (K x 16V, k-major).
 // Bp rows are NR floats apart (the panel width), of which V vectors are read:
@@ -53,23 +51,7 @@ RLX_SGEMM_AVX512 void micro_kernel_avx512(int64_t K, const float* Ap, const floa
     Ap += M;
     Bp += NR;
   }
-  __mmask16 mask[V];
-  for (int v = 0; v < V; ++v) mask[v] = vm::first_lanes16(n - 16 * v);
-  for (int r = 0; r < M; ++r) {
-    float* c = C + r * ldc;
-    for (int v = 0; v < V; ++v) {
-      __m512 x = acc[r][v];
-      if (accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], c + 16 * v));
-      if (epi) {
-        if (epi->row_bias) x = _mm512_add_ps(x, _mm512_set1_ps(epi->row_bias[r]));
-        if (epi->col_bias)
-          x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], epi->col_bias + 16 * v));
-        if (epi->clamp)  // x second: NaN lanes come through (vmath.h's relu)
-          x = _mm512_min_ps(_mm512_set1_ps(epi->top), _mm512_max_ps(_mm512_setzero_ps(), x));
-      }
-      _mm512_mask_storeu_ps(c + 16 * v, mask[v], x);
-    }
-  }
+  sgemm_detail::store_tile<M, V>(acc, C, ldc, n, accumulate, epi);
 }
 
 // dst[k * ldd + r] = scale * src[r * ld + k] for r < rows, k < 16: a 16 x 16
@@ -77,32 +59,11 @@ RLX_SGEMM_AVX512 void micro_kernel_avx512(int64_t K, const float* Ap, const floa
 // rows writes `lanes` floats, so a panel's zero padding is written with it.
 RLX_SGEMM_AVX512 void transpose16(const float* src, int64_t ld, int64_t rows, float scale,
                                   float* dst, int64_t ldd, int64_t lanes) {
-  __m512 r[16], t[16];
+  __m512 r[16];
   for (int i = 0; i < 16; ++i)
     r[i] = i < rows ? _mm512_mul_ps(_mm512_loadu_ps(src + i * ld), _mm512_set1_ps(scale))
                     : _mm512_setzero_ps();
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
-    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
-  }
+  sgemm_detail::transpose16_regs(r);
   const __mmask16 m = vm::first_lanes16(lanes);
   for (int i = 0; i < 16; ++i) _mm512_mask_storeu_ps(dst + i * ldd, m, r[i]);
 }
@@ -134,7 +95,7 @@ RLX_SGEMM_AVX512 void copy_row16(const float* src, int64_t n, float* dst, int64_
 }
 
 struct Avx512 {
-  static constexpr int64_t MR = 14, NR = 32, T = 16;
+  static constexpr int64_t MR = 14, NR = 32, T = 16, KP = 1;
   static constexpr int64_t KC = 256;  // 32 x 256 floats = 32 KiB of B per panel
   static constexpr int64_t NC = 512;  // KC x NC = 512 KiB of packed B
   static constexpr int64_t MC = 168;  // 168 x 256 floats = 168 KiB of packed A

@@ -4,10 +4,15 @@
 // accumulates MR x NR outputs over KC. Included only by the ISA files
 // (sgemm_avx512.cc, sgemm_avx2.cc), which instantiate it with their traits:
 //   MR, NR         the micro-tile (rows x columns)
+//   KP             k per packed row: 1 for f32 kernels; 2 for bf16 ones, whose
+//                  packed rows hold (k, k+1) pairs of bf16 in each 32-bit
+//                  word (so "floats" below are such words) and which bring
+//                  their own pack_a_block / pack_b_block / pack_b_rows
 //   T              floats per vector, and the square block `transpose` handles
 //                  (MR <= T, NR % 2T == 0)
 //   KC, NC, MC     k per panel, columns per packed B block, rows per A block
 //   tile<M, V, S>  C[M rows, n <= V*T cols] (+)= Ap (kc x M) * Bp (kc x NR),
+//                  kc in packed rows,
 //                  reading V vectors of each Bp row, then `epi` (if not null)
 //                  on the finished sums in registers; with S, prefetching Ap
 //                  kStreamAhead floats ahead
@@ -63,7 +68,11 @@ constexpr std::array<Tile, sizeof...(H)> tile_table(std::integer_sequence<int, H
 
 template <class K>
 struct Driver {
-  static_assert(K::MR <= K::T && K::NR % (2 * K::T) == 0 && K::MC % K::MR == 0);
+  static_assert(K::MR <= K::T && K::NR % (2 * K::T) == 0 && K::MC % K::MR == 0 &&
+                K::KC % K::KP == 0);
+
+  // Packed rows of `kc` k: a packed block is packed_rows(kc) x M (A) or x NR per panel (B).
+  static constexpr int64_t packed_rows(int64_t kc) { return (kc + K::KP - 1) / K::KP; }
 
   // C[h rows, n cols] (+)= one sliver times one panel: all NR columns, or only
   // the first half of the panel when n fits in it.
@@ -92,6 +101,13 @@ struct Driver {
   // op(B)[k0 + k, j0 + j] for k < kc, j < nc into NR-column panels, zero padded.
   static void pack_b_block(bool tb, const float* B, int64_t ldb, int64_t k0, int64_t j0, int64_t kc,
                            int64_t nc, float* out) {
+    if constexpr (K::KP > 1)
+      K::pack_b_block(tb, B, ldb, k0, j0, kc, nc, out);
+    else
+      pack_b_block_f32(tb, B, ldb, k0, j0, kc, nc, out);
+  }
+  static void pack_b_block_f32(bool tb, const float* B, int64_t ldb, int64_t k0, int64_t j0,
+                               int64_t kc, int64_t nc, float* out) {
     constexpr int64_t NR = K::NR, T = K::T;
     for (int64_t j = 0; j < nc; j += NR, out += kc * NR) {
       const int64_t w = std::min(NR, nc - j);
@@ -114,6 +130,13 @@ struct Driver {
   // alpha * op(A)[i0 + i, k0 + k] into slivers of MR rows, each k-major (kc x h).
   static void pack_a_block(bool ta, const float* A, int64_t lda, int64_t i0, int64_t k0, int64_t mc,
                            int64_t kc, float alpha, float* out) {
+    if constexpr (K::KP > 1)
+      K::pack_a_block(ta, A, lda, i0, k0, mc, kc, alpha, out);
+    else
+      pack_a_block_f32(ta, A, lda, i0, k0, mc, kc, alpha, out);
+  }
+  static void pack_a_block_f32(bool ta, const float* A, int64_t lda, int64_t i0, int64_t k0,
+                               int64_t mc, int64_t kc, float alpha, float* out) {
     constexpr int64_t MR = K::MR, T = K::T;
     for (int64_t i = 0; i < mc; i += MR) {
       const int64_t h = std::min(MR, mc - i);
@@ -134,20 +157,28 @@ struct Driver {
     }
   }
 
-  // Whole operands, block pc of k at out + pc * M (A) or out + pc * padded N (B).
+  // Whole operands, the block of k from pc at out + packed_rows(pc) * M (A) or * padded N (B).
   static void pack_a(bool ta, const float* A, int64_t lda, int64_t M, int64_t Kd, float* out) {
     for (int64_t pc = 0; pc < Kd; pc += K::KC)
-      pack_a_block(ta, A, lda, 0, pc, M, std::min<int64_t>(K::KC, Kd - pc), 1.f, out + pc * M);
+      pack_a_block(ta, A, lda, 0, pc, M, std::min<int64_t>(K::KC, Kd - pc), 1.f,
+                   out + packed_rows(pc) * M);
   }
   static void pack_b(bool tb, const float* B, int64_t ldb, int64_t Kd, int64_t N, float* out) {
     const int64_t np = padded_cols(N);
     for (int64_t pc = 0; pc < Kd; pc += K::KC)
-      pack_b_block(tb, B, ldb, pc, 0, std::min<int64_t>(K::KC, Kd - pc), N, out + pc * np);
+      pack_b_block(tb, B, ldb, pc, 0, std::min<int64_t>(K::KC, Kd - pc), N,
+                   out + packed_rows(pc) * np);
   }
 
   // Row by row, so each run is read once from start to end (a call per
   // row and panel cost the AVX2 path's 7x7 stem 4% of its time).
   static void pack_b_rows(const float* const* rows, int64_t Kd, int64_t N, float* out) {
+    if constexpr (K::KP > 1)
+      K::pack_b_rows(rows, Kd, N, out);
+    else
+      pack_b_rows_f32(rows, Kd, N, out);
+  }
+  static void pack_b_rows_f32(const float* const* rows, int64_t Kd, int64_t N, float* out) {
     const int64_t np = padded_cols(N);
     for (int64_t pc = 0; pc < Kd; pc += K::KC) {
       const int64_t kc = std::min<int64_t>(K::KC, Kd - pc);
@@ -173,7 +204,7 @@ struct Driver {
       whole.data = a_whole.get(size_t(M * Kd));
       for (int64_t pc = 0; pc < Kd; pc += KC)
         pack_a_block(ta, A, lda, 0, pc, M, std::min<int64_t>(KC, Kd - pc), alpha,
-                     whole.data + pc * M);
+                     whole.data + packed_rows(pc) * M);
       pa = {&whole, 0};
     }
     float* Ap = pa.op ? nullptr : a_buf.get(size_t(MC * KC));
@@ -186,27 +217,28 @@ struct Driver {
     for (int64_t jc = 0; jc < N; jc += NC) {
       const int64_t nc = std::min(NC, N - jc);
       for (int64_t pc = 0; pc < Kd; pc += KC) {
-        const int64_t kc = std::min(KC, Kd - pc);
+        const int64_t kc = std::min(KC, Kd - pc), kr = packed_rows(kc);
         const bool accumulate = pc > 0 || beta != 0.f, last = pc + kc == Kd;
         const float* b_block =
-            pb.op ? pb.op->data + pc * padded_cols(pb.op->cols) + (pb.offset + jc) * kc : Bp;
+            pb.op ? pb.op->data + packed_rows(pc) * padded_cols(pb.op->cols) + (pb.offset + jc) * kr
+                  : Bp;
         if (!pb.op) pack_b_block(tb, B, ldb, pc, jc, kc, nc, Bp);
         for (int64_t ic = 0; ic < M; ic += MC) {
           const int64_t mc = std::min(MC, M - ic);
           const float* a_block =
-              pa.op ? pa.op->data + pc * pa.op->rows + (pa.offset + ic) * kc : Ap;
+              pa.op ? pa.op->data + packed_rows(pc) * pa.op->rows + (pa.offset + ic) * kr : Ap;
           if (!pa.op) pack_a_block(ta, A, lda, ic, pc, mc, kc, alpha, Ap);
           // The epilogue every `span` columns, on an mc x span part of C still
           // in L1 (about 32 KiB), rather than on the mc x nc block, which has
           // left L1 by then; at least a panel, since each call costs a call per row.
           const int64_t span = std::max(NR, (int64_t(8192) / mc) / NR * NR);
           for (int64_t jr = 0, done = 0; jr < nc; jr += NR) {
-            const float* bp = b_block + jr * kc;
+            const float* bp = b_block + jr * kr;
             for (int64_t ir = 0; ir < mc; ir += MR) {
               const int64_t i = row0 + ic + ir, j = col0 + jc + jr;
               const TileEpilogue te = tile_epilogue(epi, i, j);
-              (stream_a ? &micro<true> : &micro<false>)(std::min(MR, mc - ir), kc,
-                                                        a_block + ir * kc, bp,
+              (stream_a ? &micro<true> : &micro<false>)(std::min(MR, mc - ir), kr,
+                                                        a_block + ir * kr, bp,
                                                         C + (ic + ir) * ldc + jc + jr, ldc, nc - jr,
                                                         accumulate, last && fused ? &te : nullptr);
             }
@@ -223,7 +255,7 @@ struct Driver {
   }
 
   static constexpr SgemmKernel kernel(const char* name) {
-    return {name, K::MR, K::NR, K::KC, &pack_a, &pack_b, &pack_b_rows, &run};
+    return {name, K::MR, K::NR, K::KC, K::KP, &pack_a, &pack_b, &pack_b_rows, &run};
   }
 };
 

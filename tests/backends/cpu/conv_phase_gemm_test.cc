@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rlx/backend.h"
 #include "rlx/builder.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/runtime.h"
 #include "rlx/thread_pool.h"
 #include "support/testing.h"
@@ -56,7 +58,8 @@ Tensor direct_reference(const PhaseCase& c, const Tensor& x, const Tensor& w, co
   return y;
 }
 
-void check_phase_conv(const PhaseCase& c, uint64_t seed) {
+// bf16: compiled under MatmulPrecision::bf16, against x and w rounded to bf16.
+void check_phase_conv(const PhaseCase& c, uint64_t seed, bool bf16 = false) {
   const int64_t OH = (c.H + c.pads[0] + c.pads[2] - c.KH) / c.SH + 1;
   const int64_t OW = (c.W + c.pads[1] + c.pads[3] - c.KW) / c.SW + 1;
   Graph g;
@@ -76,8 +79,18 @@ void check_phase_conv(const PhaseCase& c, uint64_t seed) {
   const Tensor wt = random_tensor({c.O, c.C, c.KH, c.KW}, DType::F32, seed + 1);
   const Tensor bt = random_tensor({c.O}, DType::F32, seed + 2);
   const Tensor rt = random_tensor({c.N, c.O, OH, OW}, DType::F32, seed + 3);
-  Session s(Executable::compile(g, {{"w", wt}, {"b", bt}}));
-  const Tensor want = direct_reference(c, xt, wt, bt, c.residual ? &rt : nullptr, OH, OW);
+  CompileOptions o;
+  if (bf16) o.backend = make_cpu_backend({.matmul_precision = MatmulPrecision::bf16});
+  Session s(Executable::compile(g, {{"w", wt}, {"b", bt}}, o));
+  auto rounded = [&](const Tensor& t) {
+    Tensor r = t.clone();
+    if (bf16)
+      for (int64_t i = 0; i < r.numel(); ++i)
+        r.data<float>()[i] = bf16_to_f32(f32_to_bf16(r.data<float>()[i]));
+    return r;
+  };
+  const Tensor want =
+      direct_reference(c, rounded(xt), rounded(wt), bt, c.residual ? &rt : nullptr, OH, OW);
   std::map<std::string, Tensor> feeds{{"x", xt}};
   if (c.residual) feeds.emplace("r", rt);
   for (int run = 0; run < 2; ++run) {  // the first run packs the weight, the second reuses it
@@ -88,7 +101,7 @@ void check_phase_conv(const PhaseCase& c, uint64_t seed) {
     // a wrong tap, phase or band is O(0.1).
     EXPECT_LE(err, 2e-7 * double(c.C * c.KH * c.KW) + 2e-6)
         << "N" << c.N << " C" << c.C << " O" << c.O << " " << c.H << "x" << c.W << " k" << c.KH
-        << "x" << c.KW << " s" << c.SH << "x" << c.SW << " run " << run;
+        << "x" << c.KW << " s" << c.SH << "x" << c.SW << " run " << run << " bf16 " << bf16;
   }
 }
 
@@ -105,10 +118,15 @@ TEST(ConvPhaseGemm, MatchesDirectReference) {
       {1, 9, 15, 18, 19, 2, 4, 2, 3, {0, 1, 1, 0}},                         // even kernels
   };
   uint64_t seed = 40;
+  const bool bf16_kernel = cpu_isa() == Isa::avx512 && has_avx512_bf16();
   for (int threads : {1, 2, 3}) {
     const int saved = num_threads();
     set_num_threads(threads);
-    for (const PhaseCase& c : cases) check_phase_conv(c, seed += 4);
+    for (const PhaseCase& c : cases) {
+      check_phase_conv(c, seed += 4);
+      // The same convs on the bf16 kernel (odd K = C * KH * KW among them).
+      if (bf16_kernel) check_phase_conv(c, seed, true);
+    }
     set_num_threads(saved);
   }
 }

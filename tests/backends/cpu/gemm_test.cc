@@ -37,30 +37,42 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
 
 // Checks one product on the current path; each element within 4 ulp-ish of
 // the float64 result, scaled by sum_k |a||b| (the rounding error's size).
+// With `bf16`, on the bf16 kernel (called directly when nothing is packed),
+// against the product of the operands rounded to bf16 (alpha * A rounded).
 enum class Pack { none, a, b };
 
-void check_gemm(const GemmCase& c, const GemmEpilogue<float>& epi = {}, Pack pack = Pack::none) {
+void check_gemm(const GemmCase& c, const GemmEpilogue<float>& epi = {}, Pack pack = Pack::none,
+                bool bf16 = false) {
   const int64_t lda = c.ta ? c.M : c.K, ldb = c.tb ? c.K : c.N, ldc = c.N + 3;
   auto A = random_vec(size_t(c.M * c.K), 1), B = random_vec(size_t(c.K * c.N), 2);
   auto C = random_vec(size_t(c.M * ldc), 3);
   const auto C0 = C;
+  const SgemmKernel* kernel = bf16 ? sgemm_kernel_bf16() : nullptr;
   PackedOperand pa, pb;
   GemmPacked packed;
   if (pack == Pack::a) {
-    pa = pack_a_operand(c.ta, A.data(), lda, c.M, c.K);
+    pa = pack_a_operand(c.ta, A.data(), lda, c.M, c.K, kernel);
     packed.a = &pa;
   } else if (pack == Pack::b) {
-    pb = pack_b_operand(c.tb, B.data(), ldb, c.K, c.N);
+    pb = pack_b_operand(c.tb, B.data(), ldb, c.K, c.N, kernel);
     packed.b = &pb;
   }
-  gemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc, epi,
-       packed);
+  if (bf16 && pack == Pack::none)
+    sgemm(*kernel, c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta,
+          C.data(), ldc, epi, 0, 0);
+  else
+    gemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc,
+         epi, packed);
   for (int64_t i = 0; i < c.M; ++i)
     for (int64_t j = 0; j < c.N; ++j) {
       double sum = 0, mag = 0;
       for (int64_t k = 0; k < c.K; ++k) {
-        const double a = c.ta ? A[size_t(k * lda + i)] : A[size_t(i * lda + k)];
-        const double b = c.tb ? B[size_t(j * ldb + k)] : B[size_t(k * ldb + j)];
+        double a = c.ta ? A[size_t(k * lda + i)] : A[size_t(i * lda + k)];
+        double b = c.tb ? B[size_t(j * ldb + k)] : B[size_t(k * ldb + j)];
+        if (bf16) {
+          a = bf16_to_f32(f32_to_bf16(c.alpha * float(a))) / c.alpha;
+          b = bf16_to_f32(f32_to_bf16(float(b)));
+        }
         sum += a * b;
         mag += std::fabs(a * b);
       }
@@ -99,8 +111,10 @@ const GemmCase kCases[] = {
     {3, 5, 11, false, false, 1, 0},  // N at most half a micro-tile: OpenBLAS
 };
 
-void check_all_cases() {
-  for (const GemmCase& c : kCases) check_gemm(c);
+void check_all_cases(bool bf16 = false) {
+  for (const GemmCase& c : kCases)
+    if (!bf16 || gemm_uses_packed_operands(c.N)) check_gemm(c, {}, Pack::none, bf16);
+  if (bf16) return;
   // Bias per column (matmul) and per row (conv) with relu, over several blocks.
   std::vector<float> col_bias = random_vec(600, 4), row_bias = random_vec(200, 5);
   check_gemm({200, 600, 300, false, false, 1, 0}, {Epilogue::relu, col_bias.data(), false});
@@ -176,6 +190,37 @@ TEST(Gemm, Avx512KernelMatchesReference) {
 TEST(Gemm, Avx2KernelMatchesReference) {
   if (detected_isa() < Isa::avx2) GTEST_SKIP() << "CPU has no AVX2/FMA";
   check_kernel(Isa::avx2, sgemm_avx2_kernel());
+}
+
+// The AVX-512 BF16 kernel against the product of bf16-rounded operands: its
+// pair packing (odd K, K past a 512-deep block, both layouts of each operand),
+// the epilogue, and operands packed ahead on one and two threads.
+TEST(Gemm, Bf16KernelMatchesRoundedReference) {
+  if (detected_isa() < Isa::avx512 || !has_avx512_bf16())
+    GTEST_SKIP() << "CPU has no AVX-512 BF16";  // covered on Zen 4/5 hosts
+  IsaLimit limit(Isa::avx512);
+  ASSERT_EQ(sgemm_kernel_bf16(), &sgemm_avx512_bf16_kernel());
+  check_all_cases(true);
+  check_gemm({37, 45, 1025, true, true, 1, 0}, {}, Pack::none, true);
+  std::vector<float> col_bias = random_vec(600, 4), row_bias = random_vec(301, 5);
+  check_gemm({200, 600, 300, false, true, 1, 0}, {Epilogue::relu, col_bias.data(), false},
+             Pack::none, true);
+  check_gemm({50, 70, 301, false, false, 6, 0}, {Epilogue::relu6, row_bias.data(), true},
+             Pack::none, true);
+  const int saved = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    check_gemm({128, 768, 3072, false, true, 1, 0}, {}, Pack::b, true);
+    check_gemm({300, 500, 601, false, true, 1, 0}, {}, Pack::b, true);
+    check_gemm({30, 100, 77, false, false, 1, 0.5f}, {}, Pack::b, true);
+    check_gemm({301, 90, 600, false, false, 1, 0}, {}, Pack::a, true);
+    check_gemm({301, 90, 300, true, false, 1, 0}, {Epilogue::relu, row_bias.data(), true}, Pack::a,
+               true);
+  }
+  set_num_threads(saved);
+  // Under a lower RLX_ISA a bf16 product runs on the f32 kernel.
+  IsaLimit avx2(Isa::avx2);
+  EXPECT_EQ(sgemm_kernel_bf16(), sgemm_kernel());
 }
 
 TEST(Gemm, OpenBlasPathMatchesReference) {

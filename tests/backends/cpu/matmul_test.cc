@@ -2,6 +2,8 @@
 // a scalar reference and torch.matmul goldens.
 #include <gtest/gtest.h>
 
+#include "rlx/builder.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/thread_pool.h"
 #include "support/testing.h"
 #include "support/torch_golden.h"
@@ -239,6 +241,55 @@ TEST(MatMul, SameResultForAnyThreadCount) {
     EXPECT_TRUE(all_close(run_op(Op::MatMul, {c, d}), want_cd, kAtol32, kRtol32)) << threads;
   }
   set_num_threads(0);
+}
+
+// MatmulPrecision::bf16: a matmul with a constant [N, K] weight (a Linear)
+// gives the f32 sums of both operands rounded to bf16; the default keeps f32;
+// a matmul of two inputs stays f32 either way.
+TEST(MatMul, Bf16PrecisionRoundsTheOperandsOfAConstantWeight) {
+  if (cpu_isa() < Isa::avx512 || !has_avx512_bf16())
+    GTEST_SKIP() << "CPU has no AVX-512 BF16";  // covered on Zen 4/5 hosts
+  const int64_t M = 37, K = 301, N = 70;
+  const Tensor x = random_tensor({M, K}, DType::F32, 1), w = random_tensor({N, K}, DType::F32, 2);
+  Graph g;
+  Builder b(g);
+  NodeId xi = b.input("x", x.shape()), wp = b.param("w", w.shape()),
+         wi = b.input("w_in", w.shape());
+  g.add_output("linear", g.add(Op::MatMul, {xi, wp}, Attrs{{"transpose_b", true}}));
+  g.add_output("inputs", g.add(Op::MatMul, {xi, wi}, Attrs{{"transpose_b", true}}));
+  auto run = [&](MatmulPrecision p) {
+    CompileOptions o;
+    o.backend = make_cpu_backend({.matmul_precision = p});
+    Session s(Executable::compile(g, {{"w", w}}, o));
+    return s.run({{"x", x}, {"w_in", w}});
+  };
+  auto bf16 = [](float v) { return double(bf16_to_f32(f32_to_bf16(v))); };
+  auto check = [&](const Tensor& got, bool rounded) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double want = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const float a = x.data<float>()[i * K + k], c = w.data<float>()[j * K + k];
+          const double p = rounded ? bf16(a) * bf16(c) : double(a) * double(c);
+          want += p;
+          mag += std::abs(p);
+        }
+        ASSERT_NEAR(got.data<float>()[i * N + j], want, 1e-6 * mag)
+            << "(" << i << "," << j << ") rounded " << rounded;
+      }
+  };
+  auto f32 = run(MatmulPrecision::f32), medium = run(MatmulPrecision::bf16);
+  check(f32.at("linear"), false);
+  check(medium.at("linear"), true);
+  check(medium.at("inputs"), false);
+  // The two precisions differ by bf16's rounding, far past f32's.
+  double apart = 0;
+  for (int64_t i = 0; i < M * N; ++i)
+    apart = std::max(apart, double(std::abs(f32.at("linear").data<float>()[i] -
+                                            medium.at("linear").data<float>()[i])));
+  EXPECT_GT(apart, 1e-3);
+  EXPECT_EQ(parse_matmul_precision("bf16"), MatmulPrecision::bf16);
+  EXPECT_THROW(parse_matmul_precision("tf32"), Error);
 }
 
 TEST(MatMul, RejectsBadOperands) {

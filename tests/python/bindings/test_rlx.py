@@ -55,6 +55,20 @@ def test_load_specs_and_run_match_reference(mlp_dir):
     assert "x [8,64] f32" in repr(m)
 
 
+def test_matmul_precision_bf16(mlp_dir):
+    # bf16 rounds the Linear layers' operands (f32 sums): close to the f32
+    # reference at bf16's precision, and not equal to it where the CPU has
+    # AVX-512 BF16; anything but f32 / bf16 is an rlx.Error.
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    ref_logits, _ = mlp_reference(mlp_dir, x)
+    out = rlx.load(mlp_dir, matmul_precision="bf16").run({"x": x})["logits"]
+    np.testing.assert_allclose(out, ref_logits, rtol=0.05, atol=0.05)
+    if "avx512_bf16" in open("/proc/cpuinfo").read() and os.environ.get("RLX_ISA", "") in ("", "avx512"):
+        assert np.abs(out - ref_logits).max() > 1e-4
+    with pytest.raises(rlx.Error, match="not one of f32, bf16"):
+        rlx.load(mlp_dir, matmul_precision="tf32")
+
+
 def test_outputs_survive_later_runs(mlp_dir):
     # Outputs share rlx's buffers; a buffer still held by an array is never reused.
     m = rlx.load(mlp_dir)
