@@ -4,6 +4,7 @@
   /usr/bin/python3 bench/race.py [--threads 2] [--runs 10] [--rounds 3] [--warmup 2]
                                  [--models resnet18,mobilenet_v2,bert,gpt2,small_cnn]
                                  [--out out/race] [--rlx build/rlx] [--peers DIR] [--reexport]
+                                 [--bf16]
 
 Needs Debian's torch 1.13 + torchvision (/usr/bin/python3) and onnxruntime-node
 1.30 (scripts/install-peers.sh puts it in $RLX_PEERS_DIR, default ~/.cache/rlx-peers).
@@ -29,6 +30,11 @@ median of the per-round medians and the max is the slowest per-round median;
 the per-round medians and each runtime's slowest single run are printed too.
 rlx's and ORT's outputs (first round) are compared with PyTorch eager's
 (cosine, max |err|).
+
+--bf16 adds a fourth runtime to every round, rlx with --matmul-precision bf16
+(matmuls and GEMM convs with a constant weight round their operands to bf16
+and sum in f32, as PyTorch's float32 matmul precision 'medium'; ORT and
+PyTorch stay f32), with its own columns and cosine.
 
 --models also takes trained models that ship as ONNX (silero_vad, ppocr_det,
 ppocr_rec, ppocr_cls; scripts/install-models.sh installs them): rlx runs the
@@ -351,14 +357,14 @@ def human(b):
     return f"{b:.0f} B"
 
 
-def time_rlx(a, name, d, check):
+def time_rlx(a, name, d, check, rt="rlx"):
     model, flags = ((os.path.join(d, "model.onnx"), ONNX_MODELS[name][2]) if name in ONNX_MODELS
                     else (os.path.join(d, "rlx"), []))
     cmd = [a.rlx, "run", model, "--inputs", os.path.join(d, "inputs.safetensors"),
            "--bench", str(a.runs), "--threads", str(a.threads),
-           "--matmul-precision", a.matmul_precision] + flags
+           "--matmul-precision", "bf16" if rt == "rlx_bf16" else "f32"] + flags
     if check:
-        cmd += ["-o", os.path.join(d, "rlx_out.safetensors")]
+        cmd += ["-o", os.path.join(d, f"{rt}_out.safetensors")]
     rc, out, err, rss = run_proc(cmd)
     m = re.search(r"median ([0-9.]+) ms, min ([0-9.]+) ms, max ([0-9.]+) ms", out)
     if rc != 0 or not m:
@@ -482,10 +488,9 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "race"),
                     help="exports are cached here, results written here")
     ap.add_argument("--rlx", default=os.path.join(ROOT, "build", "rlx"))
-    ap.add_argument("--matmul-precision", choices=("f32", "bf16"), default="f32",
-                    help="rlx run's --matmul-precision: bf16 rounds the operands of matmuls with "
-                    "a constant weight to bf16 (f32 sums), as PyTorch's 'medium'; ORT and "
-                    "PyTorch stay f32")
+    ap.add_argument("--bf16", action="store_true",
+                    help="also time rlx with --matmul-precision bf16 (matmuls and GEMM convs "
+                    "with a constant weight on bf16 operands, f32 sums) in every round")
     ap.add_argument("--peers", default=os.environ.get(
         "RLX_PEERS_DIR", os.path.join(os.path.expanduser("~"), ".cache", "rlx-peers")))
     ap.add_argument("--reexport", action="store_true", help="ignore cached exports")
@@ -552,10 +557,12 @@ def main():
             failures.append(f"{name}: {what} failed: {tail(e, 3000)}")
 
     # 2. race: rounds × models × runtimes (order rotates per round)
-    res = {n: {rt: [] for rt in RUNTIMES} for n in metas}
+    runtimes = RUNTIMES + (["rlx_bf16"] if a.bf16 else [])
+    res = {n: {rt: [] for rt in runtimes} for n in metas}
     checks = {n: {} for n in metas}
     for rnd in range(a.rounds):
-        order = RUNTIMES[rnd % 3:] + RUNTIMES[:rnd % 3]
+        k = rnd % len(runtimes)
+        order = runtimes[k:] + runtimes[:k]
         print(f"round {rnd + 1}/{a.rounds} (order {', '.join(order)}; load "
               f"{os.getloadavg()[0]:.2f})", flush=True)
         for name in metas:
@@ -565,20 +572,20 @@ def main():
             for rt in order:
                 if rt == "torch" and name in ONNX_MODELS:
                     continue
-                if rt == "rlx" and "rlx_export" in errs:
+                if rt.startswith("rlx") and "rlx_export" in errs:
                     continue
                 if rt == "ort" and "onnx_export" in errs:
                     continue
                 check = rnd == 0
-                r = (time_rlx(a, name, d, check) if rt == "rlx" else time_ort(a, d, check)
-                     if rt == "ort" else time_torch(a, name, d, check))
+                r = (time_rlx(a, name, d, check, rt) if rt.startswith("rlx") else
+                     time_ort(a, d, check) if rt == "ort" else time_torch(a, name, d, check))
                 res[name][rt].append(r)
                 if "error" in r:
                     failures.append(f"{name}: {rt} round {rnd + 1}: {r['error']}")
                     line.append(f"{rt} FAILED")
                     continue
                 line.append(f"{rt} {r['median_ms']:.3g} ms")
-                if check and rt in ("rlx", "ort") and name not in ONNX_MODELS:
+                if check and rt != "torch" and name not in ONNX_MODELS:
                     c = compare(os.path.join(d, "reference.safetensors"),
                                 os.path.join(d, f"{rt}_out.safetensors"))
                     checks[name][rt] = c
@@ -597,7 +604,7 @@ def main():
     # 3. report
     rows, detail = [], []
     for name in metas:
-        s = {rt: summarize(res[name][rt]) for rt in RUNTIMES}
+        s = {rt: summarize(res[name][rt]) for rt in runtimes}
         c = checks[name]
 
         def ms(rt):
@@ -611,12 +618,17 @@ def main():
         def cos(rt):
             return f"{c[rt]['cosine']:.6f}" if "cosine" in c.get(rt, {}) else "—"
 
+        bf16 = (f" {ms('rlx_bf16')} | {ratio('rlx_bf16', 'ort')} | {cos('rlx_bf16')} |"
+                if a.bf16 else "")
         rows.append(f"| {LABELS.get(name, name)} | {ms('rlx')} | {ms('ort')} | {ms('torch')} | "
                     f"{ratio('rlx', 'ort')} | {ratio('rlx', 'torch')} | {cos('rlx')} | {cos('ort')} | "
                     f"{human(s['rlx']['arena']) if s['rlx'] else '—'} | "
                     f"{human(s['ort']['rss']) if s['ort'] else '—'} | "
-                    f"{human(s['rlx']['rss']) if s['rlx'] else '—'} |")
-        for rt, label in (("rlx", "rlx"), ("ort", "ORT"), ("torch", "PyTorch")):
+                    f"{human(s['rlx']['rss']) if s['rlx'] else '—'} |{bf16}")
+        for rt, label in (("rlx", "rlx"), ("ort", "ORT"), ("torch", "PyTorch"),
+                          ("rlx_bf16", "rlx bf16")):
+            if rt not in s:
+                continue
             if not s[rt]:
                 continue
             extra = ""
@@ -629,16 +641,17 @@ def main():
                           f"{', '.join(f'{x:.3g}' for x in s[rt]['round_medians'])} ms; peak RSS "
                           f"{human(s[rt]['rss'])}{extra}")
     head = ("| model | rlx ms (min/median/max) | ORT ms | PyTorch ms | rlx/ORT | rlx/PyTorch | "
-            "cosine rlx | cosine ORT | rlx peak arena | ORT RSS | rlx RSS |")
-    table = "\n".join([head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + rows)
+            "cosine rlx | cosine ORT | rlx peak arena | ORT RSS | rlx RSS |" +
+            (" rlx bf16 ms | bf16/ORT | cosine bf16 |" if a.bf16 else ""))
+    table = "\n".join([head, "|---" + "|---:" * (13 if a.bf16 else 10) + "|"] + rows)
     total = time.time() - t_start
     torch_note = ("PyTorch: OMP_WAIT_POLICY=PASSIVE, OPENBLAS_NUM_THREADS=1 for CNNs, "
                   f"={a.threads} for transformers")
     summary = (f"CPU: {cpu}; {a.threads} threads, batch 1, {a.rounds} interleaved rounds × "
                f"{a.runs} timed runs per runtime; ms = min / median of round medians / max of round "
-               f"medians; ratios on medians; rlx matmul precision {a.matmul_precision}"
-               f"{' (ORT and PyTorch f32)' if a.matmul_precision != 'f32' else ''}; {torch_note}; "
-               f"load average start/end "
+               f"medians; ratios on medians; "
+               f"{'rlx bf16 = rlx run --matmul-precision bf16, the other columns f32; ' if a.bf16 else ''}"
+               f"{torch_note}; load average start/end "
                f"{load_start:.2f} / {load_end:.2f}; total {total:.0f} s")
     print()
     print(summary)
