@@ -912,10 +912,9 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
 
 // `act` is the fused activation: applied with the bias to each output tile
 // right after its GEMM (per channel plane for depthwise), while it is in cache.
-// bf16: a constant weight's GEMMs over phase planes or im2col run on
-// sgemm_kernel_bf16() (MatmulPrecision::bf16). Winograd's stay f32: its
-// transforms amplify bf16's rounding (resnet18 against PyTorch: cosine 0.99971
-// with bf16 Winograd GEMMs, 0.999991 without them).
+// bf16 (MatmulPrecision::bf16): a constant weight's GEMMs over phase planes
+// or im2col, and Winograd F(2,3)'s, run on sgemm_kernel_bf16() (see
+// conv3x3_winograd for F(4,3)).
 template <typename T>
 void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, const T* res,
                T* y, WeightPack* pack, bool bf16) {
@@ -925,7 +924,8 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
   if constexpr (std::is_same_v<T, float>) {
     if (is_3x3_s1(g)) {
       const Conv3x3 s{g.N, g.C, g.O, g.in[1], g.in[2], g.out[1], g.out[2], g.pb[1], g.pb[2]};
-      if (winograd_applies(s, pack) && conv3x3_winograd(s, x, w, bias, act, res, y, *pack)) return;
+      if (winograd_applies(s, pack) && conv3x3_winograd(s, x, w, bias, act, res, y, *pack, bf16))
+        return;
     }
     if (conv_small_maps_transposed(g, x, w, bias, act, res, y, pack)) return;
     // Not a weight gradient's shape (a kernel wider than its output), whose

@@ -108,7 +108,8 @@ int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 // U[xi][o][c] stacked as A*A blocks of `orows` (O rounded up to the kernel's
 // micro-tile) rows, so each block starts a packed sliver; computed in double.
 template <class F>
-PackedOperand pack_weights(const Conv3x3& s, const float* w, int64_t orows) {
+PackedOperand pack_weights(const Conv3x3& s, const float* w, int64_t orows,
+                           const SgemmKernel& kernel) {
   constexpr int A = F::a;
   std::vector<float> u(size_t(checked_mul(A * A * orows, s.C, "winograd weights")), 0.f);
   parallel_for(s.O, 4, [&](int64_t o0, int64_t o1) {
@@ -126,7 +127,7 @@ PackedOperand pack_weights(const Conv3x3& s, const float* w, int64_t orows) {
           }
       }
   });
-  PackedOperand p = pack_a_operand(false, u.data(), s.C, A * A * orows, s.C);
+  PackedOperand p = pack_a_operand(false, u.data(), s.C, A * A * orows, s.C, &kernel);
   p.source = w;  // what WeightPack compares: the conv's own weight
   return p;
 }
@@ -243,14 +244,14 @@ void winograd_run(const Conv3x3& s, const float* x, const float* bias, Epilogue 
 
 template <class F>
 bool winograd_dispatch(const Conv3x3& s, const float* x, const float* w, const float* bias,
-                       Epilogue act, const float* res, float* y, WeightPack& pack) {
-  const SgemmKernel* kernel = sgemm_kernel();
-  const int64_t orows = round_up(s.O, kernel->mr);
+                       Epilogue act, const float* res, float* y, WeightPack& pack,
+                       const SgemmKernel& kernel) {
+  const int64_t orows = round_up(s.O, kernel.mr);
   const PackedOperand* u =
-      pack.get(w, size_t(s.O * s.C * 9), [&] { return pack_weights<F>(s, w, orows); });
+      pack.get(w, size_t(s.O * s.C * 9), [&] { return pack_weights<F>(s, w, orows, kernel); });
   // Another packing in this slot (another variant, or the im2col path's, or
   // for another kernel after an ISA change): not ours to use.
-  if (!u || u->kernel != kernel || u->rows != F::a * F::a * orows || u->cols != s.C) return false;
+  if (!u || u->kernel != &kernel || u->rows != F::a * F::a * orows || u->cols != s.C) return false;
   winograd_run<F>(s, x, bias, act, res, y, *u, orows);
   return true;
 }
@@ -261,10 +262,15 @@ bool winograd_applies(const Conv3x3& s, bool weight_is_constant) {
   return weight_is_constant && sgemm_kernel() && s.C >= 8 && s.O >= 16 && s.OH >= 4 && s.OW >= 4;
 }
 
+// bf16 on F(2x2,3x3) only: its transforms add and subtract (entries 0 and
+// +-1), where F(4x4,3x3)'s scale by up to 8 and amplify bf16's rounding
+// (resnet18 against PyTorch: cosine 0.99971 with every Winograd GEMM in bf16).
 bool conv3x3_winograd(const Conv3x3& s, const float* x, const float* w, const float* bias,
-                      Epilogue act, const float* res, float* y, WeightPack& pack) {
-  return tile_for(s) == 4 ? winograd_dispatch<Variant<4>>(s, x, w, bias, act, res, y, pack)
-                          : winograd_dispatch<Variant<2>>(s, x, w, bias, act, res, y, pack);
+                      Epilogue act, const float* res, float* y, WeightPack& pack, bool bf16) {
+  if (tile_for(s) == 4)
+    return winograd_dispatch<Variant<4>>(s, x, w, bias, act, res, y, pack, *sgemm_kernel());
+  return winograd_dispatch<Variant<2>>(s, x, w, bias, act, res, y, pack,
+                                       bf16 ? *sgemm_kernel_bf16() : *sgemm_kernel());
 }
 
 }  // namespace rlx::cpu

@@ -25,8 +25,9 @@ bool winograd_applies(const Conv3x3& s, bool weight_is_constant);
 
 // y[N, O, OH, OW] = act(conv(x, w) + bias (+ residual, laid out as y)). Returns false, touching
 // nothing, when `pack` holds a packing this call cannot use (the ISA limit changed since it was
-// packed), so the caller takes its im2col path.
+// packed), so the caller takes its im2col path. `bf16` (MatmulPrecision::bf16):
+// F(2x2,3x3)'s GEMMs may run on sgemm_kernel_bf16(); F(4x4,3x3)'s stay f32.
 bool conv3x3_winograd(const Conv3x3& s, const float* x, const float* w, const float* bias,
-                      Epilogue act, const float* residual, float* y, WeightPack& pack);
+                      Epilogue act, const float* residual, float* y, WeightPack& pack, bool bf16);
 
 }  // namespace rlx::cpu

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rlx/backend.h"
 #include "rlx/builder.h"
 #include "rlx/cpu_isa.h"
 #include "rlx/runtime.h"
@@ -51,21 +52,30 @@ Tensor winograd_reference(const WinogradCase& c, const Tensor& x, const Tensor& 
   return y;
 }
 
-void check_winograd(const WinogradCase& c, uint64_t seed) {
-  const int64_t OH = c.H + c.pads[0] + c.pads[2] - 2, OW = c.W + c.pads[1] + c.pads[3] - 2;
+// The conv with weight wt and bias bt (params, packed on the first run),
+// compiled for `precision`.
+std::shared_ptr<Executable> compile_conv(const WinogradCase& c, const Tensor& wt, const Tensor& bt,
+                                         MatmulPrecision precision = MatmulPrecision::f32) {
   Graph g;
   Builder b(g);
   NodeId x = b.input("x", Shape(Dims{c.N, c.C, c.H, c.W}, DType::F32));
-  NodeId w = b.param("w", Shape(Dims{c.O, c.C, 3, 3}, DType::F32));
-  NodeId bias = b.param("b", Shape(Dims{c.O}, DType::F32));
+  NodeId w = b.param("w", wt.shape());
+  NodeId bias = b.param("b", bt.shape());
   g.add_output(
       "y",
       g.add(Op::Conv, {x, w, bias},
             ConvAttrs{.stride = {1, 1}, .pads = c.pads, .dilation = {1, 1}, .activation = c.act}));
+  CompileOptions o;
+  o.backend = make_cpu_backend({.matmul_precision = precision});
+  return Executable::compile(g, {{"w", wt}, {"b", bt}}, o);
+}
+
+void check_winograd(const WinogradCase& c, uint64_t seed) {
+  const int64_t OH = c.H + c.pads[0] + c.pads[2] - 2, OW = c.W + c.pads[1] + c.pads[3] - 2;
   const Tensor xt = random_tensor({c.N, c.C, c.H, c.W}, DType::F32, seed);
   const Tensor wt = random_tensor({c.O, c.C, 3, 3}, DType::F32, seed + 1);
   const Tensor bt = random_tensor({c.O}, DType::F32, seed + 2);
-  Session s(Executable::compile(g, {{"w", wt}, {"b", bt}}));
+  Session s(compile_conv(c, wt, bt));
   const Tensor want = winograd_reference(c, xt, wt, bt, OH, OW);
   for (int run = 0; run < 2; ++run) {  // the first run packs the weights, the second reuses them
     const Tensor got = s.run({{"x", xt}}).at("y");
@@ -97,6 +107,45 @@ TEST(ConvWinograd, MatchesDirectReference) {
     set_num_threads(threads);
     for (const WinogradCase& c : cases) check_winograd(c, seed += 3);
     set_num_threads(saved);
+  }
+}
+
+// MatmulPrecision::bf16: F(2,3)'s GEMMs round their transformed operands to
+// bf16 (within bf16's error of the direct conv, and apart from the f32
+// result); F(4,3)'s stay f32, bit for bit.
+TEST(ConvWinograd, Bf16RoundsOnlyF23) {
+  if (cpu_isa() < Isa::avx512 || !has_avx512_bf16())
+    GTEST_SKIP() << "CPU has no AVX-512 BF16";  // covered on Zen 4/5 hosts
+  const WinogradCase cases[] = {
+      {1, 32, 24, 7, 7, {1, 1, 1, 1}, Epilogue::relu6},  // F(2,3)
+      {3, 8, 17, 9, 11, {0, 0, 0, 0}},                   // F(2,3), no padding, cut tiles
+      {1, 9, 16, 8, 8, {1, 1, 1, 1}},                    // F(2,3), odd C: a half pair
+      {1, 520, 16, 6, 6, {1, 1, 1, 1}},                  // F(2,3), C past a 512-deep block
+      {1, 16, 16, 20, 20, {1, 1, 1, 1}},                 // F(4,3)
+  };
+  uint64_t seed = 60;
+  for (const WinogradCase& c : cases) {
+    const int64_t OH = c.H + c.pads[0] + c.pads[2] - 2, OW = c.W + c.pads[1] + c.pads[3] - 2;
+    const Tensor xt = random_tensor({c.N, c.C, c.H, c.W}, DType::F32, seed += 3);
+    const Tensor wt = random_tensor({c.O, c.C, 3, 3}, DType::F32, seed + 1);
+    const Tensor bt = random_tensor({c.O}, DType::F32, seed + 2);
+    const Tensor want = winograd_reference(c, xt, wt, bt, OH, OW);
+    auto run = [&](MatmulPrecision p) {
+      return Session(compile_conv(c, wt, bt, p)).run({{"x", xt}}).at("y");
+    };
+    const Tensor f32 = run(MatmulPrecision::f32), bf16 = run(MatmulPrecision::bf16);
+    const double err = testing::parity(bf16, want).max_abs,
+                 apart = testing::parity(bf16, f32).max_abs;
+    SCOPED_TRACE("C" + std::to_string(c.C) + " " + std::to_string(c.H) + "x" + std::to_string(c.W));
+    if (std::min(OH, OW) >= 12) {
+      EXPECT_EQ(apart, 0.0);  // F(4,3): the f32 kernel
+      continue;
+    }
+    // bf16's 2^-9 on U and V, summed over C and the 16 tile points with the
+    // transforms' +-1 mixing: seen 0.043-0.11 max over the map for C = 8..64,
+    // about 0.005 * sqrt(9C); a half pair or block misread is O(1).
+    EXPECT_LE(err, 0.012 * std::sqrt(9.0 * double(c.C)) + 1e-3);
+    EXPECT_GT(apart, 1e-3);  // the bf16 kernel ran
   }
 }
 
