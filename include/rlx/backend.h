@@ -79,11 +79,12 @@ void set_default_backend_factory(BackendFactory factory);
 
 // ---- Backends the `rlx` library provides.
 
-// How matmuls with a constant f32 weight may round their operands, as
-// PyTorch's torch.set_float32_matmul_precision: f32 ("highest") keeps them;
-// bf16 ("medium") rounds activations and weights to bf16 and sums in f32,
-// on CPUs with AVX-512 BF16 (about 1.8-2x the f32 kernel's speed there;
-// elsewhere such products stay f32). Weights are packed in bf16 once.
+// How matmuls and GEMM convs with a constant f32 weight may round their
+// operands, as PyTorch's torch.set_float32_matmul_precision: f32 ("highest")
+// keeps them; bf16 ("medium") rounds activations and weights to bf16 and sums
+// in f32, on CPUs with AVX-512 BF16 (1.75-2x the f32 kernel's speed there;
+// elsewhere such products stay f32). Weights are packed in bf16 once. Winograd
+// F(4x4,3x3) convs, whose transforms amplify bf16's rounding, stay f32.
 enum class MatmulPrecision { f32, bf16 };
 const char* matmul_precision_name(MatmulPrecision p);
 // "f32" or "bf16"; throws rlx::Error naming both otherwise.

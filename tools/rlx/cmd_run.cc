@@ -150,9 +150,10 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   add_pass_flags(cmd, o->passes);
   cmd->add_option("--matmul-precision", o->matmul_precision,
-                  "f32 (default) or bf16: matmuls with a constant weight round both operands to "
-                  "bf16 and sum in f32, as PyTorch's float32 matmul precision 'medium' (on CPUs "
-                  "with AVX-512 BF16; `rlx version` says whether this one has it)")
+                  "f32 (default) or bf16: matmuls and GEMM convs with a constant weight round both "
+                  "operands to bf16 and sum in f32, as PyTorch's float32 matmul precision "
+                  "'medium' (on CPUs with AVX-512 BF16; `rlx version` says whether this one has "
+                  "it)")
       ->check(CLI::IsMember({"f32", "bf16"}));
   cmd->add_flag("--profile", o->profile,
                 "Time every node over max(--bench, 10) runs; print time per op kind and the "

@@ -306,9 +306,9 @@ void bind_model(py::module_& m) {
       "input_shapes ({name: dims}) and freeze ({name: value}), ONNX only: import for these "
       "input dims, and with these inputs fixed to constants, so that shape code and If "
       "conditions fold (a frozen input is no longer an input). matmul_precision: 'f32' or "
-      "'bf16' (matmuls with a constant weight round both operands to bf16 and sum in f32, as "
-      "torch.set_float32_matmul_precision('medium'), on CPUs with AVX-512 BF16). Raises "
-      "rlx.Error with rlx's message when the file cannot be loaded or compiled.");
+      "'bf16' (matmuls and GEMM convs with a constant weight round both operands to bf16 and "
+      "sum in f32, as torch.set_float32_matmul_precision('medium'), on CPUs with AVX-512 "
+      "BF16). Raises rlx.Error with rlx's message when the file cannot be loaded or compiled.");
 
   m.def(
       "_export_coreml",
