@@ -15,6 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::has;
 using testing::run_cli;
+using testing::run_command;
 
 class PassCli : public ::testing::Test {
  protected:
@@ -142,6 +143,27 @@ TEST_F(PassCli, ProfilePrintsOpKindsAndWritesATrace) {
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(has(text, "\"traceEvents\"")) << text;
   EXPECT_TRUE(has(text, "\"ph\":\"X\"")) << text;
+}
+
+// --matmul-precision: bf16 runs (as f32, with a note, on a path without
+// AVX-512 BF16); another name, or one in RLX_MATMUL_PRECISION, is an error.
+TEST_F(PassCli, MatmulPrecisionFlagAndEnvironment) {
+  const std::string run = "run " + path("m") + " -i " + path("in.safetensors");
+  auto r = run_cli(run + " --matmul-precision bf16");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "y  [2,3] f32")) << r.output;
+  r = run_command("RLX_ISA=avx2 " + std::string(RLX_CLI_PATH) + " " + run +
+                  " --matmul-precision bf16");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "bf16 matmuls run in f32")) << r.output;
+  r = run_cli(run + " --matmul-precision fp8");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.output, "fp8 not in {f32,bf16}")) << r.output;
+  r = run_command("RLX_MATMUL_PRECISION=tf32 " + std::string(RLX_CLI_PATH) + " " + run);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(
+      has(r.output, "RLX_MATMUL_PRECISION: matmul precision 'tf32' is not one of f32, bf16"))
+      << r.output;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "rlx/cpu_isa.h"
 
 namespace rlx::cli {
 namespace {
@@ -74,6 +75,10 @@ void run(const RunOptions& o) {
     CpuOptions cpu = cpu_options_from_env();
     cpu.matmul_precision = parse_matmul_precision(o.matmul_precision);
     set_default_backend(make_cpu_backend(cpu));
+    if (cpu.matmul_precision == MatmulPrecision::bf16 &&
+        (cpu_isa() != Isa::avx512 || !has_avx512_bf16()))
+      std::fprintf(stderr, "rlx: note: no AVX-512 BF16 on the %s path; bf16 matmuls run in f32\n",
+                   isa_name(cpu_isa()));
   }
   if (is_gguf_path(o.model)) {
     RLX_CHECK(!o.tokens.empty(), o.model,
