@@ -2,7 +2,8 @@
 // KC x NR panels (L1-resident per micro-kernel call), A into MC x KC blocks of
 // MR-row slivers (L2), and the ISA's register-blocked micro-kernel
 // accumulates MR x NR outputs over KC. Included only by the ISA files
-// (sgemm_avx512.cc, sgemm_avx2.cc), which instantiate it with their traits:
+// (sgemm_avx512.cc, sgemm_avx512_bf16.cc, sgemm_avx2.cc), which instantiate it
+// with their traits:
 //   MR, NR         the micro-tile (rows x columns)
 //   KP             k per packed row: 1 for f32 kernels; 2 for bf16 ones, whose
 //                  packed rows hold (k, k+1) pairs of bf16 in each 32-bit
