@@ -860,7 +860,8 @@ bool conv_small_maps(const Geom& g, const T* x, const T* w, const T* bias, Epilo
 // ms. Not for 1x1 kernels (960->320 on 7x7 went 0.36 -> 0.50 ms) nor for 3x3/1,
 // where Winograd's fewer products win (512->512 on 7x7: 2.1 against 3.4 ms).
 bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, const float* bias,
-                                Epilogue act, const float* res, float* y, WeightPack* pack) {
+                                Epilogue act, const float* res, float* y, WeightPack* pack,
+                                const SgemmKernel* kernel) {
   if (g.G != 1 || g.out_sz > 64 || g.k_sz == 1 || !gemm_uses_packed_operands(g.O)) return false;
   // A weight that is not constant (training) is packed by the product itself,
   // once for all images, which pays in a weight gradient's form (a kernel
@@ -872,8 +873,8 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
   if (!pack && (g.k[2] <= g.out[2] || P * K > (int64_t(1) << 21))) return false;
   const PackedOperand* wt = nullptr;
   if (pack) {
-    wt = pack->get(w, size_t(K * g.O), [&] { return pack_b_operand(true, w, K, K, g.O); });
-    if (!wt || wt->is_a || wt->kernel != sgemm_kernel() || wt->rows != K || wt->cols != g.O)
+    wt = pack->get(w, size_t(K * g.O), [&] { return pack_b_operand(true, w, K, K, g.O, kernel); });
+    if (!wt || wt->is_a || wt->kernel != kernel || wt->rows != K || wt->cols != g.O)
       return false;  // the slot holds another path's packing
   }
   // Named through pointers: a lambda run by a worker would see that
@@ -912,9 +913,9 @@ bool conv_small_maps_transposed(const Geom& g, const float* x, const float* w, c
 
 // `act` is the fused activation: applied with the bias to each output tile
 // right after its GEMM (per channel plane for depthwise), while it is in cache.
-// bf16 (MatmulPrecision::bf16): a constant weight's GEMMs over phase planes
-// or im2col, and Winograd F(2,3)'s, run on sgemm_kernel_bf16() (see
-// conv3x3_winograd for F(4,3)).
+// bf16 (MatmulPrecision::bf16): a constant weight's GEMMs over phase planes,
+// im2col or im2row (small maps), and Winograd F(2,3)'s, run on
+// sgemm_kernel_bf16() (see conv3x3_winograd for F(4,3)).
 template <typename T>
 void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue act, const T* res,
                T* y, WeightPack* pack, bool bf16) {
@@ -927,7 +928,7 @@ void conv_impl(const Geom& g, const T* x, const T* w, const T* bias, Epilogue ac
       if (winograd_applies(s, pack) && conv3x3_winograd(s, x, w, bias, act, res, y, *pack, bf16))
         return;
     }
-    if (conv_small_maps_transposed(g, x, w, bias, act, res, y, pack)) return;
+    if (conv_small_maps_transposed(g, x, w, bias, act, res, y, pack, kernel)) return;
     // Not a weight gradient's shape (a kernel wider than its output), whose
     // im2row copies long runs.
     if (pack && g.G == 1 && is_2d_undilated(g) && !g.pointwise() && g.k[2] <= g.out[2]) {

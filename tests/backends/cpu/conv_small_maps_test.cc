@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rlx/backend.h"
 #include "rlx/builder.h"
+#include "rlx/cpu_isa.h"
 #include "rlx/runtime.h"
 #include "rlx/thread_pool.h"
 #include "support/testing.h"
@@ -60,7 +62,9 @@ Tensor small_map_reference(const SmallMapCase& c, const Tensor& x, const Tensor&
 }
 
 // weight_input: w and b are graph inputs (a training graph's), so nothing is packed ahead.
-void check_small_map(const SmallMapCase& c, uint64_t seed, bool weight_input = false) {
+// bf16: compiled under MatmulPrecision::bf16, against x and w rounded to bf16.
+void check_small_map(const SmallMapCase& c, uint64_t seed, bool weight_input = false,
+                     bool bf16 = false) {
   Graph g;
   Builder b(g);
   NodeId x = b.input("x", Shape(Dims{c.N, c.C, c.H, c.W}, DType::F32));
@@ -77,8 +81,17 @@ void check_small_map(const SmallMapCase& c, uint64_t seed, bool weight_input = f
   const Tensor bt = random_tensor({c.O}, DType::F32, seed + 2);
   TensorMap weights{{"w", wt}, {"b", bt}}, inputs{{"x", xt}};
   if (weight_input) std::swap(weights, inputs), inputs["x"] = xt;
-  Session s(Executable::compile(g, weights));
-  const Tensor want = small_map_reference(c, xt, wt, bt);
+  CompileOptions o;
+  if (bf16) o.backend = make_cpu_backend({.matmul_precision = MatmulPrecision::bf16});
+  Session s(Executable::compile(g, weights, o));
+  auto rounded = [&](const Tensor& t) {
+    Tensor r = t.clone();
+    if (bf16)
+      for (int64_t i = 0; i < r.numel(); ++i)
+        r.data<float>()[i] = bf16_to_f32(f32_to_bf16(r.data<float>()[i]));
+    return r;
+  };
+  const Tensor want = small_map_reference(c, rounded(xt), rounded(wt), bt);
   for (int run = 0; run < 2; ++run) {  // the first run packs the weight, the second reuses it
     const Tensor got = s.run(inputs).at("y");
     ASSERT_EQ(got.dims(), want.dims());
@@ -86,7 +99,7 @@ void check_small_map(const SmallMapCase& c, uint64_t seed, bool weight_input = f
     // f32 sums of C * k * k unit-scale terms: ~1e-7 each; a wrong tap or row is O(0.1).
     EXPECT_LE(err, 1e-7 * double(c.C * c.k * c.k) + 5e-6)
         << "N" << c.N << " C" << c.C << " O" << c.O << " " << c.H << "x" << c.W << " k" << c.k
-        << " s" << c.stride << " run " << run;
+        << " s" << c.stride << " run " << run << " bf16 " << bf16;
   }
 }
 
@@ -101,10 +114,15 @@ TEST(ConvSmallMaps, MatchesDirectReference) {
       {1, 32, 64, 7, 7, 1, 1, {0, 0, 0, 0}},                    // 1x1: the plain GEMM
   };
   uint64_t seed = 40;
+  const bool bf16_kernel = cpu_isa() == Isa::avx512 && has_avx512_bf16();
   for (int threads : {1, 2}) {
     const int saved = num_threads();
     set_num_threads(threads);
-    for (const SmallMapCase& c : cases) check_small_map(c, seed += 3);
+    for (const SmallMapCase& c : cases) {
+      check_small_map(c, seed += 3);
+      // The bf16 kernel's products, but for 3x3/1: Winograd's own test covers it.
+      if (bf16_kernel && !(c.k == 3 && c.stride == 1)) check_small_map(c, seed, false, true);
+    }
     set_num_threads(saved);
   }
 }
