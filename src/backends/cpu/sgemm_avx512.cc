@@ -34,15 +34,7 @@ RLX_SGEMM_AVX512 void micro_kernel_avx512(int64_t K, const float* Ap, const floa
     __m512 b[V];
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) b[v] = _mm512_load_ps(Bp + 16 * v);
-    _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 8), _MM_HINT_T0);
-    if constexpr (StreamA)
-      _mm_prefetch(reinterpret_cast<const char*>(Ap + sgemm_detail::kStreamAhead), _MM_HINT_T0);
-    if constexpr (M < 4) {
-      // Few rows stream B from memory (a GEMV, M = 1): both lines of each
-      // 128-byte row of the panel, further ahead.
-      _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 32), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 32 + 16), _MM_HINT_T0);
-    }
+    sgemm_detail::prefetch_step<M, NR, StreamA>(Ap, Bp);
 #pragma GCC unroll 32
     for (int r = 0; r < M; ++r) {
       const __m512 a = _mm512_set1_ps(Ap[r]);

@@ -38,13 +38,7 @@ RLX_SGEMM_BF16 void micro_kernel_bf16(int64_t K2, const float* Ap, const float* 
     __m512bh b[V];
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) b[v] = (__m512bh)_mm512_load_si512(Bp + 16 * v);
-    _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 8), _MM_HINT_T0);
-    if constexpr (StreamA)
-      _mm_prefetch(reinterpret_cast<const char*>(a + sgemm_detail::kStreamAhead), _MM_HINT_T0);
-    if constexpr (M < 4) {
-      _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 32), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 32 + 16), _MM_HINT_T0);
-    }
+    sgemm_detail::prefetch_step<M, NR, StreamA>(reinterpret_cast<const float*>(a), Bp);
 #pragma GCC unroll 32
     for (int r = 0; r < M; ++r) {
       const auto x = (__m512bh)_mm512_set1_epi32(a[r]);

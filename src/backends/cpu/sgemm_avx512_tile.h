@@ -1,10 +1,11 @@
 // What the AVX-512 sgemm kernels share (sgemm_avx512.cc for f32,
-// sgemm_avx512_bf16.cc for bf16 pairs): finishing a tile of f32 sums in
-// registers, and a 16 x 16 transpose of 32-bit lanes.
+// sgemm_avx512_bf16.cc for bf16 pairs): a k step's prefetches, finishing a
+// tile of f32 sums in registers, and a 16 x 16 transpose of 32-bit lanes.
 #pragma once
 #include <immintrin.h>
 
 #include "backends/cpu/sgemm.h"
+#include "backends/cpu/sgemm_driver.h"
 #include "backends/cpu/vmath.h"
 
 // GCC 12's AVX-512 headers build _mm512_setzero_ps & co. from a deliberately
@@ -18,6 +19,23 @@
 #define RLX_SGEMM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 namespace rlx::cpu::sgemm_detail {
+
+// The prefetches of one k step of an M-row tile over NR-wide panels, Ap and Bp
+// at that step (32-bit lanes apart, floats or bf16 pairs): B's panel 8 rows
+// ahead; with StreamA, an A packed ahead kStreamAhead lanes ahead.
+template <int M, int NR, bool StreamA>
+RLX_SGEMM_AVX512 __attribute__((always_inline)) inline void prefetch_step(const float* Ap,
+                                                                          const float* Bp) {
+  _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 8), _MM_HINT_T0);
+  if constexpr (StreamA)
+    _mm_prefetch(reinterpret_cast<const char*>(Ap + kStreamAhead), _MM_HINT_T0);
+  if constexpr (M < 4) {
+    // Few rows stream B from memory (a GEMV, M = 1): both lines of each
+    // 128-byte row of the panel, further ahead.
+    _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 32), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(Bp + NR * 32 + 16), _MM_HINT_T0);
+  }
+}
 
 // C[M rows, n <= 16*V cols] (+)= acc, then `epi` (if not null): the row or
 // column bias and the relu / relu6 clamp, on the sums still in registers.
