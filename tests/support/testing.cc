@@ -129,6 +129,13 @@ std::vector<Tensor> run_op_outputs(Op op, const std::vector<Tensor>& inputs, con
   return r;
 }
 
+Tensor bf16_rounded(const Tensor& t) {
+  Tensor r = t.clone();
+  for (int64_t i = 0; i < r.numel(); ++i)
+    r.data<float>()[i] = bf16_to_f32(f32_to_bf16(r.data<float>()[i]));
+  return r;
+}
+
 TensorMap run_graph(const Graph& g, const TensorMap& inputs, const TensorMap& weights,
                     int opt_level) {
   CompileOptions o;

@@ -32,6 +32,9 @@ std::vector<uint8_t> random_quant_rows(quant::GgmlType t, int64_t N, int64_t K, 
 
 // Uniform in [lo, hi) for floats; integers in [lo, hi] for integer dtypes; bool 50/50.
 Tensor random_tensor(const Dims& dims, DType t, uint64_t seed, double lo = -1, double hi = 1);
+// An f32 tensor's values rounded to bf16 (nearest even), still f32: the
+// operands a MatmulPrecision::bf16 product sees.
+Tensor bf16_rounded(const Tensor& t);
 
 // Builds a graph with one Input per tensor ("x0", "x1", ...), one `op` node
 // and one output, compiles it without optimizations and runs it.

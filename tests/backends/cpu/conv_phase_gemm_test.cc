@@ -82,13 +82,7 @@ void check_phase_conv(const PhaseCase& c, uint64_t seed, bool bf16 = false) {
   CompileOptions o;
   if (bf16) o.backend = make_cpu_backend({.matmul_precision = MatmulPrecision::bf16});
   Session s(Executable::compile(g, {{"w", wt}, {"b", bt}}, o));
-  auto rounded = [&](const Tensor& t) {
-    Tensor r = t.clone();
-    if (bf16)
-      for (int64_t i = 0; i < r.numel(); ++i)
-        r.data<float>()[i] = bf16_to_f32(f32_to_bf16(r.data<float>()[i]));
-    return r;
-  };
+  auto rounded = [&](const Tensor& t) { return bf16 ? testing::bf16_rounded(t) : t; };
   const Tensor want =
       direct_reference(c, rounded(xt), rounded(wt), bt, c.residual ? &rt : nullptr, OH, OW);
   std::map<std::string, Tensor> feeds{{"x", xt}};

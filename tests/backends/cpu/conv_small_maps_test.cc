@@ -84,13 +84,7 @@ void check_small_map(const SmallMapCase& c, uint64_t seed, bool weight_input = f
   CompileOptions o;
   if (bf16) o.backend = make_cpu_backend({.matmul_precision = MatmulPrecision::bf16});
   Session s(Executable::compile(g, weights, o));
-  auto rounded = [&](const Tensor& t) {
-    Tensor r = t.clone();
-    if (bf16)
-      for (int64_t i = 0; i < r.numel(); ++i)
-        r.data<float>()[i] = bf16_to_f32(f32_to_bf16(r.data<float>()[i]));
-    return r;
-  };
+  auto rounded = [&](const Tensor& t) { return bf16 ? testing::bf16_rounded(t) : t; };
   const Tensor want = small_map_reference(c, rounded(xt), rounded(wt), bt);
   for (int run = 0; run < 2; ++run) {  // the first run packs the weight, the second reuses it
     const Tensor got = s.run(inputs).at("y");
