@@ -145,6 +145,24 @@ constexpr int64_t conv_channel_blocks(int64_t c) {
   return (c + kConvChannelBlock - 1) / kConvChannelBlock;
 }
 
+// Stage 0 (expand), 1 (depthwise) or 2 (project) of a conv_blocked_chain as the conv_blocked
+// node it stands for.
+inline ConvBlockedAttrs conv_chain_stage(const ConvBlockedChainAttrs& a, int stage) {
+  if (stage == 1)
+    return {.stride = a.stride,
+            .pads = a.pads,
+            .channels = a.hidden,
+            .out_channels = a.hidden,
+            .depthwise = true,
+            .activation = a.depthwise_activation};
+  return {.stride = {1, 1},
+          .pads = {0, 0, 0, 0},
+          .channels = stage == 0 ? a.channels : a.hidden,
+          .out_channels = stage == 0 ? a.hidden : a.out_channels,
+          .activation = stage == 0 ? a.expand_activation : a.activation,
+          .residual = stage == 2 && a.residual};
+}
+
 // Default attributes of `op` (required fields zero/empty).
 OpAttrs default_attrs(Op op);
 // The one attribute parser: untyped map -> the op's struct. Throws rlx::Error

@@ -664,6 +664,24 @@ Shape infer_conv_blocked(const Node& n, const In& in) {
   return y;
 }
 
+// Each stage checked as the conv_blocked node it stands for, on the one before's output.
+Shape infer_conv_blocked_chain(const Node& n, const In& in) {
+  const auto& a = n.attrs_as<ConvBlockedChainAttrs>();
+  RLX_CHECK(a.residual == (in.size() == 8),
+            "conv_blocked_chain: residual=", a.residual ? "true" : "false", " with ", in.size(),
+            " inputs");
+  Shape y = *in[0];
+  for (int stage = 0; stage < 3; ++stage) {
+    Node s;
+    s.op = Op::ConvBlocked;
+    s.attrs = conv_chain_stage(a, stage);
+    In stage_in{&y, in[size_t(1 + 2 * stage)], in[size_t(2 + 2 * stage)]};
+    if (stage == 2 && a.residual) stage_in.push_back(in[7]);
+    y = infer_conv_blocked(s, stage_in);
+  }
+  return y;
+}
+
 Shape infer_conv_transpose(const Node& n, const In& in) {
   const Shape &x = *in[0], &w = *in[1];
   same_dtype(x, w);

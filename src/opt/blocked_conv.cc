@@ -109,6 +109,43 @@ Graph block_convs(const Graph& g) {
         cand[size_t(n.id)] && chain[size_t(find_root(parent, n.id))] >= kMinChain;
   if (!any) return g;
 
+  // Inverted residual blocks: a pointwise conv read only by a depthwise conv read only by a
+  // pointwise conv become one conv_blocked_chain, whose hidden maps stay in cache, where those
+  // maps outweigh the pointwise weights (each band of rows reads the weights again).
+  // conv_blocked_chain.cc has the measurements.
+  // Readers are counted among live nodes only: the passes before leave the nodes they
+  // replaced for dce.
+  std::vector<bool> live(n_nodes, false);
+  std::vector<int64_t> uses(n_nodes, 0);
+  for (const auto& o : g.outputs()) {
+    live[size_t(o.node)] = true;
+    ++uses[size_t(o.node)];
+  }
+  for (size_t i = n_nodes; i-- > 0;)
+    if (live[i])
+      for (NodeId in : g.node(NodeId(i)).inputs) {
+        live[size_t(in)] = true;
+        ++uses[size_t(in)];
+      }
+  auto pointwise = [&](NodeId v) {
+    return blocked[size_t(v)] && !cand[size_t(v)]->depthwise && cand[size_t(v)]->in_blocked;
+  };
+  std::vector<NodeId> chain_expand(n_nodes, -1);  // a chain's project conv -> its expand conv
+  std::vector<bool> in_chain(n_nodes, false);     // an expand or depthwise conv of a chain
+  for (const Node& n : g.nodes()) {
+    if (!pointwise(n.id)) continue;
+    const NodeId dw = n.inputs[0];
+    if (!blocked[size_t(dw)] || !cand[size_t(dw)]->depthwise || uses[size_t(dw)] != 1) continue;
+    const Node& ex = g.node(g.node(dw).inputs[0]);
+    if (!pointwise(ex.id) || uses[size_t(ex.id)] != 1 || ex.attrs_as<ConvAttrs>().residual)
+      continue;
+    const int64_t C = g.node(ex.inputs[0]).shape.dims[1].value, E = ex.shape.dims[1].value;
+    const int64_t HW = ex.shape.dims[2].value * ex.shape.dims[3].value;
+    if (E * HW < (C + n.shape.dims[1].value) * E) continue;
+    chain_expand[size_t(n.id)] = ex.id;
+    in_chain[size_t(ex.id)] = in_chain[size_t(dw)] = true;
+  }
+
   Rewriter rw(g);
   ad::Emit e(rw.out());
   std::vector<NodeId> as_blocks(n_nodes, -1);   // a value's blocked form in the new graph
@@ -127,25 +164,55 @@ Graph block_convs(const Graph& g) {
       nchw_ready[size_t(v)] = true;
     }
   };
+  // Conv n's packed weight and its bias padded to whole blocks, as constants of the new graph.
+  auto add_weights = [&](const Node& n, std::vector<NodeId>& in) {
+    const auto& a = n.attrs_as<ConvAttrs>();
+    const int64_t C = g.node(n.inputs[0]).shape.dims[1].value, O = n.shape.dims[1].value;
+    Tensor bias(Dims{conv_channel_blocks(O) * kBlock}, DType::F32);
+    std::fill_n(bias.data<float>(), bias.numel(), 0.f);
+    if (conv_has_bias(a.residual, n.inputs.size()))
+      std::copy_n(g.node(n.inputs[2]).value.data<float>(), O, bias.data<float>());
+    in.push_back(rw.out().constant(packed_weight(*cand[size_t(n.id)], g.node(n.inputs[1]).value, C),
+                                   g.node(n.inputs[1]).name));
+    in.push_back(rw.out().constant(std::move(bias)));
+  };
   for (const Node& n : g.nodes()) {
+    // Dead nodes are left out: one may read a chain's hidden map, which has no value here.
+    if (!live[size_t(n.id)] && !is_leaf(n.op)) continue;
     if (!blocked[size_t(n.id)]) {
       for (NodeId in : n.inputs) nchw_form(in);
       rw.copy(n.id);
       continue;
     }
+    if (in_chain[size_t(n.id)]) continue;  // emitted with its chain's project conv
     const Candidate k = *cand[size_t(n.id)];
     const auto& a = n.attrs_as<ConvAttrs>();
-    const Node& xn = g.node(n.inputs[0]);
-    const int64_t C = xn.shape.dims[1].value, O = n.shape.dims[1].value;
-    Tensor bias(Dims{conv_channel_blocks(O) * kBlock}, DType::F32);
-    std::fill_n(bias.data<float>(), bias.numel(), 0.f);
-    if (conv_has_bias(a.residual, n.inputs.size()))
-      std::copy_n(g.node(n.inputs[2]).value.data<float>(), O, bias.data<float>());
+    const int64_t C = g.node(n.inputs[0]).shape.dims[1].value, O = n.shape.dims[1].value;
+    if (const NodeId ex = chain_expand[size_t(n.id)]; ex >= 0) {
+      const Node &e_n = g.node(ex), &d_n = g.node(n.inputs[0]);
+      const auto& da = d_n.attrs_as<ConvAttrs>();
+      std::vector<NodeId> in{blocked_form(e_n.inputs[0])};
+      add_weights(e_n, in);
+      add_weights(d_n, in);
+      add_weights(n, in);
+      if (a.residual) in.push_back(blocked_form(n.inputs.back()));
+      const ConvBlockedChainAttrs ca{.stride = list_or(da.stride, 2, 1),
+                                     .pads = list_or(da.pads, 4, 0),
+                                     .channels = g.node(e_n.inputs[0]).shape.dims[1].value,
+                                     .hidden = C,
+                                     .out_channels = O,
+                                     .expand_activation = e_n.attrs_as<ConvAttrs>().activation,
+                                     .depthwise_activation = da.activation,
+                                     .activation = a.activation,
+                                     .residual = a.residual};
+      as_blocks[size_t(n.id)] =
+          rw.out().add_typed(Op::ConvBlockedChain, std::move(in), ca, n.name, n.origin);
+      nchw_ready[size_t(n.id)] = false;
+      continue;
+    }
     if (!k.in_blocked) nchw_form(n.inputs[0]);
     std::vector<NodeId> in{k.in_blocked ? blocked_form(n.inputs[0]) : rw.mapped(n.inputs[0])};
-    in.push_back(rw.out().constant(packed_weight(k, g.node(n.inputs[1]).value, C),
-                                   g.node(n.inputs[1]).name));
-    in.push_back(rw.out().constant(std::move(bias)));
+    add_weights(n, in);
     if (a.residual) in.push_back(blocked_form(n.inputs.back()));
     const ConvBlockedAttrs ba{.stride = list_or(a.stride, 2, 1),
                               .pads = list_or(a.pads, 4, 0),
@@ -168,7 +235,8 @@ class BlockedConvPass final : public Pass {
   std::string_view name() const override { return "blocked_conv"; }
   std::string_view description() const override {
     return "run chains of pointwise and depthwise convs (and a stem conv before them) on "
-           "channel-blocked activations (conv_blocked), weights packed once";
+           "channel-blocked activations (conv_blocked), inverted residual blocks on large maps "
+           "as one conv_blocked_chain, weights packed once";
   }
   unsigned needs() const override { return kParamsBound; }
   std::string skip_reason(const CompileOptions&) const override {

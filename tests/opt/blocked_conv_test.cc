@@ -1,7 +1,8 @@
-// The blocked_conv pass and conv_blocked: which convs it takes and where the
-// layout moves go, outputs against the NCHW convs on every kernel path (the
-// portable tiles and the AVX-512 ones), and the primitive spelling (CoreML,
-// autodiff) against the kernel.
+// The blocked_conv pass, conv_blocked and conv_blocked_chain: which convs it
+// takes, which inverted residual blocks it fuses and where the layout moves
+// go, outputs against the NCHW convs on every kernel path (the portable tiles
+// and the AVX-512 ones), and the primitive spelling (CoreML, autodiff)
+// against the kernel.
 #include <gtest/gtest.h>
 
 #include "opt/pass_test_util.h"
@@ -71,7 +72,10 @@ TEST(BlockedConv, AChainRunsBlockedWithLayoutMovesOnlyWhereValuesLeaveIt) {
   if (cpu_isa() < Isa::avx512) GTEST_SKIP() << "the pass runs where it pays: on AVX-512";
   MiniMobilenet m;
   const Graph g = testing::compiled_graph(m.g, {});
-  EXPECT_EQ(count_op(g, Op::ConvBlocked), 8) << to_text(g);
+  // The inverted residual block is one chain: 72 channels on 10 x 9 outweigh its pointwise
+  // weights (40 x 72 twice).
+  EXPECT_EQ(count_op(g, Op::ConvBlocked), 5) << to_text(g);
+  EXPECT_EQ(count_op(g, Op::ConvBlockedChain), 1) << to_text(g);
   EXPECT_EQ(count_op(g, Op::Conv), 0);
   // The stem reads the NCHW input in place; "y" and the relu read NCHW forms.
   EXPECT_EQ(count_op(g, Op::Transpose), 2) << to_text(g);
@@ -84,7 +88,8 @@ TEST(BlockedConv, KernelsMatchTheNchwConvsOnEveryIsaPath) {
   MiniMobilenet m;
   const TensorMap want = testing::run_without(m.g, m.inputs, {}, {"blocked_conv"});
   const Graph blocked = opt::block_pointwise_depthwise_convs(m.g);
-  ASSERT_EQ(count_op(blocked, Op::ConvBlocked), 8);
+  ASSERT_EQ(count_op(blocked, Op::ConvBlocked), 5);
+  ASSERT_EQ(count_op(blocked, Op::ConvBlockedChain), 1);
   for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
     testing::IsaLimit limit(isa);
     EXPECT_TRUE(close_outputs(testing::run_graph(blocked, m.inputs, {}, 0), want)) << isa_name(isa);
@@ -105,11 +110,35 @@ TEST(BlockedConv, AWindowWiderThanItsRow) {
   const TensorMap in{{"x", random_tensor({2, 16, 6, 4}, DType::F32, 4)}};
   const TensorMap want = testing::run_without(g, in, {}, {"blocked_conv"});
   const Graph blocked = opt::block_pointwise_depthwise_convs(g);
-  ASSERT_EQ(count_op(blocked, Op::ConvBlocked), 3);
+  ASSERT_EQ(count_op(blocked, Op::ConvBlockedChain), 1);
   for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
     testing::IsaLimit limit(isa);
     EXPECT_TRUE(close_outputs(testing::run_graph(blocked, in, {}, 0), want)) << isa_name(isa);
   }
+}
+
+// Inverted residual blocks stay three conv_blocked nodes where a hidden map has another reader,
+// or where the pointwise weights outweigh it (a band of rows would read them again and again).
+TEST(BlockedConv, ChainsOnlyWhereTheHiddenMapsAreTheBlocksOwnAndOutweighTheWeights) {
+  MiniMobilenet m;
+  for (const bool shared : {false, true})
+    for (const int64_t side : {8, 4}) {
+      Graph g;
+      Builder b(g);
+      NodeId x = b.input("x", S({1, 32, side, side}));
+      NodeId e = m.conv(b, x, 96, 32, 1, 1, {0, 0, 0, 0}, 1, "relu6");
+      NodeId d = m.conv(b, e, 96, 1, 3, 1, {1, 1, 1, 1}, 96, "relu6");
+      g.add_output("y", m.conv(b, d, 32, 96, 1, 1, {0, 0, 0, 0}, 1, "none", true, x));
+      if (shared) g.add_output("hidden", e);
+      const Graph blocked = opt::block_pointwise_depthwise_convs(g);
+      // 96 x 8 x 8 against (32 + 32) x 96 weights: fused; on 4 x 4 not.
+      const bool chain = !shared && side == 8;
+      EXPECT_EQ(count_op(blocked, Op::ConvBlockedChain), chain ? 1 : 0) << shared << " " << side;
+      EXPECT_EQ(count_op(blocked, Op::ConvBlocked), chain ? 0 : 3) << shared << " " << side;
+      const TensorMap in{{"x", random_tensor({1, 32, side, side}, DType::F32, 5)}};
+      EXPECT_TRUE(close_outputs(testing::run_graph(blocked, in, {}, 0),
+                                testing::run_without(g, in, {}, {"blocked_conv"})));
+    }
 }
 
 TEST(BlockedConv, ShortChainsAndOtherConvsStayNchw) {

@@ -392,7 +392,7 @@ Val lower_max_pool_grad(Lowering& L, const Node& n) {
 
 // MIL has no op that runs a program, so a fused region lowers as the ops it
 // was fused from.
-// A fused node spelt back into primitives by `spell` (fused_elementwise, conv_blocked).
+// A fused node spelt back into primitives by `spell` (fused_elementwise, conv_blocked[_chain]).
 template <NodeId (*spell)(opt::ad::Emit&, const Node&, const std::vector<NodeId>&)>
 Val lower_spelt(Lowering& L, const Node& n) {
   const auto v = lower_via_primitives(L, n, [&](opt::ad::Emit& e, const std::vector<NodeId>& in) {
@@ -449,6 +449,7 @@ void register_grad(LowerTable& t) {
   set(Op::MaxPool2dGrad, lower_max_pool_grad);
   set(Op::FusedElementwise, lower_spelt<opt::ad::elementwise_primitives>);
   set(Op::ConvBlocked, lower_spelt<opt::ad::conv_blocked_primitives>);
+  set(Op::ConvBlockedChain, lower_spelt<opt::ad::conv_blocked_chain_primitives>);
   t.many[size_t(Op::BatchNormTrainGrad)] = lower_batch_norm_train_grad;
   t.many[size_t(Op::BatchNormTrain)] = lower_batch_norm_train;
   t.many[size_t(Op::AttentionGrad)] = lower_attention_grad;

@@ -25,21 +25,41 @@ struct BlockedConv {
   bool in_blocked = true;
   bool depthwise = false;         // groups == C == O: one filter per channel
   Epilogue act = Epilogue::none;  // none, relu or relu6
+  // Floats between the channel blocks' planes of x and of y; 0: H * W * lanes_in() and
+  // OH * OW * 16. Set when x or y is a band of rows of a bigger map (conv_blocked_chain).
+  int64_t x_plane = 0, y_plane = 0;
   // Packed weights (the blocked_conv pass packs them): dense [OB][in_groups][KH][KW][lanes_in][16],
   // depthwise [CB][KH][KW][16].
   int64_t in_groups() const { return in_blocked ? channel_blocks(C) : C; }
   int64_t lanes_in() const { return in_blocked ? kChannelBlock : 1; }
   // Where input group `cg` (a block, or a channel of an NCHW x) of image n starts, and where
   // output (n, block ob, oh, ow) is.
-  int64_t x_at(int64_t n, int64_t cg) const { return (n * in_groups() + cg) * H * W * lanes_in(); }
+  int64_t x_at(int64_t n, int64_t cg) const {
+    return (n * in_groups() + cg) * (x_plane ? x_plane : H * W * lanes_in());
+  }
   int64_t y_at(int64_t n, int64_t ob, int64_t oh, int64_t ow) const {
-    return (((n * channel_blocks(O) + ob) * OH + oh) * OW + ow) * kChannelBlock;
+    return (n * channel_blocks(O) + ob) * (y_plane ? y_plane : OH * OW * kChannelBlock) +
+           (oh * OW + ow) * kChannelBlock;
   }
 };
 
 // y = act(conv(x, w) + bias (+ residual)) over the pool; chooses the ISA path.
 void conv_blocked(const BlockedConv& g, const float* x, const float* w, const float* bias,
                   const float* residual, float* y);
+// The same on the calling thread, g taken as is (a pointwise conv is not flattened into one row).
+void conv_blocked_serial(const BlockedConv& g, const float* x, const float* w, const float* bias,
+                         const float* residual, float* y);
+
+// An inverted residual block (mobilenet_v2's) on blocked activations: a pointwise conv C -> E
+// (`expand`), a depthwise conv on its output (`depthwise`), a pointwise conv E -> O on that
+// (`project`), each with its bias and activation, the project's residual optional. Run band by
+// band of output rows, each band's E-channel maps in per-thread scratch, so they never reach
+// memory (see conv_blocked_chain.cc). The geometries are the three convs' own, N images.
+struct BlockedChain {
+  BlockedConv expand, depthwise, project;
+};
+void conv_blocked_chain(const BlockedChain& c, const float* x, const float* const (&w)[3],
+                        const float* const (&bias)[3], const float* residual, float* y);
 
 // The paths, for tests and conv_blocked's dispatch. A tile: outputs
 // [ow0, ow0 + P) of row oh, blocks [ob0, ob0 + nob) (nob 1 or 2; depthwise: the

@@ -38,6 +38,7 @@ KernelEntry kernel_for(Op op) {
     case Op::Cast: return {cast, any};
     case Op::FusedElementwise: return {fused_elementwise, f32};
     case Op::ConvBlocked: return {conv_blocked_kernel, any};
+    case Op::ConvBlockedChain: return {conv_blocked_chain_kernel, any};
 
     case Op::ReduceSum: case Op::ReduceMean: case Op::ReduceMax: case Op::ReduceMin:
     case Op::ReduceProd:

@@ -67,6 +67,7 @@ void conv(const KernelCall& c);
 void conv_transpose(const KernelCall& c);
 // conv_blocked.cc
 void conv_blocked_kernel(const KernelCall& c);
+void conv_blocked_chain_kernel(const KernelCall& c);
 
 // pool.cc
 void max_pool2d(const KernelCall& c);

@@ -55,4 +55,18 @@ NodeId conv_blocked_primitives(Emit& e, const Node& n, const std::vector<NodeId>
   return to_channel_blocks(e, y);
 }
 
+NodeId conv_blocked_chain_primitives(Emit& e, const Node& n, const std::vector<NodeId>& in) {
+  const auto& a = n.attrs_as<ConvBlockedChainAttrs>();
+  NodeId y = in[0];
+  for (int stage = 0; stage < 3; ++stage) {
+    Node s;
+    s.op = Op::ConvBlocked;
+    s.attrs = conv_chain_stage(a, stage);
+    std::vector<NodeId> stage_in{y, in[size_t(1 + 2 * stage)], in[size_t(2 + 2 * stage)]};
+    if (stage == 2 && a.residual) stage_in.push_back(in[7]);
+    y = conv_blocked_primitives(e, s, stage_in);
+  }
+  return y;
+}
+
 }  // namespace rlx::opt::ad

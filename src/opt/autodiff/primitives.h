@@ -51,5 +51,7 @@ NodeId from_channel_blocks(Emit& e, NodeId x, int64_t channels);
 // conv_blocked node `n` on inputs `in`: its input moved to NCHW, a conv with the weight and bias
 // unpacked, the output moved back (expand_conv_blocked.cc).
 NodeId conv_blocked_primitives(Emit& e, const Node& n, const std::vector<NodeId>& in);
+// conv_blocked_chain node `n`: its three stages as conv_blocked_primitives, one after another.
+NodeId conv_blocked_chain_primitives(Emit& e, const Node& n, const std::vector<NodeId>& in);
 
 }  // namespace rlx::opt::ad

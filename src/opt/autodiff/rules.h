@@ -103,6 +103,7 @@ void vjp_batch_norm_train(VjpCall&);  // batch_norm_train_grad
 void vjp_sequence(VjpCall&);
 void vjp_fused_elementwise(VjpCall&);
 void vjp_conv_blocked(VjpCall&);
+void vjp_conv_blocked_chain(VjpCall&);
 void vjp_layer_norm_2d(VjpCall&);
 void vjp_attention(VjpCall&);
 void vjp_rope(VjpCall&);

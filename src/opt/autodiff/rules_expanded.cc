@@ -8,6 +8,8 @@
 // (about 30 nodes per lstm step and direction), which suits training lengths,
 // not long-context ones. A fused_elementwise region is spelt back into its
 // instructions.
+#include <algorithm>
+
 #include "opt/autodiff/primitives.h"
 #include "opt/autodiff/rules.h"
 #include "rlx/autodiff.h"
@@ -24,9 +26,11 @@ void vjp_through(VjpCall& c, const std::vector<NodeId>& in, const std::vector<No
       seeds.push_back(outs[k]);
       cotangents.push_back(c.dy[k]);
     }
+  // A value read at two positions (a conv_blocked_chain's input that is also its residual)
+  // gets its whole gradient, which vjp_partial gives, once: at its first position.
   std::vector<size_t> at;
   for (size_t i = 0; i < in.size(); ++i)
-    if (c.needs(i)) {
+    if (c.needs(i) && std::find(wrt.begin(), wrt.end(), in[i]) == wrt.end()) {
       wrt.push_back(in[i]);
       at.push_back(i);
     }
@@ -49,6 +53,11 @@ void vjp_fused_elementwise(VjpCall& c) {
 void vjp_conv_blocked(VjpCall& c) {
   const std::vector<NodeId> in(c.n.inputs.begin(), c.n.inputs.end());
   vjp_through(c, in, {conv_blocked_primitives(c.e, c.n, in)});
+}
+
+void vjp_conv_blocked_chain(VjpCall& c) {
+  const std::vector<NodeId> in(c.n.inputs.begin(), c.n.inputs.end());
+  vjp_through(c, in, {conv_blocked_chain_primitives(c.e, c.n, in)});
 }
 
 }  // namespace rlx::opt::ad

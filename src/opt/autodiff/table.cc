@@ -109,6 +109,8 @@ VjpEntry vjp_entry(Op op) {
       return rule(vjp_fused_elementwise);
     case Op::ConvBlocked:
       return rule(vjp_conv_blocked);
+    case Op::ConvBlockedChain:
+      return rule(vjp_conv_blocked_chain);
 
     case Op::ReduceSum:
       return rule(vjp_reduce_sum);
