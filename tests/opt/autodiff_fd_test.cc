@@ -150,6 +150,19 @@ std::vector<Case> cases() {
         {"depthwise", true}},
        5e-5},
 
+      // f32 only; no activations, so linear in each input (one at a time, as the differences
+      // go); three convs deep, the loss's f32 rounding reaches ~4e-4 of the differences
+      {Op::ConvBlockedChain,
+       {f32({1, 1, 3, 3, 16}), f32({1, 1, 1, 1, 16, 16}), f32({16}), f32({1, 3, 3, 16}), f32({16}),
+        f32({1, 1, 1, 1, 16, 16}), f32({16}), f32({1, 1, 3, 3, 16})},
+       {{"stride", Ints{1, 1}},
+        {"pads", Ints{1, 1, 1, 1}},
+        {"channels", 16},
+        {"hidden", 16},
+        {"out_channels", 16},
+        {"residual", true}},
+       1e-3},
+
       // ---- reductions
       {Op::ReduceSum, {f({2, 3, 4})}, {{"axes", Ints{1}}}},
       {Op::ReduceSum, {f({2, 3, 4})}, {{"axes", Ints{0, 2}}, {"keepdims", true}}},

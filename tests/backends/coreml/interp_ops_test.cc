@@ -302,6 +302,20 @@ std::vector<OpCase> all_op_cases() {
                 {"in_blocked", false}},
                1e-5,
                1e-2});
+  c.push_back({"conv_blocked_chain",
+               Op::ConvBlockedChain,
+               {f({1, 1, 5, 4, 16}), p({2, 1, 1, 1, 16, 16}), p({32}), p({2, 3, 3, 16}), p({32}),
+                p({1, 2, 1, 1, 16, 16}), p({16}), f({1, 1, 5, 4, 16})},
+               {{"stride", v({1, 1})},
+                {"pads", v({1, 1, 1, 1})},
+                {"channels", int64_t(16)},
+                {"hidden", int64_t(32)},
+                {"out_channels", int64_t(16)},
+                {"expand_activation", std::string("relu6")},
+                {"depthwise_activation", std::string("relu")},
+                {"residual", true}},
+               1e-5,
+               2e-2});
   auto pool = [&](const std::string& n, Op op, Dims d, Attrs a) {
     c.push_back({n, op, {f(d)}, a, 1e-5, 4e-3});
   };
