@@ -110,9 +110,7 @@ Graph block_convs(const Graph& g) {
   if (!any) return g;
 
   // Inverted residual blocks: a pointwise conv read only by a depthwise conv read only by a
-  // pointwise conv become one conv_blocked_chain, whose hidden maps stay in cache, where those
-  // maps outweigh the pointwise weights (each band of rows reads the weights again).
-  // conv_blocked_chain.cc has the measurements.
+  // pointwise conv become one conv_blocked_chain, whose hidden maps stay in cache.
   // Readers are counted among live nodes only: the passes before leave the nodes they
   // replaced for dce.
   std::vector<bool> live(n_nodes, false);
@@ -139,9 +137,6 @@ Graph block_convs(const Graph& g) {
     const Node& ex = g.node(g.node(dw).inputs[0]);
     if (!pointwise(ex.id) || uses[size_t(ex.id)] != 1 || ex.attrs_as<ConvAttrs>().residual)
       continue;
-    const int64_t C = g.node(ex.inputs[0]).shape.dims[1].value, E = ex.shape.dims[1].value;
-    const int64_t HW = ex.shape.dims[2].value * ex.shape.dims[3].value;
-    if (E * HW < (C + n.shape.dims[1].value) * E) continue;
     chain_expand[size_t(n.id)] = ex.id;
     in_chain[size_t(ex.id)] = in_chain[size_t(dw)] = true;
   }

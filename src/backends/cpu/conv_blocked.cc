@@ -14,20 +14,16 @@
 
 namespace rlx::cpu {
 
-namespace {
-
-// relu / relu6 as min(top, max(0, v)), NaN passing as in the vector stores.
-float activate(Epilogue act, float v) {
+float blocked_activate(Epilogue act, float v) {
   const std::optional<float> top = clamp_top(act);
   return !top || v != v ? v : std::min(*top, std::max(0.f, v));
 }
 
-}  // namespace
-
 void conv_blocked_tile_portable(const BlockedConv& g, const BlockedTile& t, const float* x,
                                 const float* w, const float* bias, const float* residual,
                                 float* y) {
-  const int64_t B = kChannelBlock, L = g.lanes_in(), G = g.in_groups(), taps = g.KH * g.KW;
+  const int64_t B = kChannelBlock, L = g.lanes_in(), G = g.in_groups(), WG = g.weight_groups();
+  const int64_t taps = g.KH * g.KW;
   for (int64_t ob = t.ob0; ob < t.ob0 + t.nob; ++ob)
     for (int64_t p = 0; p < t.P; ++p) {
       const int64_t ow = t.ow0 + p;
@@ -46,7 +42,7 @@ void conv_blocked_tile_portable(const BlockedConv& g, const BlockedTile& t, cons
           }
           for (int64_t cg = 0; cg < G; ++cg) {
             const float* xv = x + g.x_at(t.n, cg) + (ih * g.W + iw) * L;
-            const float* wv = w + (((ob * G + cg) * taps + kh * g.KW + kw) * L) * B;
+            const float* wv = w + (((ob * WG + cg) * taps + kh * g.KW + kw) * L) * B;
             for (int64_t l = 0; l < L; ++l)
               for (int64_t j = 0; j < B; ++j) acc[j] += xv[l] * wv[l * B + j];
           }
@@ -54,7 +50,7 @@ void conv_blocked_tile_portable(const BlockedConv& g, const BlockedTile& t, cons
       }
       const int64_t at = g.y_at(t.n, ob, t.oh, ow);
       for (int64_t j = 0; j < B; ++j)
-        y[at + j] = activate(g.act, acc[j] + (residual ? residual[at + j] : 0.f));
+        y[at + j] = blocked_activate(g.act, acc[j] + (residual ? residual[at + j] : 0.f));
     }
 }
 

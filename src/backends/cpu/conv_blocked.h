@@ -28,10 +28,14 @@ struct BlockedConv {
   // Floats between the channel blocks' planes of x and of y; 0: H * W * lanes_in() and
   // OH * OW * 16. Set when x or y is a band of rows of a bigger map (conv_blocked_chain).
   int64_t x_plane = 0, y_plane = 0;
+  // Input groups of a dense weight's rows; 0: in_groups(). Set when x holds only some of them
+  // (conv_blocked_chain's split by hidden channels), w then pointing at the first one's.
+  int64_t w_groups = 0;
   // Packed weights (the blocked_conv pass packs them): dense [OB][in_groups][KH][KW][lanes_in][16],
   // depthwise [CB][KH][KW][16].
   int64_t in_groups() const { return in_blocked ? channel_blocks(C) : C; }
   int64_t lanes_in() const { return in_blocked ? kChannelBlock : 1; }
+  int64_t weight_groups() const { return w_groups ? w_groups : in_groups(); }
   // Where input group `cg` (a block, or a channel of an NCHW x) of image n starts, and where
   // output (n, block ob, oh, ow) is.
   int64_t x_at(int64_t n, int64_t cg) const {
@@ -42,6 +46,9 @@ struct BlockedConv {
            (oh * OW + ow) * kChannelBlock;
   }
 };
+
+// relu / relu6 as min(top, max(0, v)), NaN passing as in the vector stores; none: v.
+float blocked_activate(Epilogue act, float v);
 
 // y = act(conv(x, w) + bias (+ residual)) over the pool; chooses the ISA path.
 void conv_blocked(const BlockedConv& g, const float* x, const float* w, const float* bias,

@@ -48,13 +48,13 @@ RLX_AVX2_INLINE void store_block_avx2(const BlockedConv& g, const BlockedTile& t
 template <int P, int L>
 RLX_AVX2 void dense_tile_avx2(const BlockedConv& g, const BlockedTile& t, const float* x,
                               const float* w, const float* bias, const float* residual, float* y) {
-  const int64_t G = g.in_groups(), taps = g.KH * g.KW;
+  const int64_t G = g.in_groups(), WG = g.weight_groups(), taps = g.KH * g.KW;
   const int64_t xs = g.SW * L;
   __m256 acc[P][2];
   start_block_avx2(acc, bias, t.ob0);
   for (int64_t cg = 0; cg < G; ++cg) {
     const float* xg = x + g.x_at(t.n, cg);
-    const float* wg = w + (t.ob0 * G + cg) * taps * L * kLanesAvx2;
+    const float* wg = w + (t.ob0 * WG + cg) * taps * L * kLanesAvx2;
     for (int64_t kh = 0; kh < g.KH; ++kh) {
       const int64_t ih = t.oh * g.SH - g.PT + kh;
       if (ih < 0 || ih >= g.H) continue;

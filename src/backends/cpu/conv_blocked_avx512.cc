@@ -57,15 +57,15 @@ RLX_CB_AVX512_INLINE void store_block(const BlockedConv& g, const BlockedTile& t
 template <int P, int NOB, int L>
 RLX_CB_AVX512 void dense_tile(const BlockedConv& g, const BlockedTile& t, const float* x,
                               const float* w, const float* bias, const float* residual, float* y) {
-  const int64_t G = g.in_groups(), taps = g.KH * g.KW;
-  const int64_t w_block = G * taps * L * kLanes512;  // floats between output blocks' weights
-  const int64_t xs = g.SW * L;                       // floats between neighbouring pixels' taps
+  const int64_t G = g.in_groups(), WG = g.weight_groups(), taps = g.KH * g.KW;
+  const int64_t w_block = WG * taps * L * kLanes512;  // floats between output blocks' weights
+  const int64_t xs = g.SW * L;                        // floats between neighbouring pixels' taps
   __m512 acc[NOB][P];
 #pragma GCC unroll 2
   for (int j = 0; j < NOB; ++j) start_block(acc[j], bias, t.ob0 + j);
   for (int64_t cg = 0; cg < G; ++cg) {
     const float* xg = x + g.x_at(t.n, cg);
-    const float* wg = w + (t.ob0 * G + cg) * taps * L * kLanes512;
+    const float* wg = w + (t.ob0 * WG + cg) * taps * L * kLanes512;
     for (int64_t kh = 0; kh < g.KH; ++kh) {
       const int64_t ih = t.oh * g.SH - g.PT + kh;
       if (ih < 0 || ih >= g.H) continue;

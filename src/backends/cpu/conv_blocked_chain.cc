@@ -12,6 +12,13 @@
 // the scratch) instead of expanding them again; only where the pool's chunks
 // meet are rows expanded twice. The tiles and their sums are conv_blocked's,
 // so the result equals the three convs' bit for bit.
+//
+// A block whose hidden map holds fewer values than its pointwise weights (7x7
+// maps of 960 channels) would read those weights once per band. It splits by
+// hidden channel blocks instead: each thread expands, filters and projects
+// its share of the hidden channels, reading only its part of each weight, and
+// the threads' partial projections are summed in the end (in another order
+// than one conv's sums, so not bit for bit).
 #include <algorithm>
 #include <cstring>
 
@@ -26,6 +33,57 @@ namespace {
 // Zen 3 core's 512 KiB L2, so the depthwise band and the weights fit beside it.
 constexpr int64_t kBandBytes = int64_t(128) << 10;
 
+// The block split by hidden channel blocks, a share per task; see the top of the file.
+void chain_by_channels(const BlockedChain& c, const float* x, const float* const (&w)[3],
+                       const float* const (&bias)[3], const float* residual, float* y) {
+  const BlockedConv &ge = c.expand, &gd = c.depthwise, &gp = c.project;
+  constexpr int64_t B = kChannelBlock;
+  const int64_t EB = channel_blocks(gd.C), OB = channel_blocks(gp.O);
+  const int64_t in_px = gd.H * gd.W, out_px = gd.OH * gd.OW, part = gd.N * OB * out_px * B;
+  const int64_t tasks = std::min<int64_t>(num_threads(), EB);
+  thread_local ScratchBuffer<float> parts_buf;
+  float* parts = parts_buf.get(size_t(tasks * part));
+  parallel_tasks(tasks, [&](int64_t t) {
+    const int64_t e0 = t * EB / tasks, eb = (t + 1) * EB / tasks - e0;
+    thread_local ScratchBuffer<float> e_buf, d_buf;
+    float* E = e_buf.get(size_t(eb * in_px * B));
+    float* D = d_buf.get(size_t(eb * out_px * B));
+    for (int64_t n = 0; n < gd.N; ++n) {
+      BlockedConv g = ge;  // hidden blocks [e0, e0 + eb) of every pixel, flat
+      g.N = 1;
+      g.O = eb * B;
+      g.H = g.OH = 1;
+      g.W = g.OW = in_px;
+      conv_blocked_serial(g, x + ge.x_at(n, 0), w[0] + e0 * ge.in_groups() * ge.lanes_in() * B,
+                          bias[0] + e0 * B, nullptr, E);
+      g = gd;
+      g.N = 1;
+      g.C = g.O = eb * B;
+      conv_blocked_serial(g, E, w[1] + e0 * gd.KH * gd.KW * B, bias[1] + e0 * B, nullptr, D);
+      g = gp;  // their part of the projection: no bias, residual or activation yet
+      g.N = 1;
+      g.C = eb * B;
+      g.w_groups = EB;
+      g.H = g.OH = 1;
+      g.W = g.OW = out_px;
+      g.act = Epilogue::none;
+      conv_blocked_serial(g, D, w[2] + e0 * B * B, nullptr, nullptr,
+                          parts + t * part + n * OB * out_px * B);
+    }
+  });
+  parallel_for(gd.N * OB, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)  // image i / OB, output block i % OB
+      for (int64_t p = 0; p < out_px; ++p)
+        for (int64_t j = 0; j < B; ++j) {
+          const int64_t at = (i * out_px + p) * B + j;
+          float v = bias[2][i % OB * B + j];
+          for (int64_t t = 0; t < tasks; ++t) v += parts[t * part + at];
+          if (residual) v += residual[at];
+          y[at] = blocked_activate(gp.act, v);
+        }
+  });
+}
+
 }  // namespace
 
 void conv_blocked_chain(const BlockedChain& c, const float* x, const float* const (&w)[3],
@@ -33,6 +91,8 @@ void conv_blocked_chain(const BlockedChain& c, const float* x, const float* cons
   const BlockedConv &ge = c.expand, &gd = c.depthwise, &gp = c.project;
   constexpr int64_t B = kChannelBlock;
   const int64_t N = gd.N, H = gd.H, W = gd.W, OH = gd.OH, OW = gd.OW, EB = channel_blocks(gd.C);
+  const int64_t weights = (ge.in_groups() * ge.lanes_in() + channel_blocks(gp.O) * B) * EB * B;
+  if (EB * B * H * W < weights) return chain_by_channels(c, x, w, bias, residual, y);
   // Output rows per band: as many as keep the band's input rows within kBandBytes, or as
   // read as many bytes of E-channel rows as of the pointwise weights, which every band reads
   // again (mobilenet_v2's 14x14 blocks at 1 thread ran 1.16x the three convs' time in bands
