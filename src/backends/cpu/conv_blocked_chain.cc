@@ -1,5 +1,6 @@
 // conv_blocked_chain (conv_blocked.h): an inverted residual block (pointwise
-// expand, depthwise, pointwise project) band by band of output rows. Own code.
+// expand, depthwise, pointwise project) band by band of output rows, or split
+// by hidden channels on small maps. Own code.
 //
 // Run as three conv_blocked nodes, mobilenet_v2's expand convs write E-channel
 // maps (up to 4.8 MB at 112x112) that the depthwise conv reads back, and the
