@@ -230,8 +230,8 @@ class BlockedConvPass final : public Pass {
   std::string_view name() const override { return "blocked_conv"; }
   std::string_view description() const override {
     return "run chains of pointwise and depthwise convs (and a stem conv before them) on "
-           "channel-blocked activations (conv_blocked), inverted residual blocks on large maps "
-           "as one conv_blocked_chain, weights packed once";
+           "channel-blocked activations (conv_blocked), each inverted residual block as one "
+           "conv_blocked_chain, weights packed once";
   }
   unsigned needs() const override { return kParamsBound; }
   std::string skip_reason(const CompileOptions&) const override {
