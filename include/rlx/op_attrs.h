@@ -162,6 +162,15 @@ inline ConvBlockedAttrs conv_chain_stage(const ConvBlockedChainAttrs& a, int sta
           .activation = stage == 0 ? a.expand_activation : a.activation,
           .residual = stage == 2 && a.residual};
 }
+// That stage's inputs, as conv_chain_stage's node reads them, from a conv_blocked_chain's
+// inputs `in` (x, then a weight and a bias per stage[, residual]) and the stage's input x.
+template <class T>
+std::vector<T> conv_chain_stage_inputs(const ConvBlockedChainAttrs& a, int stage, T x,
+                                       const std::vector<T>& in) {
+  std::vector<T> s{x, in[size_t(1 + 2 * stage)], in[size_t(2 + 2 * stage)]};
+  if (stage == 2 && a.residual) s.push_back(in[7]);
+  return s;
+}
 
 // Default attributes of `op` (required fields zero/empty).
 OpAttrs default_attrs(Op op);

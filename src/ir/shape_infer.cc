@@ -675,9 +675,7 @@ Shape infer_conv_blocked_chain(const Node& n, const In& in) {
     Node s;
     s.op = Op::ConvBlocked;
     s.attrs = conv_chain_stage(a, stage);
-    In stage_in{&y, in[size_t(1 + 2 * stage)], in[size_t(2 + 2 * stage)]};
-    if (stage == 2 && a.residual) stage_in.push_back(in[7]);
-    y = infer_conv_blocked(s, stage_in);
+    y = infer_conv_blocked(s, conv_chain_stage_inputs<const Shape*>(a, stage, &y, in));
   }
   return y;
 }

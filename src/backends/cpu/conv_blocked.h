@@ -60,8 +60,9 @@ void conv_blocked_serial(const BlockedConv& g, const float* x, const float* w, c
 // An inverted residual block (mobilenet_v2's) on blocked activations: a pointwise conv C -> E
 // (`expand`), a depthwise conv on its output (`depthwise`), a pointwise conv E -> O on that
 // (`project`), each with its bias and activation, the project's residual optional. Run band by
-// band of output rows, each band's E-channel maps in per-thread scratch, so they never reach
-// memory (see conv_blocked_chain.cc). The geometries are the three convs' own, N images.
+// band of output rows, or split by hidden channels where the maps are smaller than the
+// weights, the E-channel maps in per-thread scratch, so they never reach memory (see
+// conv_blocked_chain.cc). The geometries are the three convs' own, N images.
 struct BlockedChain {
   BlockedConv expand, depthwise, project;
 };

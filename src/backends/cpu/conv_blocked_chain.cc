@@ -92,6 +92,8 @@ void conv_blocked_chain(const BlockedChain& c, const float* x, const float* cons
   const BlockedConv &ge = c.expand, &gd = c.depthwise, &gp = c.project;
   constexpr int64_t B = kChannelBlock;
   const int64_t N = gd.N, H = gd.H, W = gd.W, OH = gd.OH, OW = gd.OW, EB = channel_blocks(gd.C);
+  // The two pointwise weights' values: more than the hidden map's, and the block splits by
+  // hidden channels instead of by rows.
   const int64_t weights = (ge.in_groups() * ge.lanes_in() + channel_blocks(gp.O) * B) * EB * B;
   if (EB * B * H * W < weights) return chain_by_channels(c, x, w, bias, residual, y);
   // Output rows per band: as many as keep the band's input rows within kBandBytes, or as
@@ -100,8 +102,7 @@ void conv_blocked_chain(const BlockedChain& c, const float* x, const float* cons
   // of 2 rows); then evened out, the bands a multiple of the threads where the images alone
   // are not.
   const int64_t in_row = EB * W * B * int64_t(sizeof(float));
-  const int64_t weight_bytes =
-      (ge.in_groups() * ge.lanes_in() + channel_blocks(gp.O) * B) * EB * B * int64_t(sizeof(float));
+  const int64_t weight_bytes = weights * int64_t(sizeof(float));
   const int64_t fit = std::max<int64_t>(
       {1, (kBandBytes / in_row - (gd.KH - gd.SH)) / gd.SH, weight_bytes / in_row / gd.SH});
   const int64_t threads = num_threads();

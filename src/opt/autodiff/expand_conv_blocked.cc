@@ -62,9 +62,7 @@ NodeId conv_blocked_chain_primitives(Emit& e, const Node& n, const std::vector<N
     Node s;
     s.op = Op::ConvBlocked;
     s.attrs = conv_chain_stage(a, stage);
-    std::vector<NodeId> stage_in{y, in[size_t(1 + 2 * stage)], in[size_t(2 + 2 * stage)]};
-    if (stage == 2 && a.residual) stage_in.push_back(in[7]);
-    y = conv_blocked_primitives(e, s, stage_in);
+    y = conv_blocked_primitives(e, s, conv_chain_stage_inputs(a, stage, y, in));
   }
   return y;
 }
